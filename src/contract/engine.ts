@@ -1,0 +1,88 @@
+/** The `LLMEngine` interface every Kiln engine implements, mirroring Dynamo's backend trait. */
+import type { EngineMetrics } from "../metrics/engine_metrics.ts";
+import type { KvEventSource } from "./kv_events.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "./types.ts";
+
+/** Per-request context: identity, cancellation and the first-token hook. */
+export interface GenerateContext {
+  readonly requestId: string;
+  readonly signal: AbortSignal;
+  /** Engines call this once, when the first token is known (time-to-first-token). */
+  notifyFirstToken(): void;
+}
+
+/** What setupMetrics() receives: the model identity and a metrics handle to register on. */
+export interface MetricsContext {
+  model: string;
+  component: string;
+  model_load_time_seconds: number;
+  metrics: EngineMetrics;
+}
+
+/** What setupMetrics() returns: the data-parallel ranks the engine reports gauges for. */
+export interface MetricsBindings {
+  dp_ranks: number[];
+}
+
+/**
+ * A token-in, token-out inference engine.
+ *
+ * Stream rules for {@linkcode LLMEngine.generate}: every stream yields exactly one terminal
+ * chunk (one with `finish_reason`) and it is the last; a cancelled request ends with a
+ * terminal `cancelled` chunk; a typed failure ({@linkcode EngineError}) thrown by the iterator
+ * is itself terminal. Errors found before any chunk (bad input, engine not started) are thrown
+ * by the first `next()`.
+ */
+export interface LLMEngine {
+  /** Load the model and get ready to serve. A second call fails with `EngineShutdown`. */
+  start(workerId: bigint): Promise<EngineConfig>;
+  /** Stream the completion of one request. Called concurrently. */
+  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput>;
+  /** Cancel the request that owns `ctx` (as if its signal had fired). */
+  abort?(ctx: GenerateContext): Promise<void>;
+  /** Stop admitting work and wait for in-flight requests. */
+  drain?(): Promise<void>;
+  /** Release everything. Idempotent, and safe on a never-started engine. */
+  cleanup(): Promise<void>;
+  /** KV event sources, one per data-parallel rank; stable for the engine's lifetime. */
+  kvEventSources?(): Promise<KvEventSource[]>;
+  /** Register engine gauges; the returned ranks are stable for the engine's lifetime. */
+  setupMetrics?(ctx: MetricsContext): Promise<MetricsBindings>;
+}
+
+let nextRequest = 0;
+
+/** A {@linkcode GenerateContext} that owns its AbortController; `stop()` cancels it. */
+export class RequestContext implements GenerateContext {
+  readonly requestId: string;
+  readonly #controller = new AbortController();
+  readonly signal: AbortSignal;
+  #firstTokenAt: number | undefined;
+  readonly #onFirstToken: (() => void) | undefined;
+
+  constructor(
+    options: { requestId?: string; signal?: AbortSignal; onFirstToken?: () => void } = {},
+  ) {
+    this.requestId = options.requestId ?? `req-${++nextRequest}`;
+    this.signal = options.signal === undefined
+      ? this.#controller.signal
+      : AbortSignal.any([this.#controller.signal, options.signal]);
+    this.#onFirstToken = options.onFirstToken;
+  }
+
+  /** Cancel the request. */
+  stop(reason?: unknown): void {
+    this.#controller.abort(reason);
+  }
+
+  notifyFirstToken(): void {
+    if (this.#firstTokenAt !== undefined) return;
+    this.#firstTokenAt = performance.now();
+    this.#onFirstToken?.();
+  }
+
+  /** `performance.now()` when the first token was reported, if it was. */
+  get firstTokenAt(): number | undefined {
+    return this.#firstTokenAt;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * The Kiln engine contract: Dynamo's backend types and `LLMEngine` in TypeScript.
+ * @module
+ */
+export * from "./types.ts";
+export * from "./errors.ts";
+export * from "./engine.ts";
+export * from "./kv_events.ts";
+export * as output from "./output.ts";
+export { finishKind, isTerminal, usage } from "./output.ts";
+export { parseFinishReason, parseOutput, parseRequest, requestToWire, toWire } from "./wire.ts";
+export {
+  StreamContractError,
+  type StreamViolation,
+  validateRequest,
+  validateStream,
+} from "./validate.ts";

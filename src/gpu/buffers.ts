@@ -1,0 +1,63 @@
+/** Labelled buffer helpers: upload, allocate, read back. */
+
+export const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+export const UNIFORM = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
+
+/** A storage buffer of `size` bytes (rounded up to 4, at least 4). */
+export function storageBuffer(device: GPUDevice, label: string, size: number): GPUBuffer {
+  return device.createBuffer({ label, size: Math.max(4, Math.ceil(size / 4) * 4), usage: STORAGE });
+}
+
+/** A buffer holding `data`, padded to a multiple of 4 bytes. */
+export function uploadBuffer(
+  device: GPUDevice,
+  label: string,
+  data: ArrayBufferView,
+  usage: number = STORAGE,
+): GPUBuffer {
+  const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
+  const buffer = device.createBuffer({ label, size, usage, mappedAtCreation: true });
+  new Uint8Array(buffer.getMappedRange()).set(
+    new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+  );
+  buffer.unmap();
+  return buffer;
+}
+
+/** Copy `size` bytes of `src` (from `offset`) to the CPU. */
+export async function readBuffer(
+  device: GPUDevice,
+  src: GPUBuffer,
+  size = src.size,
+  offset = 0,
+): Promise<ArrayBuffer> {
+  const staging = device.createBuffer({
+    label: `${src.label}:readback`,
+    size,
+    usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+  });
+  const encoder = device.createCommandEncoder({ label: `${src.label}:readback` });
+  encoder.copyBufferToBuffer(src, offset, staging, 0, size);
+  device.queue.submit([encoder.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = staging.getMappedRange().slice(0);
+  staging.unmap();
+  staging.destroy();
+  return out;
+}
+
+export async function readF32(
+  device: GPUDevice,
+  src: GPUBuffer,
+  count?: number,
+): Promise<Float32Array> {
+  return new Float32Array(await readBuffer(device, src, (count ?? src.size / 4) * 4));
+}
+
+export async function readU32(
+  device: GPUDevice,
+  src: GPUBuffer,
+  count?: number,
+): Promise<Uint32Array> {
+  return new Uint32Array(await readBuffer(device, src, (count ?? src.size / 4) * 4));
+}

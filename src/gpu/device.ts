@@ -1,0 +1,96 @@
+/**
+ * Acquire a WebGPU adapter and device with the features that help when present
+ * (`shader-f16`, `subgroups`, `timestamp-query`) and the largest limits the adapter allows.
+ */
+import { EngineError } from "../contract/errors.ts";
+
+/** Which compute paths the device supports; reported in `EngineConfig.runtime_data`. */
+export interface GpuCapabilities {
+  f16: boolean;
+  subgroups: boolean;
+  timestamps: boolean;
+  adapter: string;
+  maxBufferSize: number;
+  maxStorageBufferBindingSize: number;
+  maxComputeWorkgroupStorageSize: number;
+  maxComputeInvocationsPerWorkgroup: number;
+}
+
+export interface Gpu {
+  device: GPUDevice;
+  caps: GpuCapabilities;
+  /** Resolves with an EngineShutdown error when the device is lost. */
+  lost: Promise<EngineError>;
+}
+
+export interface AcquireOptions {
+  powerPreference?: GPUPowerPreference;
+  /** Turn off optional features (to test the fallback paths). */
+  disable?: ReadonlyArray<"shader-f16" | "subgroups" | "timestamp-query">;
+  label?: string;
+}
+
+const NO_WEBGPU = "WebGPU is not available: navigator.gpu is missing. In a browser, use a recent " +
+  "Chrome/Edge (or Chromium with --enable-unsafe-webgpu) on a secure origin (https or " +
+  "http://localhost); under Deno 2.x WebGPU is built in; on Linux without a GPU install Mesa's " +
+  "Vulkan drivers (Debian: apt-get install mesa-vulkan-drivers) for a CPU adapter.";
+
+const LIMITS = [
+  "maxBufferSize",
+  "maxStorageBufferBindingSize",
+  "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX",
+  "maxComputeWorkgroupSizeY",
+  "maxComputeWorkgroupsPerDimension",
+  "maxStorageBuffersPerShaderStage",
+] as const;
+
+export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
+  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+  if (gpu === undefined) throw new EngineError("CannotConnect", NO_WEBGPU);
+  const adapter = await gpu.requestAdapter(
+    options.powerPreference === undefined ? {} : { powerPreference: options.powerPreference },
+  );
+  if (adapter === null) {
+    throw new EngineError(
+      "CannotConnect",
+      "WebGPU is present but no adapter was found. Check GPU drivers; on Linux without a GPU " +
+        "install Mesa's Vulkan drivers (Debian: apt-get install mesa-vulkan-drivers).",
+    );
+  }
+  const disabled = new Set<string>(options.disable ?? []);
+  const wanted: GPUFeatureName[] = [];
+  for (const f of ["shader-f16", "subgroups", "timestamp-query"] as const) {
+    if (adapter.features.has(f) && !disabled.has(f)) wanted.push(f);
+  }
+  const requiredLimits: Record<string, number> = {};
+  for (const k of LIMITS) requiredLimits[k] = adapter.limits[k];
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({
+      label: options.label ?? "kiln-device",
+      requiredFeatures: wanted,
+      requiredLimits,
+    });
+  } catch (e) {
+    throw new EngineError("CannotConnect", `requestDevice failed: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  const info = adapter.info;
+  const caps: GpuCapabilities = {
+    f16: device.features.has("shader-f16"),
+    subgroups: device.features.has("subgroups"),
+    timestamps: device.features.has("timestamp-query"),
+    adapter: [info?.vendor, info?.architecture, info?.description].filter((s) => s).join(" / "),
+    maxBufferSize: device.limits.maxBufferSize,
+    maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize,
+    maxComputeWorkgroupStorageSize: device.limits.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup,
+  };
+  const lost = device.lost.then((i) =>
+    new EngineError("EngineShutdown", `GPU device lost (${i.reason}): ${i.message}`)
+  );
+  return { device, caps, lost };
+}

@@ -1,0 +1,89 @@
+/** Runs the test suites as subprocesses and counts their JUnit results. */
+import { countJunit, type Counts } from "./junit.ts";
+
+interface Suite {
+  name: string;
+  /** Present when the suite has anything to run. */
+  command(junit: string): string[] | undefined;
+}
+
+async function hasFiles(dir: string, suffix: string): Promise<boolean> {
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.isFile && entry.name.endsWith(suffix)) return true;
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return false;
+}
+
+const nodeTests = async (dir: string) =>
+  (await hasFiles(dir, ".test.mjs"))
+    ? (junit: string) => [
+      "node",
+      "--test",
+      "--test-reporter=spec",
+      "--test-reporter-destination=stdout",
+      "--test-reporter=junit",
+      `--test-reporter-destination=${junit}`,
+      `${dir}/`,
+    ]
+    : () => undefined;
+
+async function suites(): Promise<Suite[]> {
+  return [
+    {
+      name: "deno",
+      command: (junit) => ["deno", "test", "-A", `--junit-path=${junit}`, "src/", "test/"],
+    },
+    { name: "node", command: await nodeTests("test/node") },
+    { name: "browser", command: await nodeTests("test/browser") },
+  ];
+}
+
+function env(): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!Deno.env.get("XDG_RUNTIME_DIR")) {
+    const dir = `${Deno.env.get("TMPDIR") ?? "/tmp"}/kiln-xdg-${Deno.pid}`;
+    Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    out.XDG_RUNTIME_DIR = dir;
+  }
+  return out;
+}
+
+/** Run the named suites (all when `only` is empty); returns the process exit code. */
+export async function runSuites(only: string[]): Promise<number> {
+  const dir = await Deno.makeTempDir({ prefix: "kiln-test-" });
+  const total: Counts = { passed: 0, failed: 0, skipped: 0 };
+  const extraEnv = env();
+  let crashed = false;
+  for (const suite of await suites()) {
+    if (only.length > 0 && !only.includes(suite.name)) continue;
+    const junit = `${dir}/${suite.name}.xml`;
+    const argv = suite.command(junit);
+    if (argv === undefined) continue;
+    console.log(`\n=== suite ${suite.name}: ${argv.join(" ")}`);
+    const [cmd, ...args] = argv as [string, ...string[]];
+    const status = await new Deno.Command(cmd, { args, env: extraEnv }).spawn().status;
+    let counts: Counts;
+    try {
+      counts = countJunit(await Deno.readTextFile(junit));
+    } catch {
+      counts = { passed: 0, failed: 0, skipped: 0 };
+    }
+    if (!status.success && counts.failed === 0) {
+      // The runner failed without reporting a failed test (a crash, a type error): count it.
+      console.log(`suite ${suite.name} exited ${status.code} with no failed test reported`);
+      counts.failed += 1;
+      crashed = true;
+    }
+    console.log(`=== suite ${suite.name}: ${counts.passed} passed, ${counts.failed} failed`);
+    total.passed += counts.passed;
+    total.failed += counts.failed;
+    total.skipped += counts.skipped;
+  }
+  const skipped = total.skipped > 0 ? `, ${total.skipped} skipped` : "";
+  console.log(`\n${total.passed} passed, ${total.failed} failed${skipped}`);
+  return total.failed > 0 || crashed ? 1 : 0;
+}
