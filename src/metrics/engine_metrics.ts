@@ -1,0 +1,206 @@
+/**
+ * `EngineMetrics`, the metrics handle an engine receives in `setupMetrics`, modelled on Dynamo's
+ * backend-common: every metric it creates is named `dynamo_component_<name>` and carries the
+ * hierarchy's auto-injected labels (namespace, component, endpoint, worker id in hex) plus
+ * `model` / `model_name` when built with an `EngineConfig`.
+ */
+import type { EngineConfig } from "../contract/types.ts";
+import { EngineError } from "../contract/errors.ts";
+import { negotiate, render } from "./exposition.ts";
+import { type ExpfmtCallback, type Gauge, type Labels, Registry } from "./registry.ts";
+
+export const LABELS = {
+  namespace: "dynamo_namespace",
+  component: "dynamo_component",
+  endpoint: "dynamo_endpoint",
+  workerId: "worker_id",
+  dpRank: "dp_rank",
+  model: "model",
+  modelName: "model_name",
+} as const;
+
+const COMPONENT_PREFIX = "dynamo_component_";
+
+/** Where an engine sits: Dynamo's namespace / component / endpoint and its worker (lease) id. */
+export interface MetricsHierarchy {
+  namespace: string;
+  component: string;
+  endpoint: string;
+  workerId: bigint;
+}
+
+/** A fixed hierarchy for tests and the conformance kit. */
+export function testHierarchy(): MetricsHierarchy {
+  return { namespace: "test", component: "kiln", endpoint: "generate", workerId: 0x1234abcdn };
+}
+
+/** Labels every component metric gets without asking. */
+function hierarchyLabels(h: MetricsHierarchy): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (h.namespace) out[LABELS.namespace] = h.namespace;
+  if (h.component) out[LABELS.component] = h.component;
+  if (h.endpoint) out[LABELS.endpoint] = h.endpoint;
+  out[LABELS.workerId] = h.workerId.toString(16);
+  return out;
+}
+
+/** `model` and `model_name`; `served_model_name` wins for `model_name`; empty strings omitted. */
+export function modelLabels(config?: EngineConfig): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (config?.model) out[LABELS.model] = out[LABELS.modelName] = config.model;
+  if (config?.served_model_name) out[LABELS.modelName] = config.served_model_name;
+  return out;
+}
+
+export class EngineMetrics {
+  readonly registry = new Registry();
+  readonly hierarchy: MetricsHierarchy;
+  /** The hierarchy labels injected into every component metric. */
+  readonly injected: Readonly<Record<string, string>>;
+  /** Model identity labels (`model`, `model_name`), possibly empty. */
+  readonly model: Readonly<Record<string, string>>;
+  readonly lifecycle: LifecycleGauges;
+  readonly #components = new Map<number, ComponentGauges>();
+  #componentFamilies: { total: Gauge; usage: Gauge; hitRate: Gauge } | undefined;
+
+  private constructor(hierarchy: MetricsHierarchy, config?: EngineConfig) {
+    this.hierarchy = hierarchy;
+    this.injected = hierarchyLabels(hierarchy);
+    this.model = modelLabels(config);
+    this.lifecycle = new LifecycleGauges(this);
+  }
+
+  static fromHierarchy(hierarchy: MetricsHierarchy, config?: EngineConfig): EngineMetrics {
+    return new EngineMetrics(hierarchy, config);
+  }
+
+  /**
+   * Register a gauge `dynamo_component_<name>`. The hierarchy labels are injected; passing one
+   * of them yourself is an error (as Dynamo's `create_metric` refuses a collision).
+   */
+  gauge(
+    name: string,
+    help: string,
+    labels: Labels = {},
+    labelNames: readonly string[] = [],
+  ): Gauge {
+    const clash = [...Object.keys(labels), ...labelNames].find((k) => k in this.injected);
+    if (clash !== undefined) {
+      throw EngineError.invalidArgument(
+        `metrics: label ${clash} of ${name} collides with an auto-injected hierarchy label`,
+      );
+    }
+    return this.registry.gauge({
+      name: COMPONENT_PREFIX + name,
+      help,
+      labelNames,
+      constLabels: { ...this.injected, ...labels },
+    });
+  }
+
+  /** Append foreign exposition text (another registry's scrape) to every render. */
+  addExpfmtCallback(cb: ExpfmtCallback): void {
+    this.registry.addExpfmtCallback(cb);
+  }
+
+  /** The gauges of one data-parallel rank (the same object for the same rank). */
+  componentGauges(dpRank: number): ComponentGauges {
+    let g = this.#components.get(dpRank);
+    if (g === undefined) {
+      this.#componentFamilies ??= {
+        total: this.gauge(
+          "total_blocks",
+          "Total KV cache blocks available on the worker.",
+          this.model,
+          [LABELS.dpRank],
+        ),
+        usage: this.gauge(
+          "gpu_cache_usage_percent",
+          "Fraction of KV cache blocks in use (0 to 1).",
+          this.model,
+          [LABELS.dpRank],
+        ),
+        hitRate: this.gauge(
+          "kv_cache_hit_rate",
+          "Prefix cache hit rate: fraction of prompt blocks served from the cache.",
+          this.model,
+          [LABELS.dpRank],
+        ),
+      };
+      g = new ComponentGauges(this.#componentFamilies, { [LABELS.dpRank]: String(dpRank) });
+      this.#components.set(dpRank, g);
+    }
+    return g;
+  }
+
+  /** Render for a scrape; the format is chosen from the `Accept` header. */
+  render(
+    accept?: string | null,
+    extra: readonly Registry[] = [],
+  ): { contentType: string; body: string } {
+    const { format, contentType } = negotiate(accept);
+    return { contentType, body: render([this.registry, ...extra], format) };
+  }
+}
+
+/**
+ * Framework-owned lifecycle gauges. They pass only the model labels: the hierarchy labels are
+ * injected by `EngineMetrics.gauge`, and passing them again would collide (Dynamo's regression).
+ */
+export class LifecycleGauges {
+  readonly #cleanup: Gauge;
+  readonly #drain: Gauge;
+  readonly #load: Gauge;
+
+  constructor(metrics: EngineMetrics) {
+    const labels = Object.fromEntries(
+      Object.entries({ ...metrics.injected, ...metrics.model }).filter(([k]) =>
+        !(k in metrics.injected)
+      ),
+    );
+    this.#cleanup = metrics.gauge(
+      "cleanup_time_seconds",
+      "Time spent releasing engine resources during shutdown.",
+      labels,
+    );
+    this.#drain = metrics.gauge(
+      "drain_time_seconds",
+      "Time spent draining in-flight requests before cleanup; 0 without a drain.",
+      labels,
+    );
+    this.#load = metrics.gauge(
+      "model_load_time_seconds",
+      "Time spent loading the model in start().",
+      labels,
+    );
+  }
+
+  setCleanupTime(seconds: number): void {
+    this.#cleanup.set(seconds);
+  }
+  setDrainTime(seconds: number): void {
+    this.#drain.set(seconds);
+  }
+  setModelLoadTime(seconds: number): void {
+    this.#load.set(seconds);
+  }
+}
+
+/** KV cache gauges of one `dp_rank`. */
+export class ComponentGauges {
+  constructor(
+    private readonly families: { total: Gauge; usage: Gauge; hitRate: Gauge },
+    private readonly labels: Labels,
+  ) {}
+
+  setTotalBlocks(n: number): void {
+    this.families.total.set(n, this.labels);
+  }
+  setGpuCacheUsagePercent(fraction: number): void {
+    this.families.usage.set(fraction, this.labels);
+  }
+  /** Tri-state: `undefined` means no data yet, and writes nothing (the series stays absent). */
+  setKvCacheHitRate(rate: number | undefined): void {
+    if (rate !== undefined) this.families.hitRate.set(rate, this.labels);
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * Metrics: a registry rendering Prometheus text and OpenMetrics, Dynamo's `EngineMetrics`,
+ * and frontend-style request metrics.
+ * @module
+ */
+export * from "./registry.ts";
+export { CONTENT_TYPES, escapeLabelValue, type Format, negotiate, render } from "./exposition.ts";
+export * from "./engine_metrics.ts";
+export * from "./request_metrics.ts";

@@ -1,0 +1,179 @@
+/**
+ * Request metrics a serving stack watches, named like Dynamo's HTTP frontend
+ * (`dynamo_frontend_*`): requests by status and error type, in-flight requests, time to first
+ * token, inter-token latency, request duration, and input / output sequence lengths.
+ */
+import type { Counter, Gauge, Histogram } from "./registry.ts";
+import { Registry } from "./registry.ts";
+
+const PREFIX = "dynamo_frontend_";
+
+/** Latency buckets in seconds, from 1 ms to 8 minutes. */
+export const LATENCY_BUCKETS = [
+  0.001,
+  0.0025,
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  120,
+  240,
+  480,
+] as const;
+/** Inter-token latency buckets in seconds, 1 ms to 10 s. */
+export const ITL_BUCKETS = [
+  0.001,
+  0.0025,
+  0.005,
+  0.0075,
+  0.01,
+  0.015,
+  0.02,
+  0.03,
+  0.04,
+  0.05,
+  0.075,
+  0.1,
+  0.15,
+  0.2,
+  0.3,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+] as const;
+/** Sequence length buckets in tokens, 1 to 128k. */
+export const TOKEN_BUCKETS = [
+  1,
+  8,
+  32,
+  64,
+  128,
+  256,
+  512,
+  1024,
+  2048,
+  4096,
+  8192,
+  16384,
+  32768,
+  65536,
+  131072,
+] as const;
+
+export type RequestStatus = "success" | "error" | "cancelled";
+
+export class RequestMetrics {
+  readonly registry: Registry;
+  readonly requests: Counter;
+  readonly inflight: Gauge;
+  readonly ttft: Histogram;
+  readonly itl: Histogram;
+  readonly duration: Histogram;
+  readonly inputTokens: Histogram;
+  readonly outputTokens: Histogram;
+
+  constructor(registry: Registry = new Registry()) {
+    this.registry = registry;
+    const model = ["model"];
+    this.requests = registry.counter({
+      name: `${PREFIX}requests_total`,
+      help: "Requests finished, by status and error type.",
+      labelNames: ["model", "status", "error_type"],
+    });
+    this.inflight = registry.gauge({
+      name: `${PREFIX}inflight_requests`,
+      help: "Requests currently being processed.",
+      labelNames: model,
+    });
+    this.ttft = registry.histogram({
+      name: `${PREFIX}time_to_first_token_seconds`,
+      help: "Time from request arrival to its first token.",
+      labelNames: model,
+      buckets: LATENCY_BUCKETS,
+    });
+    this.itl = registry.histogram({
+      name: `${PREFIX}inter_token_latency_seconds`,
+      help: "Time between consecutive tokens of a request.",
+      labelNames: model,
+      buckets: ITL_BUCKETS,
+    });
+    this.duration = registry.histogram({
+      name: `${PREFIX}request_duration_seconds`,
+      help: "Time from request arrival to its last chunk.",
+      labelNames: model,
+      buckets: LATENCY_BUCKETS,
+    });
+    this.inputTokens = registry.histogram({
+      name: `${PREFIX}input_sequence_tokens`,
+      help: "Prompt length of each request in tokens.",
+      labelNames: model,
+      buckets: TOKEN_BUCKETS,
+    });
+    this.outputTokens = registry.histogram({
+      name: `${PREFIX}output_sequence_tokens`,
+      help: "Generated length of each request in tokens.",
+      labelNames: model,
+      buckets: TOKEN_BUCKETS,
+    });
+  }
+
+  /** Start tracking one request; call the returned tracker's methods as tokens arrive. */
+  startRequest(
+    model: string,
+    inputTokens: number,
+    now: () => number = () => performance.now(),
+  ): RequestTracker {
+    return new RequestTracker(this, model, inputTokens, now);
+  }
+}
+
+export class RequestTracker {
+  readonly #start: number;
+  #last: number | undefined;
+  #tokens = 0;
+  #done = false;
+
+  constructor(
+    private readonly m: RequestMetrics,
+    private readonly model: string,
+    private readonly inputTokens: number,
+    private readonly now: () => number,
+  ) {
+    this.#start = now();
+    m.inflight.inc(1, { model });
+  }
+
+  /** Record `count` tokens arriving now (the first call records time to first token). */
+  tokens(count = 1): void {
+    if (this.#done || count <= 0) return;
+    const t = this.now();
+    const labels = { model: this.model };
+    if (this.#last === undefined) this.m.ttft.observe((t - this.#start) / 1000, labels);
+    else this.m.itl.observe((t - this.#last) / 1000 / count, labels);
+    this.#last = t;
+    this.#tokens += count;
+  }
+
+  /** Finish once; later calls are ignored. */
+  finish(status: RequestStatus, errorType = ""): void {
+    if (this.#done) return;
+    this.#done = true;
+    const labels = { model: this.model };
+    this.m.inflight.dec(1, labels);
+    this.m.requests.inc(1, { model: this.model, status, error_type: errorType });
+    this.m.duration.observe((this.now() - this.#start) / 1000, labels);
+    this.m.inputTokens.observe(this.inputTokens, labels);
+    this.m.outputTokens.observe(this.#tokens, labels);
+  }
+}
