@@ -1,0 +1,132 @@
+/**
+ * Deliberately broken engines, one per failure kind: each wraps the mock engine and breaks
+ * exactly one rule, to prove that every check of the kit can fail.
+ */
+import { EngineError } from "../contract/errors.ts";
+import type {
+  GenerateContext,
+  LLMEngine,
+  MetricsBindings,
+  MetricsContext,
+} from "../contract/engine.ts";
+import type { KvEventSource } from "../contract/kv_events.ts";
+import * as out from "../contract/output.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import { MockEngine } from "../engines/mock/mock_engine.ts";
+import type { FailureKind } from "./failure.ts";
+
+type Gen = AsyncIterable<LLMEngineOutput>;
+
+const fail = (what: string) => new EngineError("Unknown", `deliberately broken: ${what}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A mock engine with one behaviour replaced. */
+class BrokenEngine implements LLMEngine {
+  readonly inner = new MockEngine({ model: "broken" });
+  started = false;
+  cleanups = 0;
+  calls = 0;
+  active = 0;
+
+  constructor(readonly kind: FailureKind) {}
+
+  async start(workerId: bigint): Promise<EngineConfig> {
+    if (this.kind === "StartFailed") throw fail("start");
+    const config = await this.inner.start(workerId);
+    this.started = true;
+    return this.kind === "EmptyModelInConfig" ? { ...config, model: "" } : config;
+  }
+
+  generate(request: PreprocessedRequest, ctx: GenerateContext): Gen {
+    return this.#generate(request, ctx);
+  }
+
+  async *#generate(
+    request: PreprocessedRequest,
+    ctx: GenerateContext,
+  ): AsyncGenerator<LLMEngineOutput> {
+    const stream = () => this.inner.generate(request, ctx);
+    switch (this.kind) {
+      case "GenerateFailed":
+        throw fail("generate");
+      case "NoChunksYielded":
+        return;
+      case "ChunkAfterTerminal":
+        yield* stream();
+        yield out.token(1);
+        return;
+      case "NoTerminalChunk":
+        for await (const c of stream()) if (c.finish_reason === undefined) yield c;
+        return;
+      case "StreamYieldedError":
+        yield out.token(1);
+        throw fail("mid-stream");
+      case "ConcurrentGenerateFailed":
+        if (this.active > 0) throw fail("a second stream while one is running");
+        this.active++;
+        try {
+          await sleep(5);
+          yield* stream();
+        } finally {
+          this.active--;
+        }
+        return;
+      case "CancellationNotObserved": {
+        // Ignores the signal: produces slow tokens until the kit gives up (lazy, so it stops then).
+        const max = request.stop_conditions.max_tokens ?? 16;
+        for (let i = 0; i < max; i++) {
+          await sleep(50);
+          yield out.token(i % 7);
+        }
+        yield out.withUsage(out.length(), out.usage(request.token_ids.length, max));
+        return;
+      }
+      case "CancellationIgnored":
+        for await (const c of stream()) {
+          yield c.finish_reason === "cancelled" ? { ...c, finish_reason: "length" } : c;
+        }
+        return;
+      case "CompletionTokensMismatch":
+        for await (const c of stream()) {
+          const u = c.completion_usage;
+          yield u ? out.withUsage(c, out.usage(u.prompt_tokens, u.completion_tokens + 1)) : c;
+        }
+        return;
+      default:
+        yield* stream();
+    }
+  }
+
+  async cleanup(): Promise<void> {
+    this.cleanups++;
+    if (this.kind === "CleanupFailed") throw fail("cleanup");
+    if (this.kind === "SecondCleanupFailed" && this.cleanups > 1) throw fail("second cleanup");
+    if (this.kind === "CleanupWithoutStartFailed" && !this.started) {
+      throw fail("cleanup before start");
+    }
+    await this.inner.cleanup();
+  }
+
+  async kvEventSources(): Promise<KvEventSource[]> {
+    if (this.kind === "KvEventSourcesFailed") throw fail("kvEventSources");
+    const sources = await this.inner.kvEventSources();
+    this.calls++;
+    return this.kind === "KvEventSourcesNotIdempotent"
+      ? sources.map((s) => ({ ...s, dp_rank: s.dp_rank + this.calls }))
+      : sources;
+  }
+
+  async setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
+    if (this.kind === "SetupMetricsFailed") throw fail("setupMetrics");
+    const bindings = await this.inner.setupMetrics(ctx);
+    this.calls++;
+    return this.kind === "ComponentMetricsNotIdempotent"
+      ? { dp_ranks: [...bindings.dp_ranks, this.calls] }
+      : bindings;
+  }
+}
+
+/** An engine factory that breaks exactly the rule `kind` checks. */
+export function brokenEngine(kind: FailureKind): () => LLMEngine {
+  return () => new BrokenEngine(kind);
+}

@@ -1,0 +1,80 @@
+/** The ways an engine can break the contract, as the conformance kit names them. */
+
+export const FAILURE_KINDS = [
+  "StartFailed",
+  "EmptyModelInConfig",
+  "GenerateFailed",
+  "NoChunksYielded",
+  "ChunkAfterTerminal",
+  "NoTerminalChunk",
+  "StreamYieldedError",
+  "ConcurrentGenerateFailed",
+  "CancellationNotObserved",
+  "CancellationIgnored",
+  "CleanupFailed",
+  "SecondCleanupFailed",
+  "CleanupWithoutStartFailed",
+  "KvEventSourcesFailed",
+  "KvEventSourcesNotIdempotent",
+  "SetupMetricsFailed",
+  "ComponentMetricsNotIdempotent",
+  "CompletionTokensMismatch",
+] as const;
+
+export type FailureKind = typeof FAILURE_KINDS[number];
+
+export function isFailureKind(value: string): value is FailureKind {
+  return (FAILURE_KINDS as readonly string[]).includes(value);
+}
+
+/** What each kind means, in words an engine author can act on. */
+const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
+  StartFailed: (d) => `start() failed: ${d}`,
+  EmptyModelInConfig: () => "start() returned an EngineConfig whose model is empty",
+  GenerateFailed: (d) => `generate() failed before yielding anything: ${d}`,
+  NoChunksYielded: () => "the generate() stream ended without yielding a single chunk",
+  ChunkAfterTerminal: () =>
+    "a chunk was yielded after a terminal chunk (one with finish_reason); the terminal chunk must be last",
+  NoTerminalChunk: () => "the stream ended without a terminal chunk (none carried finish_reason)",
+  StreamYieldedError: (d) => `the stream threw after yielding chunks: ${d}`,
+  ConcurrentGenerateFailed: (d) => `concurrent generate() calls failed (shared state?): ${d}`,
+  CancellationNotObserved: (d) =>
+    `the stream did not end within ${d} after its request was cancelled`,
+  CancellationIgnored: (d) =>
+    `the cancelled stream ended, but its terminal finish_reason was ${d}, not "cancelled" ` +
+    "(an engine must report cancelled when it observes cancellation)",
+  CleanupFailed: (d) => `cleanup() failed: ${d}`,
+  SecondCleanupFailed: (d) => `a second cleanup() failed; cleanup must be idempotent: ${d}`,
+  CleanupWithoutStartFailed: (d) =>
+    `cleanup() failed on an engine that was never started: ${d} (the worker calls cleanup() ` +
+    "after a failed start(), so every resource must be released only if it was allocated)",
+  KvEventSourcesFailed: (d) => `kvEventSources() failed: ${d}`,
+  KvEventSourcesNotIdempotent: (d) =>
+    `kvEventSources() returned a different dp_rank set on a second call (${d}); ` +
+    "the sources must stay the same for the engine's lifetime",
+  SetupMetricsFailed: (d) => `setupMetrics() failed: ${d}`,
+  ComponentMetricsNotIdempotent: (d) =>
+    `setupMetrics() returned different dp_ranks across calls (${d}); ` +
+    "the rank set must stay the same for the engine's lifetime",
+  CompletionTokensMismatch: (d) =>
+    `the terminal completion_usage.completion_tokens disagrees with the tokens streamed (${d}); ` +
+    "the engine's bookkeeping diverges from its output",
+};
+
+/** The kit's verdict: exactly one kind, with an explanation. */
+export class ConformanceFailure extends Error {
+  override readonly name = "ConformanceFailure";
+  constructor(readonly kind: FailureKind, readonly detail = "") {
+    super(`${kind}: ${EXPLAIN[kind](detail)}`);
+  }
+}
+
+export function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const type = (error as { type?: unknown }).type;
+    return typeof type === "string"
+      ? `${error.name}(${type}): ${error.message}`
+      : `${error.name}: ${error.message}`;
+  }
+  return String(error);
+}

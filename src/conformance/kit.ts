@@ -1,0 +1,302 @@
+/**
+ * The conformance kit: Dynamo's backend conformance checks, in the same order, against any
+ * `LLMEngine`. It uses Web-standard APIs only, so it runs in Node, Deno and browsers.
+ */
+import { type GenerateContext, type LLMEngine, RequestContext } from "../contract/engine.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
+import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
+
+export interface ConformanceOptions {
+  /** How long a cancelled stream may take to end (default 2000 ms, as the seed). */
+  cancelDeadlineMs?: number;
+  /** Upper bound for any other step, so a hanging engine fails instead of hanging (default 120 s). */
+  stepTimeoutMs?: number;
+  /** Prompt of the generate checks (default `[1, 2, 3]`). */
+  prompt?: number[];
+}
+
+export interface CheckReport {
+  name: string;
+  passed: boolean;
+  ms: number;
+  message?: string;
+}
+
+export interface ConformanceReport {
+  passed: boolean;
+  checks: CheckReport[];
+  failure?: { kind: FailureKind; message: string };
+}
+
+interface State {
+  engine: LLMEngine;
+  factory: () => LLMEngine;
+  config?: EngineConfig;
+  opts: Required<ConformanceOptions>;
+}
+
+const CONCURRENT = 8;
+const LONG_MAX_TOKENS = 10_000;
+
+function request(model: string, prompt: number[], maxTokens: number): PreprocessedRequest {
+  return {
+    model,
+    token_ids: [...prompt],
+    stop_conditions: { max_tokens: maxTokens },
+    sampling_options: {},
+    output_options: {},
+    eos_token_ids: [],
+    annotations: [],
+  };
+}
+
+/** Resolve `promise`, or reject with `onTimeout()` after `ms`; the timer never outlives it. */
+async function within<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((
+    _,
+    reject,
+  ) => (timer = setTimeout(() => reject(onTimeout()), ms)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Run `fn`, mapping a throw or a timeout to `kind`. */
+async function guard<T>(kind: FailureKind, ms: number, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await within(
+      Promise.resolve().then(fn),
+      ms,
+      () => new Error(`timed out after ${ms} ms`),
+    );
+  } catch (e) {
+    if (e instanceof ConformanceFailure) throw e;
+    throw new ConformanceFailure(kind, describe(e));
+  }
+}
+
+/** Pull a whole stream; an error before any chunk is `GenerateFailed`, after one `StreamYieldedError`. */
+async function collect(stream: () => AsyncIterable<LLMEngineOutput>): Promise<LLMEngineOutput[]> {
+  const chunks: LLMEngineOutput[] = [];
+  try {
+    for await (const c of stream()) chunks.push(c);
+  } catch (e) {
+    throw new ConformanceFailure(
+      chunks.length === 0 ? "GenerateFailed" : "StreamYieldedError",
+      describe(e),
+    );
+  }
+  return chunks;
+}
+
+function ranks(list: readonly { dp_rank: number }[]): number[] {
+  return list.map((s) => s.dp_rank);
+}
+
+const same = (a: readonly number[], b: readonly number[]) =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
+
+type Step = readonly [name: string, run: (s: State) => Promise<void>];
+
+const STEPS: readonly Step[] = [
+  ["start", async (s) => {
+    const config = await guard("StartFailed", s.opts.stepTimeoutMs, () => s.engine.start(0n));
+    if (!config || typeof config.model !== "string" || config.model.length === 0) {
+      throw new ConformanceFailure("EmptyModelInConfig");
+    }
+    s.config = config;
+  }],
+  ["kv_event_sources", async (s) => {
+    const call = () =>
+      guard(
+        "KvEventSourcesFailed",
+        s.opts.stepTimeoutMs,
+        async () => ranks(await s.engine.kvEventSources?.() ?? []),
+      );
+    const [a, b] = [await call(), await call()];
+    if (!same(a, b)) {
+      throw new ConformanceFailure("KvEventSourcesNotIdempotent", `[${a}] then [${b}]`);
+    }
+  }],
+  ["setup_metrics", async (s) => {
+    const metrics = EngineMetrics.fromHierarchy(testHierarchy());
+    const ctx = { model: "test-model", component: "test", model_load_time_seconds: 0, metrics };
+    const call = () =>
+      guard(
+        "SetupMetricsFailed",
+        s.opts.stepTimeoutMs,
+        async () => (await s.engine.setupMetrics?.(ctx))?.dp_ranks ?? [],
+      );
+    const [a, b] = [await call(), await call()];
+    if (!same(a, b)) {
+      throw new ConformanceFailure("ComponentMetricsNotIdempotent", `[${a}] then [${b}]`);
+    }
+  }],
+  ["single_generate", async (s) => {
+    const req = request(s.config!.model, s.opts.prompt, 8);
+    const chunks = await within(
+      collect(() => s.engine.generate(req, new RequestContext())),
+      s.opts.stepTimeoutMs,
+      () =>
+        new ConformanceFailure(
+          "GenerateFailed",
+          `no terminal chunk within ${s.opts.stepTimeoutMs} ms`,
+        ),
+    );
+    if (chunks.length === 0) throw new ConformanceFailure("NoChunksYielded");
+    const terminals = chunks.flatMap((c, i) => (c.finish_reason !== undefined ? [i] : []));
+    if (terminals.length === 0) throw new ConformanceFailure("NoTerminalChunk");
+    if (terminals.length > 1 || terminals[0] !== chunks.length - 1) {
+      throw new ConformanceFailure("ChunkAfterTerminal");
+    }
+    const usage = chunks[chunks.length - 1]!.completion_usage;
+    const streamed = chunks.reduce((n, c) => n + c.token_ids.length, 0);
+    if (usage !== undefined && usage.completion_tokens !== streamed) {
+      throw new ConformanceFailure(
+        "CompletionTokensMismatch",
+        `streamed ${streamed}, reported ${usage.completion_tokens}`,
+      );
+    }
+  }],
+  ["concurrent_generates", async (s) => {
+    const one = async () => {
+      const req = request(s.config!.model, s.opts.prompt, 8);
+      let chunks: LLMEngineOutput[];
+      try {
+        chunks = await collect(() => s.engine.generate(req, new RequestContext()));
+      } catch (e) {
+        throw new ConformanceFailure(
+          "ConcurrentGenerateFailed",
+          e instanceof ConformanceFailure ? e.detail : describe(e),
+        );
+      }
+      if (chunks.length === 0) {
+        throw new ConformanceFailure("ConcurrentGenerateFailed", "stream was empty");
+      }
+    };
+    await within(
+      Promise.all(Array.from({ length: CONCURRENT }, one)).then(() => undefined),
+      s.opts.stepTimeoutMs,
+      () =>
+        new ConformanceFailure(
+          "ConcurrentGenerateFailed",
+          `not done within ${s.opts.stepTimeoutMs} ms`,
+        ),
+    );
+  }],
+  ["cancellation", async (s) => {
+    const ctx = new RequestContext();
+    const req = request(s.config!.model, s.opts.prompt, LONG_MAX_TOKENS);
+    let stream: AsyncIterable<LLMEngineOutput>;
+    try {
+      stream = s.engine.generate(req, ctx as GenerateContext);
+    } catch (e) {
+      throw new ConformanceFailure("GenerateFailed", describe(e));
+    }
+    // Cancel before the first pull: the engine's first look at the signal sees it, whatever its speed.
+    ctx.stop();
+    const ms = s.opts.cancelDeadlineMs;
+    const chunks = await within(
+      collect(() => stream),
+      ms,
+      () => new ConformanceFailure("CancellationNotObserved", `${ms} ms`),
+    );
+    const last = chunks[chunks.length - 1];
+    if (last === undefined) throw new ConformanceFailure("NoChunksYielded");
+    if (last.finish_reason !== "cancelled") {
+      throw new ConformanceFailure(
+        "CancellationIgnored",
+        JSON.stringify(last.finish_reason ?? null),
+      );
+    }
+  }],
+  ["cleanup", (s) => guard("CleanupFailed", s.opts.stepTimeoutMs, () => s.engine.cleanup())],
+  [
+    "second_cleanup",
+    (s) => guard("SecondCleanupFailed", s.opts.stepTimeoutMs, () => s.engine.cleanup()),
+  ],
+  [
+    "cleanup_without_start",
+    (s) =>
+      guard("CleanupWithoutStartFailed", s.opts.stepTimeoutMs, async () => {
+        const fresh = s.factory();
+        await fresh.cleanup();
+      }),
+  ],
+];
+
+/** The names of the checks, in the order they run. */
+export const CHECKS: readonly string[] = STEPS.map(([name]) => name);
+
+async function execute(
+  factory: () => LLMEngine,
+  options: ConformanceOptions,
+): Promise<{ report: ConformanceReport; failure?: ConformanceFailure }> {
+  const state: State = {
+    engine: factory(),
+    factory,
+    opts: {
+      cancelDeadlineMs: options.cancelDeadlineMs ?? 2000,
+      stepTimeoutMs: options.stepTimeoutMs ?? 120_000,
+      prompt: options.prompt ?? [1, 2, 3],
+    },
+  };
+  const checks: CheckReport[] = [];
+  for (const [name, run] of STEPS) {
+    const t0 = performance.now();
+    try {
+      await run(state);
+      checks.push({ name, passed: true, ms: performance.now() - t0 });
+    } catch (e) {
+      const failure = e instanceof ConformanceFailure
+        ? e
+        : new ConformanceFailure("StartFailed", describe(e));
+      checks.push({ name, passed: false, ms: performance.now() - t0, message: failure.message });
+      // Best effort: release what the engine holds; the verdict is already decided.
+      await state.engine.cleanup().catch(() => {});
+      const report = {
+        passed: false,
+        checks,
+        failure: { kind: failure.kind, message: failure.message },
+      };
+      return { report, failure };
+    }
+  }
+  return { report: { passed: true, checks } };
+}
+
+/** Run every check and report each; stops at the first failure, as the seed does. */
+export async function runConformanceReport(
+  factory: () => LLMEngine,
+  options: ConformanceOptions = {},
+): Promise<ConformanceReport> {
+  return (await execute(factory, options)).report;
+}
+
+/** Run the kit; rejects with a {@linkcode ConformanceFailure} naming the first broken rule. */
+export async function runConformance(
+  factory: () => LLMEngine,
+  options: ConformanceOptions = {},
+): Promise<void> {
+  const { failure } = await execute(factory, options);
+  if (failure) throw failure;
+}
+
+/** One line per check, then a verdict line; the same text in a terminal and a page. */
+export function formatReport(report: ConformanceReport): string {
+  const lines = report.checks.map((c) =>
+    `${c.passed ? "ok  " : "FAIL"} ${c.name.padEnd(22)} ${c.ms.toFixed(1).padStart(8)} ms${
+      c.message ? `  ${c.message}` : ""
+    }`
+  );
+  lines.push(
+    report.passed
+      ? `conformance: PASS (${report.checks.length} checks)`
+      : `conformance: FAIL ${report.failure!.kind}`,
+  );
+  return lines.join("\n");
+}

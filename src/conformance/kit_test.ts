@@ -1,0 +1,54 @@
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { MockEngine } from "../engines/mock/mock_engine.ts";
+import { brokenEngine } from "./broken.ts";
+import { ConformanceFailure, FAILURE_KINDS } from "./failure.ts";
+import { CHECKS, formatReport, runConformance, runConformanceReport } from "./kit.ts";
+
+Deno.test("the mock engine passes every check, in the seed's order", async () => {
+  await runConformance(() => new MockEngine());
+  const report = await runConformanceReport(() => new MockEngine({ delayMs: 1 }));
+  ok(report.passed, formatReport(report));
+  deepStrictEqual(report.checks.map((c) => c.name), [...CHECKS]);
+  deepStrictEqual(CHECKS, [
+    "start",
+    "kv_event_sources",
+    "setup_metrics",
+    "single_generate",
+    "concurrent_generates",
+    "cancellation",
+    "cleanup",
+    "second_cleanup",
+    "cleanup_without_start",
+  ]);
+  ok(report.checks.every((c) => c.passed && c.ms >= 0));
+  ok(formatReport(report).endsWith("conformance: PASS (9 checks)"));
+});
+
+for (const kind of FAILURE_KINDS) {
+  Deno.test(`an engine broken for ${kind} is reported as exactly ${kind}`, async () => {
+    await rejects(runConformance(brokenEngine(kind)), (e: unknown) => {
+      ok(e instanceof ConformanceFailure, String(e));
+      equal(e.kind, kind);
+      ok(e.message.startsWith(`${kind}: `));
+      return true;
+    });
+    const report = await runConformanceReport(brokenEngine(kind));
+    equal(report.passed, false);
+    equal(report.failure?.kind, kind);
+    const last = report.checks[report.checks.length - 1]!;
+    equal(last.passed, false);
+    ok(report.checks.slice(0, -1).every((c) => c.passed), "checks before the failing one passed");
+    ok(formatReport(report).includes(kind));
+  });
+}
+
+Deno.test("a hanging start() fails as StartFailed instead of hanging the kit", async () => {
+  const hanging = () => {
+    const e = new MockEngine();
+    e.start = () => new Promise(() => {});
+    return e;
+  };
+  const report = await runConformanceReport(hanging, { stepTimeoutMs: 50 });
+  equal(report.failure?.kind, "StartFailed");
+  ok(report.failure?.message.includes("timed out"));
+});

@@ -1,0 +1,101 @@
+/**
+ * The mock engine's pretend KV cache: it counts blocks per request, keys full prompt blocks by
+ * a hash chain, publishes Dynamo-shaped KV events and feeds the component gauges.
+ */
+import type { KvEventPublisher } from "../../contract/kv_events.ts";
+import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import { blockHashes } from "./tokens.ts";
+
+export class FakeKvCache {
+  publisher: KvEventPublisher | undefined;
+  gauges: ComponentGauges | undefined;
+  #refs = new Map<bigint, number>();
+  #used = 0;
+  #queried = 0;
+  #hits = 0;
+  /** Bumped by clear(): handles from before a clear release nothing. */
+  #epoch = 0;
+
+  constructor(readonly blockSize: number, readonly totalBlocks: number) {}
+
+  get usedBlocks(): number {
+    return this.#used;
+  }
+
+  /**
+   * Take the blocks of a prompt. Full prompt blocks are shared by hash; the partial block and
+   * the generated tokens' blocks are the request's own. `update` follows generation; `release`
+   * returns everything.
+   */
+  acquire(prompt: readonly number[]): { update(generated: number): void; release(): void } {
+    const hashes = blockHashes(prompt, this.blockSize);
+    hashes.forEach((h, i) => {
+      this.#queried++;
+      const refs = this.#refs.get(h) ?? 0;
+      if (refs > 0) this.#hits++;
+      else {
+        this.#used++;
+        this.publisher?.publish({
+          type: "BlockStored",
+          block_hashes: [h],
+          parent_block_hash: i === 0 ? null : hashes[i - 1]!,
+          token_ids: prompt.slice(i * this.blockSize, (i + 1) * this.blockSize),
+          block_size: this.blockSize,
+        });
+      }
+      this.#refs.set(h, refs + 1);
+    });
+    let own = 0;
+    const epoch = this.#epoch;
+    const update = (generated: number) => {
+      if (epoch !== this.#epoch) return;
+      const next = Math.ceil((prompt.length + generated) / this.blockSize) - hashes.length;
+      this.#used += next - own;
+      own = next;
+      this.#report();
+    };
+    update(0);
+    let released = false;
+    return {
+      update,
+      release: () => {
+        if (released || epoch !== this.#epoch) return;
+        released = true;
+        this.#used -= own;
+        const removed: bigint[] = [];
+        for (const h of hashes) {
+          const refs = (this.#refs.get(h) ?? 1) - 1;
+          if (refs > 0) this.#refs.set(h, refs);
+          else if (this.#refs.delete(h)) {
+            removed.push(h);
+            this.#used--;
+          }
+        }
+        if (removed.length > 0) {
+          this.publisher?.publish({ type: "BlockRemoved", block_hashes: removed });
+        }
+        this.#report();
+      },
+    };
+  }
+
+  clear(): void {
+    if (this.#refs.size > 0) this.publisher?.publish({ type: "AllBlocksCleared" });
+    this.#refs.clear();
+    this.#used = 0;
+    this.#epoch++;
+    this.#report();
+  }
+
+  report(): void {
+    this.#report();
+  }
+
+  #report(): void {
+    const g = this.gauges;
+    if (g === undefined) return;
+    g.setTotalBlocks(this.totalBlocks);
+    g.setGpuCacheUsagePercent(this.#used / this.totalBlocks);
+    g.setKvCacheHitRate(this.#queried === 0 ? undefined : this.#hits / this.#queried);
+  }
+}

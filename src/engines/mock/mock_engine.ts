@@ -1,0 +1,211 @@
+/**
+ * A CPU engine like Dynamo's mocker: deterministic tokens from the prompt, an optional delay
+ * per token, every stop condition, cancellation, usage, fake KV blocks and metrics. It is the
+ * reference an engine author can read, and what `npm start` ran before the WebGPU engine.
+ */
+import { EngineError } from "../../contract/errors.ts";
+import type {
+  GenerateContext,
+  LLMEngine,
+  MetricsBindings,
+  MetricsContext,
+} from "../../contract/engine.ts";
+import type { KvEventSource } from "../../contract/kv_events.ts";
+import * as out from "../../contract/output.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
+import { validateRequest } from "../../contract/validate.ts";
+import { FakeKvCache } from "./fake_kv.ts";
+import { mockToken, promptSeed } from "./tokens.ts";
+
+export interface MockEngineOptions {
+  model?: string;
+  vocabSize?: number;
+  /** Milliseconds to wait before each token (0: yield to the event loop only). */
+  delayMs?: number;
+  /** `max_tokens` when a request gives none. */
+  defaultMaxTokens?: number;
+  contextLength?: number;
+  blockSize?: number;
+  totalBlocks?: number;
+}
+
+type State = "new" | "running" | "draining" | "stopped";
+
+interface InFlight {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** Wait `ms` (or one macrotask when 0), returning early when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+export class MockEngine implements LLMEngine {
+  readonly options: Required<MockEngineOptions>;
+  #state: State = "new";
+  #inflight = new Map<string, InFlight>();
+  #kv: FakeKvCache;
+
+  constructor(options: MockEngineOptions = {}) {
+    this.options = {
+      model: options.model ?? "kiln-mock",
+      vocabSize: options.vocabSize ?? 32000,
+      delayMs: options.delayMs ?? 0,
+      defaultMaxTokens: options.defaultMaxTokens ?? 16,
+      contextLength: options.contextLength ?? 4096,
+      blockSize: options.blockSize ?? 16,
+      totalBlocks: options.totalBlocks ?? 1024,
+    };
+    this.#kv = new FakeKvCache(this.options.blockSize, this.options.totalBlocks);
+  }
+
+  /** Blocks the fake KV cache holds now (0 when no request is running). */
+  get usedBlocks(): number {
+    return this.#kv.usedBlocks;
+  }
+
+  start(_workerId: bigint): Promise<EngineConfig> {
+    if (this.#state !== "new") {
+      return Promise.reject(EngineError.shutdown(`start() called on a ${this.#state} engine`));
+    }
+    this.#state = "running";
+    const o = this.options;
+    return Promise.resolve({
+      model: o.model,
+      context_length: o.contextLength,
+      kv_cache_block_size: o.blockSize,
+      total_kv_blocks: o.totalBlocks,
+      max_num_seqs: 256,
+      max_num_batched_tokens: o.contextLength,
+      runtime_data: { engine: "mock" },
+    });
+  }
+
+  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
+    return this.#stream(request, ctx);
+  }
+
+  async *#stream(
+    request: PreprocessedRequest,
+    ctx: GenerateContext,
+  ): AsyncGenerator<LLMEngineOutput> {
+    if (this.#state !== "running") {
+      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
+    }
+    validateRequest(request);
+    const prompt = request.token_ids;
+    const o = this.options;
+    if (prompt.length > o.contextLength) {
+      throw EngineError.invalidArgument(
+        `request.token_ids: ${prompt.length} tokens exceed the context length ${o.contextLength}`,
+      );
+    }
+    const bad = prompt.findIndex((t) => t >= o.vocabSize);
+    if (bad >= 0) {
+      throw EngineError.invalidArgument(
+        `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${o.vocabSize}`,
+      );
+    }
+    const controller = new AbortController();
+    const signal = AbortSignal.any([controller.signal, ctx.signal]);
+    let finished!: () => void;
+    const entry: InFlight = { controller, done: new Promise((r) => (finished = r)) };
+    this.#inflight.set(ctx.requestId, entry);
+    const blocks = this.#kv.acquire(prompt);
+    const stop = request.stop_conditions;
+    const maxTokens = Math.min(
+      stop.max_tokens ?? o.defaultMaxTokens,
+      o.contextLength - prompt.length,
+    );
+    const minTokens = stop.min_tokens ?? 0;
+    const shown = new Set(stop.stop_token_ids ?? []);
+    const hidden = new Set(stop.stop_token_ids_hidden ?? []);
+    const eos = new Set(stop.ignore_eos ? [] : request.eos_token_ids);
+    const seed = promptSeed(prompt);
+    let n = 0;
+    const end = (chunk: LLMEngineOutput) => out.withUsage(chunk, out.usage(prompt.length, n));
+    try {
+      for (let step = 0;; step++) {
+        if (n >= maxTokens) {
+          yield end(out.length());
+          return;
+        }
+        await pause(o.delayMs, signal);
+        if (signal.aborted) {
+          yield end(out.cancelled());
+          return;
+        }
+        const id = mockToken(seed, step, o.vocabSize);
+        const mayStop = n >= minTokens;
+        if (mayStop && hidden.has(id)) {
+          yield { ...end(out.stop()), stop_reason: id };
+          return;
+        }
+        if (mayStop && eos.has(id)) {
+          yield end(out.eos());
+          return;
+        }
+        if (n === 0) ctx.notifyFirstToken();
+        n++;
+        blocks.update(n);
+        if (mayStop && shown.has(id)) {
+          yield { ...end(out.withTokens(out.stop(), [id])), stop_reason: id };
+          return;
+        }
+        if (n >= maxTokens) {
+          yield end(out.withTokens(out.length(), [id]));
+          return;
+        }
+        yield out.token(id);
+      }
+    } finally {
+      blocks.release();
+      this.#inflight.delete(ctx.requestId);
+      finished();
+    }
+  }
+
+  abort(ctx: GenerateContext): Promise<void> {
+    this.#inflight.get(ctx.requestId)?.controller.abort();
+    return Promise.resolve();
+  }
+
+  async drain(): Promise<void> {
+    if (this.#state === "running") this.#state = "draining";
+    await Promise.all([...this.#inflight.values()].map((r) => r.done));
+  }
+
+  cleanup(): Promise<void> {
+    if (this.#state === "stopped") return Promise.resolve();
+    this.#state = "stopped";
+    for (const r of this.#inflight.values()) r.controller.abort();
+    this.#kv.clear();
+    return Promise.resolve();
+  }
+
+  kvEventSources(): Promise<KvEventSource[]> {
+    return Promise.resolve([{
+      kind: "push",
+      dp_rank: 0,
+      onReady: (publisher) => (this.#kv.publisher = publisher),
+    }]);
+  }
+
+  setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
+    this.#kv.gauges = ctx.metrics.componentGauges(0);
+    this.#kv.report();
+    return Promise.resolve({ dp_ranks: [0] });
+  }
+}

@@ -1,0 +1,225 @@
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { RequestContext } from "../../contract/engine.ts";
+import { EngineError } from "../../contract/errors.ts";
+import type { KvCacheEvent } from "../../contract/kv_events.ts";
+import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
+import { validateStream } from "../../contract/validate.ts";
+import { EngineMetrics, testHierarchy } from "../../metrics/engine_metrics.ts";
+import { MockEngine } from "./mock_engine.ts";
+import { mockToken, promptSeed } from "./tokens.ts";
+
+function request(overrides: Partial<PreprocessedRequest> = {}): PreprocessedRequest {
+  return {
+    model: "kiln-mock",
+    token_ids: [1, 2, 3],
+    stop_conditions: {},
+    sampling_options: {},
+    output_options: {},
+    eos_token_ids: [],
+    annotations: [],
+    ...overrides,
+  };
+}
+
+async function run(engine: MockEngine, req: PreprocessedRequest, ctx = new RequestContext()) {
+  const chunks: LLMEngineOutput[] = [];
+  for await (
+    const c of validateStream(engine.generate(req, ctx), { promptTokens: req.token_ids.length })
+  ) {
+    chunks.push(c);
+  }
+  const last = chunks[chunks.length - 1]!;
+  return { chunks, last, ids: chunks.flatMap((c) => c.token_ids) };
+}
+
+async function started(options = {}): Promise<MockEngine> {
+  const e = new MockEngine(options);
+  await e.start(0n);
+  return e;
+}
+
+const expected = (prompt: number[], n: number, vocab = 32000) =>
+  Array.from({ length: n }, (_, i) => mockToken(promptSeed(prompt), i, vocab));
+
+Deno.test("tokens are deterministic from the prompt and honour max_tokens", async () => {
+  const e = await started();
+  const a = await run(e, request({ stop_conditions: { max_tokens: 5 } }));
+  const b = await run(e, request({ stop_conditions: { max_tokens: 5 } }));
+  deepStrictEqual(a.ids, expected([1, 2, 3], 5));
+  deepStrictEqual(a.ids, b.ids);
+  equal(a.last.finish_reason, "length");
+  deepStrictEqual(a.last.completion_usage, {
+    prompt_tokens: 3,
+    completion_tokens: 5,
+    total_tokens: 8,
+  });
+  const other = await run(e, request({ token_ids: [9, 9], stop_conditions: { max_tokens: 5 } }));
+  ok(JSON.stringify(other.ids) !== JSON.stringify(a.ids));
+});
+
+Deno.test("max_tokens 0 gives one terminal length chunk with usage (prompt, 0)", async () => {
+  const e = await started();
+  const { chunks } = await run(e, request({ stop_conditions: { max_tokens: 0 } }));
+  deepStrictEqual(chunks, [{
+    token_ids: [],
+    finish_reason: "length",
+    completion_usage: { prompt_tokens: 3, completion_tokens: 0, total_tokens: 3 },
+  }]);
+});
+
+Deno.test("stop_token_ids show the token; hidden ones do not; min_tokens defers both", async () => {
+  const e = await started();
+  const seq = expected([1, 2, 3], 10);
+  const shown = await run(
+    e,
+    request({ stop_conditions: { max_tokens: 10, stop_token_ids: [seq[3]!] } }),
+  );
+  deepStrictEqual(shown.ids, seq.slice(0, seq.indexOf(seq[3]!) + 1));
+  equal(shown.last.finish_reason, "stop");
+  equal(shown.last.stop_reason, seq[3]);
+  const hidden = await run(
+    e,
+    request({ stop_conditions: { max_tokens: 10, stop_token_ids_hidden: [seq[3]!] } }),
+  );
+  deepStrictEqual(hidden.ids, seq.slice(0, seq.indexOf(seq[3]!)));
+  equal(hidden.last.finish_reason, "stop");
+  equal(hidden.last.completion_usage?.completion_tokens, hidden.ids.length);
+  const deferred = await run(
+    e,
+    request({ stop_conditions: { max_tokens: 10, min_tokens: 8, stop_token_ids: [seq[0]!] } }),
+  );
+  ok(deferred.ids.length >= 8, "no stop before min_tokens");
+});
+
+Deno.test("EOS ends with eos unless ignore_eos", async () => {
+  const e = await started();
+  const seq = expected([1, 2, 3], 10);
+  const eos = await run(
+    e,
+    request({ eos_token_ids: [seq[2]!], stop_conditions: { max_tokens: 10 } }),
+  );
+  deepStrictEqual(eos.ids, seq.slice(0, seq.indexOf(seq[2]!)));
+  equal(eos.last.finish_reason, "eos");
+  const ignored = await run(
+    e,
+    request({ eos_token_ids: [seq[2]!], stop_conditions: { max_tokens: 10, ignore_eos: true } }),
+  );
+  deepStrictEqual(ignored.ids, seq);
+  equal(ignored.last.finish_reason, "length");
+});
+
+Deno.test("cancellation ends the stream with a terminal cancelled chunk; abort(ctx) too", async () => {
+  const e = await started({ delayMs: 5 });
+  const ctx = new RequestContext();
+  const stream = e.generate(request({ stop_conditions: { max_tokens: 10000 } }), ctx)
+    [Symbol.asyncIterator]();
+  equal((await stream.next()).value?.token_ids.length, 1);
+  ctx.stop();
+  const rest: LLMEngineOutput[] = [];
+  for (let r = await stream.next(); !r.done; r = await stream.next()) rest.push(r.value);
+  equal(rest.length, 1);
+  equal(rest[0]!.finish_reason, "cancelled");
+  equal(rest[0]!.completion_usage?.completion_tokens, 1);
+
+  const ctx2 = new RequestContext();
+  const started2 = Date.now();
+  const pending = run(e, request({ stop_conditions: { max_tokens: 10000 } }), ctx2);
+  setTimeout(() => e.abort(ctx2), 20);
+  const { last } = await pending;
+  equal(last.finish_reason, "cancelled");
+  ok(Date.now() - started2 < 2000);
+  equal(e.usedBlocks, 0);
+});
+
+function shutdown(e: unknown): boolean {
+  return e instanceof EngineError && e.type === "EngineShutdown";
+}
+
+Deno.test("generate before start or after cleanup, and a second start, are EngineShutdown", async () => {
+  const e = new MockEngine();
+  await rejects(run(e, request()), shutdown);
+  await e.start(0n);
+  await rejects(e.start(0n), shutdown);
+  equal(
+    (await run(e, request())).last.finish_reason,
+    "length",
+    "still serving after a second start",
+  );
+  await e.cleanup();
+  await e.cleanup();
+  await rejects(run(e, request()), shutdown);
+  await new MockEngine().cleanup();
+});
+
+Deno.test("bad sampling values are InvalidArgument before any chunk; others keep running", async () => {
+  const e = await started();
+  for (
+    const sampling_options of [{ temperature: NaN }, { temperature: -1 }, { top_p: 0 }, {
+      top_k: -2,
+    }]
+  ) {
+    await rejects(
+      run(e, request({ sampling_options })),
+      (err: unknown) => err instanceof EngineError && err.type === "InvalidArgument",
+    );
+  }
+  await rejects(run(e, request({ token_ids: [40000] })), /vocab/);
+  equal((await run(e, request())).last.finish_reason, "length");
+});
+
+Deno.test("drain stops admitting and waits for in-flight requests; cleanup cancels open streams", async () => {
+  const e = await started({ delayMs: 2 });
+  const pending = run(e, request({ stop_conditions: { max_tokens: 20 } }));
+  await new Promise((r) => setTimeout(r, 5));
+  const drained = e.drain();
+  await rejects(run(e, request()), shutdown);
+  await drained;
+  equal((await pending).last.finish_reason, "length");
+
+  const e2 = await started({ delayMs: 2 });
+  const open = run(e2, request({ stop_conditions: { max_tokens: 10000 } }));
+  await new Promise((r) => setTimeout(r, 5));
+  await e2.cleanup();
+  equal((await open).last.finish_reason, "cancelled");
+});
+
+Deno.test("fake KV blocks: events, prefix hits, gauges, and nothing left after requests end", async () => {
+  const e = await started({ blockSize: 4, totalBlocks: 100 });
+  const events: KvCacheEvent[] = [];
+  const [source] = await e.kvEventSources();
+  ok(source?.kind === "push");
+  source.onReady({ publish: (ev) => events.push(ev) });
+  const metrics = EngineMetrics.fromHierarchy(testHierarchy());
+  deepStrictEqual(
+    await e.setupMetrics({ model: "m", component: "c", model_load_time_seconds: 0, metrics }),
+    {
+      dp_ranks: [0],
+    },
+  );
+  const prompt = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const ctx = new RequestContext();
+  const it = e.generate(request({ token_ids: prompt, stop_conditions: { max_tokens: 3 } }), ctx)[
+    Symbol.asyncIterator
+  ]();
+  await it.next();
+  equal(e.usedBlocks, 3, "two full prompt blocks and one partial");
+  const stored = events.filter((ev) => ev.type === "BlockStored");
+  equal(stored.length, 2);
+  const [first, second] = stored as Extract<KvCacheEvent, { type: "BlockStored" }>[];
+  deepStrictEqual(first!.token_ids, [1, 2, 3, 4]);
+  equal(first!.parent_block_hash, null);
+  equal(second!.parent_block_hash, first!.block_hashes[0]);
+  equal(second!.block_size, 4);
+  await run(e, request({ token_ids: prompt, stop_conditions: { max_tokens: 1 } }));
+  const scrape = metrics.render().body;
+  ok(scrape.includes("dynamo_component_kv_cache_hit_rate{"), scrape);
+  ok(/dynamo_component_kv_cache_hit_rate\{[^}]*\} 0.5\n/.test(scrape), "2 hits of 4 queries");
+  while (!(await it.next()).done);
+  equal(e.usedBlocks, 0);
+  deepStrictEqual(
+    events.filter((ev) => ev.type === "BlockRemoved").flatMap((ev) =>
+      ev.type === "BlockRemoved" ? ev.block_hashes : []
+    ),
+    [first!.block_hashes[0], second!.block_hashes[0]],
+  );
+});
