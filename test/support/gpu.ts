@@ -15,16 +15,19 @@ export function testGpu(): Promise<Gpu> {
 export async function withErrorScopes<T>(device: GPUDevice, fn: () => Promise<T>): Promise<T> {
   device.pushErrorScope("validation");
   device.pushErrorScope("out-of-memory");
-  let result: T;
+  let result: T | undefined;
+  let thrown: unknown;
   try {
     result = await fn();
-  } finally {
-    const oom = await device.popErrorScope();
-    const validation = await device.popErrorScope();
-    const err = validation ?? oom;
-    if (err) throw new Error(`WebGPU error: ${err.message}`);
+  } catch (e) {
+    thrown = e;
   }
-  return result;
+  const oom = await device.popErrorScope();
+  const validation = await device.popErrorScope();
+  const err = validation ?? oom;
+  if (err) throw new Error(`WebGPU error: ${err.message}`, { cause: thrown });
+  if (thrown !== undefined) throw thrown;
+  return result as T;
 }
 
 /** max |a-b| must stay within tol + |ref|*eps elementwise; returns the worst excess. */

@@ -35,7 +35,7 @@ async function suites(): Promise<Suite[]> {
   return [
     {
       name: "deno",
-      command: (junit) => ["deno", "test", "-A", `--junit-path=${junit}`, "src/", "test/"],
+      command: (junit) => [Deno.execPath(), "test", "-A", `--junit-path=${junit}`, "src/", "test/"],
     },
     { name: "node", command: await nodeTests("test/node") },
     { name: "browser", command: await nodeTests("test/browser") },

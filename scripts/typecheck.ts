@@ -1,0 +1,47 @@
+/**
+ * Type check the sources twice: for Deno (everything), and for a browser (DOM lib with
+ * @webgpu/types; everything except Deno adapters, CLIs and Deno tests). Used by `deno task check`.
+ */
+const root = new URL("../", import.meta.url);
+
+async function* walk(dir: URL, rel: string): AsyncGenerator<string> {
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${rel}/${e.name}`;
+    if (e.isDirectory) yield* walk(new URL(`${e.name}/`, dir), path);
+    else if (e.name.endsWith(".ts")) yield path;
+  }
+}
+
+async function files(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const f of walk(new URL(`${dir}/`, root), dir)) out.push(f);
+  return out.sort();
+}
+
+const isDenoOnly = (f: string) =>
+  f.endsWith("_test.ts") || f.startsWith("src/adapters/deno/") || /\/cli[^/]*\.ts$/.test(f);
+
+async function check(label: string, args: string[]): Promise<boolean> {
+  console.log(`typecheck (${label}): ${args.filter((a) => !a.endsWith(".ts")).join(" ")}`);
+  const status = await new Deno.Command(Deno.execPath(), {
+    args: ["check", "--quiet", ...args],
+    cwd: root,
+  }).spawn().status;
+  return status.success;
+}
+
+const src = await files("src");
+const browserPages = await files("test/browser/pages");
+const denoSide = [
+  ...src,
+  ...(await files("test")).filter((f) => !f.startsWith("test/browser/")),
+  ...await files("bench"),
+];
+const browserSide = [...src.filter((f) => !isDenoOnly(f)), ...browserPages];
+const ok = (await check("deno", denoSide)) &&
+  (await check("browser: dom + @webgpu/types", [
+    "--config",
+    "config/deno.browser.json",
+    ...browserSide,
+  ]));
+Deno.exit(ok ? 0 : 1);
