@@ -1,6 +1,7 @@
 /**
- * Type check the sources twice: for Deno (everything), and for a browser (DOM lib with
- * @webgpu/types; everything except Deno adapters, CLIs and Deno tests). Used by `deno task check`.
+ * Type check the sources three times: for Deno (everything), for a browser page (DOM lib with
+ * @webgpu/types) and for a Web Worker (WebWorker lib); the last two skip Deno adapters, CLIs,
+ * Deno tests and (for the worker) the test pages. Used by `deno task check`.
  */
 const root = new URL("../", import.meta.url);
 
@@ -38,10 +39,16 @@ const denoSide = [
   ...await files("bench"),
 ];
 const browserSide = [...src.filter((f) => !isDenoOnly(f)), ...browserPages];
+const workerSide = src.filter((f) => !isDenoOnly(f));
 const ok = (await check("deno", denoSide)) &&
   (await check("browser: dom + @webgpu/types", [
     "--config",
     "config/deno.browser.json",
     ...browserSide,
+  ])) &&
+  (await check("worker: webworker + @webgpu/types", [
+    "--config",
+    "config/deno.worker.json",
+    ...workerSide,
   ]));
 Deno.exit(ok ? 0 : 1);
