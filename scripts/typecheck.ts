@@ -15,7 +15,11 @@ async function* walk(dir: URL, rel: string): AsyncGenerator<string> {
 
 async function files(dir: string): Promise<string[]> {
   const out: string[] = [];
-  for await (const f of walk(new URL(`${dir}/`, root), dir)) out.push(f);
+  try {
+    for await (const f of walk(new URL(`${dir}/`, root), dir)) out.push(f);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
   return out.sort();
 }
 

@@ -1,6 +1,7 @@
 /**
- * `npm test`: runs every suite (Deno unit and GPU tests, Node tests, browser tests) and ends
- * with one line `N passed, N failed`. Each suite writes JUnit XML, which is counted here.
+ * `npm test`: runs the gate (fmt, lint, type check) and every suite (Deno unit and GPU tests,
+ * Node tests, browser tests) and ends with one line `N passed, N failed`. Each suite writes
+ * JUnit XML, which is counted here; each gate step counts as one test.
  *
  * Suites:
  * - deno:    every `*_test.ts` under src/ and test/ (`deno test`), GPU tests included

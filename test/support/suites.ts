@@ -7,6 +7,25 @@ interface Suite {
   command(junit: string): string[] | undefined;
 }
 
+/** The gate's steps; each counts as one test, so a failed gate still ends with the count line. */
+const GATE: readonly [string, string[]][] = [
+  ["fmt --check", ["fmt", "--check"]],
+  ["lint", ["lint"]],
+  ["typecheck (deno, dom, webworker)", ["run", "-A", "scripts/typecheck.ts"]],
+];
+
+async function runGate(): Promise<Counts> {
+  const counts: Counts = { passed: 0, failed: 0, skipped: 0 };
+  for (const [name, args] of GATE) {
+    console.log(`\n=== gate: deno ${args.join(" ")}`);
+    const { success } = await new Deno.Command(Deno.execPath(), { args }).spawn().status;
+    console.log(`=== gate ${name}: ${success ? "ok" : "FAILED"}`);
+    if (success) counts.passed++;
+    else counts.failed++;
+  }
+  return counts;
+}
+
 async function hasFiles(dir: string, suffix: string): Promise<boolean> {
   try {
     for await (const entry of Deno.readDir(dir)) {
@@ -58,6 +77,11 @@ export async function runSuites(only: string[]): Promise<number> {
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
   const extraEnv = env();
   let crashed = false;
+  if (only.length === 0 || only.includes("gate")) {
+    const gate = await runGate();
+    total.passed += gate.passed;
+    total.failed += gate.failed;
+  }
   for (const suite of await suites()) {
     if (only.length > 0 && !only.includes(suite.name)) continue;
     const junit = `${dir}/${suite.name}.xml`;
