@@ -1,0 +1,38 @@
+// Elementwise kernels: SwiGLU (out = silu(gate) * up) and residual add (a += b).
+
+struct Params {
+  count: u32,
+  _pad0: u32,
+  _pad1: u32,
+  _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+  return gid.x + gid.y * nwg.x * 256u;
+}
+
+// out = silu(a) * b, with a the gate projection and b the up projection.
+@compute @workgroup_size(256)
+fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = index(gid, nwg);
+  if (i >= p.count) {
+    return;
+  }
+  let g = a[i];
+  out[i] = g / (1.0 + exp(-g)) * b[i];
+}
+
+// a += b (the residual stream); `out` is unused by this entry point.
+@compute @workgroup_size(256)
+fn add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = index(gid, nwg);
+  if (i >= p.count) {
+    return;
+  }
+  a[i] = a[i] + b[i];
+}

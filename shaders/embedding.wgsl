@@ -1,0 +1,44 @@
+// Token embedding gather: out[t, :] = table[ids[t], :], widening F16/BF16 weights to f32.
+// An id outside the vocabulary yields a zero row (ids are validated on the CPU first).
+
+override WEIGHT_DTYPE: u32 = 0u; // 0 f32, 1 f16, 2 bf16
+
+struct Params {
+  tokens: u32,
+  hidden: u32,
+  vocab: u32,
+  _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> ids: array<u32>;
+@group(0) @binding(2) var<storage, read> table: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+fn weight(i: u32) -> f32 {
+  if (WEIGHT_DTYPE == 0u) {
+    return bitcast<f32>(table[i]);
+  }
+  let word = table[i >> 1u];
+  let half = (word >> ((i & 1u) * 16u)) & 0xffffu;
+  if (WEIGHT_DTYPE == 1u) {
+    return unpack2x16float(half).x;
+  }
+  return bitcast<f32>(half << 16u);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * 256u;
+  if (i >= p.tokens * p.hidden) {
+    return;
+  }
+  let t = i / p.hidden;
+  let d = i % p.hidden;
+  let id = ids[t];
+  if (id >= p.vocab) {
+    out[i] = 0.0;
+    return;
+  }
+  out[i] = weight(id * p.hidden + d);
+}

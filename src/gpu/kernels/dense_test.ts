@@ -1,0 +1,192 @@
+import { decodeWeights, encodeWeights, type WeightDtype } from "../dtype.ts";
+import { uploadBuffer } from "../buffers.ts";
+import { embeddingRef, linearRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
+import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
+import {
+  prepareAdd,
+  prepareEmbedding,
+  prepareLinear,
+  prepareRmsNorm,
+  prepareRope,
+  prepareSwiGlu,
+} from "./dense.ts";
+import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import {
+  asF32,
+  f32Buffer,
+  outBuffer,
+  runRead,
+  seeded,
+  u32Buffer,
+} from "../../../test/support/kernel_harness.ts";
+
+const DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
+
+/** Weights as stored (rounded to `dtype`), and the same values decoded for the reference. */
+function weights(seed: number, n: number, dtype: WeightDtype, scale = 0.5) {
+  const bytes = encodeWeights(seeded(seed, n, scale), dtype);
+  return { bytes, values: decodeWeights(bytes, dtype) };
+}
+
+for (const dtype of DTYPES) {
+  Deno.test(`embedding gathers ${dtype} rows; out-of-vocab ids give zeros`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      const [vocab, hidden] = [37, 19];
+      const table = weights(1, vocab * hidden, dtype);
+      const ids = [0, 36, 5, 5, 40, 17, 1];
+      const out = outBuffer(device, "emb:out", ids.length * hidden);
+      const d = await prepareEmbedding(device, {
+        ids: u32Buffer(device, "emb:ids", ids),
+        table: uploadBuffer(device, "emb:table", table.bytes),
+        out,
+        tokens: ids.length,
+        hidden,
+        vocab,
+        dtype,
+      });
+      const got = await runRead(device, [d], out, ids.length * hidden);
+      assertClose(got, embeddingRef(ids, table.values, hidden), 0, 0, "embedding");
+    });
+  });
+
+  for (
+    const [m, n, k] of [[1, 131, 67], [3, 64, 128], [17, 45, 33], [40, 70, 96], [1, 5, 1]] as const
+  ) {
+    Deno.test(`linear ${dtype} M=${m} N=${n} K=${k} with and without bias`, async () => {
+      const { device } = await testGpu();
+      await withErrorScopes(device, async () => {
+        const w = weights(2 + m, n * k, dtype);
+        const b = weights(3 + n, n, dtype);
+        const x = asF32(seeded(4 + k, m * k));
+        for (const withBias of [false, true]) {
+          const y = outBuffer(device, "lin:y", m * n);
+          const d = await prepareLinear(device, {
+            x: f32Buffer(device, "lin:x", x),
+            w: uploadBuffer(device, "lin:w", w.bytes),
+            ...(withBias ? { b: uploadBuffer(device, "lin:b", b.bytes) } : {}),
+            y,
+            m,
+            n,
+            k,
+            dtype,
+          });
+          const got = await runRead(device, [d], y, m * n);
+          // f32 accumulation of K products of magnitude <= 0.5: error grows like K * 2^-24.
+          assertClose(
+            got,
+            linearRef(x, w.values, withBias ? b.values : undefined, m, n, k),
+            1e-5 * k,
+            1e-5,
+            "linear",
+          );
+        }
+      });
+    });
+  }
+
+  Deno.test(`rmsnorm ${dtype} over dims 1, 63, 257`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      for (const [rows, dim] of [[3, 1], [5, 63], [2, 257]] as const) {
+        const x = asF32(seeded(dim, rows * dim, 3));
+        const w = weights(dim + 1, dim, dtype, 1);
+        const y = outBuffer(device, "rms:y", rows * dim);
+        const d = await prepareRmsNorm(device, {
+          x: f32Buffer(device, "rms:x", x),
+          weight: uploadBuffer(device, "rms:w", w.bytes),
+          y,
+          rows,
+          dim,
+          eps: 1e-5,
+          dtype,
+        });
+        assertClose(
+          await runRead(device, [d], y, rows * dim),
+          rmsNormRef(x, w.values, dim, 1e-5),
+          1e-6,
+          1e-5,
+          "rmsnorm",
+        );
+      }
+    });
+  });
+}
+
+const SCALINGS: RopeScaling[] = [
+  { type: "default" },
+  { type: "linear", factor: 4 },
+  {
+    type: "llama3",
+    factor: 8,
+    lowFreqFactor: 1,
+    highFreqFactor: 4,
+    originalMaxPositionEmbeddings: 64,
+  },
+];
+
+for (const scaling of SCALINGS) {
+  Deno.test(`rope (${scaling.type}) on odd token counts and positions past the original max`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      const [tokens, heads, hd] = [5, 3, 32];
+      const positions = [0, 1, 63, 200, 1023];
+      const inv = asF32(ropeInvFreq(hd, 10000, scaling));
+      const x = asF32(seeded(7, tokens * heads * hd));
+      const buf = f32Buffer(device, "rope:x", x);
+      const d = await prepareRope(device, {
+        x: buf,
+        positions: u32Buffer(device, "rope:pos", positions),
+        invFreq: f32Buffer(device, "rope:inv", inv),
+        tokens,
+        heads,
+        headDim: hd,
+      });
+      // Angles reach ~1e3 rad; f32 angle rounding (~6e-5 rad there) bounds the error.
+      assertClose(
+        await runRead(device, [d], buf, x.length),
+        ropeRef(x, positions, inv, heads, hd),
+        3e-4,
+        1e-5,
+        "rope",
+      );
+    });
+  });
+}
+
+Deno.test("llama3 inverse frequencies blend between the two wavelength bands", () => {
+  const base = ropeInvFreq(64, 500000);
+  const scaled = ropeInvFreq(64, 500000, {
+    type: "llama3",
+    factor: 8,
+    lowFreqFactor: 1,
+    highFreqFactor: 4,
+    originalMaxPositionEmbeddings: 8192,
+  });
+  // Highest frequency unchanged, lowest divided by the factor, the middle strictly between.
+  assertClose([scaled[0]!], [base[0]!], 0, 1e-12);
+  assertClose([scaled[31]!], [base[31]! / 8], 0, 1e-12);
+  const mid = scaled.findIndex((f, i) => f < base[i]! && f > base[i]! / 8);
+  if (mid < 0) throw new Error("no smoothly blended frequency");
+});
+
+Deno.test("swiglu and residual add over an odd count", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const n = 1001;
+    const [g, u, r] = [asF32(seeded(1, n, 4)), asF32(seeded(2, n)), asF32(seeded(3, n))];
+    const gate = f32Buffer(device, "glu:g", g), up = f32Buffer(device, "glu:u", u);
+    const out = outBuffer(device, "glu:out", n);
+    const d = await prepareSwiGlu(device, { gate, up, out, count: n });
+    const glu = swiGluRef(g, u);
+    assertClose(await runRead(device, [d], out, n), glu, 1e-6, 1e-5, "swiglu");
+    const add = await prepareAdd(device, { a: out, b: f32Buffer(device, "add:b", r), count: n });
+    assertClose(
+      await runRead(device, [add], out, n),
+      glu.map((v, i) => v + r[i]!),
+      1e-6,
+      1e-5,
+      "add",
+    );
+  });
+});

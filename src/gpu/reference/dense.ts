@@ -1,0 +1,85 @@
+/** Float64 references for the dense kernels, reading weights as the GPU does (decoded bytes). */
+
+/** out[t, :] = table[ids[t], :] (zeros for ids outside the table). */
+export function embeddingRef(
+  ids: ArrayLike<number>,
+  table: ArrayLike<number>,
+  hidden: number,
+): Float64Array {
+  const vocab = table.length / hidden;
+  const out = new Float64Array(ids.length * hidden);
+  for (let t = 0; t < ids.length; t++) {
+    const id = ids[t]!;
+    if (id >= vocab) continue;
+    for (let d = 0; d < hidden; d++) out[t * hidden + d] = table[id * hidden + d]!;
+  }
+  return out;
+}
+
+export function rmsNormRef(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  dim: number,
+  eps: number,
+): Float64Array {
+  const rows = x.length / dim;
+  const out = new Float64Array(x.length);
+  for (let r = 0; r < rows; r++) {
+    let ss = 0;
+    for (let d = 0; d < dim; d++) ss += x[r * dim + d]! ** 2;
+    const scale = 1 / Math.sqrt(ss / dim + eps);
+    for (let d = 0; d < dim; d++) out[r * dim + d] = x[r * dim + d]! * scale * w[d]!;
+  }
+  return out;
+}
+
+/** y[m, n] = sum_k x[m, k] W[n, k] + b[n], W in [N, K] layout. */
+export function linearRef(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  b: ArrayLike<number> | undefined,
+  m: number,
+  n: number,
+  k: number,
+): Float64Array {
+  const y = new Float64Array(m * n);
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let acc = b ? b[j]! : 0;
+      for (let kk = 0; kk < k; kk++) acc += x[i * k + kk]! * w[j * k + kk]!;
+      y[i * n + j] = acc;
+    }
+  }
+  return y;
+}
+
+/** Rotate-half RoPE on x [T, heads, headDim] (returns a new array). */
+export function ropeRef(
+  x: ArrayLike<number>,
+  positions: ArrayLike<number>,
+  invFreq: ArrayLike<number>,
+  heads: number,
+  headDim: number,
+): Float64Array {
+  const out = Float64Array.from(x);
+  const half = headDim / 2;
+  for (let t = 0; t < positions.length; t++) {
+    for (let h = 0; h < heads; h++) {
+      const base = (t * heads + h) * headDim;
+      for (let i = 0; i < half; i++) {
+        const a = positions[t]! * invFreq[i]!;
+        const x1 = x[base + i]!, x2 = x[base + i + half]!;
+        out[base + i] = x1 * Math.cos(a) - x2 * Math.sin(a);
+        out[base + i + half] = x2 * Math.cos(a) + x1 * Math.sin(a);
+      }
+    }
+  }
+  return out;
+}
+
+export function swiGluRef(gate: ArrayLike<number>, up: ArrayLike<number>): Float64Array {
+  return Float64Array.from(
+    { length: gate.length },
+    (_, i) => (gate[i]! / (1 + Math.exp(-gate[i]!))) * up[i]!,
+  );
+}

@@ -1,0 +1,46 @@
+/**
+ * RoPE inverse frequencies from the config, as HF transformers computes them: `default`,
+ * `linear` (positions divided by a factor, i.e. inv_freq / factor) and `llama3` (a smooth blend
+ * between scaled low frequencies and unscaled high frequencies).
+ */
+
+export type RopeScaling =
+  | { type: "default" }
+  | { type: "linear"; factor: number }
+  | {
+    type: "llama3";
+    factor: number;
+    lowFreqFactor: number;
+    highFreqFactor: number;
+    originalMaxPositionEmbeddings: number;
+  };
+
+/** inv_freq[i] = 1 / theta^(2i / dim) for i < dim/2, then scaled. Float64. */
+export function ropeInvFreq(
+  headDim: number,
+  theta: number,
+  scaling: RopeScaling = { type: "default" },
+): Float64Array {
+  const half = headDim / 2;
+  const out = new Float64Array(half);
+  for (let i = 0; i < half; i++) out[i] = 1 / theta ** ((2 * i) / headDim);
+  if (scaling.type === "linear") {
+    for (let i = 0; i < half; i++) out[i] = out[i]! / scaling.factor;
+  } else if (scaling.type === "llama3") {
+    const { factor, lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: old } = scaling;
+    const lowWavelen = old / lowFreqFactor;
+    const highWavelen = old / highFreqFactor;
+    for (let i = 0; i < half; i++) {
+      const f = out[i]!;
+      const wavelen = (2 * Math.PI) / f;
+      if (wavelen < highWavelen) continue; // high frequency: unchanged
+      if (wavelen > lowWavelen) {
+        out[i] = f / factor; // low frequency: fully scaled
+        continue;
+      }
+      const smooth = (old / wavelen - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
+      out[i] = (1 - smooth) * (f / factor) + smooth * f;
+    }
+  }
+  return out;
+}
