@@ -1,0 +1,130 @@
+import { pagedAttentionRef } from "../reference/attention.ts";
+import { prepareAttention, prepareKvWrite } from "./attention.ts";
+import { submitDispatches } from "../dispatch.ts";
+import { readF32 } from "../buffers.ts";
+import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import {
+  asF32,
+  f32Buffer,
+  outBuffer,
+  runRead,
+  seeded,
+  u32Buffer,
+} from "../../../test/support/kernel_harness.ts";
+
+interface Shape {
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+}
+
+const SHAPES: Record<string, Shape> = {
+  gqa: { heads: 4, kvHeads: 2, headDim: 16 },
+  mqa: { heads: 2, kvHeads: 1, headDim: 32 },
+  qwen: { heads: 6, kvHeads: 2, headDim: 16 },
+  wide: { heads: 2, kvHeads: 2, headDim: 128 },
+};
+const BLOCK = 16;
+
+/** A shuffled, non-contiguous block table per sequence over a pool of `blocks` blocks. */
+function blockTables(lengths: number[], blocks: number): { table: number[]; offsets: number[] } {
+  const pool = Array.from({ length: blocks }, (_, i) => i);
+  const r = seeded(99, blocks);
+  pool.sort((a, b) => r[a]! - r[b]!);
+  const table: number[] = [];
+  const offsets: number[] = [];
+  for (const len of lengths) {
+    offsets.push(table.length);
+    for (let i = 0; i < Math.ceil(len / BLOCK); i++) table.push(pool.pop()!);
+  }
+  return { table, offsets };
+}
+
+/**
+ * Sequences with context `lengths`; the last `queries[i]` tokens of each are queries. Returns
+ * GPU output and the float64 reference for the same cache contents.
+ */
+async function check(
+  name: string,
+  shape: Shape,
+  lengths: number[],
+  queries: number[],
+  splits?: number,
+) {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const { heads, kvHeads, headDim } = shape;
+    const blocks = lengths.reduce((n, l) => n + Math.ceil(l / BLOCK), 0) + 3;
+    const { table, offsets } = blockTables(lengths, blocks);
+    const row = kvHeads * headDim;
+    // Fill the cache through the kv_cache kernel, all tokens of every sequence at their slots.
+    const total = lengths.reduce((a, b) => a + b, 0);
+    const k = asF32(seeded(1, total * row)), v = asF32(seeded(2, total * row));
+    const slots: number[] = [];
+    lengths.forEach((len, s) => {
+      for (let j = 0; j < len; j++) {
+        slots.push(table[offsets[s]! + Math.floor(j / BLOCK)]! * BLOCK + (j % BLOCK));
+      }
+    });
+    const kCache = outBuffer(device, "att:k", blocks * BLOCK * row);
+    const vCache = outBuffer(device, "att:v", blocks * BLOCK * row);
+    const write = await prepareKvWrite(device, {
+      k: f32Buffer(device, "att:k_new", k),
+      v: f32Buffer(device, "att:v_new", v),
+      slots: u32Buffer(device, "att:slots", slots),
+      kCache,
+      vCache,
+      tokens: total,
+      kvHeads,
+      headDim,
+    });
+    submitDispatches(device, [write], "kv_write");
+    const positions: number[] = [], tableOffsets: number[] = [];
+    lengths.forEach((len, s) => {
+      for (let i = len - queries[s]!; i < len; i++) {
+        positions.push(i);
+        tableOffsets.push(offsets[s]!);
+      }
+    });
+    const tokens = positions.length;
+    const q = asF32(seeded(3, tokens * heads * headDim));
+    const out = outBuffer(device, "att:out", tokens * heads * headDim);
+    const { dispatches } = await prepareAttention(device, {
+      q: f32Buffer(device, "att:q", q),
+      kCache,
+      vCache,
+      positions: u32Buffer(device, "att:pos", positions),
+      tableOffsets: u32Buffer(device, "att:off", tableOffsets),
+      blockTable: u32Buffer(device, "att:table", table),
+      out,
+      tokens,
+      heads,
+      kvHeads,
+      headDim,
+      blockSize: BLOCK,
+      ...(splits ? { splits } : {}),
+    });
+    const got = await runRead(device, dispatches, out, tokens * heads * headDim);
+    const cache = {
+      k: await readF32(device, kCache),
+      v: await readF32(device, vCache),
+      blockSize: BLOCK,
+      kvHeads,
+      headDim,
+      blockTable: table,
+    };
+    assertClose(got, pagedAttentionRef(q, cache, positions, tableOffsets, heads), 1e-5, 1e-4, name);
+  });
+}
+
+for (const [name, shape] of Object.entries(SHAPES)) {
+  Deno.test(`attention ${name}: prefill over contexts 1, 15, 17, 100 in one varlen batch`, () =>
+    check(name, shape, [1, 15, 17, 100], [1, 15, 17, 100]));
+  Deno.test(`attention ${name}: chunked prefill (a second chunk attends to cached keys)`, () =>
+    check(name, shape, [40, 300], [9, 33]));
+  Deno.test(`attention ${name}: decode, single pass and split along the keys`, async () => {
+    await check(`${name}/single`, shape, [1, 17, 300], [1, 1, 1]);
+    await check(`${name}/split3`, shape, [1, 17, 300], [1, 1, 1], 3);
+    await check(`${name}/split7`, shape, [5, 300], [1, 1], 7);
+  });
+}

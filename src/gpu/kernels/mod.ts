@@ -1,0 +1,7 @@
+/**
+ * Kernel wrappers: each prepares a labelled, replayable dispatch of a `shaders/*.wgsl` entry.
+ * @module
+ */
+export * from "./kernel.ts";
+export * from "./dense.ts";
+export * from "./attention.ts";

@@ -1,0 +1,6 @@
+/**
+ * Float64 TypeScript references of the GPU kernels.
+ * @module
+ */
+export * from "./dense.ts";
+export * from "./attention.ts";
