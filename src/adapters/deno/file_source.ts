@@ -1,0 +1,34 @@
+/** Model files on disk (Deno): read ranges with seek + read, never the whole file at once. */
+import type { ByteSource, ModelFiles } from "../../model/source.ts";
+
+export async function fileSource(path: string): Promise<ByteSource | undefined> {
+  let size: number;
+  try {
+    size = (await Deno.stat(path)).size;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+  return {
+    name: path,
+    size,
+    async read(offset, length) {
+      const out = new Uint8Array(length);
+      using file = await Deno.open(path, { read: true });
+      await file.seek(offset, Deno.SeekMode.Start);
+      let done = 0;
+      while (done < length) {
+        const n = await file.read(out.subarray(done));
+        if (n === null) throw new Error(`${path}: unexpected end of file at ${offset + done}`);
+        done += n;
+      }
+      return out;
+    },
+  };
+}
+
+/** The files of a checkpoint directory. */
+export function dirFiles(dir: string): ModelFiles {
+  const root = dir.endsWith("/") ? dir : `${dir}/`;
+  return { location: root, open: (name) => fileSource(root + name) };
+}

@@ -1,0 +1,205 @@
+/**
+ * HF `config.json` for Llama, Mistral and Qwen2 checkpoints, read into a typed config.
+ * Anything Kiln cannot run is refused with `InvalidArgument` naming the key.
+ */
+import { EngineError } from "../contract/errors.ts";
+import type { WeightDtype } from "../gpu/dtype.ts";
+import type { RopeScaling } from "./rope.ts";
+
+export type Architecture = "llama" | "mistral" | "qwen2";
+
+export interface ModelConfig {
+  arch: Architecture;
+  vocabSize: number;
+  hiddenSize: number;
+  intermediateSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropeScaling: RopeScaling;
+  maxPositionEmbeddings: number;
+  tieWordEmbeddings: boolean;
+  /** q/k/v projections carry biases (Qwen2 always; Llama with `attention_bias`). */
+  attentionBias: boolean;
+  bosTokenId?: number;
+  eosTokenIds: number[];
+  /** The dtype the config declares (`torch_dtype` / `dtype`), if any. */
+  dtype?: WeightDtype;
+}
+
+type Json = Record<string, unknown>;
+
+const ARCHS: Record<string, Architecture> = {
+  LlamaForCausalLM: "llama",
+  MistralForCausalLM: "mistral",
+  Qwen2ForCausalLM: "qwen2",
+};
+
+function refuse(key: string, why: string): EngineError {
+  return EngineError.invalidArgument(`config.${key}: ${why}`);
+}
+
+function int(c: Json, key: string, fallback?: number): number {
+  const v = c[key] ?? fallback;
+  if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) {
+    throw refuse(
+      key,
+      v === undefined ? "missing" : `expected a positive integer, got ${JSON.stringify(v)}`,
+    );
+  }
+  return v;
+}
+
+function num(c: Json, key: string, fallback?: number): number {
+  const v = c[key] ?? fallback;
+  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+    throw refuse(
+      key,
+      v === undefined ? "missing" : `expected a positive number, got ${JSON.stringify(v)}`,
+    );
+  }
+  return v;
+}
+
+function architecture(c: Json): Architecture {
+  const archs = c.architectures;
+  if (Array.isArray(archs) && archs.length > 0) {
+    const name = String(archs[0]);
+    const arch = ARCHS[name];
+    if (arch === undefined) {
+      throw refuse("architectures", `unsupported architecture ${JSON.stringify(name)}`);
+    }
+    return arch;
+  }
+  const type = c.model_type;
+  if (type === "llama" || type === "mistral" || type === "qwen2") return type;
+  throw refuse("model_type", `unsupported model type ${JSON.stringify(type)}`);
+}
+
+function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
+  // transformers 5 writes rope_parameters; older checkpoints rope_theta + rope_scaling.
+  const params = c.rope_parameters as Json | undefined | null;
+  const legacy = c.rope_scaling as Json | undefined | null;
+  const key = params ? "rope_parameters" : "rope_scaling";
+  const src: Json = params ?? legacy ?? {};
+  if (typeof src !== "object" || Array.isArray(src)) throw refuse(key, "expected an object");
+  const theta = num(params ? src : c, "rope_theta", 10000);
+  const type = String(src.rope_type ?? src.type ?? "default");
+  const f = (k: string) => num(src, k);
+  switch (type) {
+    case "default":
+      return { theta, scaling: { type: "default" } };
+    case "linear":
+      return { theta, scaling: { type: "linear", factor: f("factor") } };
+    case "llama3":
+      return {
+        theta,
+        scaling: {
+          type: "llama3",
+          factor: f("factor"),
+          lowFreqFactor: f("low_freq_factor"),
+          highFreqFactor: f("high_freq_factor"),
+          originalMaxPositionEmbeddings: f("original_max_position_embeddings"),
+        },
+      };
+    default:
+      throw refuse(`${key}.rope_type`, `unsupported RoPE type ${JSON.stringify(type)}`);
+  }
+}
+
+function dtypeOf(c: Json): WeightDtype | undefined {
+  const v = c.torch_dtype ?? c.dtype;
+  if (v === undefined || v === null) return undefined;
+  const map: Record<string, WeightDtype> = { float32: "f32", float16: "f16", bfloat16: "bf16" };
+  const d = map[String(v)];
+  if (d === undefined) {
+    throw refuse(
+      c.torch_dtype !== undefined ? "torch_dtype" : "dtype",
+      `unsupported dtype ${JSON.stringify(v)}`,
+    );
+  }
+  return d;
+}
+
+function eosIds(c: Json): number[] {
+  const v = c.eos_token_id;
+  if (v === undefined || v === null) return [];
+  const ids = Array.isArray(v) ? v : [v];
+  if (!ids.every((x) => Number.isInteger(x) && x >= 0)) {
+    throw refuse("eos_token_id", "expected token ids");
+  }
+  return ids as number[];
+}
+
+/** Parse a `config.json` (text or parsed). */
+export function parseConfig(json: string | unknown): ModelConfig {
+  let c: unknown = json;
+  if (typeof json === "string") {
+    try {
+      c = JSON.parse(json);
+    } catch (e) {
+      throw EngineError.invalidArgument(`config.json: not valid JSON (${(e as Error).message})`);
+    }
+  }
+  if (typeof c !== "object" || c === null || Array.isArray(c)) {
+    throw EngineError.invalidArgument("config.json: expected an object");
+  }
+  const cfg = c as Json;
+  const arch = architecture(cfg);
+  const act = cfg.hidden_act ?? cfg.hidden_activation ?? "silu";
+  if (act !== "silu") throw refuse("hidden_act", `unsupported activation ${JSON.stringify(act)}`);
+  if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
+  if (cfg.quantization_config !== undefined) {
+    throw refuse("quantization_config", "quantized checkpoints are not supported");
+  }
+  const hiddenSize = int(cfg, "hidden_size");
+  const numHeads = int(cfg, "num_attention_heads");
+  const numKvHeads = int(cfg, "num_key_value_heads", numHeads);
+  if (numHeads % numKvHeads !== 0) {
+    throw refuse("num_key_value_heads", `${numKvHeads} does not divide ${numHeads} heads`);
+  }
+  const headDim = cfg.head_dim === undefined || cfg.head_dim === null
+    ? hiddenSize / numHeads
+    : int(cfg, "head_dim");
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0 || headDim > 256) {
+    throw refuse("head_dim", `${headDim} is not supported (an even size up to 256)`);
+  }
+  const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
+  const useWindow = cfg.use_sliding_window === true ||
+    (arch === "mistral" && cfg.sliding_window != null);
+  if (
+    useWindow && typeof cfg.sliding_window === "number" &&
+    cfg.sliding_window < maxPositionEmbeddings
+  ) {
+    throw refuse(
+      "sliding_window",
+      `sliding-window attention (${cfg.sliding_window}) is not supported`,
+    );
+  }
+  const { theta, scaling } = ropeSettings(cfg);
+  const attentionBias = arch === "qwen2" ? true : cfg.attention_bias === true;
+  const config: ModelConfig = {
+    arch,
+    vocabSize: int(cfg, "vocab_size"),
+    hiddenSize,
+    intermediateSize: int(cfg, "intermediate_size"),
+    numLayers: int(cfg, "num_hidden_layers"),
+    numHeads,
+    numKvHeads,
+    headDim,
+    rmsNormEps: num(cfg, "rms_norm_eps", 1e-6),
+    ropeTheta: theta,
+    ropeScaling: scaling,
+    maxPositionEmbeddings,
+    tieWordEmbeddings: cfg.tie_word_embeddings === true,
+    attentionBias,
+    eosTokenIds: eosIds(cfg),
+  };
+  if (typeof cfg.bos_token_id === "number") config.bosTokenId = cfg.bos_token_id;
+  const dtype = dtypeOf(cfg);
+  if (dtype) config.dtype = dtype;
+  return config;
+}

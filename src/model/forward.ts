@@ -1,0 +1,336 @@
+/**
+ * The transformer forward pass as replayable GPU plans. A plan is built once per (tokens in
+ * the step, logit rows) and reused every step; per-step data (token ids, positions, KV slots,
+ * block tables) is written into storage buffers before each submit.
+ *
+ * Per layer: RMSNorm → q/k/v (+bias) → RoPE → KV write → paged attention → o_proj → residual
+ * → RMSNorm → gate/up → SwiGLU → down → residual. Then the final norm; the rows whose logits
+ * are wanted are copied out and multiplied by the LM head.
+ */
+import { EngineError } from "../contract/errors.ts";
+import { readF32, storageBuffer } from "../gpu/buffers.ts";
+import { type Dispatch, encodeDispatches } from "../gpu/dispatch.ts";
+import { chooseSplits, prepareAttention, prepareKvWrite } from "../gpu/kernels/attention.ts";
+import {
+  prepareAdd,
+  prepareEmbedding,
+  prepareLinear,
+  prepareRmsNorm,
+  prepareRope,
+  prepareSwiGlu,
+} from "../gpu/kernels/dense.ts";
+import type { GpuModel } from "./gpu_model.ts";
+
+/** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
+export interface StepBatch {
+  tokens: ArrayLike<number>;
+  positions: ArrayLike<number>;
+  /** KV cache slot per token (`block * blockSize + offset`). */
+  slots: ArrayLike<number>;
+  /** Offset of each token's sequence block table in `blockTable`. */
+  tableOffsets: ArrayLike<number>;
+  blockTable: ArrayLike<number>;
+  /** Rows (token indices) whose logits to compute, in output order. */
+  logitRows: readonly number[];
+}
+
+interface Scratch {
+  capacity: number;
+  tableCapacity: number;
+  ids: GPUBuffer;
+  positions: GPUBuffer;
+  slots: GPUBuffer;
+  tableOffsets: GPUBuffer;
+  blockTable: GPUBuffer;
+  x: GPUBuffer;
+  h: GPUBuffer;
+  q: GPUBuffer;
+  k: GPUBuffer;
+  v: GPUBuffer;
+  attn: GPUBuffer;
+  o: GPUBuffer;
+  gate: GPUBuffer;
+  up: GPUBuffer;
+  act: GPUBuffer;
+  rows: GPUBuffer;
+  logits: GPUBuffer;
+}
+
+interface Plan {
+  body: Dispatch[];
+  head: Dispatch[];
+  owned: GPUBuffer[];
+}
+
+export class Forward {
+  #scratch: Scratch | undefined;
+  #plans = new Map<string, Plan>();
+
+  constructor(readonly model: GpuModel) {}
+
+  #ensure(tokens: number, rows: number, tableEntries: number): Scratch {
+    const s = this.#scratch;
+    if (s && s.capacity >= Math.max(tokens, rows) && s.tableCapacity >= tableEntries) return s;
+    this.#release();
+    const c = this.model.config;
+    const cap = Math.max(16, tokens, rows, (s?.capacity ?? 0) * 2);
+    const table = Math.max(64, tableEntries, (s?.tableCapacity ?? 0) * 2);
+    const d = this.model.gpu.device;
+    const f = (label: string, n: number) => storageBuffer(d, `fwd:${label}`, n * 4);
+    this.#scratch = {
+      capacity: cap,
+      tableCapacity: table,
+      ids: f("ids", cap),
+      positions: f("positions", cap),
+      slots: f("slots", cap),
+      tableOffsets: f("table_offsets", cap),
+      blockTable: f("block_table", table),
+      x: f("x", cap * c.hiddenSize),
+      h: f("h", cap * c.hiddenSize),
+      q: f("q", cap * c.numHeads * c.headDim),
+      k: f("k", cap * c.numKvHeads * c.headDim),
+      v: f("v", cap * c.numKvHeads * c.headDim),
+      attn: f("attn", cap * c.numHeads * c.headDim),
+      o: f("o", cap * c.hiddenSize),
+      gate: f("gate", cap * c.intermediateSize),
+      up: f("up", cap * c.intermediateSize),
+      act: f("act", cap * c.intermediateSize),
+      rows: f("rows", cap * c.hiddenSize),
+      logits: f("logits", cap * c.vocabSize),
+    };
+    return this.#scratch;
+  }
+
+  async #plan(s: Scratch, tokens: number, rows: number): Promise<Plan> {
+    const key = `${tokens}:${rows}`;
+    const cached = this.#plans.get(key);
+    if (cached) return cached;
+    const m = this.model;
+    const c = m.config;
+    const d = m.gpu.device;
+    const w = (t: Parameters<GpuModel["tensor"]>[0]) => m.tensor(t);
+    const body: Dispatch[] = [];
+    const owned: GPUBuffer[] = [];
+    const add = (x: Dispatch & { uniform?: GPUBuffer }) => {
+      body.push(x);
+      if (x.uniform) owned.push(x.uniform);
+    };
+    const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+    const embed = w(m.weights.embed);
+    add(
+      await prepareEmbedding(d, {
+        ids: s.ids,
+        table: embed.buffer,
+        out: s.x,
+        tokens,
+        hidden: H,
+        vocab: c.vocabSize,
+        dtype: embed.dtype,
+      }, "embed"),
+    );
+    const linear = async (
+      x: GPUBuffer,
+      t: typeof m.weights.embed,
+      y: GPUBuffer,
+      n: number,
+      k: number,
+      label: string,
+      bias?: typeof m.weights.embed,
+    ) => {
+      const wt = w(t);
+      add(
+        await prepareLinear(d, {
+          x,
+          w: wt.buffer,
+          ...(bias ? { b: w(bias).buffer } : {}),
+          y,
+          m: tokens,
+          n,
+          k,
+          dtype: wt.dtype,
+        }, label),
+      );
+    };
+    const norm = async (x: GPUBuffer, t: typeof m.weights.embed, y: GPUBuffer, label: string) => {
+      const wt = w(t);
+      add(
+        await prepareRmsNorm(d, {
+          x,
+          weight: wt.buffer,
+          y,
+          rows: tokens,
+          dim: H,
+          eps: c.rmsNormEps,
+          dtype: wt.dtype,
+        }, label),
+      );
+    };
+    const splits = tokens <= 4 ? chooseSplits(c.maxPositionEmbeddings) : 1;
+    for (let l = 0; l < c.numLayers; l++) {
+      const L = m.weights.layers[l]!;
+      await norm(s.x, L.inputNorm, s.h, `L${l}:input_norm`);
+      await linear(s.h, L.q, s.q, Q, H, `L${l}:q`, L.qBias);
+      await linear(s.h, L.k, s.k, KV, H, `L${l}:k`, L.kBias);
+      await linear(s.h, L.v, s.v, KV, H, `L${l}:v`, L.vBias);
+      add(
+        await prepareRope(d, {
+          x: s.q,
+          positions: s.positions,
+          invFreq: m.invFreq,
+          tokens,
+          heads: c.numHeads,
+          headDim: c.headDim,
+        }, `L${l}:rope_q`),
+      );
+      add(
+        await prepareRope(d, {
+          x: s.k,
+          positions: s.positions,
+          invFreq: m.invFreq,
+          tokens,
+          heads: c.numKvHeads,
+          headDim: c.headDim,
+        }, `L${l}:rope_k`),
+      );
+      add(
+        await prepareKvWrite(d, {
+          k: s.k,
+          v: s.v,
+          slots: s.slots,
+          kCache: m.kCache[l]!,
+          vCache: m.vCache[l]!,
+          tokens,
+          kvHeads: c.numKvHeads,
+          headDim: c.headDim,
+        }, `L${l}:kv_write`),
+      );
+      const att = await prepareAttention(d, {
+        q: s.q,
+        kCache: m.kCache[l]!,
+        vCache: m.vCache[l]!,
+        positions: s.positions,
+        tableOffsets: s.tableOffsets,
+        blockTable: s.blockTable,
+        out: s.attn,
+        tokens,
+        heads: c.numHeads,
+        kvHeads: c.numKvHeads,
+        headDim: c.headDim,
+        blockSize: m.blockSize,
+        splits,
+      }, `L${l}:attention`);
+      body.push(...att.dispatches);
+      owned.push(...att.owned);
+      await linear(s.attn, L.o, s.o, H, Q, `L${l}:o`);
+      add(await prepareAdd(d, { a: s.x, b: s.o, count: tokens * H }, `L${l}:residual1`));
+      await norm(s.x, L.postNorm, s.h, `L${l}:post_norm`);
+      await linear(s.h, L.gate, s.gate, c.intermediateSize, H, `L${l}:gate`);
+      await linear(s.h, L.up, s.up, c.intermediateSize, H, `L${l}:up`);
+      add(
+        await prepareSwiGlu(d, {
+          gate: s.gate,
+          up: s.up,
+          out: s.act,
+          count: tokens * c.intermediateSize,
+        }, `L${l}:swiglu`),
+      );
+      await linear(s.act, L.down, s.o, H, c.intermediateSize, `L${l}:down`);
+      add(await prepareAdd(d, { a: s.x, b: s.o, count: tokens * H }, `L${l}:residual2`));
+    }
+    await norm(s.x, m.weights.norm, s.h, "final_norm");
+    const head = w(m.weights.lmHead);
+    const lm = await prepareLinear(d, {
+      x: s.rows,
+      w: head.buffer,
+      y: s.logits,
+      m: rows,
+      n: c.vocabSize,
+      k: H,
+      dtype: head.dtype,
+    }, "lm_head");
+    owned.push(lm.uniform);
+    const plan = { body, head: [lm], owned };
+    this.#plans.set(key, plan);
+    return plan;
+  }
+
+  /** Check a batch against the model and the cache before anything reaches the GPU. */
+  #validate(b: StepBatch): void {
+    const n = b.tokens.length;
+    const c = this.model.config;
+    if (n === 0) throw EngineError.invalidArgument("forward: no tokens");
+    for (const arr of [b.positions, b.slots, b.tableOffsets]) {
+      if (arr.length !== n) {
+        throw EngineError.invalidArgument("forward: per-token arrays differ in length");
+      }
+    }
+    for (let i = 0; i < n; i++) {
+      const t = b.tokens[i]!;
+      if (!(Number.isInteger(t) && t >= 0 && t < c.vocabSize)) {
+        throw EngineError.invalidArgument(
+          `token id ${t} is outside the vocabulary (size ${c.vocabSize})`,
+        );
+      }
+      if (b.positions[i]! >= c.maxPositionEmbeddings) {
+        throw EngineError.invalidArgument(
+          `position ${b.positions[i]} is beyond the context (${c.maxPositionEmbeddings})`,
+        );
+      }
+      if (b.slots[i]! >= this.model.kvBlocks * this.model.blockSize) {
+        throw EngineError.invalidArgument(`KV slot ${b.slots[i]} is outside the cache`);
+      }
+    }
+    for (const r of b.logitRows) {
+      if (!(Number.isInteger(r) && r >= 0 && r < n)) {
+        throw EngineError.invalidArgument(`logit row ${r} is not a token of the step`);
+      }
+    }
+  }
+
+  /** Record one step into `encoder` (after writing its inputs); logits land in `logitsBuffer`. */
+  async encode(
+    encoder: GPUCommandEncoder,
+    b: StepBatch,
+  ): Promise<{ logits: GPUBuffer; rows: number }> {
+    this.#validate(b);
+    const tokens = b.tokens.length;
+    const rows = b.logitRows.length;
+    const s = this.#ensure(tokens, rows, b.blockTable.length);
+    const plan = await this.#plan(s, tokens, rows);
+    const q = this.model.gpu.device.queue;
+    q.writeBuffer(s.ids, 0, Uint32Array.from(b.tokens));
+    q.writeBuffer(s.positions, 0, Uint32Array.from(b.positions));
+    q.writeBuffer(s.slots, 0, Uint32Array.from(b.slots));
+    q.writeBuffer(s.tableOffsets, 0, Uint32Array.from(b.tableOffsets));
+    if (b.blockTable.length > 0) q.writeBuffer(s.blockTable, 0, Uint32Array.from(b.blockTable));
+    encodeDispatches(encoder, plan.body, "forward:body");
+    const rowBytes = this.model.config.hiddenSize * 4;
+    b.logitRows.forEach((r, i) =>
+      encoder.copyBufferToBuffer(s.h, r * rowBytes, s.rows, i * rowBytes, rowBytes)
+    );
+    encodeDispatches(encoder, plan.head, "forward:lm_head");
+    return { logits: s.logits, rows };
+  }
+
+  /** Run one step and read its logits back: `[logitRows.length * vocab]`. */
+  async run(b: StepBatch): Promise<Float32Array> {
+    const device = this.model.gpu.device;
+    const encoder = device.createCommandEncoder({ label: "forward" });
+    const { logits, rows } = await this.encode(encoder, b);
+    device.queue.submit([encoder.finish()]);
+    return await readF32(device, logits, rows * this.model.config.vocabSize);
+  }
+
+  #release(): void {
+    for (const p of this.#plans.values()) for (const b of p.owned) b.destroy();
+    this.#plans.clear();
+    if (this.#scratch) {
+      for (const v of Object.values(this.#scratch)) if (typeof v === "object") v.destroy();
+      this.#scratch = undefined;
+    }
+  }
+
+  destroy(): void {
+    this.#release();
+  }
+}

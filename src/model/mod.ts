@@ -1,0 +1,12 @@
+/**
+ * Models: HF config, safetensors, weight checks, GPU upload, forward plans and verification.
+ * @module
+ */
+export * from "./config.ts";
+export * from "./rope.ts";
+export * from "./source.ts";
+export * from "./safetensors.ts";
+export * from "./weights.ts";
+export * from "./gpu_model.ts";
+export * from "./forward.ts";
+export * from "./verify.ts";

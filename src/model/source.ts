@@ -1,0 +1,93 @@
+/**
+ * Where model files come from: a `ByteSource` reads ranges of one file without holding it
+ * whole; a `ModelFiles` names the files of a checkpoint. Web-standard implementations here
+ * (Blob/File, HTTP with Range); the file-system one lives in `src/adapters/deno/`.
+ */
+import { EngineError } from "../contract/errors.ts";
+
+export interface ByteSource {
+  readonly name: string;
+  readonly size: number;
+  read(offset: number, length: number): Promise<Uint8Array>;
+}
+
+export interface ModelFiles {
+  /** Where the files are, for messages. */
+  readonly location: string;
+  /** The file, or undefined when the checkpoint has no such file. */
+  open(name: string): Promise<ByteSource | undefined>;
+}
+
+export async function readText(files: ModelFiles, name: string): Promise<string | undefined> {
+  const src = await files.open(name);
+  if (src === undefined) return undefined;
+  return new TextDecoder().decode(await src.read(0, src.size));
+}
+
+export function blobSource(blob: Blob, name = (blob as File).name ?? "blob"): ByteSource {
+  return {
+    name,
+    size: blob.size,
+    async read(offset, length) {
+      return new Uint8Array(await blob.slice(offset, offset + length).arrayBuffer());
+    },
+  };
+}
+
+/** Files dropped or picked in a browser, by base name. */
+export function fileListFiles(files: Iterable<File>): ModelFiles {
+  const byName = new Map<string, File>();
+  for (const f of files) byName.set(f.name.split("/").pop()!, f);
+  return {
+    location: `${byName.size} local files`,
+    open: (name) => {
+      const f = byName.get(name);
+      return Promise.resolve(f && blobSource(f, name));
+    },
+  };
+}
+
+function httpError(url: string, status: number, statusText: string): EngineError {
+  const type = status === 404 ? "InvalidArgument" : "CannotConnect";
+  return new EngineError(type, `${url}: HTTP ${status} ${statusText}`.trim());
+}
+
+/** A file over HTTP(S), read with Range requests. */
+export async function urlSource(
+  url: string,
+  fetchFn: typeof fetch = fetch,
+): Promise<ByteSource | undefined> {
+  let head: Response;
+  try {
+    head = await fetchFn(url, { method: "HEAD" });
+  } catch (e) {
+    throw new EngineError("CannotConnect", `${url}: ${(e as Error).message}`, { cause: e });
+  }
+  if (head.status === 404) return undefined;
+  if (!head.ok) throw httpError(url, head.status, head.statusText);
+  const size = Number(head.headers.get("content-length"));
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw new EngineError("CannotConnect", `${url}: the server sent no Content-Length`);
+  }
+  return {
+    name: url,
+    size,
+    async read(offset, length) {
+      if (length === 0) return new Uint8Array(0);
+      const res = await fetchFn(url, {
+        headers: { range: `bytes=${offset}-${offset + length - 1}` },
+      });
+      if (!res.ok) throw httpError(url, res.status, res.statusText);
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      if (res.status === 206) return bytes;
+      // A server that ignores Range sends the whole file.
+      return bytes.subarray(offset, offset + length);
+    },
+  };
+}
+
+/** A checkpoint laid out under a base URL (an HF repo's `resolve/main/`). */
+export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFiles {
+  const root = base.endsWith("/") ? base : `${base}/`;
+  return { location: root, open: (name) => urlSource(new URL(name, root).href, fetchFn) };
+}

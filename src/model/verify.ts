@@ -1,0 +1,167 @@
+/**
+ * Compare a model on the GPU with reference logits (the format of the shared fixtures'
+ * `reference.json`): logits at every prompt position and at every greedy step, teacher-forced
+ * with the reference's greedy tokens, and greedy agreement wherever the reference margin is
+ * wider than twice the tolerance.
+ */
+import { EngineError } from "../contract/errors.ts";
+import type { WeightDtype } from "../gpu/dtype.ts";
+import { Forward } from "./forward.ts";
+import type { GpuModel } from "./gpu_model.ts";
+
+export interface ReferencePrompt {
+  input_ids: number[];
+  logits: number[][];
+  greedy_tokens: number[];
+  greedy_margins: number[];
+  greedy_step_logits: number[][];
+}
+
+export interface Reference {
+  name?: string;
+  dtype?: string;
+  vocab_size?: number;
+  prompts: ReferencePrompt[];
+}
+
+export interface PromptResult {
+  prompt: number;
+  tokens: number;
+  max_abs_err: number;
+  rel_l2: number;
+  greedy_agree: number;
+  greedy_checked: number;
+  passed: boolean;
+}
+
+export interface Tolerance {
+  maxAbs: number;
+  relL2: number;
+}
+
+/** F32 weights: max |err| ≤ 1e-3. F16/BF16: max |err| ≤ 3e-2 and relative L2 ≤ 1e-2. */
+export function tolerance(dtype: WeightDtype): Tolerance {
+  return dtype === "f32" ? { maxAbs: 1e-3, relL2: Infinity } : { maxAbs: 3e-2, relL2: 1e-2 };
+}
+
+export function parseReference(text: string): Reference {
+  const r = JSON.parse(text) as Reference;
+  if (!Array.isArray(r?.prompts)) throw EngineError.invalidArgument("reference: no prompts array");
+  r.prompts.forEach((p, i) => {
+    for (
+      const k of [
+        "input_ids",
+        "logits",
+        "greedy_tokens",
+        "greedy_margins",
+        "greedy_step_logits",
+      ] as const
+    ) {
+      if (!Array.isArray(p[k])) {
+        throw EngineError.invalidArgument(`reference.prompts[${i}].${k}: missing`);
+      }
+    }
+  });
+  return r;
+}
+
+function argmax(v: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < v.length; i++) if (v[i]! > v[best]!) best = i;
+  return best;
+}
+
+/** Run one prompt (a single sequence in blocks 0..n) and compare with its reference. */
+async function verifyPrompt(
+  fwd: Forward,
+  p: ReferencePrompt,
+  index: number,
+  tol: Tolerance,
+): Promise<PromptResult> {
+  const m = fwd.model;
+  const V = m.config.vocabSize;
+  const steps = p.greedy_tokens.length;
+  const total = p.input_ids.length + steps;
+  const blocks = Math.ceil(total / m.blockSize);
+  if (blocks > m.kvBlocks) {
+    throw EngineError.invalidArgument(`prompt ${index}: ${total} tokens exceed the KV cache`);
+  }
+  const blockTable = Array.from({ length: blocks }, (_, i) => i);
+  const T = p.input_ids.length;
+  const positions = Array.from({ length: T }, (_, i) => i);
+  const prefill = await fwd.run({
+    tokens: p.input_ids,
+    positions,
+    slots: positions,
+    tableOffsets: new Array(T).fill(0),
+    blockTable,
+    logitRows: positions,
+  });
+  let maxAbs = 0, errSq = 0, refSq = 0;
+  const compare = (got: Float32Array, offset: number, ref: number[]) => {
+    for (let i = 0; i < V; i++) {
+      const e = got[offset + i]! - ref[i]!;
+      maxAbs = Math.max(maxAbs, Math.abs(e));
+      errSq += e * e;
+      refSq += ref[i]! ** 2;
+    }
+  };
+  p.logits.forEach((row, t) => compare(prefill, t * V, row));
+  let agree = 0, checked = 0;
+  let last = prefill.subarray((T - 1) * V, T * V);
+  for (let s = 0; s < steps; s++) {
+    compare(last, 0, p.greedy_step_logits[s]!);
+    if (p.greedy_margins[s]! > 2 * tol.maxAbs) {
+      checked++;
+      if (argmax(last) === p.greedy_tokens[s]) agree++;
+    }
+    if (s + 1 === steps) break;
+    const pos = T + s;
+    last = await fwd.run({
+      tokens: [p.greedy_tokens[s]!],
+      positions: [pos],
+      slots: [pos],
+      tableOffsets: [0],
+      blockTable,
+      logitRows: [0],
+    });
+  }
+  const relL2 = Math.sqrt(errSq / Math.max(refSq, 1e-30));
+  const passed = maxAbs <= tol.maxAbs && relL2 <= tol.relL2 && agree === checked;
+  return {
+    prompt: index,
+    tokens: T,
+    max_abs_err: maxAbs,
+    rel_l2: relL2,
+    greedy_agree: agree,
+    greedy_checked: checked,
+    passed,
+  };
+}
+
+/** Verify every prompt; tolerances follow the weights' dtype (that of the embedding). */
+export async function verifyModel(
+  model: GpuModel,
+  reference: Reference,
+  onResult?: (r: PromptResult) => void,
+): Promise<{ passed: boolean; results: PromptResult[]; dtype: WeightDtype }> {
+  if (reference.vocab_size !== undefined && reference.vocab_size !== model.config.vocabSize) {
+    throw EngineError.invalidArgument(
+      `reference vocab ${reference.vocab_size} != model vocab ${model.config.vocabSize}`,
+    );
+  }
+  const dtype = model.weights.embed.dtype;
+  const tol = tolerance(dtype);
+  const fwd = new Forward(model);
+  const results: PromptResult[] = [];
+  try {
+    for (const [i, p] of reference.prompts.entries()) {
+      const r = await verifyPrompt(fwd, p, i, tol);
+      results.push(r);
+      onResult?.(r);
+    }
+  } finally {
+    fwd.destroy();
+  }
+  return { passed: results.every((r) => r.passed), results, dtype };
+}
