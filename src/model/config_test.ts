@@ -1,0 +1,98 @@
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { EngineError } from "../contract/errors.ts";
+import { parseConfig } from "./config.ts";
+import { MODELS } from "../../test/support/models.ts";
+
+const read = async (name: string) =>
+  JSON.parse(
+    await Deno.readTextFile(new URL("config.json", MODELS.find((m) => m.name === name)!.dir)),
+  );
+
+function refused(config: unknown, key: string): void {
+  throws(() => parseConfig(config), (e: unknown) => {
+    ok(e instanceof EngineError, String(e));
+    equal(e.type, "InvalidArgument");
+    ok(e.message.includes(key), `${e.message} should name ${key}`);
+    return true;
+  });
+}
+
+Deno.test("fixture configs: GQA llama, tied qwen2 with biases and derived head_dim, MQA bf16", async () => {
+  const llama = parseConfig(await read("llama-gqa-f32"));
+  equal(llama.arch, "llama");
+  equal(llama.headDim, 16);
+  equal(llama.numKvHeads, 2);
+  equal(llama.tieWordEmbeddings, false);
+  equal(llama.attentionBias, false);
+  equal(llama.dtype, "f32");
+  const qwen = parseConfig(await read("qwen2-bias-tied-f16"));
+  equal(qwen.arch, "qwen2");
+  equal(qwen.headDim, 96 / 6, "derived from hidden / heads");
+  equal(qwen.attentionBias, true);
+  equal(qwen.tieWordEmbeddings, true);
+  equal(qwen.ropeTheta, 1e6);
+  const mqa = parseConfig(await read("llama-mqa-bf16"));
+  equal(mqa.headDim, 32, "explicit head_dim differs from hidden / heads");
+  equal(mqa.numKvHeads, 1);
+  equal(mqa.dtype, "bf16");
+  deepStrictEqual(mqa.eosTokenIds, [2]);
+});
+
+Deno.test("RoPE settings read in both forms: rope_parameters and rope_theta + rope_scaling", async () => {
+  const base = await read("llama-gqa-f32");
+  delete base.rope_parameters;
+  const legacy = parseConfig({
+    ...base,
+    rope_theta: 500000,
+    rope_scaling: { type: "linear", factor: 2 },
+  });
+  equal(legacy.ropeTheta, 500000);
+  deepStrictEqual(legacy.ropeScaling, { type: "linear", factor: 2 });
+  const llama3 = parseConfig({
+    ...base,
+    rope_theta: 500000,
+    rope_scaling: {
+      rope_type: "llama3",
+      factor: 8,
+      low_freq_factor: 1,
+      high_freq_factor: 4,
+      original_max_position_embeddings: 8192,
+    },
+  });
+  equal(llama3.ropeScaling.type, "llama3");
+  const v5 = parseConfig({
+    ...base,
+    rope_parameters: { rope_theta: 1234, rope_type: "linear", factor: 4 },
+  });
+  equal(v5.ropeTheta, 1234);
+  deepStrictEqual(v5.ropeScaling, { type: "linear", factor: 4 });
+  equal(parseConfig({ ...base, rope_scaling: null }).ropeScaling.type, "default");
+  deepStrictEqual(parseConfig({ ...base, eos_token_id: [2, 7] }).eosTokenIds, [2, 7]);
+});
+
+Deno.test("unsupported configs are refused naming the key", async () => {
+  const base = await read("llama-gqa-f32");
+  refused({ ...base, architectures: ["GPT2LMHeadModel"] }, "architectures");
+  refused({ ...base, architectures: undefined, model_type: "gpt2" }, "model_type");
+  refused(
+    { ...base, rope_parameters: { rope_theta: 1e4, rope_type: "yarn", factor: 4 } },
+    "rope_parameters.rope_type",
+  );
+  refused(
+    { ...base, rope_parameters: undefined, rope_scaling: { type: "dynamic", factor: 2 } },
+    "rope_scaling.rope_type",
+  );
+  refused({ ...base, rope_parameters: { rope_theta: 1e4, rope_type: "linear" } }, "factor");
+  refused({ ...base, mlp_bias: true }, "mlp_bias");
+  refused({ ...base, hidden_act: "gelu" }, "hidden_act");
+  refused({ ...base, num_key_value_heads: 3 }, "num_key_value_heads");
+  refused({ ...base, hidden_size: "64" }, "hidden_size");
+  refused({ ...base, vocab_size: undefined }, "vocab_size");
+  refused({ ...base, torch_dtype: "int8" }, "torch_dtype");
+  refused({ ...base, quantization_config: { bits: 4 } }, "quantization_config");
+  refused(
+    { ...base, architectures: ["MistralForCausalLM"], sliding_window: 128 },
+    "sliding_window",
+  );
+  refused("{not json", "config.json");
+});

@@ -1,0 +1,83 @@
+import { equal, ok, rejects, throws } from "node:assert/strict";
+import { EngineError } from "../contract/errors.ts";
+import { dirFiles } from "../adapters/deno/file_source.ts";
+import { Forward } from "./forward.ts";
+import { GpuModel } from "./gpu_model.ts";
+import { checkFits } from "./weights.ts";
+import { testGpu } from "../../test/support/gpu.ts";
+import { MODELS } from "../../test/support/models.ts";
+
+const dir = MODELS[0].dir.pathname;
+
+Deno.test("a model beyond the device's buffer limits is ResourceExhausted, saying needed and allowed", async () => {
+  const gpu = await testGpu();
+  const small = { ...gpu, caps: { ...gpu.caps, maxStorageBufferBindingSize: 1024 } };
+  await rejects(GpuModel.load(small, dirFiles(dir)), (e: unknown) => {
+    ok(e instanceof EngineError && e.type === "ResourceExhausted", String(e));
+    ok(/needs \d+ bytes/.test(e.message) && /allows 1024/.test(e.message), e.message);
+    return true;
+  });
+  throws(
+    () => checkFits([], { maxStorageBufferBindingSize: 1, maxBufferSize: 1 }, -1),
+    (e: unknown) => e instanceof EngineError && e.type === "ResourceExhausted",
+  );
+});
+
+Deno.test("token ids outside the vocabulary and bad positions are InvalidArgument; the model keeps working", async () => {
+  const gpu = await testGpu();
+  let progress = 0;
+  const model = await GpuModel.load(gpu, dirFiles(dir), {
+    onProgress: (done, total) => (progress = done / total),
+  });
+  equal(progress, 1);
+  const fwd = new Forward(model);
+  try {
+    const step = (tokens: number[], positions = tokens.map((_, i) => i)) => ({
+      tokens,
+      positions,
+      slots: positions,
+      tableOffsets: tokens.map(() => 0),
+      blockTable: [0, 1],
+      logitRows: [tokens.length - 1],
+    });
+    const invalid = (needle: string) => (e: unknown) =>
+      e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(needle);
+    await rejects(fwd.run(step([1, 260])), invalid("outside the vocabulary"));
+    await rejects(fwd.run(step([1], [4096])), invalid("beyond the context"));
+    await rejects(fwd.run(step([])), invalid("no tokens"));
+    const logits = await fwd.run(step([1, 2, 3]));
+    equal(logits.length, model.config.vocabSize);
+    ok(logits.every(Number.isFinite));
+  } finally {
+    fwd.destroy();
+    model.destroy();
+  }
+});
+
+Deno.test("deno task verify: PASS on a fixture, FAIL (exit 1) against a tampered reference", async () => {
+  const cli = new URL("../adapters/deno/verify.ts", import.meta.url).pathname;
+  const run = async (...args: string[]) => {
+    const r = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", cli, ...args],
+      stdout: "piped",
+      stderr: "piped",
+    })
+      .output();
+    return { code: r.code, out: new TextDecoder().decode(r.stdout) };
+  };
+  const pass = await run("--model", dir);
+  equal(pass.code, 0, pass.out);
+  const lines = pass.out.trim().split("\n");
+  equal(lines.at(-1), "verify: PASS");
+  const first = JSON.parse(lines[0]!);
+  for (const k of ["max_abs_err", "rel_l2", "greedy_agree", "greedy_checked"]) ok(k in first, k);
+  const ref = JSON.parse(await Deno.readTextFile(`${dir}reference.json`));
+  ref.prompts[0].logits[0][5] += 0.5;
+  const tmp = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(tmp, JSON.stringify(ref));
+  const fail = await run("--model", dir, "--reference", tmp);
+  equal(fail.code, 1);
+  ok(fail.out.trim().endsWith("verify: FAIL"));
+  equal((await run()).code, 2);
+  await Deno.remove(tmp);
+});
