@@ -4,3 +4,4 @@
  */
 export * from "./dense.ts";
 export * from "./attention.ts";
+export * from "./sampling.ts";

@@ -1,0 +1,245 @@
+/**
+ * The GPU sampler for a batch of sequences: penalty counts from each sequence's history, then
+ * one workgroup per sequence applies masks, penalties, temperature, top-k, top-p and min-p and
+ * draws (or takes the argmax). Tokens stay on the GPU (`tokens` can feed the next step).
+ */
+import { readBuffer, storageBuffer } from "../buffers.ts";
+import { type Dispatch, encodeDispatches } from "../dispatch.ts";
+import type { History, SamplingParams } from "../reference/sampling.ts";
+import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
+
+export const MAX_TOP_LOGPROBS = 20;
+const PARAM_WORDS = 16;
+const FLAG_GIVEN_U = 1, FLAG_ALLOWED = 2, FLAG_BANNED = 4;
+
+/** One sequence's sampling step. */
+export interface SeqSampling extends SamplingParams {
+  history: History;
+  /** 64-bit seed as a safe integer; with `step` it fixes the draw. */
+  seed?: number;
+  step?: number;
+  /** The uniform draw itself (tests): overrides seed/step. */
+  u?: number;
+  /** Top alternatives whose logprobs to report (0..20). */
+  logprobs?: number;
+}
+
+export interface SampleResult {
+  tokens: Uint32Array;
+  logprobs: Float32Array;
+  topIds: Uint32Array;
+  topLogprobs: Float32Array;
+  /** Final distributions `[seqs * vocab]`, when asked for. */
+  probs?: Float32Array;
+}
+
+export class Sampler {
+  readonly words: number;
+  readonly params: GPUBuffer;
+  readonly counts: GPUBuffer;
+  readonly allowed: GPUBuffer;
+  readonly banned: GPUBuffer;
+  readonly work: GPUBuffer;
+  readonly tokens: GPUBuffer;
+  readonly logprob: GPUBuffer;
+  readonly topIds: GPUBuffer;
+  readonly topLogprobs: GPUBuffer;
+  readonly probs: GPUBuffer;
+  readonly ranges: GPUBuffer;
+  #history: GPUBuffer;
+  #historyCapacity = 0;
+  #dispatches = new Map<string, KernelDispatch[]>();
+
+  constructor(readonly device: GPUDevice, readonly maxSeqs: number, readonly vocab: number) {
+    this.words = Math.ceil(vocab / 32);
+    const f = (label: string, bytes: number) => storageBuffer(device, `sampler:${label}`, bytes);
+    this.params = f("params", maxSeqs * PARAM_WORDS * 4);
+    this.counts = f("counts", maxSeqs * vocab * 4);
+    this.allowed = f("allowed", maxSeqs * this.words * 4);
+    this.banned = f("banned", maxSeqs * this.words * 4);
+    this.work = f("work", maxSeqs * vocab * 4);
+    this.tokens = f("tokens", maxSeqs * 4);
+    this.logprob = f("logprob", maxSeqs * 4);
+    this.topIds = f("top_ids", maxSeqs * MAX_TOP_LOGPROBS * 4);
+    this.topLogprobs = f("top_logprobs", maxSeqs * MAX_TOP_LOGPROBS * 4);
+    this.probs = f("probs", maxSeqs * vocab * 4);
+    this.ranges = f("ranges", maxSeqs * 16);
+    this.#history = f("history", 4);
+  }
+
+  /** Write the batch's parameters, masks and histories (before `encode`). */
+  write(seqs: readonly SeqSampling[]): void {
+    if (seqs.length > this.maxSeqs) {
+      throw new Error(`sampler: ${seqs.length} > ${this.maxSeqs} sequences`);
+    }
+    const q = this.device.queue;
+    const words = new ArrayBuffer(seqs.length * PARAM_WORDS * 4);
+    const u32 = new Uint32Array(words), f32 = new Float32Array(words);
+    const allowed = new Uint32Array(seqs.length * this.words);
+    const banned = new Uint32Array(seqs.length * this.words);
+    const ranges = new Uint32Array(seqs.length * 4);
+    const history: number[] = [];
+    seqs.forEach((s, i) => {
+      const o = i * PARAM_WORDS;
+      f32[o] = s.temperature ?? 1;
+      u32[o + 1] = s.top_k !== undefined && s.top_k > 0 ? Math.min(s.top_k, this.vocab) : 0;
+      f32[o + 2] = s.top_p ?? 1;
+      f32[o + 3] = s.min_p ?? 0;
+      f32[o + 4] = s.repetition_penalty ?? 1;
+      f32[o + 5] = s.frequency_penalty ?? 0;
+      f32[o + 6] = s.presence_penalty ?? 0;
+      const seed = s.seed ?? 0;
+      u32[o + 7] = seed >>> 0;
+      u32[o + 8] = Math.floor(seed / 2 ** 32) >>> 0;
+      u32[o + 9] = s.step ?? 0;
+      u32[o + 10] = Math.min(s.logprobs ?? 0, MAX_TOP_LOGPROBS);
+      let flags = 0;
+      if (s.u !== undefined) {
+        flags |= FLAG_GIVEN_U;
+        f32[o + 12] = s.u;
+      }
+      const mark = (map: Uint32Array, ids: readonly number[]) => {
+        for (const t of ids) if (t < this.vocab) map[i * this.words + (t >>> 5)]! |= 1 << (t & 31);
+      };
+      if (s.allowed) {
+        flags |= FLAG_ALLOWED;
+        mark(allowed, s.allowed);
+      }
+      if (s.banned?.length) {
+        flags |= FLAG_BANNED;
+        mark(banned, s.banned);
+      }
+      u32[o + 11] = flags;
+      ranges.set([
+        history.length,
+        history.length + s.history.outputStart,
+        history.length + s.history.tokens.length,
+        0,
+      ], i * 4);
+      history.push(...s.history.tokens);
+    });
+    if (history.length > this.#historyCapacity) {
+      this.#history.destroy();
+      this.#historyCapacity = Math.max(history.length, this.#historyCapacity * 2, 1024);
+      this.#history = storageBuffer(this.device, "sampler:history", this.#historyCapacity * 4);
+      this.#dispatches.clear();
+    }
+    q.writeBuffer(this.params, 0, words);
+    q.writeBuffer(this.allowed, 0, allowed);
+    q.writeBuffer(this.banned, 0, banned);
+    q.writeBuffer(this.ranges, 0, ranges);
+    if (history.length > 0) q.writeBuffer(this.#history, 0, Uint32Array.from(history));
+  }
+
+  async #prepare(logits: GPUBuffer, seqs: number, writeProbs: boolean): Promise<Dispatch[]> {
+    const key = `${seqs}:${writeProbs}:${logits.label}`;
+    const cached = this.#dispatches.get(key);
+    if (cached) return cached;
+    const d = this.device;
+    const hist = [seqs, this.vocab, 0, 0];
+    const list = [
+      await prepareKernel(d, {
+        label: "sampler:clear_counts",
+        shader: "sampling_history",
+        entry: "clear_counts",
+        uniform: hist,
+        buffers: { 3: this.counts },
+        workgroups: grid256(d, seqs * this.vocab),
+      }),
+      await prepareKernel(d, {
+        label: "sampler:count_history",
+        shader: "sampling_history",
+        entry: "count_history",
+        uniform: hist,
+        buffers: { 1: this.#history, 2: this.ranges, 3: this.counts },
+        workgroups: [seqs],
+      }),
+      await prepareKernel(d, {
+        label: "sampler:sample",
+        shader: "sampling",
+        entry: "sample",
+        uniform: [seqs, this.vocab, this.words, writeProbs ? 1 : 0],
+        buffers: {
+          1: logits,
+          2: this.params,
+          3: this.counts,
+          4: this.allowed,
+          5: this.banned,
+          6: this.work,
+          7: this.tokens,
+          8: this.logprob,
+          9: this.topIds,
+          10: this.topLogprobs,
+          11: this.probs,
+        },
+        workgroups: [seqs],
+      }),
+    ];
+    this.#dispatches.set(key, list);
+    return list;
+  }
+
+  /** Record the sampling of `seqs` rows of `logits` (`[seqs, vocab]`). */
+  async encode(
+    encoder: GPUCommandEncoder,
+    logits: GPUBuffer,
+    seqs: number,
+    writeProbs = false,
+  ): Promise<void> {
+    encodeDispatches(encoder, await this.#prepare(logits, seqs, writeProbs), "sampler");
+  }
+
+  /** Write, encode, submit and read back (tests and simple callers). */
+  async sample(
+    logits: GPUBuffer,
+    seqs: readonly SeqSampling[],
+    writeProbs = false,
+  ): Promise<SampleResult> {
+    this.write(seqs);
+    const encoder = this.device.createCommandEncoder({ label: "sampler" });
+    await this.encode(encoder, logits, seqs.length, writeProbs);
+    this.device.queue.submit([encoder.finish()]);
+    const n = seqs.length;
+    const [tokens, logprobs, topIds, topLogprobs] = await Promise.all([
+      readBuffer(this.device, this.tokens, n * 4),
+      readBuffer(this.device, this.logprob, n * 4),
+      readBuffer(this.device, this.topIds, n * MAX_TOP_LOGPROBS * 4),
+      readBuffer(this.device, this.topLogprobs, n * MAX_TOP_LOGPROBS * 4),
+    ]);
+    const result: SampleResult = {
+      tokens: new Uint32Array(tokens),
+      logprobs: new Float32Array(logprobs),
+      topIds: new Uint32Array(topIds),
+      topLogprobs: new Float32Array(topLogprobs),
+    };
+    if (writeProbs) {
+      result.probs = new Float32Array(
+        await readBuffer(this.device, this.probs, n * this.vocab * 4),
+      );
+    }
+    return result;
+  }
+
+  destroy(): void {
+    for (
+      const b of [
+        this.params,
+        this.counts,
+        this.allowed,
+        this.banned,
+        this.work,
+        this.tokens,
+        this.logprob,
+        this.topIds,
+        this.topLogprobs,
+        this.probs,
+        this.ranges,
+        this.#history,
+      ]
+    ) {
+      b.destroy();
+    }
+    for (const list of this.#dispatches.values()) for (const d of list) d.uniform.destroy();
+    this.#dispatches.clear();
+  }
+}

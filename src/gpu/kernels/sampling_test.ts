@@ -1,0 +1,199 @@
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
+import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import {
+  type History,
+  rawLogprobs,
+  referenceArgmax,
+  referenceDistribution,
+  referenceDraw,
+  rngUniform,
+  type SamplingParams,
+} from "../reference/sampling.ts";
+import { Sampler, type SeqSampling } from "./sampling.ts";
+
+interface Case {
+  options: SamplingParams;
+  logits: number[];
+  previous_tokens: number[];
+  probs: number[];
+}
+
+const fixture = JSON.parse(
+  await Deno.readTextFile(new URL("../../../test/fixtures/sampling/cases.json", import.meta.url)),
+) as { vocab_size: number; cases: Case[] };
+const V = fixture.vocab_size;
+const history = (c: Case): History => ({
+  tokens: c.previous_tokens,
+  outputStart: c.previous_tokens.length,
+});
+
+Deno.test("every shared sampling case: GPU and float64 reference distributions match HF within 1e-5", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const sampler = new Sampler(device, fixture.cases.length, V);
+    const logits = f32Buffer(device, "cases:logits", fixture.cases.flatMap((c) => c.logits));
+    const seqs: SeqSampling[] = fixture.cases.map((c) => ({
+      ...c.options,
+      history: history(c),
+      u: 0.5,
+    }));
+    const { probs } = await sampler.sample(logits, seqs, true);
+    fixture.cases.forEach((c, i) => {
+      const what = `case ${i} ${JSON.stringify(c.options)}`;
+      assertClose(
+        referenceDistribution(c.logits, c.options, history(c)),
+        c.probs,
+        1e-5,
+        0,
+        `${what} (reference)`,
+      );
+      if (c.options.top_k === 1) return; // greedy: no distribution is written
+      assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, 1e-5, 0, `${what} (GPU)`);
+    });
+    sampler.destroy();
+  });
+});
+
+/** Wilson–Hilferty upper quantile of chi-square with `df` degrees of freedom at z (p=0.001: 3.09). */
+function chiSquareCritical(df: number, z = 3.0902): number {
+  const a = 2 / (9 * df);
+  return df * (1 - a + z * Math.sqrt(a)) ** 3;
+}
+
+Deno.test("seeded draws follow the distribution (chi-square, p = 0.001); zero-probability tokens never drawn", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const N = 4000;
+    for (const index of [0, 7, 10]) {
+      const c = fixture.cases[index]!;
+      const sampler = new Sampler(device, N, V);
+      const logits = f32Buffer(
+        device,
+        "chi:logits",
+        Array.from({ length: N }, () => c.logits).flat(),
+      );
+      const seqs = Array.from(
+        { length: N },
+        (_, i) => ({ ...c.options, history: history(c), seed: 1000 + i, step: 3 }),
+      );
+      const { tokens } = await sampler.sample(logits, seqs);
+      const counts = new Array(V).fill(0);
+      for (const t of tokens) counts[t]++;
+      c.probs.forEach((p, t) => {
+        if (p === 0) {
+          equal(counts[t], 0, `case ${index}: token ${t} has probability 0 but was drawn`);
+        }
+      });
+      // Merge bins with expected count < 5 into one.
+      let stat = 0, bins = 0, restObs = 0, restExp = 0;
+      c.probs.forEach((p, t) => {
+        const e = p * N;
+        if (e === 0) return;
+        if (e < 5) {
+          restObs += counts[t];
+          restExp += e;
+        } else {
+          stat += (counts[t] - e) ** 2 / e;
+          bins++;
+        }
+      });
+      if (restExp > 0) {
+        stat += (restObs - restExp) ** 2 / restExp;
+        bins++;
+      }
+      ok(bins >= 3, `case ${index} has too few bins for a chi-square test`);
+      const critical = chiSquareCritical(bins - 1);
+      ok(
+        stat < critical,
+        `case ${index}: chi-square ${stat.toFixed(1)} >= ${critical.toFixed(1)} (${bins - 1} df)`,
+      );
+      // The GPU's counter-based RNG is the TypeScript one bit for bit: same draws.
+      const ref = referenceDistribution(c.logits, c.options, history(c));
+      let same = 0;
+      seqs.forEach((
+        s,
+        i,
+      ) => (same += referenceDraw(ref, rngUniform(s.seed >>> 0, 0, 3)) === tokens[i] ? 1 : 0));
+      ok(same >= N - 2, `only ${same}/${N} draws equal the reference with the same u`);
+      sampler.destroy();
+    }
+  });
+});
+
+Deno.test("greedy argmax on odd vocab sizes, ties to the lowest id; logprobs and top-N match the reference", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    for (const vocab of [1, 257, 5001]) {
+      const raw = Array.from(seeded(vocab, vocab, 5));
+      if (vocab > 2) raw[vocab - 1] = raw[vocab - 2] = Math.max(...raw) + 1; // a tie at the top
+      const sampler = new Sampler(device, 2, vocab);
+      const logits = f32Buffer(device, "greedy:logits", [...raw, ...raw]);
+      const seqs: SeqSampling[] = [
+        { temperature: 0, history: { tokens: [], outputStart: 0 }, logprobs: Math.min(5, vocab) },
+        { top_k: 1, temperature: 0.7, history: { tokens: [], outputStart: 0 }, logprobs: 0 },
+      ];
+      const r = await sampler.sample(logits, seqs);
+      const f32 = Float64Array.from(Float32Array.from(raw));
+      const best = referenceArgmax(f32);
+      equal(r.tokens[0], best);
+      equal(r.tokens[1], best);
+      if (vocab > 2) equal(best, vocab - 2);
+      const lp = rawLogprobs(f32);
+      assertClose([r.logprobs[0]!], [lp[best]!], 1e-4, 0, "chosen logprob");
+      const order = [...lp.keys()].sort((a, b) => lp[b]! - lp[a]! || a - b).slice(
+        0,
+        Math.min(5, vocab),
+      );
+      deepStrictEqual([...r.topIds.subarray(0, order.length)], order);
+      assertClose(
+        r.topLogprobs.subarray(0, order.length),
+        order.map((i) => lp[i]!),
+        1e-4,
+        0,
+        "top logprobs",
+      );
+      sampler.destroy();
+    }
+  });
+});
+
+Deno.test("a mixed batch: allowed and banned tokens, frequency and presence penalties, given draws", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const vocab = 300;
+    const raw = Array.from(seeded(42, vocab, 3));
+    const h: History = { tokens: [5, 6, 7, 7, 9, 9, 9], outputStart: 3 };
+    const seqs: SeqSampling[] = [
+      { temperature: 1, allowed: [3, 10, 250], history: h, u: 0.7 },
+      { temperature: 0.9, banned: [referenceArgmax(raw)], top_k: 3, history: h, u: 0.2 },
+      {
+        temperature: 1.1,
+        frequency_penalty: 0.8,
+        presence_penalty: 0.5,
+        repetition_penalty: 1.2,
+        history: h,
+        u: 0.95,
+      },
+      { temperature: 0.6, top_p: 0.7, min_p: 0.02, history: h, u: 0.31, logprobs: 3 },
+    ];
+    const sampler = new Sampler(device, seqs.length, vocab);
+    const logits = f32Buffer(device, "mix:logits", seqs.flatMap(() => raw));
+    const r = await sampler.sample(logits, seqs, true);
+    const f32 = Float64Array.from(Float32Array.from(raw));
+    seqs.forEach((s, i) => {
+      const ref = referenceDistribution(f32, s, s.history);
+      assertClose(
+        r.probs!.subarray(i * vocab, (i + 1) * vocab),
+        ref,
+        2e-6,
+        1e-4,
+        `seq ${i} distribution`,
+      );
+      equal(r.tokens[i], referenceDraw(ref, s.u!), `seq ${i} draw`);
+    });
+    ok([3, 10, 250].includes(r.tokens[0]!));
+    ok(r.tokens[1] !== referenceArgmax(raw));
+    sampler.destroy();
+  });
+});

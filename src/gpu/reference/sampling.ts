@@ -1,0 +1,139 @@
+/**
+ * Float64 reference of the sampler, written plainly (real sorts, no bisection), and the
+ * counter-based RNG the GPU uses, bit for bit.
+ */
+
+export interface SamplingParams {
+  temperature?: number;
+  top_k?: number;
+  top_p?: number;
+  min_p?: number;
+  repetition_penalty?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+  /** Only these tokens may be drawn. */
+  allowed?: readonly number[];
+  /** These tokens may not be drawn. */
+  banned?: readonly number[];
+}
+
+export interface History {
+  /** Prompt then output tokens. */
+  tokens: readonly number[];
+  /** Index in `tokens` where the output begins. */
+  outputStart: number;
+}
+
+const pcg = (v: number): number => {
+  const state = (Math.imul(v >>> 0, 747796405) + 2891336453) >>> 0;
+  const word = Math.imul(((state >>> ((state >>> 28) + 4)) ^ state) >>> 0, 277803737) >>> 0;
+  return ((word >>> 22) ^ word) >>> 0;
+};
+
+/** The uniform draw for (seed, step), identical to `rng_uniform` in `shaders/sampling.wgsl`. */
+export function rngUniform(seedLo: number, seedHi: number, step: number): number {
+  const h = pcg((seedLo ^ pcg((seedHi ^ pcg((step ^ 0x9e3779b9) >>> 0)) >>> 0)) >>> 0);
+  return (h >>> 8) * (1 / 16777216);
+}
+
+export function isGreedy(p: SamplingParams): boolean {
+  return p.temperature === 0 || p.top_k === 1;
+}
+
+/** Logits after masks, penalties and temperature (greedy: no temperature). */
+export function processedLogits(
+  logits: ArrayLike<number>,
+  p: SamplingParams,
+  h: History,
+): Float64Array {
+  const V = logits.length;
+  const l = Float64Array.from(logits);
+  const seen = new Set(h.tokens);
+  const outCount = new Map<number, number>();
+  for (const t of h.tokens.slice(h.outputStart)) outCount.set(t, (outCount.get(t) ?? 0) + 1);
+  const rep = p.repetition_penalty ?? 1;
+  for (let i = 0; i < V; i++) {
+    if (seen.has(i) && rep !== 1) l[i] = l[i]! > 0 ? l[i]! / rep : l[i]! * rep;
+    const n = outCount.get(i) ?? 0;
+    l[i] = l[i]! - (p.frequency_penalty ?? 0) * n - (n > 0 ? p.presence_penalty ?? 0 : 0);
+  }
+  const allowed = p.allowed ? new Set(p.allowed) : undefined;
+  const banned = new Set(p.banned ?? []);
+  for (let i = 0; i < V; i++) if ((allowed && !allowed.has(i)) || banned.has(i)) l[i] = -Infinity;
+  if (!isGreedy(p)) {
+    const t = p.temperature ?? 1;
+    for (let i = 0; i < V; i++) l[i] = l[i]! / t;
+  }
+  return l;
+}
+
+function softmax(l: Float64Array): Float64Array {
+  const m = Math.max(...l);
+  const e = l.map((v) => (v === -Infinity ? 0 : Math.exp(v - m)));
+  const z = e.reduce((a, b) => a + b, 0);
+  return e.map((v) => v / z);
+}
+
+/** The distribution the next token is drawn from (HF order: top-k, top-p, min-p). */
+export function referenceDistribution(
+  logits: ArrayLike<number>,
+  p: SamplingParams,
+  h: History,
+): Float64Array {
+  const l = processedLogits(logits, p, h);
+  const V = l.length;
+  if (isGreedy(p)) {
+    const out = new Float64Array(V);
+    out[referenceArgmax(l)] = 1;
+    return out;
+  }
+  const k = p.top_k ?? 0;
+  if (k > 1 && k < V) {
+    const kth = [...l].sort((a, b) => b - a)[k - 1]!;
+    for (let i = 0; i < V; i++) if (l[i]! < kth) l[i] = -Infinity;
+  }
+  if ((p.top_p ?? 1) < 1) {
+    const probs = softmax(l);
+    const order = [...probs.keys()].sort((a, b) => probs[a]! - probs[b]! || a - b);
+    let cum = 0;
+    const keepFrom = order.findIndex((i) => (cum += probs[i]!) > 1 - p.top_p!);
+    order.slice(0, Math.min(keepFrom, V - 1)).forEach((i) => (l[i] = -Infinity));
+  }
+  if ((p.min_p ?? 0) > 0) {
+    const probs = softmax(l);
+    const top = Math.max(...probs);
+    for (let i = 0; i < V; i++) if (probs[i]! < p.min_p! * top) l[i] = -Infinity;
+  }
+  return softmax(l);
+}
+
+/** Argmax, ties to the lowest id. */
+export function referenceArgmax(v: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < v.length; i++) if (v[i]! > v[best]!) best = i;
+  return best;
+}
+
+/** Inverse-CDF draw in token-id order with uniform `u`; never a zero-probability token. */
+export function referenceDraw(probs: ArrayLike<number>, u: number): number {
+  let total = 0;
+  for (let i = 0; i < probs.length; i++) total += probs[i]!;
+  const target = u * total;
+  let acc = 0, last = -1;
+  for (let i = 0; i < probs.length; i++) {
+    if (probs[i]! <= 0) continue;
+    acc += probs[i]!;
+    last = i;
+    if (acc > target) return i;
+  }
+  return last;
+}
+
+/** log_softmax of the raw logits (what logprobs report). */
+export function rawLogprobs(logits: ArrayLike<number>): Float64Array {
+  const m = Math.max(...Array.from(logits));
+  let z = 0;
+  for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i]! - m);
+  const lse = m + Math.log(z);
+  return Float64Array.from(logits, (v) => v - lse);
+}
