@@ -1,6 +1,8 @@
 // Rotary position embedding, HF rotate-half convention, in place on q [T, heads, head_dim]:
 // for i < head_dim/2, (x_i, x_{i+half}) rotates by angle pos * inv_freq[i].
 
+const TWO_PI: f32 = 6.283185307179586;
+
 struct Params {
   tokens: u32,
   heads: u32,
@@ -24,7 +26,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let th = i / half; // token * heads + head
   let t = th / p.heads;
   let base = th * p.head_dim;
-  let angle = f32(positions[t]) * inv_freq[j];
+  // WGSL bounds sin/cos error only on [-pi, pi]: reduce the angle first.
+  let raw = f32(positions[t]) * inv_freq[j];
+  let angle = raw - TWO_PI * floor(raw / TWO_PI + 0.5);
   let c = cos(angle);
   let s = sin(angle);
   let x1 = x[base + j];

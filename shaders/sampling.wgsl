@@ -46,14 +46,14 @@ struct SeqParams {
 @group(0) @binding(2) var<storage, read> params: array<SeqParams>;
 // bit 31: the token appears in prompt or output; bits 0..30: times it appears in the output.
 @group(0) @binding(3) var<storage, read> counts: array<u32>;
-@group(0) @binding(4) var<storage, read> allowed: array<u32>;
-@group(0) @binding(5) var<storage, read> banned: array<u32>;
-@group(0) @binding(6) var<storage, read_write> work: array<f32>;
-@group(0) @binding(7) var<storage, read_write> tokens: array<u32>;
-@group(0) @binding(8) var<storage, read_write> logprob: array<f32>;
-@group(0) @binding(9) var<storage, read_write> top_ids: array<u32>;
-@group(0) @binding(10) var<storage, read_write> top_logprobs: array<f32>;
-@group(0) @binding(11) var<storage, read_write> probs: array<f32>;
+// per sequence: `words` words of the allowed bitmap, then `words` of the banned one.
+@group(0) @binding(4) var<storage, read> masks: array<u32>;
+// processed logits; with write_probs, the final distribution on exit.
+@group(0) @binding(5) var<storage, read_write> work: array<f32>;
+// per sequence: the chosen token, then the bits of its f32 logprob.
+@group(0) @binding(6) var<storage, read_write> result: array<u32>;
+// per sequence: MAX_TOP ids, then MAX_TOP logprob bits.
+@group(0) @binding(7) var<storage, read_write> top: array<u32>;
 
 var<workgroup> red_f: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
@@ -125,7 +125,7 @@ fn argmax_row(lid: u32, base: u32, from_work: bool, skip_from: u32, skip_count: 
   for (var i = lid; i < g.vocab; i += WG) {
     var v = select(logits[base + i], work[base + i], from_work);
     for (var j = 0u; j < skip_count; j++) {
-      if (top_ids[skip_from + j] == i) {
+      if (top[skip_from + j] == i) {
         v = NEG_INF;
       }
     }
@@ -154,7 +154,7 @@ fn argmax_row(lid: u32, base: u32, from_work: bool, skip_from: u32, skip_count: 
 }
 
 fn bit(map_base: u32, i: u32, from_allowed: bool) -> bool {
-  let w = select(banned[map_base + i / 32u], allowed[map_base + i / 32u], from_allowed);
+  let w = masks[map_base + select(g.words, 0u, from_allowed) + i / 32u];
   return ((w >> (i % 32u)) & 1u) != 0u;
 }
 
@@ -166,7 +166,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   }
   let p = params[s];
   let base = s * g.vocab;
-  let map_base = s * g.words;
+  let map_base = s * 2u * g.words;
   let greedy = p.temperature == 0.0 || p.top_k == 1u;
   let inv_t = select(1.0 / p.temperature, 1.0, greedy);
 
@@ -336,7 +336,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     workgroupBarrier();
     if (g.write_probs != 0u) {
       for (var i = lid; i < g.vocab; i += WG) {
-        probs[base + i] = select(0.0, exp(work[base + i] - m), work[base + i] > NEG_INF) / total;
+        work[base + i] = select(0.0, exp(work[base + i] - m), work[base + i] > NEG_INF) / total;
       }
     }
   }
@@ -352,19 +352,19 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     rz += exp(logits[base + i] - rm);
   }
   let lse = rm + log(sum_f(lid, rz));
-  let top_base = s * MAX_TOP;
+  let top_base = s * 2u * MAX_TOP;
   let n_top = min(p.logprobs, MAX_TOP);
   for (var j = 0u; j < n_top; j++) {
     let r = argmax_row(lid, base, false, top_base, j);
     if (lid == 0u) {
-      top_ids[top_base + j] = r.x;
-      top_logprobs[top_base + j] = bitcast<f32>(r.y) - lse;
+      top[top_base + j] = r.x;
+      top[top_base + MAX_TOP + j] = bitcast<u32>(bitcast<f32>(r.y) - lse);
     }
     storageBarrier();
     workgroupBarrier();
   }
   if (lid == 0u) {
-    tokens[s] = chosen;
-    logprob[s] = logits[base + chosen] - lse;
+    result[2u * s] = chosen;
+    result[2u * s + 1u] = bitcast<u32>(logits[base + chosen] - lse);
   }
 }

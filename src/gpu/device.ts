@@ -94,3 +94,20 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   );
   return { device, caps, lost };
 }
+
+/**
+ * Which compute paths the kernels take on this device, for `EngineConfig.runtime_data`.
+ * Kiln's kernels compute in f32 and reduce through workgroup memory everywhere: F16/BF16 weights
+ * are widened in-kernel, so `shader-f16` and `subgroups` are reported but not required.
+ */
+export function runtimeData(caps: GpuCapabilities): Record<string, unknown> {
+  return {
+    adapter: caps.adapter,
+    compute: "f32",
+    reductions: "workgroup",
+    shader_f16_available: caps.f16,
+    subgroups_available: caps.subgroups,
+    timestamp_query: caps.timestamps,
+    max_storage_buffer_binding_size: caps.maxStorageBufferBindingSize,
+  };
+}

@@ -33,18 +33,47 @@ export interface SampleResult {
   probs?: Float32Array;
 }
 
+/** Unpack the `result` and `top` buffers of `n` sequences. */
+export function decodeResults(
+  result: ArrayBuffer,
+  top: ArrayBuffer,
+  n: number,
+  probs?: ArrayBuffer,
+): SampleResult {
+  const r = new Uint32Array(result), rf = new Float32Array(result);
+  const t = new Uint32Array(top), tf = new Float32Array(top);
+  const out: SampleResult = {
+    tokens: new Uint32Array(n),
+    logprobs: new Float32Array(n),
+    topIds: new Uint32Array(n * MAX_TOP_LOGPROBS),
+    topLogprobs: new Float32Array(n * MAX_TOP_LOGPROBS),
+  };
+  for (let s = 0; s < n; s++) {
+    out.tokens[s] = r[2 * s]!;
+    out.logprobs[s] = rf[2 * s + 1]!;
+    const base = s * 2 * MAX_TOP_LOGPROBS;
+    out.topIds.set(t.subarray(base, base + MAX_TOP_LOGPROBS), s * MAX_TOP_LOGPROBS);
+    out.topLogprobs.set(
+      tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
+      s * MAX_TOP_LOGPROBS,
+    );
+  }
+  if (probs) out.probs = new Float32Array(probs);
+  return out;
+}
+
 export class Sampler {
   readonly words: number;
   readonly params: GPUBuffer;
   readonly counts: GPUBuffer;
-  readonly allowed: GPUBuffer;
-  readonly banned: GPUBuffer;
+  /** Per sequence: the allowed bitmap, then the banned one. */
+  readonly masks: GPUBuffer;
+  /** Processed logits; the final distributions when asked for. */
   readonly work: GPUBuffer;
-  readonly tokens: GPUBuffer;
-  readonly logprob: GPUBuffer;
-  readonly topIds: GPUBuffer;
-  readonly topLogprobs: GPUBuffer;
-  readonly probs: GPUBuffer;
+  /** Per sequence: token id, then the bits of its f32 logprob. `result[2s]` feeds the next step. */
+  readonly result: GPUBuffer;
+  /** Per sequence: 20 ids, then 20 logprob bits. */
+  readonly top: GPUBuffer;
   readonly ranges: GPUBuffer;
   #history: GPUBuffer;
   #historyCapacity = 0;
@@ -55,14 +84,10 @@ export class Sampler {
     const f = (label: string, bytes: number) => storageBuffer(device, `sampler:${label}`, bytes);
     this.params = f("params", maxSeqs * PARAM_WORDS * 4);
     this.counts = f("counts", maxSeqs * vocab * 4);
-    this.allowed = f("allowed", maxSeqs * this.words * 4);
-    this.banned = f("banned", maxSeqs * this.words * 4);
+    this.masks = f("masks", maxSeqs * 2 * this.words * 4);
     this.work = f("work", maxSeqs * vocab * 4);
-    this.tokens = f("tokens", maxSeqs * 4);
-    this.logprob = f("logprob", maxSeqs * 4);
-    this.topIds = f("top_ids", maxSeqs * MAX_TOP_LOGPROBS * 4);
-    this.topLogprobs = f("top_logprobs", maxSeqs * MAX_TOP_LOGPROBS * 4);
-    this.probs = f("probs", maxSeqs * vocab * 4);
+    this.result = f("result", maxSeqs * 8);
+    this.top = f("top", maxSeqs * 2 * MAX_TOP_LOGPROBS * 4);
     this.ranges = f("ranges", maxSeqs * 16);
     this.#history = f("history", 4);
   }
@@ -75,8 +100,7 @@ export class Sampler {
     const q = this.device.queue;
     const words = new ArrayBuffer(seqs.length * PARAM_WORDS * 4);
     const u32 = new Uint32Array(words), f32 = new Float32Array(words);
-    const allowed = new Uint32Array(seqs.length * this.words);
-    const banned = new Uint32Array(seqs.length * this.words);
+    const masks = new Uint32Array(seqs.length * 2 * this.words);
     const ranges = new Uint32Array(seqs.length * 4);
     const history: number[] = [];
     seqs.forEach((s, i) => {
@@ -98,16 +122,17 @@ export class Sampler {
         flags |= FLAG_GIVEN_U;
         f32[o + 12] = s.u;
       }
-      const mark = (map: Uint32Array, ids: readonly number[]) => {
-        for (const t of ids) if (t < this.vocab) map[i * this.words + (t >>> 5)]! |= 1 << (t & 31);
+      const mark = (which: number, ids: readonly number[]) => {
+        const base = (2 * i + which) * this.words;
+        for (const t of ids) if (t < this.vocab) masks[base + (t >>> 5)]! |= 1 << (t & 31);
       };
       if (s.allowed) {
         flags |= FLAG_ALLOWED;
-        mark(allowed, s.allowed);
+        mark(0, s.allowed);
       }
       if (s.banned?.length) {
         flags |= FLAG_BANNED;
-        mark(banned, s.banned);
+        mark(1, s.banned);
       }
       u32[o + 11] = flags;
       ranges.set([
@@ -125,8 +150,7 @@ export class Sampler {
       this.#dispatches.clear();
     }
     q.writeBuffer(this.params, 0, words);
-    q.writeBuffer(this.allowed, 0, allowed);
-    q.writeBuffer(this.banned, 0, banned);
+    q.writeBuffer(this.masks, 0, masks);
     q.writeBuffer(this.ranges, 0, ranges);
     if (history.length > 0) q.writeBuffer(this.#history, 0, Uint32Array.from(history));
   }
@@ -163,14 +187,10 @@ export class Sampler {
           1: logits,
           2: this.params,
           3: this.counts,
-          4: this.allowed,
-          5: this.banned,
-          6: this.work,
-          7: this.tokens,
-          8: this.logprob,
-          9: this.topIds,
-          10: this.topLogprobs,
-          11: this.probs,
+          4: this.masks,
+          5: this.work,
+          6: this.result,
+          7: this.top,
         },
         workgroups: [seqs],
       }),
@@ -200,45 +220,28 @@ export class Sampler {
     await this.encode(encoder, logits, seqs.length, writeProbs);
     this.device.queue.submit([encoder.finish()]);
     const n = seqs.length;
-    const [tokens, logprobs, topIds, topLogprobs] = await Promise.all([
-      readBuffer(this.device, this.tokens, n * 4),
-      readBuffer(this.device, this.logprob, n * 4),
-      readBuffer(this.device, this.topIds, n * MAX_TOP_LOGPROBS * 4),
-      readBuffer(this.device, this.topLogprobs, n * MAX_TOP_LOGPROBS * 4),
+    const [res, top] = await Promise.all([
+      readBuffer(this.device, this.result, n * 8),
+      readBuffer(this.device, this.top, n * 2 * MAX_TOP_LOGPROBS * 4),
     ]);
-    const result: SampleResult = {
-      tokens: new Uint32Array(tokens),
-      logprobs: new Float32Array(logprobs),
-      topIds: new Uint32Array(topIds),
-      topLogprobs: new Float32Array(topLogprobs),
-    };
-    if (writeProbs) {
-      result.probs = new Float32Array(
-        await readBuffer(this.device, this.probs, n * this.vocab * 4),
-      );
-    }
-    return result;
+    const probs = writeProbs
+      ? await readBuffer(this.device, this.work, n * this.vocab * 4)
+      : undefined;
+    return decodeResults(res, top, n, probs);
   }
 
   destroy(): void {
-    for (
-      const b of [
-        this.params,
-        this.counts,
-        this.allowed,
-        this.banned,
-        this.work,
-        this.tokens,
-        this.logprob,
-        this.topIds,
-        this.topLogprobs,
-        this.probs,
-        this.ranges,
-        this.#history,
-      ]
-    ) {
-      b.destroy();
-    }
+    const owned = [
+      this.params,
+      this.counts,
+      this.masks,
+      this.work,
+      this.result,
+      this.top,
+      this.ranges,
+      this.#history,
+    ];
+    for (const b of owned) b.destroy();
     for (const list of this.#dispatches.values()) for (const d of list) d.uniform.destroy();
     this.#dispatches.clear();
   }
