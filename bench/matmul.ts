@@ -1,0 +1,109 @@
+/**
+ * Decode matrix-vector bandwidth: y = x·Wᵀ for one activation row against F16/F32 weights,
+ * timed on the GPU with timestamp queries when the device has them (else wall time over many
+ * dispatches in one submit). Prints JSON: effective GB/s of weight reads per shape and dtype.
+ *
+ *   deno run -A bench/matmul.ts [--small] [--out bench/results/matmul.json]
+ */
+import { acquireGpu } from "../src/gpu/device.ts";
+import { readBuffer, storageBuffer } from "../src/gpu/buffers.ts";
+import { encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
+import { prepareLinear } from "../src/gpu/kernels/dense.ts";
+
+const small = Deno.args.includes("--small");
+const outIdx = Deno.args.indexOf("--out");
+const outPath = outIdx >= 0 ? Deno.args[outIdx + 1] : undefined;
+const shapes: [number, number][] = small
+  ? [[256, 256], [768, 256]]
+  : [[4096, 4096], [11008, 4096], [4096, 11008], [32000, 4096]];
+const dtypes: WeightDtype[] = ["f16", "f32"];
+const ITERS = small ? 5 : 50;
+
+const gpu = await acquireGpu({ label: "bench-matmul" });
+const { device, caps } = gpu;
+const results: Record<string, unknown>[] = [];
+
+for (const dtype of dtypes) {
+  for (const [n, k] of shapes) {
+    const bytes = encodeWeights(
+      new Float32Array(n * k).map((_, i) => ((i * 2654435761) % 1000) / 1000 - 0.5),
+      dtype,
+    );
+    const w = device.createBuffer({
+      label: "bench:w",
+      size: bytes.byteLength,
+      usage: GPUBufferUsage.STORAGE,
+      mappedAtCreation: true,
+    });
+    new Uint8Array(w.getMappedRange()).set(bytes);
+    w.unmap();
+    const x = storageBuffer(device, "bench:x", k * 4);
+    const y = storageBuffer(device, "bench:y", n * 4);
+    const d = await prepareLinear(device, { x, w, y, m: 1, n, k, dtype }, "bench:linear");
+    const query = caps.timestamps
+      ? device.createQuerySet({ label: "bench:ts", type: "timestamp", count: 2 })
+      : undefined;
+    const resolve = storageBuffer(device, "bench:ts_resolve", 16);
+    const qbuf = query &&
+      device.createBuffer({
+        label: "bench:ts_buf",
+        size: 16,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+      });
+    const run = async () => {
+      const enc = device.createCommandEncoder({ label: "bench" });
+      const pass = enc.beginComputePass(
+        query
+          ? {
+            label: "bench",
+            timestampWrites: {
+              querySet: query,
+              beginningOfPassWriteIndex: 0,
+              endOfPassWriteIndex: 1,
+            },
+          }
+          : { label: "bench" },
+      );
+      pass.setPipeline(d.pipeline);
+      pass.setBindGroup(0, d.bindGroup);
+      const [gx, gy = 1, gz = 1] = d.workgroups;
+      for (let i = 0; i < ITERS; i++) pass.dispatchWorkgroups(gx, gy, gz);
+      pass.end();
+      if (query && qbuf) {
+        enc.resolveQuerySet(query, 0, 2, qbuf, 0);
+        enc.copyBufferToBuffer(qbuf, 0, resolve, 0, 16);
+      }
+      const t0 = performance.now();
+      device.queue.submit([enc.finish()]);
+      await device.queue.onSubmittedWorkDone();
+      const wall = (performance.now() - t0) / 1000;
+      if (!query) return wall;
+      const ts = new BigUint64Array(await readBuffer(device, resolve, 16));
+      return Number(ts[1]! - ts[0]!) / 1e9;
+    };
+    await run(); // warm up
+    const seconds = Math.min(await run(), await run(), await run()) / ITERS;
+    const gbps = bytes.byteLength / seconds / 1e9;
+    results.push({
+      dtype,
+      n,
+      k,
+      bytes: bytes.byteLength,
+      us_per_matvec: seconds * 1e6,
+      gb_per_s: gbps,
+      timer: query ? "timestamp" : "wall",
+    });
+    console.error(`${dtype} ${n}x${k}: ${(seconds * 1e6).toFixed(1)} us, ${gbps.toFixed(1)} GB/s`);
+    w.destroy();
+    x.destroy();
+    y.destroy();
+  }
+}
+const report = {
+  bench: "matmul-decode",
+  adapter: caps.adapter,
+  date: new Date().toISOString(),
+  results,
+};
+console.log(JSON.stringify(report, null, 2));
+if (outPath) await Deno.writeTextFile(outPath, JSON.stringify(report, null, 2) + "\n");
