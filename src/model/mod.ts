@@ -10,3 +10,4 @@ export * from "./weights.ts";
 export * from "./gpu_model.ts";
 export * from "./forward.ts";
 export * from "./verify.ts";
+export * from "./generate.ts";

@@ -1,70 +1,58 @@
 /**
- * `npm start`: run an engine end to end and print a streamed completion, then the metrics a
- * scraper would read. (The mock engine until the WebGPU engine lands.)
+ * `npm start` (headless, until the demo lands): load the embedded fortune model on the WebGPU
+ * adapter Deno finds, stream a sampled fortune to the terminal, then print the metrics a
+ * scraper would read.
  */
-import { RequestContext } from "../../contract/engine.ts";
-import type { PreprocessedRequest } from "../../contract/types.ts";
-import { validateStream } from "../../contract/validate.ts";
-import { MockEngine } from "../../engines/mock/mock_engine.ts";
+import { acquireGpu } from "../../gpu/device.ts";
+import { GpuModel } from "../../model/gpu_model.ts";
+import { generateTokens } from "../../model/generate.ts";
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
+import { dirFiles } from "./file_source.ts";
 
-const engine = new MockEngine({ delayMs: 20 });
+const MODEL_DIR = new URL("../../../models/fortune/", import.meta.url).pathname;
+const BOS = 256, EOS = 257;
+const promptText = Deno.args[0] ?? "";
+const seed = Number(Deno.env.get("KILN_SEED") ?? Date.now() % 1_000_000);
+
 const t0 = performance.now();
-const config = await engine.start(1n);
+const gpu = await acquireGpu({ label: "kiln-start" });
+const model = await GpuModel.load(gpu, dirFiles(MODEL_DIR), { kvBlocks: 64 });
+const loadSeconds = (performance.now() - t0) / 1000;
 const metrics = EngineMetrics.fromHierarchy(
-  { namespace: "kiln", component: "mock", endpoint: "generate", workerId: 1n },
-  config,
+  { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
+  { model: "fortune" },
 );
-metrics.lifecycle.setModelLoadTime((performance.now() - t0) / 1000);
-await engine.setupMetrics({
-  model: config.model,
-  component: "mock",
-  model_load_time_seconds: 0,
-  metrics,
-});
+metrics.lifecycle.setModelLoadTime(loadSeconds);
 const requests = new RequestMetrics(metrics.registry);
-
-const request: PreprocessedRequest = {
-  model: config.model,
-  token_ids: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
-  stop_conditions: { max_tokens: 24 },
-  sampling_options: {},
-  output_options: {},
-  eos_token_ids: [],
-  annotations: [],
-};
-console.log(
-  `engine: ${config.model} (context ${config.context_length}, ${config.total_kv_blocks} KV blocks)`,
+console.error(
+  `fortune on ${gpu.caps.adapter}: loaded in ${loadSeconds.toFixed(2)} s (seed ${seed})`,
 );
-console.log(`prompt: ${JSON.stringify(request.token_ids)}`);
-const tracker = requests.startRequest(config.model, request.token_ids.length);
-const ctx = new RequestContext();
-const enc = new TextEncoder();
-await Deno.stdout.write(enc.encode("tokens:"));
+
+const prompt = [BOS, ...new TextEncoder().encode(promptText)];
+const tracker = requests.startRequest("fortune", prompt.length);
+const out = new Uint8Array(1024);
+let n = 0;
+await Deno.stdout.write(new TextEncoder().encode(promptText));
+const tGen = performance.now();
 for await (
-  const chunk of validateStream(engine.generate(request, ctx), {
-    promptTokens: request.token_ids.length,
+  const { token } of generateTokens(model, prompt, {
+    maxTokens: 400,
+    temperature: 0.8,
+    top_p: 0.95,
+    seed,
+    stopTokens: [EOS],
   })
 ) {
-  if (chunk.token_ids.length > 0) {
-    tracker.tokens(chunk.token_ids.length);
-    await Deno.stdout.write(enc.encode(` ${chunk.token_ids.join(" ")}`));
-  }
-  if (chunk.finish_reason !== undefined) {
-    tracker.finish("success");
-    console.log(
-      `\nfinish: ${JSON.stringify(chunk.finish_reason)} usage: ${
-        JSON.stringify(chunk.completion_usage)
-      }`,
-    );
+  tracker.tokens();
+  if (token < 256) {
+    out[n++] = token;
+    await Deno.stdout.write(Uint8Array.of(token));
   }
 }
-const t1 = performance.now();
-await engine.drain();
-metrics.lifecycle.setDrainTime((performance.now() - t1) / 1000);
-const t2 = performance.now();
-await engine.cleanup();
-metrics.lifecycle.setCleanupTime((performance.now() - t2) / 1000);
+tracker.finish("success");
+const seconds = (performance.now() - tGen) / 1000;
+console.log(`\n\n(${n} bytes in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
+model.destroy();
 console.log("\n--- metrics (Prometheus text) ---");
 console.log(metrics.render().body);

@@ -88,20 +88,35 @@ export function prepareLinear(
   a: LinearArgs,
   label = "linear",
 ): Promise<KernelDispatch> {
-  const matvec = a.m <= MATVEC_MAX_M;
   const buffers: Record<number, GPUBuffer> = {
     1: a.x,
     2: a.w,
     3: a.b ?? emptyBias(device),
     4: a.y,
   };
+  const constants = { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], HAS_BIAS: a.b ? 1 : 0 };
+  const uniform = [a.m, a.n, a.k, 0];
+  if (a.m <= MATVEC_MAX_M && a.k % (a.dtype === "f32" ? 4 : 8) === 0) {
+    // 16-byte weight loads, four in flight per thread, four output rows per workgroup.
+    const [gx, gy] = grid(device, Math.ceil(a.n / 4));
+    return prepareKernel(device, {
+      label,
+      shader: "matvec",
+      entry: "main",
+      constants: { ...constants, ROWS: Math.min(a.m, MATVEC_ROWS) },
+      uniform,
+      buffers,
+      workgroups: [gx, gy, Math.ceil(a.m / MATVEC_ROWS)],
+    });
+  }
+  const matvec = a.m <= MATVEC_MAX_M;
   const [gx, gy] = grid(device, a.n);
   return prepareKernel(device, {
     label,
     shader: "matmul",
     entry: matvec ? "matvec" : "tiled",
-    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], HAS_BIAS: a.b ? 1 : 0 },
-    uniform: [a.m, a.n, a.k, 0],
+    constants,
+    uniform,
     buffers,
     workgroups: matvec
       ? [gx, gy, Math.ceil(a.m / MATVEC_ROWS)]

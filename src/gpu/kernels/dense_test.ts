@@ -50,9 +50,18 @@ for (const dtype of DTYPES) {
     });
   });
 
-  for (
-    const [m, n, k] of [[1, 131, 67], [3, 64, 128], [17, 45, 33], [40, 70, 96], [1, 5, 1]] as const
-  ) {
+  // Shapes for every path: scalar matvec (odd K), vec4 matvec (K % 8 == 0, M <= 32), tiled.
+  const shapes = [
+    [1, 131, 67],
+    [3, 64, 128],
+    [17, 45, 33],
+    [40, 70, 96],
+    [1, 5, 1],
+    [1, 33, 256],
+    [8, 7, 264],
+    [9, 130, 8],
+  ] as const;
+  for (const [m, n, k] of shapes) {
     Deno.test(`linear ${dtype} M=${m} N=${n} K=${k} with and without bias`, async () => {
       const { device } = await testGpu();
       await withErrorScopes(device, async () => {

@@ -230,6 +230,13 @@ export class Sampler {
     return decodeResults(res, top, n, probs);
   }
 
+  /** Read back the chosen tokens and their logprobs of the last `n` sequences sampled. */
+  async read(n: number): Promise<{ token: number; logprob: number }[]> {
+    const buf = await readBuffer(this.device, this.result, n * 8);
+    const u = new Uint32Array(buf), f = new Float32Array(buf);
+    return Array.from({ length: n }, (_, s) => ({ token: u[2 * s]!, logprob: f[2 * s + 1]! }));
+  }
+
   destroy(): void {
     const owned = [
       this.params,
