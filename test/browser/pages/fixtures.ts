@@ -1,0 +1,89 @@
+/**
+ * In Chromium (SwiftShader WebGPU: subgroups, no f16): every reference model loaded over HTTP
+ * with Range requests, its logits compared with HF's, and the sampler against the shared cases.
+ */
+import { acquireGpu } from "../../../src/gpu/device.ts";
+import { GpuModel } from "../../../src/model/gpu_model.ts";
+import { urlFiles } from "../../../src/model/source.ts";
+import { parseReference, verifyModel } from "../../../src/model/verify.ts";
+import { Sampler } from "../../../src/gpu/kernels/sampling.ts";
+import { uploadBuffer } from "../../../src/gpu/buffers.ts";
+import type { SamplingParams } from "../../../src/gpu/reference/sampling.ts";
+import { runChecks } from "./report.ts";
+
+const MODELS = [
+  "test/fixtures/models/llama-gqa-f32",
+  "test/fixtures/models/qwen2-bias-tied-f16",
+  "test/fixtures/models/llama-mqa-bf16",
+  "models/fortune",
+];
+
+const gpu = await acquireGpu({ label: "kiln-browser-test" });
+
+const modelCheck = (dir: string) =>
+  [`logits match HF: ${dir}`, async () => {
+    const base = new URL(`/${dir}/`, location.href).href;
+    const reference = parseReference(await (await fetch(`${base}reference.json`)).text());
+    const model = await GpuModel.load(gpu, urlFiles(base));
+    try {
+      const { passed, results } = await verifyModel(model, reference);
+      const summary = results.map((r) =>
+        `p${r.prompt}: ${r.max_abs_err.toExponential(1)} / ${
+          r.rel_l2.toExponential(1)
+        } / ${r.greedy_agree}/${r.greedy_checked}`
+      ).join("; ");
+      if (!passed) throw new Error(summary);
+      return summary;
+    } finally {
+      model.destroy();
+    }
+  }] as const;
+
+const samplerCheck = [
+  "sampler distributions match the shared HF cases",
+  async () => {
+    const fixture = await (await fetch("/test/fixtures/sampling/cases.json")).json() as {
+      vocab_size: number;
+      cases: {
+        options: SamplingParams;
+        logits: number[];
+        previous_tokens: number[];
+        probs: number[];
+      }[];
+    };
+    const V = fixture.vocab_size;
+    const cases = fixture.cases.filter((c) => c.options.top_k !== 1);
+    const sampler = new Sampler(gpu.device, cases.length, V);
+    const logits = uploadBuffer(
+      gpu.device,
+      "cases:logits",
+      Float32Array.from(cases.flatMap((c) => c.logits)),
+    );
+    const history = (c: typeof cases[number]) => ({
+      tokens: c.previous_tokens,
+      outputStart: c.previous_tokens.length,
+    });
+    const { probs } = await sampler.sample(
+      logits,
+      cases.map((c) => ({ ...c.options, history: history(c), u: 0.5 })),
+      true,
+    );
+    let worst = 0;
+    cases.forEach((c, i) =>
+      c.probs.forEach((p, t) => (worst = Math.max(worst, Math.abs(probs![i * V + t]! - p))))
+    );
+    sampler.destroy();
+    if (worst > 1e-5) throw new Error(`max |p - p_ref| ${worst}`);
+    return `max |p - p_ref| ${worst.toExponential(1)} over ${cases.length} cases`;
+  },
+] as const;
+
+await runChecks([
+  [
+    "adapter",
+    () =>
+      Promise.resolve(`${gpu.caps.adapter} f16=${gpu.caps.f16} subgroups=${gpu.caps.subgroups}`),
+  ],
+  ...MODELS.map(modelCheck),
+  samplerCheck,
+]);
