@@ -1,7 +1,9 @@
 /**
  * Decode matrix-vector bandwidth: y = x·Wᵀ for one activation row against F16/F32 weights,
  * timed on the GPU with timestamp queries when the device has them (else wall time over many
- * dispatches in one submit). Prints JSON: effective GB/s of weight reads per shape and dtype.
+ * dispatches in one submit), side by side with a peer: a read-only probe over the same bytes
+ * with eight 16-byte loads in flight per thread (what the device can stream). Prints JSON with
+ * GB/s for both and their ratio, per shape and dtype.
  *
  *   deno run -A bench/matmul.ts [--small] [--out bench/results/matmul.json]
  */
@@ -9,6 +11,9 @@ import { acquireGpu } from "../src/gpu/device.ts";
 import { readBuffer, storageBuffer } from "../src/gpu/buffers.ts";
 import { encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
 import { prepareLinear } from "../src/gpu/kernels/dense.ts";
+import { prepareKernel } from "../src/gpu/kernels/kernel.ts";
+import { grid } from "../src/gpu/dispatch.ts";
+import type { Dispatch } from "../src/gpu/dispatch.ts";
 
 const small = Deno.args.includes("--small");
 const outIdx = Deno.args.indexOf("--out");
@@ -22,6 +27,91 @@ const ITERS = small ? 5 : 50;
 const gpu = await acquireGpu({ label: "bench-matmul" });
 const { device, caps } = gpu;
 const results: Record<string, unknown>[] = [];
+
+const probeModule = device.createShaderModule({
+  label: "bench:read_probe",
+  code: await Deno.readTextFile(new URL("./read_probe.wgsl", import.meta.url)),
+});
+const probePipeline = await device.createComputePipelineAsync({
+  label: "bench:read_probe",
+  layout: "auto",
+  compute: { module: probeModule, entryPoint: "main" },
+});
+const sink = storageBuffer(device, "bench:sink", 16);
+
+/** The read probe over `w` (whole 16-byte vectors), as a dispatch. */
+function probe(w: GPUBuffer): Dispatch {
+  const vecs = Math.floor(w.size / 16);
+  const uniform = device.createBuffer({
+    label: "bench:probe_params",
+    size: 16,
+    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  });
+  device.queue.writeBuffer(uniform, 0, Uint32Array.of(vecs, 0, 0, 0));
+  const bindGroup = device.createBindGroup({
+    label: "bench:probe",
+    layout: probePipeline.getBindGroupLayout(0),
+    entries: [{ binding: 0, resource: { buffer: uniform } }, {
+      binding: 1,
+      resource: { buffer: w },
+    }, { binding: 2, resource: { buffer: sink } }],
+  });
+  // About two waves of 256-thread workgroups per SM-sized slice of the data.
+  return {
+    label: "bench:probe",
+    pipeline: probePipeline,
+    bindGroup,
+    workgroups: grid(device, Math.min(Math.ceil(vecs / 2048), 8192)),
+  };
+}
+
+const query = caps.timestamps
+  ? device.createQuerySet({ label: "bench:ts", type: "timestamp", count: 2 })
+  : undefined;
+const resolve = storageBuffer(device, "bench:ts_resolve", 16);
+const qbuf = query &&
+  device.createBuffer({
+    label: "bench:ts_buf",
+    size: 16,
+    usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+  });
+
+/** Seconds per dispatch of `d`: the best of three passes of ITERS dispatches. */
+async function time(d: Dispatch): Promise<number> {
+  const once = async () => {
+    const enc = device.createCommandEncoder({ label: "bench" });
+    const pass = enc.beginComputePass(
+      query
+        ? {
+          label: "bench",
+          timestampWrites: {
+            querySet: query,
+            beginningOfPassWriteIndex: 0,
+            endOfPassWriteIndex: 1,
+          },
+        }
+        : { label: "bench" },
+    );
+    pass.setPipeline(d.pipeline);
+    pass.setBindGroup(0, d.bindGroup);
+    const [gx, gy = 1, gz = 1] = d.workgroups;
+    for (let i = 0; i < ITERS; i++) pass.dispatchWorkgroups(gx, gy, gz);
+    pass.end();
+    if (query && qbuf) {
+      enc.resolveQuerySet(query, 0, 2, qbuf, 0);
+      enc.copyBufferToBuffer(qbuf, 0, resolve, 0, 16);
+    }
+    const t0 = performance.now();
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    const wall = (performance.now() - t0) / 1000;
+    if (!query) return wall;
+    const ts = new BigUint64Array(await readBuffer(device, resolve, 16));
+    return Number(ts[1]! - ts[0]!) / 1e9;
+  };
+  await once(); // warm up
+  return Math.min(await once(), await once(), await once()) / ITERS;
+}
 
 for (const dtype of dtypes) {
   for (const [n, k] of shapes) {
@@ -39,61 +129,28 @@ for (const dtype of dtypes) {
     w.unmap();
     const x = storageBuffer(device, "bench:x", k * 4);
     const y = storageBuffer(device, "bench:y", n * 4);
-    const d = await prepareLinear(device, { x, w, y, m: 1, n, k, dtype }, "bench:linear");
-    const query = caps.timestamps
-      ? device.createQuerySet({ label: "bench:ts", type: "timestamp", count: 2 })
-      : undefined;
-    const resolve = storageBuffer(device, "bench:ts_resolve", 16);
-    const qbuf = query &&
-      device.createBuffer({
-        label: "bench:ts_buf",
-        size: 16,
-        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
-      });
-    const run = async () => {
-      const enc = device.createCommandEncoder({ label: "bench" });
-      const pass = enc.beginComputePass(
-        query
-          ? {
-            label: "bench",
-            timestampWrites: {
-              querySet: query,
-              beginningOfPassWriteIndex: 0,
-              endOfPassWriteIndex: 1,
-            },
-          }
-          : { label: "bench" },
-      );
-      pass.setPipeline(d.pipeline);
-      pass.setBindGroup(0, d.bindGroup);
-      const [gx, gy = 1, gz = 1] = d.workgroups;
-      for (let i = 0; i < ITERS; i++) pass.dispatchWorkgroups(gx, gy, gz);
-      pass.end();
-      if (query && qbuf) {
-        enc.resolveQuerySet(query, 0, 2, qbuf, 0);
-        enc.copyBufferToBuffer(qbuf, 0, resolve, 0, 16);
-      }
-      const t0 = performance.now();
-      device.queue.submit([enc.finish()]);
-      await device.queue.onSubmittedWorkDone();
-      const wall = (performance.now() - t0) / 1000;
-      if (!query) return wall;
-      const ts = new BigUint64Array(await readBuffer(device, resolve, 16));
-      return Number(ts[1]! - ts[0]!) / 1e9;
-    };
-    await run(); // warm up
-    const seconds = Math.min(await run(), await run(), await run()) / ITERS;
-    const gbps = bytes.byteLength / seconds / 1e9;
+    const matvec = await time(
+      await prepareLinear(device, { x, w, y, m: 1, n, k, dtype }, "bench:linear"),
+    );
+    const peer = await time(probe(w));
+    const gbps = bytes.byteLength / matvec / 1e9;
+    const peerGbps = bytes.byteLength / peer / 1e9;
     results.push({
       dtype,
       n,
       k,
       bytes: bytes.byteLength,
-      us_per_matvec: seconds * 1e6,
+      us_per_matvec: matvec * 1e6,
       gb_per_s: gbps,
+      peer_read_probe_gb_per_s: peerGbps,
+      ratio_to_peer: gbps / peerGbps,
       timer: query ? "timestamp" : "wall",
     });
-    console.error(`${dtype} ${n}x${k}: ${(seconds * 1e6).toFixed(1)} us, ${gbps.toFixed(1)} GB/s`);
+    console.error(
+      `${dtype} ${n}x${k}: ${(matvec * 1e6).toFixed(1)} us, ${gbps.toFixed(0)} GB/s; probe ${
+        peerGbps.toFixed(0)
+      } GB/s; ratio ${(gbps / peerGbps).toFixed(2)}`,
+    );
     w.destroy();
     x.destroy();
     y.destroy();
@@ -103,6 +160,7 @@ const report = {
   bench: "matmul-decode",
   adapter: caps.adapter,
   date: new Date().toISOString(),
+  iterations: ITERS,
   results,
 };
 console.log(JSON.stringify(report, null, 2));
