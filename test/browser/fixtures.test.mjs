@@ -1,25 +1,12 @@
 // The reference models and the sampler on Chromium's SwiftShader WebGPU.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { launchBrowser, runPage, startServer } from "../support/browser.mjs";
+import { useBrowser } from "../support/browser.mjs";
 
-let server, origin, browser;
-before(async () => {
-  ({ server, origin } = await startServer());
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const run = useBrowser();
 
 test("reference models and sampler in Chromium (SwiftShader WebGPU)", async (t) => {
-  const { results, logs } = await runPage(
-    browser,
-    origin,
-    "test/browser/pages/fixtures.html",
-    900_000,
-  );
+  const { results, logs } = await run("test/browser/pages/fixtures.html", 900_000);
   assert.ok(results.length >= 6, `expected every check, got ${results.length}\n${logs.join("\n")}`);
   for (const r of results) {
     await t.test(r.name, () => {

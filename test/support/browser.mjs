@@ -2,6 +2,7 @@
 // Browser test support (Node): a Vite dev server over the repository (it serves the TypeScript
 // sources to the page as modules) and Debian's Chromium driven by playwright-core with
 // SwiftShader WebGPU. Pages report their checks on `window.__kiln`.
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 import { createServer } from "vite";
 import { existsSync } from "node:fs";
@@ -68,4 +69,21 @@ export async function runPage(browser, origin, page, timeoutMs = 300_000) {
   } finally {
     await tab.close();
   }
+}
+
+/**
+ * Register before/after hooks for a test file: a Vite server and a Chromium shared by its tests.
+ * Returns `run(page, timeoutMs)` for `runPage` against them.
+ */
+export function useBrowser() {
+  let server, origin, browser;
+  before(async () => {
+    ({ server, origin } = await startServer());
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return (page, timeoutMs) => runPage(browser, origin, page, timeoutMs);
 }
