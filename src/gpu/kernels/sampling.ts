@@ -5,7 +5,7 @@
  */
 import { readBuffer, storageBuffer } from "../buffers.ts";
 import { type Dispatch, encodeDispatches } from "../dispatch.ts";
-import type { History, SamplingParams } from "../reference/sampling.ts";
+import { bannedByBadWords, type History, type SamplingParams } from "../reference/sampling.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 
 export const MAX_TOP_LOGPROBS = 20;
@@ -22,6 +22,8 @@ export interface SeqSampling extends SamplingParams {
   u?: number;
   /** Top alternatives whose logprobs to report (0..20). */
   logprobs?: number;
+  /** `bad_words_token_ids`: banned at this step as `bannedByBadWords` says. */
+  badWords?: readonly (readonly number[])[];
 }
 
 export interface SampleResult {
@@ -130,9 +132,10 @@ export class Sampler {
         flags |= FLAG_ALLOWED;
         mark(0, s.allowed);
       }
-      if (s.banned?.length) {
+      const banned = [...(s.banned ?? []), ...bannedByBadWords(s.badWords ?? [], s.history.tokens)];
+      if (banned.length > 0) {
         flags |= FLAG_BANNED;
-        mark(1, s.banned);
+        mark(1, banned);
       }
       u32[o + 11] = flags;
       ranges.set([

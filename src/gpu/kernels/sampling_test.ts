@@ -2,6 +2,7 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
+  bannedByBadWords,
   type History,
   rawLogprobs,
   referenceArgmax,
@@ -194,6 +195,26 @@ Deno.test("a mixed batch: allowed and banned tokens, frequency and presence pena
     });
     ok([3, 10, 250].includes(r.tokens[0]!));
     ok(r.tokens[1] !== referenceArgmax(raw));
+    sampler.destroy();
+  });
+});
+
+Deno.test("bad words: one-token words always banned, longer ones when the history ends with their prefix", async () => {
+  const words = [[7], [1, 2, 3], [2, 9], [5, 5]];
+  deepStrictEqual(bannedByBadWords(words, [4, 1, 2]).sort(), [3, 7, 9].sort());
+  deepStrictEqual(bannedByBadWords(words, [1]).sort(), [7]);
+  deepStrictEqual(bannedByBadWords(words, [5]).sort(), [5, 7]);
+  deepStrictEqual(bannedByBadWords(words, []), [7]);
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const vocab = 12;
+    const raw = Array.from({ length: vocab }, (_, i) => (i === 3 ? 10 : i === 9 ? 9 : 0));
+    const sampler = new Sampler(device, 1, vocab);
+    const logits = f32Buffer(device, "bad:logits", raw);
+    const seq = { temperature: 0, history: { tokens: [4, 1, 2], outputStart: 1 }, badWords: words };
+    const r = await sampler.sample(logits, [seq]);
+    ok(![3, 7, 9].includes(r.tokens[0]!), `drew banned token ${r.tokens[0]}`);
+    equal(r.tokens[0], 0, "argmax of what is left (ties to the lowest id)");
     sampler.destroy();
   });
 });

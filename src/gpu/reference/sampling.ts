@@ -137,3 +137,23 @@ export function rawLogprobs(logits: ArrayLike<number>): Float64Array {
   const lse = m + Math.log(z);
   return Float64Array.from(logits, (v) => v - lse);
 }
+
+/**
+ * The tokens `bad_words_token_ids` bans at this step: a one-token bad word always; a longer one
+ * bans its last token when the history ends with the rest of it.
+ */
+export function bannedByBadWords(
+  badWords: readonly (readonly number[])[],
+  history: readonly number[],
+): number[] {
+  const out = new Set<number>();
+  for (const word of badWords) {
+    if (word.length === 0) continue;
+    const prefix = word.slice(0, -1);
+    const tail = history.slice(history.length - prefix.length);
+    if (prefix.length <= history.length && prefix.every((t, i) => tail[i] === t)) {
+      out.add(word[word.length - 1]!);
+    }
+  }
+  return [...out];
+}
