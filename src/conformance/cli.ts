@@ -4,6 +4,7 @@
  */
 import { engineFactory, engineNames } from "./engines.ts";
 import { formatReport, runConformanceReport } from "./kit.ts";
+import "../adapters/deno/engines.ts";
 
 function parseArgs(args: string[]): Record<string, string> {
   const out: Record<string, string> = {};

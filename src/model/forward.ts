@@ -62,6 +62,9 @@ interface Plan {
   owned: GPUBuffer[];
 }
 
+/** Plans kept per forward (one per step shape); the least recently used is dropped beyond this. */
+const MAX_PLANS = 64;
+
 export class Forward {
   #scratch: Scratch | undefined;
   #plans = new Map<string, Plan>();
@@ -104,7 +107,17 @@ export class Forward {
   async #plan(s: Scratch, tokens: number, rows: number): Promise<Plan> {
     const key = `${tokens}:${rows}`;
     const cached = this.#plans.get(key);
-    if (cached) return cached;
+    if (cached) {
+      // Most recently used last, so the first entry is the one to evict.
+      this.#plans.delete(key);
+      this.#plans.set(key, cached);
+      return cached;
+    }
+    if (this.#plans.size >= MAX_PLANS) {
+      const [oldKey, old] = this.#plans.entries().next().value!;
+      this.#plans.delete(oldKey);
+      for (const b of old.owned) b.destroy();
+    }
     const m = this.model;
     const c = m.config;
     const d = m.gpu.device;

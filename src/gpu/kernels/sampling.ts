@@ -26,6 +26,12 @@ export interface SeqSampling extends SamplingParams {
   badWords?: readonly (readonly number[])[];
 }
 
+export interface SampledToken {
+  token: number;
+  logprob: number;
+  top?: { ids: Uint32Array; logprobs: Float32Array };
+}
+
 export interface SampleResult {
   tokens: Uint32Array;
   logprobs: Float32Array;
@@ -233,11 +239,27 @@ export class Sampler {
     return decodeResults(res, top, n, probs);
   }
 
-  /** Read back the chosen tokens and their logprobs of the last `n` sequences sampled. */
-  async read(n: number): Promise<{ token: number; logprob: number }[]> {
-    const buf = await readBuffer(this.device, this.result, n * 8);
+  /** Read back the chosen tokens and logprobs (and, with `withTop`, the top alternatives). */
+  async read(n: number, withTop = false): Promise<SampledToken[]> {
+    const [buf, top] = await Promise.all([
+      readBuffer(this.device, this.result, n * 8),
+      withTop
+        ? readBuffer(this.device, this.top, n * 2 * MAX_TOP_LOGPROBS * 4)
+        : Promise.resolve(undefined),
+    ]);
     const u = new Uint32Array(buf), f = new Float32Array(buf);
-    return Array.from({ length: n }, (_, s) => ({ token: u[2 * s]!, logprob: f[2 * s + 1]! }));
+    const tu = top && new Uint32Array(top), tf = top && new Float32Array(top);
+    return Array.from({ length: n }, (_, s) => {
+      const out: SampledToken = { token: u[2 * s]!, logprob: f[2 * s + 1]! };
+      if (tu && tf) {
+        const base = s * 2 * MAX_TOP_LOGPROBS;
+        out.top = {
+          ids: tu.subarray(base, base + MAX_TOP_LOGPROBS),
+          logprobs: tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
+        };
+      }
+      return out;
+    });
   }
 
   destroy(): void {

@@ -1,0 +1,6 @@
+/**
+ * The WebGPU engine: continuous batching over a paged, prefix-cached KV cache on one device.
+ * @module
+ */
+export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
+export { BlockManager, type BlockManagerOptions } from "./block_manager.ts";

@@ -1,0 +1,119 @@
+/**
+ * Continuous batching: each step takes one token from every running sequence that has finished
+ * its prompt, then fills the rest of the token budget with prompt chunks (so a long prompt is
+ * prefilled over several steps without stalling the others). Waiting requests join when their
+ * blocks fit; a sequence that cannot grow is preempted (its blocks released, recomputed later).
+ */
+import type { StepBatch } from "../../model/forward.ts";
+import type { BlockManager } from "./block_manager.ts";
+import type { Sequence } from "./sequence.ts";
+
+export interface SchedulerLimits {
+  maxNumSeqs: number;
+  maxNumBatchedTokens: number;
+}
+
+export interface Step {
+  batch: StepBatch;
+  /** Sequences that get a sampled token this step, in logit-row order. */
+  sampled: Sequence[];
+  /** Sequences in the batch and how many tokens each contributes (to advance `computed`). */
+  parts: { seq: Sequence; count: number }[];
+}
+
+export class Scheduler {
+  readonly waiting: Sequence[] = [];
+  readonly running: Sequence[] = [];
+
+  constructor(readonly blocks: BlockManager, readonly limits: SchedulerLimits) {}
+
+  get idle(): boolean {
+    return this.waiting.length === 0 && this.running.length === 0;
+  }
+
+  #admit(): void {
+    while (this.waiting.length > 0 && this.running.length < this.limits.maxNumSeqs) {
+      const seq = this.waiting[0]!;
+      const got = this.blocks.allocate(seq.tokens, 1);
+      if (got === undefined) break;
+      this.waiting.shift();
+      seq.blocks = got.seq;
+      seq.computed = got.cachedTokens;
+      this.running.push(seq);
+    }
+  }
+
+  /** Give a sequence back to the waiting queue, dropping its KV (recomputed when it returns). */
+  preempt(seq: Sequence): void {
+    if (seq.blocks) this.blocks.release(seq.blocks);
+    seq.blocks = undefined;
+    seq.computed = 0;
+    this.running.splice(this.running.indexOf(seq), 1);
+    this.waiting.unshift(seq);
+  }
+
+  /** Take a sequence out (finished, cancelled or failed) and free its blocks. */
+  remove(seq: Sequence): void {
+    if (seq.blocks) this.blocks.release(seq.blocks);
+    seq.blocks = undefined;
+    const i = this.running.indexOf(seq);
+    if (i >= 0) this.running.splice(i, 1);
+    const w = this.waiting.indexOf(seq);
+    if (w >= 0) this.waiting.splice(w, 1);
+  }
+
+  /** The next step's batch, or undefined when nothing can run. */
+  next(): Step | undefined {
+    this.#admit();
+    let budget = this.limits.maxNumBatchedTokens;
+    const parts: { seq: Sequence; count: number }[] = [];
+    const pending = (seq: Sequence) => seq.tokens.length - seq.computed;
+    // Decode first: one token each, growing blocks as needed (preempting the newest on failure).
+    for (const seq of [...this.running]) {
+      if (pending(seq) !== 1 || budget === 0 || !this.running.includes(seq)) continue;
+      while (!this.blocks.ensure(seq.blocks!, seq.computed + 1)) {
+        const victim = this.running[this.running.length - 1]!;
+        this.preempt(victim);
+        if (victim === seq) break;
+      }
+      if (!this.running.includes(seq)) continue;
+      parts.push({ seq, count: 1 });
+      budget--;
+    }
+    for (const seq of this.running) {
+      if (pending(seq) <= 1 || budget === 0) continue;
+      const count = Math.min(pending(seq), budget);
+      parts.push({ seq, count });
+      budget -= count;
+    }
+    if (parts.length === 0) return undefined;
+    const tokens: number[] = [],
+      positions: number[] = [],
+      slots: number[] = [],
+      tableOffsets: number[] = [];
+    const blockTable: number[] = [];
+    const logitRows: number[] = [];
+    const sampled: Sequence[] = [];
+    const bs = this.blocks.blockSize;
+    for (const { seq, count } of parts) {
+      const offset = blockTable.length;
+      blockTable.push(...seq.blocks!.blocks);
+      for (let i = 0; i < count; i++) {
+        const pos = seq.computed + i;
+        tokens.push(seq.tokens[pos]!);
+        positions.push(pos);
+        slots.push(seq.blocks!.blocks[Math.floor(pos / bs)]! * bs + (pos % bs));
+        tableOffsets.push(offset);
+      }
+      if (seq.computed + count === seq.tokens.length) {
+        logitRows.push(tokens.length - 1);
+        sampled.push(seq);
+      }
+    }
+    return {
+      batch: { tokens, positions, slots, tableOffsets, blockTable, logitRows },
+      sampled,
+      parts,
+    };
+  }
+}

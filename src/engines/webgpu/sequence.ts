@@ -1,0 +1,188 @@
+/**
+ * One request inside the WebGPU engine: its tokens, KV blocks, stop conditions and the channel
+ * its chunks flow through to the consumer's stream.
+ */
+import type { GenerateContext } from "../../contract/engine.ts";
+import type { EngineError } from "../../contract/errors.ts";
+import * as out from "../../contract/output.ts";
+import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
+import type { SeqSampling } from "../../gpu/kernels/sampling.ts";
+import type { SeqBlocks } from "./block_manager.ts";
+
+/** A push/pull channel: the scheduler pushes chunks, the consumer's iterator pulls them. */
+export class Channel {
+  #items: LLMEngineOutput[] = [];
+  #error: EngineError | undefined;
+  #closed = false;
+  #wake: (() => void) | undefined;
+
+  push(chunk: LLMEngineOutput): void {
+    this.#items.push(chunk);
+    this.#wake?.();
+  }
+
+  fail(error: EngineError): void {
+    this.#error = error;
+    this.#closed = true;
+    this.#wake?.();
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#wake?.();
+  }
+
+  async *drain(): AsyncGenerator<LLMEngineOutput> {
+    for (;;) {
+      const item = this.#items.shift();
+      if (item !== undefined) {
+        yield item;
+        continue;
+      }
+      if (this.#error) throw this.#error;
+      if (this.#closed) return;
+      await new Promise<void>((r) => (this.#wake = r));
+      this.#wake = undefined;
+    }
+  }
+}
+
+export class Sequence {
+  readonly tokens: number[];
+  readonly promptLength: number;
+  /** Tokens whose K/V are in the cache. */
+  computed = 0;
+  /** Tokens streamed to the consumer. */
+  generated = 0;
+  blocks: SeqBlocks | undefined;
+  finished = false;
+  readonly maxTokens: number;
+  readonly minTokens: number;
+  readonly seed: number;
+  readonly channel = new Channel();
+  readonly signal: AbortSignal;
+  readonly #controller = new AbortController();
+  #resolveDone!: () => void;
+  /** Resolves when the sequence has finished, failed or been cancelled. */
+  readonly done = new Promise<void>((r) => (this.#resolveDone = r));
+  readonly #shown: Set<number>;
+  readonly #hidden: Set<number>;
+  readonly #eos: Set<number>;
+
+  constructor(
+    readonly request: PreprocessedRequest,
+    readonly ctx: GenerateContext,
+    contextLength: number,
+  ) {
+    this.signal = AbortSignal.any([ctx.signal, this.#controller.signal]);
+    this.tokens = [...request.token_ids];
+    this.promptLength = this.tokens.length;
+    const stop = request.stop_conditions;
+    const room = contextLength - this.promptLength;
+    this.maxTokens = Math.min(stop.max_tokens ?? room, room);
+    this.minTokens = stop.min_tokens ?? 0;
+    this.#shown = new Set(stop.stop_token_ids ?? []);
+    this.#hidden = new Set(stop.stop_token_ids_hidden ?? []);
+    this.#eos = new Set(stop.ignore_eos ? [] : request.eos_token_ids);
+    this.seed = request.sampling_options.seed ?? Math.floor(Math.random() * 2 ** 52);
+  }
+
+  /** This step's sampling parameters; EOS and stop tokens are banned until `min_tokens`. */
+  sampling(): SeqSampling {
+    const s = this.request.sampling_options;
+    const p: SeqSampling = {
+      history: { tokens: this.tokens, outputStart: this.promptLength },
+      seed: this.seed,
+      step: this.generated,
+      logprobs: this.request.output_options.logprobs ?? 0,
+    };
+    for (
+      const k of [
+        "temperature",
+        "top_k",
+        "top_p",
+        "min_p",
+        "repetition_penalty",
+        "frequency_penalty",
+        "presence_penalty",
+      ] as const
+    ) {
+      const v = s[k];
+      if (v !== undefined) p[k] = v;
+    }
+    if (s.allowed_token_ids) p.allowed = s.allowed_token_ids;
+    if (s.bad_words_token_ids) p.badWords = s.bad_words_token_ids;
+    if (this.generated < this.minTokens) p.banned = [...this.#eos, ...this.#shown, ...this.#hidden];
+    return p;
+  }
+
+  #end(reason: FinishReason, ids: number[], extra: Partial<LLMEngineOutput> = {}): void {
+    this.finished = true;
+    this.channel.push({
+      ...out.withUsage({
+        ...out.withTokens({ token_ids: [], finish_reason: reason }, ids),
+        ...extra,
+      }, out.usage(this.promptLength, this.generated)),
+    });
+    this.channel.close();
+    this.#resolveDone();
+  }
+
+  /** Cancel from the engine side (`abort(ctx)`). */
+  abort(): void {
+    this.#controller.abort();
+  }
+
+  /** Take a sampled token: stream it, or finish by a stop condition. */
+  accept(
+    token: number,
+    logprob: number,
+    top?: { ids: ArrayLike<number>; logprobs: ArrayLike<number> },
+  ): void {
+    const mayStop = this.generated >= this.minTokens;
+    const lp = this.request.output_options.logprobs !== undefined;
+    const extra = (): Partial<LLMEngineOutput> =>
+      lp
+        ? {
+          log_probs: [logprob],
+          ...(top
+            ? {
+              top_logprobs: [
+                Array.from({ length: this.request.output_options.logprobs ?? 0 }, (_, r) => ({
+                  rank: r + 1,
+                  token_id: top.ids[r]!,
+                  logprob: top.logprobs[r]!,
+                })),
+              ],
+            }
+            : {}),
+        }
+        : {};
+    if (mayStop && this.#hidden.has(token)) return this.#end("stop", [], { stop_reason: token });
+    if (mayStop && this.#eos.has(token)) return this.#end("eos", []);
+    if (this.generated === 0) this.ctx.notifyFirstToken();
+    this.tokens.push(token);
+    this.generated++;
+    if (mayStop && this.#shown.has(token)) {
+      return this.#end("stop", [token], { stop_reason: token, ...extra() });
+    }
+    if (this.generated >= this.maxTokens) return this.#end("length", [token], extra());
+    this.channel.push({ ...out.token(token), ...extra() });
+  }
+
+  cancel(): void {
+    if (!this.finished) this.#end("cancelled", []);
+  }
+
+  fail(error: EngineError): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.channel.fail(error);
+    this.#resolveDone();
+  }
+
+  /** `max_tokens: 0`: one terminal length chunk. */
+  finishEmpty(): void {
+    this.#end("length", []);
+  }
+}
