@@ -47,7 +47,8 @@ const LIMITS = [
 ] as const;
 
 export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
-  const gpu = (globalThis.navigator as Navigator | undefined)?.gpu;
+  // Typed structurally: pages have Navigator, workers WorkerNavigator, Deno workers neither name.
+  const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
   if (gpu === undefined) throw new EngineError("CannotConnect", NO_WEBGPU);
   const adapter = await gpu.requestAdapter(
     options.powerPreference === undefined ? {} : { powerPreference: options.powerPreference },

@@ -60,6 +60,9 @@ export class WebGpuEngine implements LLMEngine {
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #inflight = new Map<string, Sequence>();
+  #gaugeListeners: ((
+    values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
+  ) => void)[] = [];
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
 
@@ -242,10 +245,28 @@ export class WebGpuEngine implements LLMEngine {
 
   #report(): void {
     const b = this.#blocks;
-    if (!b || !this.#gauges) return;
-    this.#gauges.setTotalBlocks(b.numBlocks);
-    this.#gauges.setGpuCacheUsagePercent(b.used / b.numBlocks);
-    this.#gauges.setKvCacheHitRate(b.hitRate);
+    if (!b) return;
+    const values = {
+      totalBlocks: b.numBlocks,
+      usagePercent: b.used / b.numBlocks,
+      hitRate: b.hitRate,
+    };
+    if (this.#gauges) {
+      this.#gauges.setTotalBlocks(values.totalBlocks);
+      this.#gauges.setGpuCacheUsagePercent(values.usagePercent);
+      this.#gauges.setKvCacheHitRate(values.hitRate);
+    }
+    for (const cb of this.#gaugeListeners) cb(values);
+  }
+
+  /** Call `cb` with the KV gauges after every step (the worker host forwards them). */
+  onGauges(
+    cb: (
+      values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
+    ) => void,
+  ): void {
+    this.#gaugeListeners.push(cb);
+    this.#report();
   }
 
   #failAll(error: EngineError): void {

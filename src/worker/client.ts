@@ -1,0 +1,183 @@
+/**
+ * `WorkerEngine`: the `LLMEngine` interface on the main thread, the engine in a Web Worker (or a
+ * Deno Worker) behind comlink. Each request streams over its own MessagePort in batches; an
+ * AbortSignal here cancels there; errors keep their EngineError type. If the worker dies, every
+ * open stream ends with `Disconnected` and later calls fail with `EngineShutdown`.
+ */
+import * as Comlink from "comlink";
+import type {
+  GenerateContext,
+  LLMEngine,
+  MetricsBindings,
+  MetricsContext,
+} from "../contract/engine.ts";
+import { EngineError } from "../contract/errors.ts";
+import type { KvEventSource } from "../contract/kv_events.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import type { EngineHost } from "./host.ts";
+import { type HostOptions, installErrorTransfer, type StreamMessage } from "./protocol.ts";
+
+export class WorkerEngine implements LLMEngine {
+  #worker: Worker | undefined;
+  #host: Comlink.Remote<EngineHost> | undefined;
+  #state: "new" | "running" | "dead" | "stopped" = "new";
+  #dead: EngineError | undefined;
+  #streams = new Set<(e: EngineError) => void>();
+  #onDeath: ((e: EngineError) => void)[] = [];
+
+  /** `makeWorker` creates the worker running an `exposeHost` module (runtime-specific). */
+  constructor(readonly makeWorker: () => Worker, readonly options: HostOptions) {}
+
+  #remote(): Comlink.Remote<EngineHost> {
+    if (this.#dead) throw this.#dead;
+    if (!this.#host) {
+      installErrorTransfer();
+      const worker = this.#worker = this.makeWorker();
+      worker.addEventListener("error", (e) => {
+        e.preventDefault?.();
+        this.#die(
+          new EngineError(
+            "Disconnected",
+            `engine worker died: ${(e as ErrorEvent).message ?? "error"}`,
+          ),
+        );
+      });
+      this.#host = Comlink.wrap<EngineHost>(worker);
+    }
+    return this.#host;
+  }
+
+  #die(error: EngineError): void {
+    if (this.#state === "stopped") return;
+    this.#dead = error;
+    this.#state = "dead";
+    for (const reject of this.#onDeath.splice(0)) reject(error);
+    for (const end of this.#streams) end(error);
+    this.#streams.clear();
+    this.#worker?.terminate();
+  }
+
+  /** A remote call that rejects with the death error if the worker dies first. */
+  #call<T>(fn: (host: Comlink.Remote<EngineHost>) => Promise<T>): Promise<T> {
+    const host = this.#remote();
+    return new Promise<T>((resolve, reject) => {
+      this.#onDeath.push(reject);
+      fn(host).then(resolve, reject).finally(() => {
+        const i = this.#onDeath.indexOf(reject);
+        if (i >= 0) this.#onDeath.splice(i, 1);
+      });
+    });
+  }
+
+  async start(workerId: bigint): Promise<EngineConfig> {
+    if (this.#state !== "new") {
+      throw EngineError.shutdown(`start() called on a ${this.#state} engine`);
+    }
+    this.#state = "running";
+    return await this.#call((h) => h.start(this.options, workerId));
+  }
+
+  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
+    return this.#stream(request, ctx);
+  }
+
+  async *#stream(
+    request: PreprocessedRequest,
+    ctx: GenerateContext,
+  ): AsyncGenerator<LLMEngineOutput> {
+    if (this.#state !== "running") {
+      throw this.#dead ?? EngineError.shutdown(`generate() on a ${this.#state} engine`);
+    }
+    const host = this.#remote();
+    const { port1, port2 } = new MessageChannel();
+    const queue: StreamMessage[] = [];
+    let wake: (() => void) | undefined;
+    const push = (m: StreamMessage) => {
+      queue.push(m);
+      wake?.();
+    };
+    port1.onmessage = (e: MessageEvent<StreamMessage>) => push(e.data);
+    const end = (error: EngineError) => push({ kind: "error", error: error.toJSON() });
+    this.#streams.add(end);
+    const onAbort = () => void host.abort(ctx.requestId).catch(() => {});
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      await this.#call((h) => h.generate(request, ctx.requestId, Comlink.transfer(port2, [port2])));
+      if (ctx.signal.aborted) onAbort();
+      let first = true;
+      for (;;) {
+        const m = queue.shift();
+        if (m === undefined) {
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+          continue;
+        }
+        if (m.kind === "end") return;
+        if (m.kind === "error") throw EngineError.fromJSON(m.error);
+        for (const c of m.chunks) {
+          if (first && c.token_ids.length > 0) {
+            ctx.notifyFirstToken();
+            first = false;
+          }
+          yield c;
+        }
+      }
+    } finally {
+      ctx.signal.removeEventListener("abort", onAbort);
+      this.#streams.delete(end);
+      port1.close();
+    }
+  }
+
+  async abort(ctx: GenerateContext): Promise<void> {
+    if (this.#state === "running") await this.#call((h) => h.abort(ctx.requestId));
+  }
+
+  async drain(): Promise<void> {
+    if (this.#state === "running") await this.#call((h) => h.drain());
+  }
+
+  async cleanup(): Promise<void> {
+    const state = this.#state;
+    this.#state = "stopped";
+    if (state === "running" && this.#host) {
+      await this.#call((h) => h.cleanup()).catch(() => {});
+    }
+    for (const end of this.#streams) end(EngineError.shutdown("engine cleaned up"));
+    this.#streams.clear();
+    this.#host?.[Comlink.releaseProxy]();
+    this.#host = undefined;
+    this.#worker?.terminate();
+    this.#worker = undefined;
+  }
+
+  async kvEventSources(): Promise<KvEventSource[]> {
+    if (this.#state !== "running") return [];
+    const listeners: ((
+      e: Parameters<
+        Parameters<Extract<KvEventSource, { kind: "push" }>["onReady"]>[0]["publish"]
+      >[0],
+    ) => void)[] = [];
+    const ranks = await this.#call((h) =>
+      h.kvEventSources(Comlink.proxy((e) => listeners.forEach((l) => l(e))))
+    );
+    return ranks.map((dp_rank) => ({
+      kind: "push",
+      dp_rank,
+      onReady: (p) => void listeners.push((e) => p.publish(e)),
+    }));
+  }
+
+  async setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
+    if (this.#state !== "running") return { dp_ranks: [] };
+    const gauges = ctx.metrics.componentGauges(0);
+    const dp_ranks = await this.#call((h) =>
+      h.setupMetrics(Comlink.proxy((v) => {
+        gauges.setTotalBlocks(v.totalBlocks);
+        gauges.setGpuCacheUsagePercent(v.usagePercent);
+        gauges.setKvCacheHitRate(v.hitRate);
+      }))
+    );
+    return { dp_ranks };
+  }
+}

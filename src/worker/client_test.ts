@@ -1,0 +1,88 @@
+import { equal, ok, rejects } from "node:assert/strict";
+import { RequestContext } from "../contract/engine.ts";
+import { EngineError } from "../contract/errors.ts";
+import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import { formatReport, runConformanceReport } from "../conformance/kit.ts";
+import { WorkerEngine } from "./client.ts";
+import { MODELS } from "../../test/support/models.ts";
+
+const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
+const options = { model: { kind: "dir" as const, path: fortune, name: "fortune" }, kvBlocks: 64 };
+const hostWorker = () =>
+  new Worker(new URL("../adapters/deno/worker.ts", import.meta.url), { type: "module" });
+
+function request(prompt: number[], maxTokens = 6): PreprocessedRequest {
+  return {
+    model: "fortune",
+    token_ids: prompt,
+    stop_conditions: { max_tokens: maxTokens },
+    sampling_options: { temperature: 0 },
+    output_options: {},
+    eos_token_ids: [],
+    annotations: [],
+  };
+}
+
+async function collect(stream: AsyncIterable<LLMEngineOutput>): Promise<LLMEngineOutput[]> {
+  const out: LLMEngineOutput[] = [];
+  for await (const c of stream) out.push(c);
+  return out;
+}
+
+Deno.test("WorkerEngine (Deno Worker + comlink) passes the conformance kit on fortune", async () => {
+  const report = await runConformanceReport(() => new WorkerEngine(hostWorker, options));
+  ok(report.passed, formatReport(report));
+});
+
+Deno.test("errors cross the worker boundary with their EngineError type and message", async () => {
+  const e = new WorkerEngine(hostWorker, options);
+  await e.start(0n);
+  try {
+    await rejects(
+      collect(e.generate(request([256, 999]), new RequestContext())),
+      (err: unknown) => {
+        ok(err instanceof EngineError, String(err));
+        equal(err.type, "InvalidArgument");
+        ok(err.message.includes("vocab"));
+        return true;
+      },
+    );
+    const chunks = await collect(e.generate(request([256, 72]), new RequestContext()));
+    equal(chunks.at(-1)?.finish_reason, "length", "the worker keeps serving");
+    await rejects(
+      e.start(0n),
+      (err: unknown) => err instanceof EngineError && err.type === "EngineShutdown",
+    );
+  } finally {
+    await e.cleanup();
+  }
+});
+
+Deno.test("a dying worker ends open streams with Disconnected; a new WorkerEngine starts", async () => {
+  let worker: Worker | undefined;
+  const crashing = () =>
+    worker = new Worker(new URL("../../test/support/crash_worker.ts", import.meta.url), {
+      type: "module",
+    });
+  const e = new WorkerEngine(crashing, options);
+  await e.start(0n);
+  const stream = collect(e.generate(request([256, 72], 500), new RequestContext()));
+  await new Promise((r) => setTimeout(r, 200));
+  worker!.postMessage("crash");
+  await rejects(
+    stream,
+    (err: unknown) => err instanceof EngineError && err.type === "Disconnected",
+  );
+  await rejects(
+    collect(e.generate(request([256]), new RequestContext())),
+    (err: unknown) => err instanceof EngineError && err.type === "Disconnected",
+  );
+  await e.cleanup();
+  const fresh = new WorkerEngine(hostWorker, options);
+  await fresh.start(0n);
+  equal(
+    (await collect(fresh.generate(request([256, 72]), new RequestContext()))).at(-1)?.finish_reason,
+    "length",
+  );
+  await fresh.cleanup();
+});

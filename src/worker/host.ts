@@ -1,0 +1,111 @@
+/**
+ * The engine host: the object a worker exposes with comlink. It owns a `WebGpuEngine` and
+ * streams each request's chunks over its own `MessagePort`, batching what is ready.
+ */
+import * as Comlink from "comlink";
+import { RequestContext } from "../contract/engine.ts";
+import { EngineError, serializeError } from "../contract/errors.ts";
+import type { KvEventPublisher } from "../contract/kv_events.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import { WebGpuEngine } from "../engines/webgpu/engine.ts";
+import type { ModelFiles } from "../model/source.ts";
+import {
+  type GaugeValues,
+  type HostOptions,
+  installErrorTransfer,
+  type ModelSpec,
+  type StreamMessage,
+} from "./protocol.ts";
+
+export type FilesFor = (spec: ModelSpec) => ModelFiles;
+
+export class EngineHost {
+  #engine: WebGpuEngine | undefined;
+  #contexts = new Map<string, RequestContext>();
+
+  constructor(readonly filesFor: FilesFor) {}
+
+  async start(options: HostOptions, workerId: bigint): Promise<EngineConfig> {
+    if (this.#engine) throw EngineError.shutdown("start() called twice");
+    const o = options;
+    this.#engine = new WebGpuEngine({
+      files: this.filesFor(o.model),
+      name: o.model.name,
+      ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
+      ...(o.blockSize ? { blockSize: o.blockSize } : {}),
+      ...(o.kvBlocks ? { kvBlocks: o.kvBlocks } : {}),
+      ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
+      ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
+    });
+    return await this.#engine.start(workerId);
+  }
+
+  /** Start streaming `request` into `port`; returns at once. */
+  generate(request: PreprocessedRequest, requestId: string, port: MessagePort): void {
+    const ctx = new RequestContext({ requestId });
+    this.#contexts.set(requestId, ctx);
+    const engine = this.#engine;
+    const send = (m: StreamMessage) => port.postMessage(m);
+    (async () => {
+      try {
+        if (!engine) throw EngineError.shutdown("generate() before start()");
+        let pending: LLMEngineOutput[] = [];
+        let scheduled = false;
+        const flush = () => {
+          scheduled = false;
+          if (pending.length > 0) send({ kind: "chunks", chunks: pending });
+          pending = [];
+        };
+        for await (const chunk of engine.generate(request, ctx)) {
+          pending.push(chunk);
+          // Batch whatever arrives in the same turn of the event loop.
+          if (!scheduled) {
+            scheduled = true;
+            queueMicrotask(flush);
+          }
+        }
+        flush();
+        send({ kind: "end" });
+      } catch (e) {
+        send({ kind: "error", error: serializeError(EngineError.from(e)) });
+      } finally {
+        this.#contexts.delete(requestId);
+        port.close();
+      }
+    })();
+  }
+
+  abort(requestId: string): void {
+    this.#contexts.get(requestId)?.stop();
+  }
+
+  async drain(): Promise<void> {
+    await this.#engine?.drain();
+  }
+
+  async cleanup(): Promise<void> {
+    for (const ctx of this.#contexts.values()) ctx.stop();
+    await this.#engine?.cleanup();
+  }
+
+  async kvEventSources(
+    publish: (event: Parameters<KvEventPublisher["publish"]>[0]) => void,
+  ): Promise<number[]> {
+    const sources = await this.#engine?.kvEventSources() ?? [];
+    for (const s of sources) if (s.kind === "push") s.onReady({ publish: (e) => void publish(e) });
+    return sources.map((s) => s.dp_rank);
+  }
+
+  /** Push the engine's KV gauges to the main thread after every step. */
+  setupMetrics(onGauges: (values: GaugeValues) => void): number[] {
+    if (!this.#engine) return [];
+    this.#engine.onGauges((v) => void onGauges(v));
+    return [0];
+  }
+}
+
+/** Expose a host on this worker's global scope. The worker file calls only this. */
+export function exposeHost(filesFor: FilesFor): void {
+  installErrorTransfer();
+  Comlink.expose(new EngineHost(filesFor));
+}

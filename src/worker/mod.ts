@@ -1,0 +1,8 @@
+/**
+ * The engine in a Web Worker (or a Deno Worker) behind comlink, and the main-thread
+ * `WorkerEngine` with the same `LLMEngine` interface.
+ * @module
+ */
+export { WorkerEngine } from "./client.ts";
+export { EngineHost, exposeHost, type FilesFor } from "./host.ts";
+export type { HostOptions, ModelSpec } from "./protocol.ts";
