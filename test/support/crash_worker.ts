@@ -3,11 +3,14 @@ import { urlFiles } from "../../src/model/source.ts";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { exposeHost } from "../../src/worker/host.ts";
 
-self.addEventListener("message", (e: MessageEvent) => {
-  if (e.data === "crash") {
-    setTimeout(() => {
-      throw new Error("deliberate crash");
-    });
-  }
-});
+const crashOnDemand: EventListenerObject = {
+  handleEvent(e: Event) {
+    if ((e as MessageEvent).data === "crash") {
+      setTimeout(() => {
+        throw new Error("deliberate crash");
+      });
+    }
+  },
+};
+globalThis.addEventListener("message", crashOnDemand);
 exposeHost((spec) => (spec.kind === "dir" ? dirFiles(spec.path) : urlFiles(spec.base)));

@@ -1,18 +1,41 @@
-/** The conformance kit against the mock engine, in the browser. */
-import { formatReport, runConformanceReport } from "../../../src/conformance/mod.ts";
+/**
+ * The conformance kit in the browser: against the mock engine, and against the WebGPU engine
+ * on the fortune model inside a Web Worker (`WorkerEngine`, SwiftShader WebGPU).
+ */
+import {
+  type ConformanceReport,
+  formatReport,
+  runConformanceReport,
+} from "../../../src/conformance/mod.ts";
 import { MockEngine } from "../../../src/engines/mock/mod.ts";
+import { WorkerEngine } from "../../../src/worker/client.ts";
 import { runChecks } from "./report.ts";
 
-const report = await runConformanceReport(() => new MockEngine());
-await runChecks([
+const worker = () =>
+  new Worker(new URL("../../../src/adapters/browser/worker.ts", import.meta.url), {
+    type: "module",
+  });
+const fortune = {
+  kind: "url" as const,
+  base: new URL("/models/fortune/", location.href).href,
+  name: "fortune",
+};
+
+const checks = (label: string, report: ConformanceReport) => [
   ...report.checks.map((c) =>
-    [`conformance(mock): ${c.name}`, () => {
+    [`conformance(${label}): ${c.name}`, () => {
       if (!c.passed) throw new Error(c.message ?? "failed");
       return Promise.resolve(`${c.ms.toFixed(1)} ms`);
     }] as const
   ),
-  ["conformance(mock): report", () => {
+  [`conformance(${label}): report`, () => {
     if (!report.passed) throw new Error(formatReport(report));
     return Promise.resolve();
-  }],
-]);
+  }] as const,
+];
+
+const mock = await runConformanceReport(() => new MockEngine());
+const inWorker = await runConformanceReport(() =>
+  new WorkerEngine(worker, { model: fortune, kvBlocks: 64 })
+);
+await runChecks([...checks("mock", mock), ...checks("worker:fortune", inWorker)]);
