@@ -65,6 +65,8 @@ export class WebGpuEngine implements LLMEngine {
   ) => void)[] = [];
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
+  /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
+  readonly stats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
 
   constructor(readonly options: WebGpuEngineOptions) {}
 
@@ -164,6 +166,7 @@ export class WebGpuEngine implements LLMEngine {
     const seq = new Sequence(request, ctx, context);
     const signal = seq.signal;
     this.#inflight.set(ctx.requestId, seq);
+    this.stats.started++;
     try {
       if (seq.maxTokens === 0) seq.finishEmpty();
       else {
@@ -175,6 +178,7 @@ export class WebGpuEngine implements LLMEngine {
     } finally {
       // A consumer that stops pulling still frees its sequence.
       if (!seq.finished) seq.cancel();
+      this.stats[seq.outcome ?? "cancelled"]++;
       this.#inflight.delete(ctx.requestId);
     }
   }

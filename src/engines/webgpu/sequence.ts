@@ -56,6 +56,8 @@ export class Sequence {
   generated = 0;
   blocks: SeqBlocks | undefined;
   finished = false;
+  /** How it ended: a finish reason's kind, or "failed". */
+  outcome: "finished" | "cancelled" | "failed" | undefined;
   readonly maxTokens: number;
   readonly minTokens: number;
   readonly seed: number;
@@ -118,6 +120,7 @@ export class Sequence {
 
   #end(reason: FinishReason, ids: number[], extra: Partial<LLMEngineOutput> = {}): void {
     this.finished = true;
+    this.outcome = reason === "cancelled" ? "cancelled" : "finished";
     this.channel.push({
       ...out.withUsage({
         ...out.withTokens({ token_ids: [], finish_reason: reason }, ids),
@@ -177,6 +180,7 @@ export class Sequence {
   fail(error: EngineError): void {
     if (this.finished) return;
     this.finished = true;
+    this.outcome = "failed";
     this.channel.fail(error);
     this.#resolveDone();
   }
