@@ -1,0 +1,31 @@
+// `npm run conformance:browser`: the conformance kit in Chromium (SwiftShader WebGPU) against the
+// mock engine and against WorkerEngine on the fortune model, one line per check, exit 0 when all
+// pass.
+import { launchBrowser, runPage, startServer } from "../test/support/browser.mjs";
+
+const { server, origin } = await startServer();
+const browser = await launchBrowser();
+let failed = 0;
+try {
+  const { results } = await runPage(
+    browser,
+    origin,
+    "test/browser/pages/conformance.html",
+    900_000,
+  );
+  for (const r of results) {
+    if (!r.passed) failed++;
+    console.log(
+      `${r.passed ? "ok  " : "FAIL"} ${r.name}${r.message && !r.passed ? `  ${r.message}` : ""}`,
+    );
+  }
+  console.log(
+    failed === 0
+      ? `conformance (browser): PASS (${results.length} checks)`
+      : `conformance (browser): FAIL (${failed})`,
+  );
+} finally {
+  await browser.close();
+  await server.close();
+}
+process.exit(failed === 0 ? 0 : 1);
