@@ -19,10 +19,12 @@ import {
   prepareRope,
   prepareSwiGlu,
 } from "../gpu/kernels/dense.ts";
+import { prepareGather } from "../gpu/kernels/tokens.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
+  /** Token ids; with a forward over a token store, each token's index in the store instead. */
   tokens: ArrayLike<number>;
   positions: ArrayLike<number>;
   /** KV cache slot per token (`block * blockSize + offset`). */
@@ -37,6 +39,7 @@ export interface StepBatch {
 interface Scratch {
   capacity: number;
   tableCapacity: number;
+  index: GPUBuffer;
   ids: GPUBuffer;
   positions: GPUBuffer;
   slots: GPUBuffer;
@@ -65,11 +68,22 @@ interface Plan {
 /** Plans kept per forward (one per step shape); the least recently used is dropped beyond this. */
 const MAX_PLANS = 64;
 
+export interface ForwardOptions {
+  /**
+   * A token store on the GPU (u32 ids): a step's `tokens` are then indices into it, gathered on
+   * the GPU, so a token sampled by one step can feed the next before the CPU has seen it.
+   */
+  tokensFrom?: GPUBuffer;
+}
+
 export class Forward {
   #scratch: Scratch | undefined;
   #plans = new Map<string, Plan>();
+  readonly #store: GPUBuffer | undefined;
 
-  constructor(readonly model: GpuModel) {}
+  constructor(readonly model: GpuModel, options: ForwardOptions = {}) {
+    this.#store = options.tokensFrom;
+  }
 
   #ensure(tokens: number, rows: number, tableEntries: number): Scratch {
     const s = this.#scratch;
@@ -83,6 +97,7 @@ export class Forward {
     this.#scratch = {
       capacity: cap,
       tableCapacity: table,
+      index: f("index", cap),
       ids: f("ids", cap),
       positions: f("positions", cap),
       slots: f("slots", cap),
@@ -129,6 +144,11 @@ export class Forward {
       if (x.uniform) owned.push(x.uniform);
     };
     const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+    if (this.#store) {
+      add(
+        await prepareGather(d, { store: this.#store, index: s.index, ids: s.ids, count: tokens }),
+      );
+    }
     const embed = w(m.weights.embed);
     add(
       await prepareEmbedding(d, {
@@ -277,9 +297,13 @@ export class Forward {
         throw EngineError.invalidArgument("forward: per-token arrays differ in length");
       }
     }
+    const storeLen = this.#store ? this.#store.size / 4 : 0;
     for (let i = 0; i < n; i++) {
       const t = b.tokens[i]!;
-      if (!(Number.isInteger(t) && t >= 0 && t < c.vocabSize)) {
+      if (this.#store && !(Number.isInteger(t) && t >= 0 && t < storeLen)) {
+        throw EngineError.invalidArgument(`token index ${t} is outside the store (${storeLen})`);
+      }
+      if (!this.#store && !(Number.isInteger(t) && t >= 0 && t < c.vocabSize)) {
         throw EngineError.invalidArgument(
           `token id ${t} is outside the vocabulary (size ${c.vocabSize})`,
         );
@@ -311,7 +335,7 @@ export class Forward {
     const s = this.#ensure(tokens, rows, b.blockTable.length);
     const plan = await this.#plan(s, tokens, rows);
     const q = this.model.gpu.device.queue;
-    q.writeBuffer(s.ids, 0, Uint32Array.from(b.tokens));
+    q.writeBuffer(this.#store ? s.index : s.ids, 0, Uint32Array.from(b.tokens));
     q.writeBuffer(s.positions, 0, Uint32Array.from(b.positions));
     q.writeBuffer(s.slots, 0, Uint32Array.from(b.slots));
     q.writeBuffer(s.tableOffsets, 0, Uint32Array.from(b.tableOffsets));

@@ -3,8 +3,10 @@
  * batched step loop (see `scheduler.ts`); each step runs the forward pass over the batch and the
  * GPU sampler over the rows that need a token, then streams the results.
  *
- * This first version reads the sampled tokens back after every step before building the next
- * one; keeping tokens on the GPU and running several steps ahead is the next piece of work.
+ * Decode does not wait for the GPU once per token: sampled tokens are appended to a token store
+ * on the GPU that the next step reads its inputs from, several steps stay in flight, and each
+ * step's tokens are read back asynchronously. A stop found in a read-back token discards the
+ * steps already submitted after it.
  */
 import type {
   GenerateContext,
@@ -15,16 +17,18 @@ import type {
 import { EngineError } from "../../contract/errors.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import { validateRequest } from "../../contract/validate.ts";
 import { acquireGpu, type Gpu, runtimeData } from "../../gpu/device.ts";
-import { MAX_TOP_LOGPROBS, Sampler } from "../../gpu/kernels/sampling.ts";
+import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import { Forward } from "../../model/forward.ts";
 import { GpuModel } from "../../model/gpu_model.ts";
 import { type ModelFiles, readText } from "../../model/source.ts";
 import { parseConfig } from "../../model/config.ts";
+import { checkRequest } from "./admission.ts";
 import { BlockManager } from "./block_manager.ts";
-import { Scheduler } from "./scheduler.ts";
+import { Readback } from "./readback.ts";
+import { Scheduler, type Step } from "./scheduler.ts";
+import { TokenStore } from "./token_store.ts";
 import { Sequence } from "./sequence.ts";
 
 export interface WebGpuEngineOptions {
@@ -41,6 +45,22 @@ export interface WebGpuEngineOptions {
   gpu?: Gpu;
   /** How long drain() waits for in-flight requests (default 30 s). */
   drainTimeoutMs?: number;
+  /**
+   * Decode steps kept in flight while their tokens are read back (1: wait for every token).
+   * Default: adapted to the measured step time, enough to hide about 25 ms of read-back
+   * latency, between 2 and 16.
+   */
+  pipelineDepth?: number;
+}
+
+const HIDE_MS = 25;
+const MAX_DEPTH = 16;
+
+interface InFlight {
+  seqs: { seq: Sequence; epoch: number }[];
+  submitted: number;
+  resolvedAt: number | undefined;
+  results: Promise<SampledToken[]>;
 }
 
 type State = "new" | "starting" | "running" | "draining" | "stopped";
@@ -59,6 +79,11 @@ export class WebGpuEngine implements LLMEngine {
   #gauges: ComponentGauges | undefined;
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
+  #tokens: TokenStore | undefined;
+  #readback: Readback | undefined;
+  #pipe: InFlight[] = [];
+  #stepMs: number | undefined;
+  #lastResolved: number | undefined;
   #inflight = new Map<string, Sequence>();
   #gaugeListeners: ((
     values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
@@ -67,6 +92,11 @@ export class WebGpuEngine implements LLMEngine {
   modelLoadTime = 0;
   /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
   readonly stats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
+  /**
+   * Steps submitted, the most in flight at once, sampled tokens dropped (read back after their
+   * sequence had ended or been preempted) and preemptions.
+   */
+  readonly steps = { submitted: 0, maxInFlight: 0, discardedTokens: 0, preemptions: 0 };
 
   constructor(readonly options: WebGpuEngineOptions) {}
 
@@ -90,14 +120,23 @@ export class WebGpuEngine implements LLMEngine {
       const model = this.#model = await GpuModel.load(this.#gpu, o.files, { blockSize, kvBlocks });
       const maxNumSeqs = o.maxNumSeqs ?? 16;
       const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
-      this.#forward = new Forward(model);
-      this.#sampler = new Sampler(this.#gpu.device, maxNumSeqs, model.config.vocabSize);
+      const device = this.#gpu.device;
+      this.#tokens = new TokenStore(device, maxNumSeqs, context);
+      this.#forward = new Forward(model, { tokensFrom: this.#tokens.buffer });
+      this.#sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
+        history: this.#tokens.buffer,
+      });
+      this.#readback = new Readback(device, this.#sampler);
       this.#blocks = new BlockManager({
         numBlocks: kvBlocks,
         blockSize,
         onEvent: (e) => this.#publisher?.publish(e),
       });
-      this.#scheduler = new Scheduler(this.#blocks, { maxNumSeqs, maxNumBatchedTokens });
+      this.#scheduler = new Scheduler(
+        this.#blocks,
+        { maxNumSeqs, maxNumBatchedTokens },
+        this.#tokens,
+      );
       this.#config = {
         model: o.name,
         ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
@@ -109,6 +148,9 @@ export class WebGpuEngine implements LLMEngine {
         runtime_data: { ...runtimeData(this.#gpu.caps), engine: "webgpu" },
       };
       this.#gpu.lost.then((e) => this.#failAll(e));
+      // A validation or out-of-memory error means the results can no longer be trusted: fail
+      // the requests in flight loudly instead of streaming garbage.
+      device.addEventListener("uncapturederror", this.#onGpuError);
     } catch (e) {
       await this.#release();
       this.#state = "stopped";
@@ -130,39 +172,8 @@ export class WebGpuEngine implements LLMEngine {
     if (this.#state !== "running") {
       throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
     }
-    validateRequest(request);
-    const model = this.#model!;
-    const { vocabSize, maxPositionEmbeddings: context } = model.config;
-    const prompt = request.token_ids;
-    if (prompt.length === 0) throw EngineError.invalidArgument("request.token_ids: empty prompt");
-    const bad = prompt.findIndex((t) => t >= vocabSize);
-    if (bad >= 0) {
-      throw EngineError.invalidArgument(
-        `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${vocabSize}`,
-      );
-    }
-    if (prompt.length >= context) {
-      throw EngineError.invalidArgument(
-        `request.token_ids: ${prompt.length} tokens leave no room in the context of ${context}`,
-      );
-    }
-    if (Math.ceil((prompt.length + 1) / this.#blocks!.blockSize) > this.#blocks!.numBlocks) {
-      throw new EngineError(
-        "ResourceExhausted",
-        `the prompt needs more KV blocks than the cache has (${this.#blocks!.numBlocks})`,
-      );
-    }
-    const n = request.sampling_options.n ?? 1;
-    if (n !== 1) {
-      throw EngineError.invalidArgument(
-        `request.sampling_options.n: ${n} is not supported (1 only)`,
-      );
-    }
-    if ((request.output_options.logprobs ?? 0) > MAX_TOP_LOGPROBS) {
-      throw EngineError.invalidArgument(
-        `request.output_options.logprobs: at most ${MAX_TOP_LOGPROBS}`,
-      );
-    }
+    const context = this.#model!.config.maxPositionEmbeddings;
+    checkRequest(request, this.#model!.config.vocabSize, context, this.#blocks!);
     const seq = new Sequence(request, ctx, context);
     const signal = seq.signal;
     this.#inflight.set(ctx.requestId, seq);
@@ -188,63 +199,120 @@ export class WebGpuEngine implements LLMEngine {
     this.#loop ??= this.#run();
   }
 
-  async #run(): Promise<void> {
+  /** Steps in flight: fixed by the options, else enough to hide about `HIDE_MS` of read-back. */
+  #depth(): number {
+    if (this.options.pipelineDepth !== undefined) return this.options.pipelineDepth;
+    if (this.#stepMs === undefined) return 2;
+    return Math.min(MAX_DEPTH, Math.max(2, Math.ceil(HIDE_MS / Math.max(this.#stepMs, 0.05)) + 1));
+  }
+
+  #prune(): void {
     const sched = this.#scheduler!;
-    while (this.#state === "running" || this.#state === "draining") {
-      for (const seq of [...sched.running, ...sched.waiting]) {
-        if (seq.finished || seq.signal.aborted) {
-          seq.cancel();
-          sched.remove(seq);
-        }
+    for (const seq of [...sched.running, ...sched.waiting]) {
+      if (seq.finished || seq.signal.aborted) {
+        seq.cancel();
+        sched.remove(seq);
       }
-      if (sched.idle) {
-        this.#loop = undefined; // synchronously, so a request arriving now starts a new loop
-        return;
-      }
-      const step = sched.next();
-      if (step === undefined) {
-        // Nothing fits (every block held by sequences waiting to grow): wait for a change.
-        await new Promise<void>((r) => (this.#wake = r));
-        this.#wake = undefined;
-        continue;
-      }
-      try {
-        await this.#execute(step);
-      } catch (e) {
-        this.#failAll(EngineError.from(e));
-        this.#loop = undefined;
-        return;
-      }
-      this.#report();
     }
   }
 
-  async #execute(step: NonNullable<ReturnType<Scheduler["next"]>>): Promise<void> {
+  async #run(): Promise<void> {
+    const sched = this.#scheduler!;
+    try {
+      while (this.#state === "running" || this.#state === "draining") {
+        this.#prune();
+        while (this.#pipe[0]?.resolvedAt !== undefined) await this.#settle(this.#pipe.shift()!);
+        if (sched.idle && this.#pipe.length === 0) {
+          this.#loop = undefined; // synchronously, so a request arriving now starts a new loop
+          return;
+        }
+        sched.maxAhead = this.#depth();
+        const step = this.#pipe.length < sched.maxAhead ? sched.next() : undefined;
+        if (step !== undefined) {
+          await this.#submit(step);
+        } else if (this.#pipe.length > 0) {
+          await this.#settle(this.#pipe.shift()!);
+        } else {
+          // Nothing fits (every block held by sequences waiting to grow): wait for a change.
+          await new Promise<void>((r) => (this.#wake = r));
+          this.#wake = undefined;
+        }
+        this.steps.preemptions = sched.preemptions;
+        this.#report();
+      }
+    } catch (e) {
+      this.#failAll(EngineError.from(e));
+    } finally {
+      this.#loop = undefined;
+      // What is still in flight belongs to failed or cancelled requests.
+      await Promise.allSettled(this.#pipe.splice(0).map((p) => p.results));
+    }
+  }
+
+  /** Encode and submit one step; its sampled tokens are read back later (`#settle`). */
+  async #submit(step: Step): Promise<void> {
     const device = this.#gpu!.device;
     const encoder = device.createCommandEncoder({ label: "engine:step" });
     const { logits } = await this.#forward!.encode(encoder, step.batch);
     const sampled = step.sampled;
+    let read: (() => Promise<SampledToken[]>) | undefined;
     if (sampled.length > 0) {
-      this.#sampler!.write(sampled.map((s) => s.sampling()));
+      const store = this.#tokens!;
+      this.#sampler!.write(sampled.map((s) => s.sampling(store.start(s))));
       await this.#sampler!.encode(encoder, logits, sampled.length);
+      await store.encodeAppend(encoder, sampled, this.#sampler!.result);
+      const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
+      read = this.#readback!.encode(encoder, sampled.length, withTop);
     }
     device.queue.submit([encoder.finish()]);
-    const results = sampled.length > 0
-      ? await this.#sampler!.read(
-        sampled.length,
-        sampled.some((s) => s.request.output_options.logprobs !== undefined),
-      )
-      : [];
+    this.steps.submitted++;
     for (const { seq, count } of step.parts) {
       seq.computed += count;
-      this.#blocks!.commit(seq.blocks!, seq.tokens, seq.computed);
+      this.#commit(seq);
     }
-    sampled.forEach((seq, i) => {
+    if (read === undefined) return;
+    const entry: InFlight = {
+      seqs: sampled.map((seq) => ({ seq, epoch: seq.epoch })),
+      submitted: performance.now(),
+      resolvedAt: undefined,
+      results: read(),
+    };
+    for (const seq of sampled) seq.ahead++;
+    const resolved = () => (entry.resolvedAt = performance.now());
+    entry.results.then(resolved, resolved);
+    this.#pipe.push(entry);
+    this.steps.maxInFlight = Math.max(this.steps.maxInFlight, this.#pipe.length);
+  }
+
+  /** Hand a step's read-back tokens to their sequences (dropping those no longer wanted). */
+  async #settle(entry: InFlight): Promise<void> {
+    const results = await entry.results;
+    const at = entry.resolvedAt ?? performance.now();
+    // GPU time per step, from steps that queued behind the previous one.
+    if (this.#lastResolved !== undefined && entry.submitted < this.#lastResolved) {
+      const ms = at - this.#lastResolved;
+      this.#stepMs = this.#stepMs === undefined ? ms : 0.9 * this.#stepMs + 0.1 * ms;
+    }
+    this.#lastResolved = at;
+    entry.seqs.forEach(({ seq, epoch }, i) => {
+      if (seq.epoch !== epoch || seq.finished) {
+        this.steps.discardedTokens++; // preempted, or ended by an earlier token
+        return;
+      }
+      seq.ahead--;
       const r = results[i]!;
       if (seq.signal.aborted) seq.cancel();
       else seq.accept(r.token, r.logprob, r.top);
       if (seq.finished) this.#scheduler!.remove(seq);
+      else this.#commit(seq);
     });
+  }
+
+  /** Publish the sequence's full blocks whose tokens are known and whose K/V are written. */
+  #commit(seq: Sequence): void {
+    if (seq.blocks) {
+      this.#blocks!.commit(seq.blocks, seq.tokens, Math.min(seq.computed, seq.tokens.length));
+    }
   }
 
   #report(): void {
@@ -307,10 +375,21 @@ export class WebGpuEngine implements LLMEngine {
     await this.#release();
   }
 
+  readonly #onGpuError: Parameters<GPUDevice["addEventListener"]>[1] = (ev): void => {
+    const message = (ev as unknown as { error?: { message?: string } }).error?.message ??
+      "unknown";
+    this.#failAll(new EngineError("Unknown", `GPU error: ${message}`));
+  };
+
   async #release(): Promise<void> {
+    this.#gpu?.device.removeEventListener("uncapturederror", this.#onGpuError);
+    this.#readback?.destroy();
     this.#sampler?.destroy();
+    this.#tokens?.destroy();
     this.#forward?.destroy();
     this.#model?.destroy();
+    this.#readback = undefined;
+    this.#tokens = undefined;
     this.#sampler = undefined;
     this.#forward = undefined;
     this.#model = undefined;

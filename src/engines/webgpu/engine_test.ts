@@ -1,52 +1,15 @@
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
-import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
-import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import { validateStream } from "../../contract/validate.ts";
 import { formatReport, runConformanceReport } from "../../conformance/kit.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "./engine.ts";
-import { testGpu } from "../../../test/support/gpu.ts";
-import { MODELS } from "../../../test/support/models.ts";
-
-const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
-
-async function engine(options: Partial<ConstructorParameters<typeof WebGpuEngine>[0]> = {}) {
-  const gpu = await testGpu();
-  return new WebGpuEngine({
-    files: dirFiles(fortune),
-    name: "fortune",
-    gpu,
-    kvBlocks: 64,
-    ...options,
-  });
-}
-
-function request(
-  prompt: number[],
-  overrides: Partial<PreprocessedRequest> = {},
-): PreprocessedRequest {
-  return {
-    model: "fortune",
-    token_ids: prompt,
-    stop_conditions: { max_tokens: 8 },
-    sampling_options: { temperature: 0 },
-    output_options: {},
-    eos_token_ids: [],
-    annotations: [],
-    ...overrides,
-  };
-}
-
-async function collect(e: WebGpuEngine, req: PreprocessedRequest, ctx = new RequestContext()) {
-  const chunks: LLMEngineOutput[] = [];
-  for await (
-    const c of validateStream(e.generate(req, ctx), { promptTokens: req.token_ids.length })
-  ) chunks.push(c);
-  return { chunks, ids: chunks.flatMap((c) => c.token_ids), last: chunks[chunks.length - 1]! };
-}
-
-const bytes = (s: string) => [256, ...new TextEncoder().encode(s)];
+import {
+  bytes,
+  collect,
+  FORTUNE as fortune,
+  fortuneEngine as engine,
+  request,
+} from "../../../test/support/fortune_engine.ts";
 
 Deno.test("WebGpuEngine passes the conformance kit on the fortune model (Deno, lavapipe)", async () => {
   const report = await runConformanceReport(() =>

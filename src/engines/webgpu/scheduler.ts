@@ -13,6 +13,16 @@ export interface SchedulerLimits {
   maxNumBatchedTokens: number;
 }
 
+/** Where the engine keeps sequences' tokens on the GPU (see `token_store.ts`). */
+export interface TokenSlots {
+  /** A running sequence's place in the store; its known tokens are written there. */
+  admit(seq: Sequence): void;
+  /** The sequence left the running set (finished, preempted or removed). */
+  evict(seq: Sequence): void;
+  /** The store index of token `pos` of `seq`. */
+  index(seq: Sequence, pos: number): number;
+}
+
 export interface Step {
   batch: StepBatch;
   /** Sequences that get a sampled token this step, in logit-row order. */
@@ -25,7 +35,16 @@ export class Scheduler {
   readonly waiting: Sequence[] = [];
   readonly running: Sequence[] = [];
 
-  constructor(readonly blocks: BlockManager, readonly limits: SchedulerLimits) {}
+  /** How many tokens a sequence may have sampled but not yet read back (steps in flight). */
+  maxAhead = 1;
+  /** Sequences preempted so far. */
+  preemptions = 0;
+
+  constructor(
+    readonly blocks: BlockManager,
+    readonly limits: SchedulerLimits,
+    readonly slots: TokenSlots,
+  ) {}
 
   get idle(): boolean {
     return this.waiting.length === 0 && this.running.length === 0;
@@ -40,14 +59,22 @@ export class Scheduler {
       seq.blocks = got.seq;
       seq.computed = got.cachedTokens;
       this.running.push(seq);
+      this.slots.admit(seq);
     }
   }
 
-  /** Give a sequence back to the waiting queue, dropping its KV (recomputed when it returns). */
+  /**
+   * Give a sequence back to the waiting queue, dropping its KV (recomputed when it returns) and
+   * the tokens still in flight for it (sampled again, with the same draws, when it returns).
+   */
   preempt(seq: Sequence): void {
     if (seq.blocks) this.blocks.release(seq.blocks);
     seq.blocks = undefined;
     seq.computed = 0;
+    seq.ahead = 0;
+    seq.epoch++;
+    this.preemptions++;
+    this.slots.evict(seq);
     this.running.splice(this.running.indexOf(seq), 1);
     this.waiting.unshift(seq);
   }
@@ -57,7 +84,10 @@ export class Scheduler {
     if (seq.blocks) this.blocks.release(seq.blocks);
     seq.blocks = undefined;
     const i = this.running.indexOf(seq);
-    if (i >= 0) this.running.splice(i, 1);
+    if (i >= 0) {
+      this.running.splice(i, 1);
+      this.slots.evict(seq);
+    }
     const w = this.waiting.indexOf(seq);
     if (w >= 0) this.waiting.splice(w, 1);
   }
@@ -67,10 +97,14 @@ export class Scheduler {
     this.#admit();
     let budget = this.limits.maxNumBatchedTokens;
     const parts: { seq: Sequence; count: number }[] = [];
-    const pending = (seq: Sequence) => seq.tokens.length - seq.computed;
+    // Tokens to compute, counting those sampled on the GPU and not yet read back.
+    const pending = (seq: Sequence) => seq.length - seq.computed;
+    const ready = (seq: Sequence) => seq.canSample(this.maxAhead);
     // Decode first: one token each, growing blocks as needed (preempting the newest on failure).
     for (const seq of [...this.running]) {
-      if (pending(seq) !== 1 || budget === 0 || !this.running.includes(seq)) continue;
+      if (pending(seq) !== 1 || !ready(seq) || budget === 0 || !this.running.includes(seq)) {
+        continue;
+      }
       while (!this.blocks.ensure(seq.blocks!, seq.computed + 1)) {
         const victim = this.running[this.running.length - 1]!;
         this.preempt(victim);
@@ -83,6 +117,8 @@ export class Scheduler {
     for (const seq of this.running) {
       if (pending(seq) <= 1 || budget === 0) continue;
       const count = Math.min(pending(seq), budget);
+      // The chunk that ends the prompt samples; it waits while the sequence may not.
+      if (seq.computed + count === seq.length && !ready(seq)) continue;
       parts.push({ seq, count });
       budget -= count;
     }
@@ -100,12 +136,12 @@ export class Scheduler {
       blockTable.push(...seq.blocks!.blocks);
       for (let i = 0; i < count; i++) {
         const pos = seq.computed + i;
-        tokens.push(seq.tokens[pos]!);
+        tokens.push(this.slots.index(seq, pos));
         positions.push(pos);
         slots.push(seq.blocks!.blocks[Math.floor(pos / bs)]! * bs + (pos % bs));
         tableOffsets.push(offset);
       }
-      if (seq.computed + count === seq.tokens.length) {
+      if (seq.computed + count === seq.length) {
         logitRows.push(tokens.length - 1);
         sampled.push(seq);
       }

@@ -54,6 +54,17 @@ export class Sequence {
   computed = 0;
   /** Tokens streamed to the consumer. */
   generated = 0;
+  /** Tokens sampled on the GPU whose values have not been read back yet. */
+  ahead = 0;
+  /** Bumped on preemption: results of steps submitted before it are dropped. */
+  epoch = 0;
+  /** The sequence's slot in the engine's GPU token store, while it runs. */
+  slot: number | undefined;
+  /**
+   * Whether the next step may sample before the last token is known on the CPU. Multi-token
+   * bad words need the exact history on the CPU; every other parameter reads it on the GPU.
+   */
+  readonly pipelined: boolean;
   blocks: SeqBlocks | undefined;
   finished = false;
   /** How it ended: a finish reason's kind, or "failed". */
@@ -87,15 +98,38 @@ export class Sequence {
     this.#hidden = new Set(stop.stop_token_ids_hidden ?? []);
     this.#eos = new Set(stop.ignore_eos ? [] : request.eos_token_ids);
     this.seed = request.sampling_options.seed ?? Math.floor(Math.random() * 2 ** 52);
+    this.pipelined = !(request.sampling_options.bad_words_token_ids ?? []).some((w) =>
+      w.length > 1
+    );
   }
 
-  /** This step's sampling parameters; EOS and stop tokens are banned until `min_tokens`. */
-  sampling(): SeqSampling {
+  /** Tokens so far, counting those still on the GPU. */
+  get length(): number {
+    return this.tokens.length + this.ahead;
+  }
+
+  /** Whether a step may sample this sequence's next token now. */
+  canSample(maxAhead: number): boolean {
+    return !this.finished && this.generated + this.ahead < this.maxTokens &&
+      (this.ahead === 0 || (this.pipelined && this.ahead < maxAhead));
+  }
+
+  /**
+   * This step's sampling parameters; EOS and stop tokens are banned until `min_tokens`.
+   * `storeStart` is where the sequence's tokens begin in the GPU token store.
+   */
+  sampling(storeStart: number): SeqSampling {
     const s = this.request.sampling_options;
+    const index = this.generated + this.ahead;
     const p: SeqSampling = {
       history: { tokens: this.tokens, outputStart: this.promptLength },
+      historyAt: {
+        start: storeStart,
+        outputStart: storeStart + this.promptLength,
+        end: storeStart + this.length,
+      },
       seed: this.seed,
-      step: this.generated,
+      step: index,
       logprobs: this.request.output_options.logprobs ?? 0,
     };
     for (
@@ -114,7 +148,7 @@ export class Sequence {
     }
     if (s.allowed_token_ids) p.allowed = s.allowed_token_ids;
     if (s.bad_words_token_ids) p.badWords = s.bad_words_token_ids;
-    if (this.generated < this.minTokens) p.banned = [...this.#eos, ...this.#shown, ...this.#hidden];
+    if (index < this.minTokens) p.banned = [...this.#eos, ...this.#shown, ...this.#hidden];
     return p;
   }
 

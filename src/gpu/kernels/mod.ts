@@ -6,3 +6,4 @@ export * from "./kernel.ts";
 export * from "./dense.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";
+export * from "./tokens.ts";

@@ -24,6 +24,11 @@ export interface SeqSampling extends SamplingParams {
   logprobs?: number;
   /** `bad_words_token_ids`: banned at this step as `bannedByBadWords` says. */
   badWords?: readonly (readonly number[])[];
+  /**
+   * With a sampler over an external token store: where this sequence's tokens lie in it
+   * (`[start, end)`, output from `outputStart`). `history.tokens` is then only read for bad words.
+   */
+  historyAt?: { start: number; outputStart: number; end: number };
 }
 
 export interface SampledToken {
@@ -70,6 +75,27 @@ export function decodeResults(
   return out;
 }
 
+/** The chosen tokens (and top alternatives) of `n` sequences from `result` (and `top`) bytes. */
+export function decodeSampled(
+  result: ArrayBuffer,
+  top: ArrayBuffer | undefined,
+  n: number,
+): SampledToken[] {
+  const u = new Uint32Array(result), f = new Float32Array(result);
+  const tu = top && new Uint32Array(top), tf = top && new Float32Array(top);
+  return Array.from({ length: n }, (_, s) => {
+    const out: SampledToken = { token: u[2 * s]!, logprob: f[2 * s + 1]! };
+    if (tu && tf) {
+      const base = s * 2 * MAX_TOP_LOGPROBS;
+      out.top = {
+        ids: tu.subarray(base, base + MAX_TOP_LOGPROBS),
+        logprobs: tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
+      };
+    }
+    return out;
+  });
+}
+
 export class Sampler {
   readonly words: number;
   readonly params: GPUBuffer;
@@ -85,9 +111,22 @@ export class Sampler {
   readonly ranges: GPUBuffer;
   #history: GPUBuffer;
   #historyCapacity = 0;
+  readonly #external: boolean;
   #dispatches = new Map<string, KernelDispatch[]>();
+  /** The logits buffer the cached dispatches read; a new one (reallocated) drops them. */
+  #logits: GPUBuffer | undefined;
 
-  constructor(readonly device: GPUDevice, readonly maxSeqs: number, readonly vocab: number) {
+  /**
+   * `history`: a token store the engine keeps on the GPU (each sequence's tokens, output ones
+   * appended by the GPU); sequences then say where theirs lie (`historyAt`) instead of being
+   * uploaded every step.
+   */
+  constructor(
+    readonly device: GPUDevice,
+    readonly maxSeqs: number,
+    readonly vocab: number,
+    options: { history?: GPUBuffer } = {},
+  ) {
     this.words = Math.ceil(vocab / 32);
     const f = (label: string, bytes: number) => storageBuffer(device, `sampler:${label}`, bytes);
     this.params = f("params", maxSeqs * PARAM_WORDS * 4);
@@ -97,7 +136,8 @@ export class Sampler {
     this.result = f("result", maxSeqs * 8);
     this.top = f("top", maxSeqs * 2 * MAX_TOP_LOGPROBS * 4);
     this.ranges = f("ranges", maxSeqs * 16);
-    this.#history = f("history", 4);
+    this.#external = options.history !== undefined;
+    this.#history = options.history ?? f("history", 4);
   }
 
   /** Write the batch's parameters, masks and histories (before `encode`). */
@@ -144,6 +184,12 @@ export class Sampler {
         mark(1, banned);
       }
       u32[o + 11] = flags;
+      if (this.#external) {
+        const at = s.historyAt;
+        if (at === undefined) throw new Error("sampler: historyAt is needed with a token store");
+        ranges.set([at.start, at.outputStart, at.end, 0], i * 4);
+        return;
+      }
       ranges.set([
         history.length,
         history.length + s.history.outputStart,
@@ -156,7 +202,7 @@ export class Sampler {
       this.#history.destroy();
       this.#historyCapacity = Math.max(history.length, this.#historyCapacity * 2, 1024);
       this.#history = storageBuffer(this.device, "sampler:history", this.#historyCapacity * 4);
-      this.#dispatches.clear();
+      this.#dropDispatches();
     }
     q.writeBuffer(this.params, 0, words);
     q.writeBuffer(this.masks, 0, masks);
@@ -165,7 +211,11 @@ export class Sampler {
   }
 
   async #prepare(logits: GPUBuffer, seqs: number, writeProbs: boolean): Promise<Dispatch[]> {
-    const key = `${seqs}:${writeProbs}:${logits.label}`;
+    if (logits !== this.#logits) {
+      this.#dropDispatches();
+      this.#logits = logits;
+    }
+    const key = `${seqs}:${writeProbs}`;
     const cached = this.#dispatches.get(key);
     if (cached) return cached;
     const d = this.device;
@@ -247,19 +297,7 @@ export class Sampler {
         ? readBuffer(this.device, this.top, n * 2 * MAX_TOP_LOGPROBS * 4)
         : Promise.resolve(undefined),
     ]);
-    const u = new Uint32Array(buf), f = new Float32Array(buf);
-    const tu = top && new Uint32Array(top), tf = top && new Float32Array(top);
-    return Array.from({ length: n }, (_, s) => {
-      const out: SampledToken = { token: u[2 * s]!, logprob: f[2 * s + 1]! };
-      if (tu && tf) {
-        const base = s * 2 * MAX_TOP_LOGPROBS;
-        out.top = {
-          ids: tu.subarray(base, base + MAX_TOP_LOGPROBS),
-          logprobs: tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
-        };
-      }
-      return out;
-    });
+    return decodeSampled(buf, top, n);
   }
 
   destroy(): void {
@@ -271,9 +309,13 @@ export class Sampler {
       this.result,
       this.top,
       this.ranges,
-      this.#history,
+      ...(this.#external ? [] : [this.#history]),
     ];
     for (const b of owned) b.destroy();
+    this.#dropDispatches();
+  }
+
+  #dropDispatches(): void {
     for (const list of this.#dispatches.values()) for (const d of list) d.uniform.destroy();
     this.#dispatches.clear();
   }

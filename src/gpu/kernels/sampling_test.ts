@@ -1,5 +1,5 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
+import { f32Buffer, seeded, u32Buffer } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   bannedByBadWords,
@@ -53,6 +53,40 @@ Deno.test("every shared sampling case: GPU and float64 reference distributions m
       assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, 1e-5, 0, `${what} (GPU)`);
     });
     sampler.destroy();
+  });
+});
+
+Deno.test("sampler over an external token store: penalties count the tokens where historyAt says", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    // Each case's history sits in the store at a different offset, between unrelated tokens.
+    const store: number[] = [];
+    const seqs: SeqSampling[] = fixture.cases.map((c, i) => {
+      store.push(...Array.from({ length: 3 + i }, (_, j) => (j * 5 + i) % V));
+      const start = store.length;
+      store.push(...c.previous_tokens);
+      const end = store.length;
+      return {
+        ...c.options,
+        history: { tokens: [], outputStart: 0 },
+        historyAt: { start, outputStart: end, end },
+        u: 0.5,
+      };
+    });
+    const buffer = u32Buffer(device, "cases:store", store);
+    const sampler = new Sampler(device, fixture.cases.length, V, { history: buffer });
+    const logits = f32Buffer(device, "cases:logits", fixture.cases.flatMap((c) => c.logits));
+    const { probs } = await sampler.sample(logits, seqs, true);
+    let penalised = 0;
+    fixture.cases.forEach((c, i) => {
+      if (c.options.top_k === 1) return;
+      const o = c.options;
+      if ((o.repetition_penalty ?? 1) !== 1 || (o.frequency_penalty ?? 0) !== 0) penalised++;
+      assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, 1e-5, 0, `case ${i} (store)`);
+    });
+    ok(penalised > 0, "some case has penalties, so the store's contents matter");
+    sampler.destroy();
+    buffer.destroy();
   });
 });
 

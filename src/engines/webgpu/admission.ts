@@ -1,0 +1,47 @@
+/** What a request must satisfy before it joins the WebGPU engine's queue. */
+import { EngineError } from "../../contract/errors.ts";
+import type { PreprocessedRequest } from "../../contract/types.ts";
+import { validateRequest } from "../../contract/validate.ts";
+import { MAX_TOP_LOGPROBS } from "../../gpu/kernels/sampling.ts";
+import type { BlockManager } from "./block_manager.ts";
+
+/**
+ * Throw `InvalidArgument` (or `ResourceExhausted` when the whole cache could not hold the
+ * prompt) naming the field; nothing is queued for a request that fails.
+ */
+export function checkRequest(
+  request: PreprocessedRequest,
+  vocabSize: number,
+  context: number,
+  blocks: BlockManager,
+): void {
+  validateRequest(request);
+  const prompt = request.token_ids;
+  if (prompt.length === 0) throw EngineError.invalidArgument("request.token_ids: empty prompt");
+  const bad = prompt.findIndex((t) => t >= vocabSize);
+  if (bad >= 0) {
+    throw EngineError.invalidArgument(
+      `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${vocabSize}`,
+    );
+  }
+  if (prompt.length >= context) {
+    throw EngineError.invalidArgument(
+      `request.token_ids: ${prompt.length} tokens leave no room in the context of ${context}`,
+    );
+  }
+  if (Math.ceil((prompt.length + 1) / blocks.blockSize) > blocks.numBlocks) {
+    throw new EngineError(
+      "ResourceExhausted",
+      `the prompt needs more KV blocks than the cache has (${blocks.numBlocks})`,
+    );
+  }
+  const n = request.sampling_options.n ?? 1;
+  if (n !== 1) {
+    throw EngineError.invalidArgument(`request.sampling_options.n: ${n} is not supported (1 only)`);
+  }
+  if ((request.output_options.logprobs ?? 0) > MAX_TOP_LOGPROBS) {
+    throw EngineError.invalidArgument(
+      `request.output_options.logprobs: at most ${MAX_TOP_LOGPROBS}`,
+    );
+  }
+}

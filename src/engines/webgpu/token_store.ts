@@ -1,0 +1,96 @@
+/**
+ * Every running sequence's tokens on the GPU, one slot of `context` ids each. The forward pass
+ * gathers a step's input ids from here and the sampler reads penalty histories from here; the
+ * append kernel writes each sampled token into its slot, so the next step can run before the
+ * CPU has read the token back.
+ */
+import { storageBuffer } from "../../gpu/buffers.ts";
+import { encodeDispatches } from "../../gpu/dispatch.ts";
+import type { KernelDispatch } from "../../gpu/kernels/kernel.ts";
+import { prepareAppend } from "../../gpu/kernels/tokens.ts";
+import type { TokenSlots } from "./scheduler.ts";
+import type { Sequence } from "./sequence.ts";
+
+const NOWHERE = 0xffffffff;
+
+export class TokenStore implements TokenSlots {
+  readonly buffer: GPUBuffer;
+  readonly #at: GPUBuffer;
+  readonly #free: number[] = [];
+  readonly #appends = new Map<number, KernelDispatch>();
+
+  #result: GPUBuffer | undefined;
+
+  constructor(readonly device: GPUDevice, readonly slots: number, readonly context: number) {
+    this.buffer = storageBuffer(device, "engine:token_store", slots * context * 4);
+    this.#at = storageBuffer(device, "engine:append_at", slots * 4);
+    for (let i = slots - 1; i >= 0; i--) this.#free.push(i);
+  }
+
+  admit(seq: Sequence): void {
+    const slot = this.#free.pop();
+    if (slot === undefined) throw new Error("token store: no free slot (more running than slots)");
+    seq.slot = slot;
+    // Queue-ordered after every step already submitted, so a previous owner's in-flight appends
+    // land first and are overwritten here.
+    this.device.queue.writeBuffer(
+      this.buffer,
+      slot * this.context * 4,
+      Uint32Array.from(seq.tokens),
+    );
+  }
+
+  evict(seq: Sequence): void {
+    if (seq.slot === undefined) return;
+    this.#free.push(seq.slot);
+    seq.slot = undefined;
+  }
+
+  /** Where `seq`'s tokens start in the store. */
+  start(seq: Sequence): number {
+    if (seq.slot === undefined) throw new Error("token store: sequence has no slot");
+    return seq.slot * this.context;
+  }
+
+  index(seq: Sequence, pos: number): number {
+    return this.start(seq) + pos;
+  }
+
+  /**
+   * Record the append of this step's sampled tokens: row `i` of `result` (the sampler's token id
+   * and logprob bits per sequence; always the same buffer) goes after `seqs[i]`'s tokens.
+   */
+  async encodeAppend(
+    encoder: GPUCommandEncoder,
+    seqs: readonly Sequence[],
+    result: GPUBuffer,
+  ): Promise<void> {
+    if (this.#result !== undefined && this.#result !== result) {
+      throw new Error("token store: appends read one result buffer");
+    }
+    this.#result = result;
+    const at = Uint32Array.from(
+      seqs,
+      (s) => s.length < this.context ? this.index(s, s.length) : NOWHERE,
+    );
+    this.device.queue.writeBuffer(this.#at, 0, at);
+    let d = this.#appends.get(seqs.length);
+    if (d === undefined) {
+      d = await prepareAppend(this.device, {
+        result,
+        at: this.#at,
+        store: this.buffer,
+        count: seqs.length,
+      }, `engine:append:${seqs.length}`);
+      this.#appends.set(seqs.length, d);
+    }
+    encodeDispatches(encoder, [d], "engine:append");
+  }
+
+  destroy(): void {
+    this.buffer.destroy();
+    this.#at.destroy();
+    for (const d of this.#appends.values()) d.uniform.destroy();
+    this.#appends.clear();
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Wrappers for `shaders/tokens.wgsl`: gather a step's input ids from a token store, and append
+ * each sampled token to its sequence's slot, so decode steps chain on the GPU.
+ */
+import { type KernelDispatch, prepareKernel } from "./kernel.ts";
+
+export interface GatherArgs {
+  /** Token ids of every sequence (u32). */
+  store: GPUBuffer;
+  /** Per input token: its index in `store`. */
+  index: GPUBuffer;
+  /** Output ids (u32), `count` of them. */
+  ids: GPUBuffer;
+  count: number;
+}
+
+export function prepareGather(
+  device: GPUDevice,
+  a: GatherArgs,
+  label = "tokens:gather",
+): Promise<KernelDispatch> {
+  return prepareKernel(device, {
+    label,
+    shader: "tokens",
+    entry: "gather",
+    uniform: [a.count, a.store.size / 4, 0, 0],
+    buffers: { 1: a.store, 2: a.index, 3: a.ids },
+    workgroups: [Math.max(1, Math.ceil(a.count / 64))],
+  });
+}
+
+export interface AppendArgs {
+  /** The sampler's result: per sequence a token id, then its logprob bits. */
+  result: GPUBuffer;
+  /** Per sequence: where its token goes in `store` (0xffffffff: nowhere). */
+  at: GPUBuffer;
+  store: GPUBuffer;
+  count: number;
+}
+
+export function prepareAppend(
+  device: GPUDevice,
+  a: AppendArgs,
+  label = "tokens:append",
+): Promise<KernelDispatch> {
+  return prepareKernel(device, {
+    label,
+    shader: "tokens",
+    entry: "append",
+    uniform: [a.count, a.store.size / 4, 0, 0],
+    buffers: { 4: a.result, 5: a.at, 6: a.store },
+    workgroups: [Math.max(1, Math.ceil(a.count / 64))],
+  });
+}
