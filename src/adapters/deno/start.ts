@@ -1,11 +1,11 @@
 /**
- * `npm start` (headless, until the demo lands): load the embedded fortune model on the WebGPU
- * adapter Deno finds, stream a sampled fortune to the terminal, then print the metrics a
- * scraper would read.
+ * `npm start` (headless, until the demo lands): start a `WebGpuEngine` on the embedded fortune
+ * model and the WebGPU adapter Deno finds, stream a sampled fortune to the terminal, drain and
+ * clean up, then print the metrics a scraper would read (model load, drain and cleanup times,
+ * KV cache gauges, request counters).
  */
-import { acquireGpu } from "../../gpu/device.ts";
-import { GpuModel } from "../../model/gpu_model.ts";
-import { generateTokens } from "../../model/generate.ts";
+import { RequestContext } from "../../contract/engine.ts";
+import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { dirFiles } from "./file_source.ts";
@@ -15,44 +15,59 @@ const BOS = 256, EOS = 257;
 const promptText = Deno.args[0] ?? "";
 const seed = Number(Deno.env.get("KILN_SEED") ?? Date.now() % 1_000_000);
 
-const t0 = performance.now();
-const gpu = await acquireGpu({ label: "kiln-start" });
-const model = await GpuModel.load(gpu, dirFiles(MODEL_DIR), { kvBlocks: 64 });
-const loadSeconds = (performance.now() - t0) / 1000;
+const engine = new WebGpuEngine({ files: dirFiles(MODEL_DIR), name: "fortune", kvBlocks: 64 });
+const config = await engine.start(1n);
 const metrics = EngineMetrics.fromHierarchy(
   { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
-  { model: "fortune" },
+  config,
 );
-metrics.lifecycle.setModelLoadTime(loadSeconds);
+metrics.lifecycle.setModelLoadTime(engine.modelLoadTime);
+await engine.setupMetrics({
+  model: config.model,
+  component: "start",
+  model_load_time_seconds: engine.modelLoadTime,
+  metrics,
+});
 const requests = new RequestMetrics(metrics.registry);
 console.error(
-  `fortune on ${gpu.caps.adapter}: loaded in ${loadSeconds.toFixed(2)} s (seed ${seed})`,
+  `fortune on ${config.runtime_data?.adapter}: loaded in ${
+    engine.modelLoadTime.toFixed(2)
+  } s (seed ${seed})`,
 );
 
 const prompt = [BOS, ...new TextEncoder().encode(promptText)];
 const tracker = requests.startRequest("fortune", prompt.length);
-const out = new Uint8Array(1024);
+const decoder = new TextDecoder();
+const write = (s: string) => Deno.stdout.write(new TextEncoder().encode(s));
+await write(promptText);
 let n = 0;
-await Deno.stdout.write(new TextEncoder().encode(promptText));
 const tGen = performance.now();
+const ctx = new RequestContext();
 for await (
-  const { token } of generateTokens(model, prompt, {
-    maxTokens: 400,
-    temperature: 0.8,
-    top_p: 0.95,
-    seed,
-    stopTokens: [EOS],
-  })
+  const chunk of engine.generate({
+    model: config.model,
+    token_ids: prompt,
+    stop_conditions: { max_tokens: Number(Deno.env.get("KILN_MAX_TOKENS") ?? 400) },
+    sampling_options: { temperature: 0.8, top_p: 0.95, seed },
+    output_options: {},
+    eos_token_ids: [EOS],
+    annotations: [],
+  }, ctx)
 ) {
-  tracker.tokens();
-  if (token < 256) {
-    out[n++] = token;
-    await Deno.stdout.write(Uint8Array.of(token));
-  }
+  const bytes = chunk.token_ids.filter((t) => t < 256);
+  n += chunk.token_ids.length;
+  if (chunk.token_ids.length > 0) tracker.tokens(chunk.token_ids.length);
+  await write(decoder.decode(Uint8Array.from(bytes), { stream: true }));
+  if (chunk.finish_reason) tracker.finish("success");
 }
-tracker.finish("success");
+await write(decoder.decode());
 const seconds = (performance.now() - tGen) / 1000;
-console.log(`\n\n(${n} bytes in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
-model.destroy();
+console.log(`\n\n(${n} tokens in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
+let t = performance.now();
+await engine.drain();
+metrics.lifecycle.setDrainTime((performance.now() - t) / 1000);
+t = performance.now();
+await engine.cleanup();
+metrics.lifecycle.setCleanupTime((performance.now() - t) / 1000);
 console.log("\n--- metrics (Prometheus text) ---");
 console.log(metrics.render().body);
