@@ -1,0 +1,97 @@
+/**
+ * `deno task serve --model DIR [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
+ * a `WorkerEngine` (the WebGPU engine in a Deno Worker) behind the OpenAI-compatible server,
+ * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain, then clean up.
+ */
+import { EngineMetrics } from "../../metrics/engine_metrics.ts";
+import { RequestMetrics } from "../../metrics/request_metrics.ts";
+import { KilnServer } from "../../server/app.ts";
+import { loadText } from "../../text/load.ts";
+import { WorkerEngine } from "../../worker/client.ts";
+import { dirFiles } from "./file_source.ts";
+
+const args = new Map<string, string>();
+for (let i = 0; i < Deno.args.length; i += 2) {
+  const k = Deno.args[i]!, v = Deno.args[i + 1];
+  if (!k.startsWith("--") || v === undefined) {
+    console.error(`usage: serve --model DIR [--port 8080] [--host 127.0.0.1] [--api-key KEY]`);
+    Deno.exit(2);
+  }
+  args.set(k.slice(2), v);
+}
+const dir = args.get("model") ?? new URL("../../../models/fortune/", import.meta.url).pathname;
+const name = args.get("name") ?? dir.replace(/\/+$/, "").split("/").pop() ?? "model";
+const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
+
+const engine = new WorkerEngine(
+  () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
+  {
+    model: { kind: "dir", path: dir, name },
+    kvBlocks: Number(args.get("kv-blocks") ?? 256),
+    maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
+  },
+);
+const hierarchy = { namespace: "kiln", component: "serve", endpoint: "generate", workerId: 1n };
+let metrics = EngineMetrics.fromHierarchy(hierarchy);
+const requests = new RequestMetrics();
+const server = new KilnServer({
+  engine,
+  metrics,
+  requests,
+  ...(apiKey ? { apiKey } : {}),
+  maxQueued: Number(args.get("max-queued") ?? 64),
+});
+
+const http = Deno.serve({
+  hostname: args.get("host") ?? "127.0.0.1",
+  port: Number(args.get("port") ?? 8080),
+  onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
+}, (req) => server.fetch(req));
+
+// A progress line while the model loads (the worker reports no byte counts yet).
+const t0 = performance.now();
+const bar = setInterval(() => {
+  const s = ((performance.now() - t0) / 1000).toFixed(1);
+  Deno.stderr.writeSync(new TextEncoder().encode(`\rloading ${name} ... ${s} s`));
+}, 250);
+try {
+  const [config, text] = await Promise.all([engine.start(1n), loadText(dirFiles(dir))]);
+  const loaded = (performance.now() - t0) / 1000;
+  // Now with the model's labels.
+  metrics = EngineMetrics.fromHierarchy(hierarchy, config);
+  metrics.lifecycle.setModelLoadTime(loaded);
+  await engine.setupMetrics({
+    model: config.model,
+    component: "serve",
+    model_load_time_seconds: loaded,
+    metrics,
+  });
+  server.ready(config, text, metrics);
+  clearInterval(bar);
+  console.error(`\rloaded ${name} in ${loaded.toFixed(2)} s: ready`);
+} catch (e) {
+  clearInterval(bar);
+  console.error(`\nfailed to load ${dir}: ${(e as Error).message}`);
+  await engine.cleanup();
+  await http.shutdown();
+  Deno.exit(1);
+}
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  let t = performance.now();
+  await engine.drain();
+  metrics.lifecycle.setDrainTime((performance.now() - t) / 1000);
+  t = performance.now();
+  await engine.cleanup();
+  metrics.lifecycle.setCleanupTime((performance.now() - t) / 1000);
+  console.error(
+    metrics.render().body.split("\n").filter((l) => /_time_seconds\{/.test(l)).join("\n"),
+  );
+  await http.shutdown();
+  Deno.exit(0);
+};
+Deno.addSignalListener("SIGINT", stop);
+Deno.addSignalListener("SIGTERM", stop);

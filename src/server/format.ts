@@ -1,0 +1,138 @@
+/** OpenAI response bodies and stream chunks for completions and chat completions. */
+import type { TokenLogprob } from "./generation.ts";
+import type { Job } from "./requests.ts";
+
+export interface Choice {
+  index: number;
+  text: string;
+  logprobs: TokenLogprob[];
+  finish: string | null;
+}
+
+const bytes = (s: string) => [...new TextEncoder().encode(s)];
+
+function completionLogprobs(lp: TokenLogprob[], offset: number) {
+  const text_offset: number[] = [];
+  let at = offset;
+  for (const t of lp) {
+    text_offset.push(at);
+    at += t.token.length;
+  }
+  return {
+    tokens: lp.map((t) => t.token),
+    token_logprobs: lp.map((t) => t.logprob),
+    top_logprobs: lp.map((t) => Object.fromEntries(t.top.map((x) => [x.token, x.logprob]))),
+    text_offset,
+  };
+}
+
+function chatLogprobs(lp: TokenLogprob[]) {
+  return {
+    content: lp.map((t) => ({
+      token: t.token,
+      logprob: t.logprob,
+      bytes: bytes(t.token),
+      top_logprobs: t.top.map((x) => ({
+        token: x.token,
+        logprob: x.logprob,
+        bytes: bytes(x.token),
+      })),
+    })),
+  };
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export const usage = (prompt: number, completion: number): Usage => ({
+  prompt_tokens: prompt,
+  completion_tokens: completion,
+  total_tokens: prompt + completion,
+});
+
+/** A whole response (non-streaming). */
+export function responseBody(
+  job: Job,
+  id: string,
+  created: number,
+  choices: Choice[],
+  u: Usage,
+): Record<string, unknown> {
+  const common = { id, created, model: job.model, usage: u };
+  if (job.chat) {
+    return {
+      ...common,
+      object: "chat.completion",
+      choices: choices.map((c) => ({
+        index: c.index,
+        message: { role: "assistant", content: c.text },
+        logprobs: job.logprobs === undefined ? null : chatLogprobs(c.logprobs),
+        finish_reason: c.finish,
+      })),
+    };
+  }
+  return {
+    ...common,
+    object: "text_completion",
+    choices: choices.map((c) => ({
+      index: c.index,
+      text: c.text,
+      logprobs: job.logprobs === undefined ? null : completionLogprobs(c.logprobs, 0),
+      finish_reason: c.finish,
+    })),
+  };
+}
+
+/** One streamed chunk for one choice; `first` adds the chat role; `offset` is text so far. */
+export function chunkBody(
+  job: Job,
+  id: string,
+  created: number,
+  c: Choice,
+  first: boolean,
+  offset: number,
+): Record<string, unknown> {
+  const common = { id, created, model: job.model };
+  if (job.chat) {
+    return {
+      ...common,
+      object: "chat.completion.chunk",
+      choices: [{
+        index: c.index,
+        delta: { ...(first ? { role: "assistant" } : {}), ...(c.text ? { content: c.text } : {}) },
+        logprobs: job.logprobs === undefined ? null : chatLogprobs(c.logprobs),
+        finish_reason: c.finish,
+      }],
+    };
+  }
+  return {
+    ...common,
+    object: "text_completion",
+    choices: [{
+      index: c.index,
+      text: c.text,
+      logprobs: job.logprobs === undefined ? null : completionLogprobs(c.logprobs, offset),
+      finish_reason: c.finish,
+    }],
+  };
+}
+
+/** The usage-only chunk of `stream_options.include_usage`. */
+export function usageChunk(
+  job: Job,
+  id: string,
+  created: number,
+  u: Usage,
+): Record<string, unknown> {
+  return {
+    id,
+    created,
+    model: job.model,
+    object: job.chat ? "chat.completion.chunk" : "text_completion",
+    choices: [],
+    usage: u,
+  };
+}

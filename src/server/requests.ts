@@ -1,0 +1,173 @@
+/**
+ * OpenAI `/v1/completions` and `/v1/chat/completions` bodies, checked and turned into what the
+ * engine takes (plus the text-side options: stop strings, logprobs, streaming).
+ */
+import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
+import type { ModelText } from "../text/load.ts";
+import { HttpError } from "./errors.ts";
+
+export interface Job {
+  chat: boolean;
+  model: string;
+  prompt: number[];
+  n: number;
+  stream: boolean;
+  includeUsage: boolean;
+  stop: string[];
+  includeStop: boolean;
+  skipSpecial: boolean;
+  /** Top alternatives per token (0 = only the chosen token's logprob); undefined: none. */
+  logprobs: number | undefined;
+  /** The request for choice `i` (seeds differ per choice). */
+  request(i: number): PreprocessedRequest;
+}
+
+export interface Limits {
+  maxN: number;
+  contextLength: number;
+  maxLogprobs: number;
+}
+
+type Body = Record<string, unknown>;
+
+const num = (b: Body, k: string, lo: number, hi: number, int = false): number | undefined => {
+  const v = b[k];
+  if (v === undefined || v === null) return undefined;
+  if (
+    typeof v !== "number" || !Number.isFinite(v) || v < lo || v > hi ||
+    (int && !Number.isInteger(v))
+  ) {
+    throw HttpError.badRequest(
+      `${k}: expected ${int ? "an integer" : "a number"} in [${lo}, ${hi}], got ${
+        JSON.stringify(v)
+      }`,
+      k,
+    );
+  }
+  return v;
+};
+
+const bool = (b: Body, k: string): boolean | undefined => {
+  const v = b[k];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw HttpError.badRequest(`${k}: expected a boolean`, k);
+  return v;
+};
+
+function stops(b: Body): string[] {
+  const v = b.stop;
+  if (v === undefined || v === null) return [];
+  const list = typeof v === "string" ? [v] : v;
+  if (!Array.isArray(list) || list.length > 4 || !list.every((s) => typeof s === "string")) {
+    throw HttpError.badRequest("stop: expected a string or up to 4 strings", "stop");
+  }
+  return list as string[];
+}
+
+function prompt(b: Body, text: ModelText): number[] {
+  const p = b.prompt;
+  if (typeof p === "string") return text.tokenizer.encode(p);
+  if (Array.isArray(p) && p.length === 1 && typeof p[0] === "string") {
+    return text.tokenizer.encode(p[0]);
+  }
+  if (Array.isArray(p) && p.length > 0 && p.every((t) => Number.isInteger(t) && t >= 0)) {
+    return p as number[];
+  }
+  throw HttpError.badRequest("prompt: expected a string or an array of token ids", "prompt");
+}
+
+function chatPrompt(b: Body, text: ModelText): number[] {
+  const m = b.messages;
+  if (!Array.isArray(m) || m.length === 0) {
+    throw HttpError.badRequest("messages: expected a non-empty array", "messages");
+  }
+  const messages = m.map((x, i) => {
+    const content = typeof x?.content === "string"
+      ? x.content
+      : Array.isArray(x?.content)
+      ? x.content.filter((c: Body) => c?.type === "text").map((c: Body) => c.text).join("")
+      : undefined;
+    if (typeof x?.role !== "string" || typeof content !== "string") {
+      throw HttpError.badRequest(`messages[${i}]: expected a role and text content`, "messages");
+    }
+    return { role: x.role as string, content };
+  });
+  const rendered = text.chat.render(messages, text.tokenizer.specialTokens);
+  // The template writes the special tokens it wants (BOS included) itself.
+  return text.tokenizer.encode(rendered, { addSpecial: text.chat.isDefault });
+}
+
+/** Check a body and build the job; `chat` picks the chat form. Throws `HttpError` 400. */
+export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw HttpError.badRequest("the body must be a JSON object");
+  }
+  const b = body as Body;
+  if (typeof b.model !== "string") throw HttpError.badRequest("model: required", "model");
+  const ids = chat ? chatPrompt(b, text) : prompt(b, text);
+  const n = num(b, "n", 1, Infinity, true) ?? 1;
+  if (n > limits.maxN) throw HttpError.badRequest(`n: at most ${limits.maxN}`, "n");
+  const room = limits.contextLength - ids.length;
+  if (room <= 0) {
+    throw HttpError.badRequest(
+      `the prompt is ${ids.length} tokens; the context is ${limits.contextLength}`,
+      chat ? "messages" : "prompt",
+    );
+  }
+  const maxTokens = num(b, chat ? "max_completion_tokens" : "max_tokens", 0, Infinity, true) ??
+    num(b, "max_tokens", 0, Infinity, true) ?? (chat ? room : 16);
+  if (maxTokens > room) {
+    throw HttpError.badRequest(
+      `max_tokens: ${maxTokens} does not fit: the prompt is ${ids.length} tokens of a ${limits.contextLength} context`,
+      "max_tokens",
+    );
+  }
+  let logprobs: number | undefined;
+  if (chat) {
+    if (bool(b, "logprobs")) logprobs = num(b, "top_logprobs", 0, limits.maxLogprobs, true) ?? 0;
+  } else logprobs = num(b, "logprobs", 0, limits.maxLogprobs, true);
+  const sampling: SamplingOptions = {};
+  const set = <K extends keyof SamplingOptions>(k: K, v: SamplingOptions[K] | undefined) => {
+    if (v !== undefined) sampling[k] = v;
+  };
+  set("temperature", num(b, "temperature", 0, 2));
+  set("top_p", num(b, "top_p", 0, 1));
+  set("top_k", num(b, "top_k", -1, Infinity, true));
+  set("min_p", num(b, "min_p", 0, 1));
+  set("presence_penalty", num(b, "presence_penalty", -2, 2));
+  set("frequency_penalty", num(b, "frequency_penalty", -2, 2));
+  set("repetition_penalty", num(b, "repetition_penalty", 0.01, 10));
+  const seed = num(b, "seed", -(2 ** 53), 2 ** 53, true);
+  const streamOptions = b.stream_options as Body | undefined;
+  const minTokens = num(b, "min_tokens", 0, maxTokens, true);
+  const ignoreEos = bool(b, "ignore_eos");
+  const job: Job = {
+    chat,
+    model: b.model,
+    prompt: ids,
+    n,
+    stream: bool(b, "stream") ?? false,
+    includeUsage: streamOptions?.include_usage === true,
+    stop: stops(b),
+    includeStop: bool(b, "include_stop_str_in_output") ?? false,
+    skipSpecial: bool(b, "skip_special_tokens") ?? true,
+    logprobs,
+    request: (i) => ({
+      model: b.model as string,
+      token_ids: ids,
+      stop_conditions: {
+        max_tokens: maxTokens,
+        ...(minTokens === undefined ? {} : { min_tokens: minTokens }),
+        ...(ignoreEos === undefined ? {} : { ignore_eos: ignoreEos }),
+      },
+      sampling_options: {
+        ...sampling,
+        ...(seed === undefined ? {} : { seed: Math.abs(seed + i) % 2 ** 52 }),
+      },
+      output_options: logprobs === undefined ? {} : { logprobs },
+      eos_token_ids: [...text.tokenizer.eosTokenIds],
+      annotations: [],
+    }),
+  };
+  return job;
+}
