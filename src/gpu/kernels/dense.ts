@@ -73,6 +73,20 @@ export const MATVEC_ROWS = 8;
 /** Above this many rows the tiled kernel is used. */
 export const MATVEC_MAX_M = 32;
 
+/** Invocations per workgroup of the subgroup matrix-vector kernel. */
+const SUBGROUP_MATVEC_WG = 128;
+
+/**
+ * Output rows per workgroup of the subgroup kernel: one per subgroup at the smallest subgroup
+ * size the adapter reports (8 when it reports none), at most 32.
+ */
+function subgroupRowsPerWorkgroup(device: GPUDevice): number {
+  // adapterInfo is newer than some implementations: read it optionally.
+  const min = (device.adapterInfo as GPUAdapterInfo | undefined)?.subgroupMinSize;
+  const rows = min !== undefined && min > 0 ? SUBGROUP_MATVEC_WG / min : 8;
+  return Math.max(1, Math.min(32, Math.floor(rows)));
+}
+
 const noBias = new WeakMap<GPUDevice, GPUBuffer>();
 
 /** The shader always declares the bias binding; without a bias it reads this (HAS_BIAS off). */
@@ -97,6 +111,25 @@ export function prepareLinear(
   const constants = { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], HAS_BIAS: a.b ? 1 : 0 };
   const uniform = [a.m, a.n, a.k, 0];
   if (a.m <= MATVEC_MAX_M && a.k % (a.dtype === "f32" ? 4 : 8) === 0) {
+    if (device.features.has("subgroups")) {
+      // One subgroup per output row, reduced with subgroupAdd: no barrier.
+      const rpw = subgroupRowsPerWorkgroup(device);
+      const [gx, gy] = grid(device, Math.ceil(a.n / rpw));
+      return prepareKernel(device, {
+        label,
+        shader: "matvec_subgroups",
+        entry: "main",
+        constants: {
+          ...constants,
+          ROWS: Math.min(a.m, MATVEC_ROWS),
+          WG: SUBGROUP_MATVEC_WG,
+          RPW: rpw,
+        },
+        uniform,
+        buffers,
+        workgroups: [gx, gy, Math.ceil(a.m / MATVEC_ROWS)],
+      });
+    }
     // 16-byte weight loads, four in flight per thread, four output rows per workgroup.
     const [gx, gy] = grid(device, Math.ceil(a.n / 4));
     return prepareKernel(device, {

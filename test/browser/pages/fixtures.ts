@@ -1,6 +1,8 @@
 /**
- * In Chromium (SwiftShader WebGPU: subgroups, no f16): every reference model loaded over HTTP
- * with Range requests, its logits compared with HF's, and the sampler against the shared cases.
+ * In Chromium (SwiftShader WebGPU: subgroups, no f16): the linear kernels (the subgroup
+ * matrix-vector path, which Deno's adapters never take) against their reference, every
+ * reference model loaded over HTTP with Range requests, its logits compared with HF's, and the
+ * sampler against the shared cases.
  */
 import { acquireGpu } from "../../../src/gpu/device.ts";
 import { GpuModel } from "../../../src/model/gpu_model.ts";
@@ -10,6 +12,7 @@ import { Sampler } from "../../../src/gpu/kernels/sampling.ts";
 import { uploadBuffer } from "../../../src/gpu/buffers.ts";
 import type { SamplingParams } from "../../../src/gpu/reference/sampling.ts";
 import { runChecks } from "./report.ts";
+import { linearCheck } from "./linear.ts";
 
 const MODELS = [
   "test/fixtures/models/llama-gqa-f32",
@@ -84,6 +87,7 @@ await runChecks([
     () =>
       Promise.resolve(`${gpu.caps.adapter} f16=${gpu.caps.f16} subgroups=${gpu.caps.subgroups}`),
   ],
+  linearCheck(gpu.device),
   ...MODELS.map(modelCheck),
   samplerCheck,
 ]);

@@ -1,0 +1,70 @@
+/**
+ * Linear kernels against `linearRef` over odd shapes, on the page's device: where the adapter
+ * offers `subgroups` (SwiftShader does) the decode shapes take `matvec_subgroups.wgsl`, a path
+ * the Deno tests cannot reach.
+ */
+import { decodeWeights, encodeWeights, type WeightDtype } from "../../../src/gpu/dtype.ts";
+import { uploadBuffer } from "../../../src/gpu/buffers.ts";
+import { prepareLinear } from "../../../src/gpu/kernels/dense.ts";
+import { linearRef } from "../../../src/gpu/reference/dense.ts";
+import { assertClose, withErrorScopes } from "../../support/gpu.ts";
+import { asF32, f32Buffer, outBuffer, runRead, seeded } from "../../support/kernel_harness.ts";
+
+// M up to 9 (two z-slices of 8 rows), N not a multiple of any rows-per-workgroup, K with few
+// and many 16-byte loads per lane; the last shape takes the scalar path (K odd).
+const SHAPES: readonly (readonly [number, number, number])[] = [
+  [1, 131, 64],
+  [3, 45, 256],
+  [8, 7, 264],
+  [9, 130, 8],
+  [1, 33, 1000],
+  [2, 5, 3],
+];
+const DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
+
+export const linearCheck = (
+  device: GPUDevice,
+): readonly [string, () => Promise<string>] =>
+  [
+    `linear kernels match the reference (subgroups ${device.features.has("subgroups")})`,
+    async () => {
+      let cases = 0;
+      for (const dtype of DTYPES) {
+        for (const [m, n, k] of SHAPES) {
+          await withErrorScopes(device, async () => {
+            const wBytes = encodeWeights(seeded(2 + m, n * k, 0.5), dtype);
+            const bBytes = encodeWeights(seeded(3 + n, n, 0.5), dtype);
+            const x = asF32(seeded(4 + k, m * k));
+            for (const withBias of [false, true]) {
+              const y = outBuffer(device, "lin:y", m * n);
+              const d = await prepareLinear(device, {
+                x: f32Buffer(device, "lin:x", x),
+                w: uploadBuffer(device, "lin:w", wBytes),
+                ...(withBias ? { b: uploadBuffer(device, "lin:b", bBytes) } : {}),
+                y,
+                m,
+                n,
+                k,
+                dtype,
+              });
+              const ref = linearRef(
+                x,
+                decodeWeights(wBytes, dtype),
+                withBias ? decodeWeights(bBytes, dtype) : undefined,
+                m,
+                n,
+                k,
+              );
+              const got = await runRead(device, [d], y, m * n);
+              assertClose(got, ref, 1e-5 * k, 1e-5, `linear ${dtype} ${m}x${n}x${k}`);
+              cases++;
+            }
+          });
+        }
+      }
+      return `${cases} cases (${d(device)})`;
+    },
+  ] as const;
+
+const d = (device: GPUDevice) =>
+  device.features.has("subgroups") ? "matvec_subgroups for K % 8 == 0" : "no subgroups";
