@@ -182,7 +182,13 @@ export class WebGpuEngine implements LLMEngine {
       if (seq.maxTokens === 0) seq.finishEmpty();
       else {
         this.#scheduler!.waiting.push(seq);
-        signal.addEventListener("abort", () => this.#wake?.(), { once: true });
+        // End the stream at once, not when the step in flight is read back (a slow device
+        // may take seconds per step); the loop frees its blocks at its next turn, and tokens
+        // still in flight for it are dropped.
+        signal.addEventListener("abort", () => {
+          seq.cancel();
+          this.#wake?.();
+        }, { once: true });
         this.#kick();
       }
       yield* seq.channel.drain();
