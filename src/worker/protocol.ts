@@ -11,7 +11,9 @@ export type ModelSpec =
   /** A checkpoint directory on disk (Deno workers). */
   | { kind: "dir"; path: string; name: string }
   /** A checkpoint under a base URL (browsers; HF `resolve/main` layouts). */
-  | { kind: "url"; base: string; name: string };
+  | { kind: "url"; base: string; name: string }
+  /** Checkpoint files picked, dropped or fetched in a page (`File`s are structured-cloneable). */
+  | { kind: "files"; files: File[]; name: string };
 
 export interface HostOptions {
   model: ModelSpec;

@@ -1,6 +1,5 @@
 /** A worker that runs the real engine host, and dies on demand (message "crash"). */
-import { urlFiles } from "../../src/model/source.ts";
-import { dirFiles } from "../../src/adapters/deno/file_source.ts";
+import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import { exposeHost } from "../../src/worker/host.ts";
 
 const crashOnDemand: EventListenerObject = {
@@ -13,4 +12,4 @@ const crashOnDemand: EventListenerObject = {
   },
 };
 globalThis.addEventListener("message", crashOnDemand);
-exposeHost((spec) => (spec.kind === "dir" ? dirFiles(spec.path) : urlFiles(spec.base)));
+exposeHost(specFiles);

@@ -1,11 +1,13 @@
-/** The browser Web Worker module: exposes the engine host, with checkpoints read over HTTP. */
+/**
+ * The browser Web Worker module: exposes the engine host, with checkpoints read over HTTP or
+ * from `File`s handed over by the page.
+ */
 import { EngineError } from "../../contract/errors.ts";
-import { urlFiles } from "../../model/source.ts";
+import { fileListFiles, urlFiles } from "../../model/source.ts";
 import { exposeHost } from "../../worker/host.ts";
 
 exposeHost((spec) => {
-  if (spec.kind !== "url") {
-    throw EngineError.invalidArgument("a browser worker loads models from URLs only");
-  }
-  return urlFiles(spec.base);
+  if (spec.kind === "url") return urlFiles(spec.base);
+  if (spec.kind === "files") return fileListFiles(spec.files);
+  throw EngineError.invalidArgument("a browser worker loads models from URLs or Files only");
 });

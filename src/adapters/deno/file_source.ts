@@ -1,5 +1,6 @@
 /** Model files on disk (Deno): read ranges with seek + read, never the whole file at once. */
-import type { ByteSource, ModelFiles } from "../../model/source.ts";
+import { type ByteSource, fileListFiles, type ModelFiles, urlFiles } from "../../model/source.ts";
+import type { ModelSpec } from "../../worker/protocol.ts";
 
 export async function fileSource(path: string): Promise<ByteSource | undefined> {
   let size: number;
@@ -31,4 +32,16 @@ export async function fileSource(path: string): Promise<ByteSource | undefined> 
 export function dirFiles(dir: string): ModelFiles {
   const root = dir.endsWith("/") ? dir : `${dir}/`;
   return { location: root, open: (name) => fileSource(root + name) };
+}
+
+/** The files a worker's model spec names, as a Deno worker reads them. */
+export function specFiles(spec: ModelSpec): ModelFiles {
+  switch (spec.kind) {
+    case "dir":
+      return dirFiles(spec.path);
+    case "url":
+      return urlFiles(spec.base);
+    case "files":
+      return fileListFiles(spec.files);
+  }
 }
