@@ -1,7 +1,7 @@
 /**
  * Type check the sources three times: for Deno (everything), for a browser page (DOM lib with
  * @webgpu/types) and for a Web Worker (WebWorker lib); the last two skip Deno adapters, CLIs,
- * Deno tests and (for the worker) the test pages. Used by `deno task check`.
+ * Deno tests and (for the worker) the test pages and the demo. Used by `deno task check`.
  */
 const root = new URL("../", import.meta.url);
 
@@ -37,12 +37,14 @@ async function check(label: string, args: string[]): Promise<boolean> {
 
 const src = await files("src");
 const browserPages = await files("test/browser/pages");
+// The web demo's modules (its Vite config is Node-side and checked by Vite itself).
+const demo = (await files("demo")).filter((f) => !f.endsWith(".config.ts"));
 const denoSide = [
   ...src,
   ...(await files("test")).filter((f) => !f.startsWith("test/browser/")),
   ...await files("bench"),
 ];
-const browserSide = [...src.filter((f) => !isDenoOnly(f)), ...browserPages];
+const browserSide = [...src.filter((f) => !isDenoOnly(f)), ...browserPages, ...demo];
 const workerSide = src.filter((f) => !isDenoOnly(f));
 const ok = (await check("deno", denoSide)) &&
   (await check("browser: dom + @webgpu/types", [

@@ -1,10 +1,10 @@
-/** `npm start`'s program: a fortune streamed by the WebGPU engine, then metrics promtool accepts. */
+/** `npm run fortune`: a fortune streamed by the WebGPU engine, then metrics promtool accepts. */
 import { equal, ok } from "node:assert/strict";
 import { promtoolCheck } from "./support/promtool.ts";
 
-Deno.test("npm start streams a fortune from the engine and prints metrics promtool accepts", async () => {
+Deno.test("npm run fortune streams a fortune from the engine and prints metrics promtool accepts", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../src/adapters/deno/start.ts", import.meta.url).pathname, "A "],
+    args: ["run", "-A", new URL("../src/adapters/deno/fortune.ts", import.meta.url).pathname, "A "],
     env: { KILN_SEED: "11", KILN_MAX_TOKENS: "48" },
     stdout: "piped",
     stderr: "piped",

@@ -1,5 +1,5 @@
 /**
- * `npm start` (headless, until the demo lands): start a `WebGpuEngine` on the embedded fortune
+ * `npm run fortune` (headless; `npm start` is the web demo): start a `WebGpuEngine` on the embedded fortune
  * model and the WebGPU adapter Deno finds, stream a sampled fortune to the terminal, drain and
  * clean up, then print the metrics a scraper would read (model load, drain and cleanup times,
  * KV cache gauges, request counters).

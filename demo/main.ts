@@ -1,0 +1,281 @@
+/**
+ * The Kiln demo: the embedded fortune model (or one loaded from a URL or local files) in a Web
+ * Worker behind `WorkerEngine`, streaming into the page, with a Stop button on an AbortSignal,
+ * sampling controls, a chat mode for models with a chat template, and a live metrics panel drawn
+ * from the engine's Prometheus text. `document.body.dataset.state` says what it is doing
+ * (`loading`, `ready`, `generating`, `error`, `no-webgpu`).
+ */
+import { RequestContext } from "../src/contract/engine.ts";
+import type { EngineConfig, FinishReason } from "../src/contract/types.ts";
+import { EngineMetrics } from "../src/metrics/engine_metrics.ts";
+import { RequestMetrics } from "../src/metrics/request_metrics.ts";
+import { fileListFiles } from "../src/model/source.ts";
+import { IncrementalDetokenizer } from "../src/text/detokenizer.ts";
+import { loadText, type ModelText } from "../src/text/load.ts";
+import { WorkerEngine } from "../src/worker/client.ts";
+import { MetricsPanel } from "./metrics_panel.ts";
+import { checkFiles, clearModelCache, filesFromUrl } from "./model_source.ts";
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const ui = {
+  app: $("app"),
+  modelName: $("model-name"),
+  status: $("status"),
+  progress: $<HTMLProgressElement>("progress"),
+  error: $("error"),
+  urlForm: $<HTMLFormElement>("url-form"),
+  url: $<HTMLInputElement>("model-url"),
+  files: $<HTMLInputElement>("model-files"),
+  drop: $("drop-zone"),
+  clearCache: $<HTMLButtonElement>("clear-cache"),
+  form: $<HTMLFormElement>("generate-form"),
+  prompt: $<HTMLTextAreaElement>("prompt"),
+  temperature: $<HTMLInputElement>("temperature"),
+  topP: $<HTMLInputElement>("top-p"),
+  topK: $<HTMLInputElement>("top-k"),
+  maxTokens: $<HTMLInputElement>("max-tokens"),
+  seed: $<HTMLInputElement>("seed"),
+  chat: $<HTMLInputElement>("chat"),
+  generate: $<HTMLButtonElement>("generate"),
+  stop: $<HTMLButtonElement>("stop"),
+  output: $("output"),
+  finish: $("finish"),
+};
+
+type State = "loading" | "ready" | "generating" | "error" | "no-webgpu";
+function setState(state: State, status: string): void {
+  document.body.dataset.state = state;
+  ui.status.textContent = status;
+  const busy = state === "loading" || state === "generating";
+  ui.generate.disabled = busy || loaded === undefined;
+  ui.stop.disabled = state !== "generating";
+  for (const el of [ui.url, ui.files, ui.clearCache]) el.disabled = busy;
+}
+
+function showError(message: string | undefined): void {
+  ui.error.hidden = message === undefined;
+  ui.error.textContent = message ?? "";
+}
+
+interface Loaded {
+  engine: WorkerEngine;
+  config: EngineConfig;
+  text: ModelText;
+  metrics: EngineMetrics;
+  requests: RequestMetrics;
+}
+let loaded: Loaded | undefined;
+let running: AbortController | undefined;
+const panel = new MetricsPanel($("metrics"));
+
+const worker = () =>
+  new Worker(new URL("../src/adapters/browser/worker.ts", import.meta.url), {
+    type: "module",
+    name: "kiln-engine",
+  });
+
+/** Replace the current model with `files`. */
+async function load(files: File[], name: string): Promise<void> {
+  setState("loading", `starting ${name}…`);
+  const previous = loaded;
+  loaded = undefined;
+  await previous?.engine.cleanup();
+  const text = await loadText(fileListFiles(files));
+  const engine = new WorkerEngine(worker, { model: { kind: "files", files, name } });
+  const t0 = performance.now();
+  let config: EngineConfig;
+  try {
+    config = await engine.start(0n);
+  } catch (e) {
+    await engine.cleanup();
+    throw e;
+  }
+  const loadTime = (performance.now() - t0) / 1000;
+  const metrics = EngineMetrics.fromHierarchy(
+    { namespace: "kiln", component: "demo", endpoint: "generate", workerId: 0n },
+    config,
+  );
+  metrics.lifecycle.setModelLoadTime(loadTime);
+  await engine.setupMetrics({
+    model: config.model,
+    component: "demo",
+    model_load_time_seconds: loadTime,
+    metrics,
+  });
+  loaded = { engine, config, text, metrics, requests: new RequestMetrics(metrics.registry) };
+  ui.modelName.textContent = `${name} (${config.context_length} tokens of context)`;
+  ui.chat.disabled = text.chat.isDefault;
+  ui.chat.checked = ui.chat.checked && !text.chat.isDefault;
+  setState(
+    "ready",
+    `ready: ${config.runtime_data?.adapter ?? "WebGPU"}, loaded in ${loadTime.toFixed(1)} s`,
+  );
+}
+
+async function guarded(what: string, fn: () => Promise<void>): Promise<void> {
+  showError(undefined);
+  try {
+    await fn();
+  } catch (e) {
+    const err = e as Error;
+    showError(`${what}: ${err.name === "Error" ? "" : `${err.name}: `}${err.message}`);
+    setState(loaded ? "ready" : "error", loaded ? "ready" : "no model loaded");
+  } finally {
+    ui.progress.hidden = true;
+  }
+}
+
+function progress(loadedBytes: number, total: number, file: string): void {
+  ui.progress.hidden = false;
+  ui.progress.max = Math.max(total, 1);
+  ui.progress.value = loadedBytes;
+  const mb = (n: number) => (n / 1e6).toFixed(1);
+  ui.status.textContent = `downloading ${file}: ${mb(loadedBytes)} / ${mb(total)} MB`;
+}
+
+function loadUrl(base: string): Promise<void> {
+  return guarded(`loading ${base}`, async () => {
+    setState("loading", `downloading ${base}…`);
+    const files = await filesFromUrl(base, progress);
+    const name = new URL(base).pathname.split("/").filter((p) =>
+      p && p !== "resolve" && p !== "main"
+    )
+      .slice(-1)[0] ?? "model";
+    await load(files, name);
+  });
+}
+
+function loadFiles(list: FileList | null): Promise<void> {
+  const files = [...(list ?? [])];
+  return guarded("loading the files", async () => {
+    checkFiles(files);
+    await load(
+      files,
+      files.find((f) => f.name.endsWith(".safetensors"))!.name.replace(/\..*$/, ""),
+    );
+  });
+}
+
+/** The prompt's token ids: chat messages through the template, or the text as it is. */
+function promptIds(m: Loaded, prompt: string): number[] {
+  if (ui.chat.checked) {
+    const rendered = m.text.chat.render(
+      [{ role: "user", content: prompt }],
+      m.text.tokenizer.specialTokens,
+    );
+    return m.text.tokenizer.encode(rendered, { addSpecial: false });
+  }
+  return m.text.tokenizer.encode(prompt);
+}
+
+const num = (input: HTMLInputElement) => (input.value === "" ? undefined : Number(input.value));
+
+async function generate(): Promise<void> {
+  const m = loaded;
+  if (!m) return;
+  const prompt = ui.prompt.value;
+  const ids = promptIds(m, prompt);
+  const maxTokens = Math.max(
+    1,
+    Math.min(num(ui.maxTokens) ?? 200, (m.config.context_length ?? 2048) - ids.length),
+  );
+  const seed = num(ui.seed);
+  running = new AbortController();
+  const ctx = new RequestContext({ signal: running.signal });
+  const tracker = m.requests.startRequest(m.config.model, ids.length);
+  const detok = new IncrementalDetokenizer(m.text.tokenizer, ids, { skipSpecial: true });
+  ui.output.textContent = ui.chat.checked ? "" : prompt;
+  ui.finish.textContent = "";
+  setState("generating", "generating…");
+  let finish: FinishReason | undefined;
+  let count = 0;
+  const t0 = performance.now();
+  try {
+    const stream = m.engine.generate({
+      model: m.config.model,
+      token_ids: ids,
+      stop_conditions: { max_tokens: maxTokens },
+      sampling_options: {
+        temperature: num(ui.temperature) ?? 0.8,
+        top_p: num(ui.topP) ?? 1,
+        ...(num(ui.topK) ? { top_k: num(ui.topK)! } : {}),
+        ...(seed !== undefined ? { seed } : {}),
+      },
+      output_options: {},
+      eos_token_ids: [...m.text.tokenizer.eosTokenIds],
+      annotations: [],
+    }, ctx);
+    for await (const chunk of stream) {
+      if (chunk.token_ids.length > 0) {
+        tracker.tokens(chunk.token_ids.length);
+        count += chunk.token_ids.length;
+        ui.output.textContent += detok.push(chunk.token_ids);
+      }
+      if (chunk.finish_reason) finish = chunk.finish_reason;
+    }
+    tracker.finish(finish === "cancelled" ? "cancelled" : "success");
+  } catch (e) {
+    tracker.finish("error", (e as Error).name);
+    throw e;
+  } finally {
+    running = undefined;
+    const s = (performance.now() - t0) / 1000;
+    const reason = finish === undefined || typeof finish === "object" ? "error" : finish;
+    ui.finish.textContent = `${count} tokens in ${s.toFixed(2)} s (${
+      (count / s).toFixed(1)
+    } tokens/s), finish: ${reason}`;
+    ui.finish.dataset.finish = reason;
+    setState("ready", "ready");
+  }
+}
+
+function scrape(): void {
+  if (loaded) panel.update(loaded.metrics.render().body);
+}
+
+function wire(): void {
+  ui.form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void guarded("generating", generate);
+  });
+  ui.stop.addEventListener("click", () => running?.abort());
+  ui.urlForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void loadUrl(ui.url.value.trim());
+  });
+  ui.files.addEventListener("change", () => void loadFiles(ui.files.files));
+  ui.drop.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    ui.drop.classList.add("over");
+  });
+  ui.drop.addEventListener("dragleave", () => ui.drop.classList.remove("over"));
+  ui.drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    ui.drop.classList.remove("over");
+    void loadFiles(e.dataTransfer?.files ?? null);
+  });
+  ui.clearCache.addEventListener("click", async () => {
+    const cleared = await clearModelCache();
+    ui.status.textContent = cleared ? "downloaded models cleared" : "nothing was cached";
+  });
+  setInterval(scrape, 500);
+}
+
+async function main(): Promise<void> {
+  const reason = !("gpu" in navigator) || navigator.gpu === undefined
+    ? "navigator.gpu is missing."
+    : (await navigator.gpu.requestAdapter().catch(() => null)) === null
+    ? "navigator.gpu exists but offers no adapter (WebGPU is disabled or the GPU is blocklisted)."
+    : undefined;
+  if (reason !== undefined) {
+    $("no-webgpu").hidden = false;
+    $("no-webgpu-reason").textContent = reason;
+    document.body.dataset.state = "no-webgpu";
+    return;
+  }
+  ui.app.hidden = false;
+  wire();
+  await loadUrl(new URL("models/fortune/", document.baseURI).href);
+}
+
+void main();

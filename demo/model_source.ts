@@ -1,0 +1,123 @@
+/**
+ * Where the demo's checkpoints come from: a base URL (an HF repo's `resolve/main/` layout, or the
+ * embedded fortune model next to the page), downloaded whole with byte progress and kept in the
+ * browser's Cache Storage so a reload does not fetch again; or files the user picked or dropped.
+ * Either way the worker receives `File`s.
+ */
+
+const CACHE = "kiln-models-v1";
+const REQUIRED = ["config.json", "tokenizer.json"];
+const OPTIONAL = ["tokenizer_config.json", "generation_config.json"];
+
+/** Bytes so far of the whole download (`total` 0 until the sizes are known). */
+export type Progress = (loaded: number, total: number, file: string) => void;
+
+/** A URL that failed: the message names the URL and its HTTP status. */
+export class ModelSourceError extends Error {
+  override name = "ModelSourceError";
+}
+
+async function openCache(): Promise<Cache | undefined> {
+  try {
+    return "caches" in globalThis ? await caches.open(CACHE) : undefined;
+  } catch {
+    return undefined; // Cache Storage refused (private mode, opaque origin): download each time
+  }
+}
+
+/** The response for `url`, from the cache when present; `undefined` for a 404 when optional. */
+async function get(
+  url: string,
+  cache: Cache | undefined,
+  optional: boolean,
+): Promise<{ res: Response; cached: boolean } | undefined> {
+  const hit = await cache?.match(url);
+  if (hit) return { res: hit, cached: true };
+  let res: Response;
+  try {
+    res = await fetch(url);
+  } catch (e) {
+    throw new ModelSourceError(`${url}: ${(e as Error).message}`);
+  }
+  if (res.status === 404 && optional) return undefined;
+  if (!res.ok) throw new ModelSourceError(`${url}: HTTP ${res.status} ${res.statusText}`.trim());
+  return { res, cached: false };
+}
+
+/** Read a body to a Blob, reporting bytes as they arrive. */
+async function readBody(res: Response, onBytes: (n: number) => void): Promise<Blob> {
+  if (!res.body) return await res.blob();
+  const parts: Uint8Array[] = [];
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    onBytes(value.byteLength);
+  }
+  return new Blob(parts as BlobPart[]);
+}
+
+/** The weight files a checkpoint names: a sharded index's shards, else `model.safetensors`. */
+async function weightNames(
+  base: string,
+  cache: Cache | undefined,
+): Promise<{ names: string[]; index?: Blob }> {
+  const index = await get(new URL("model.safetensors.index.json", base).href, cache, true);
+  if (index === undefined) return { names: ["model.safetensors"] };
+  const blob = await index.res.blob();
+  let map: Record<string, string> | undefined;
+  try {
+    map = (JSON.parse(await blob.text()) as { weight_map?: Record<string, string> }).weight_map;
+  } catch {
+    throw new ModelSourceError(`${base}model.safetensors.index.json: not JSON (not a model?)`);
+  }
+  if (!map) throw new ModelSourceError(`${base}model.safetensors.index.json: no weight_map`);
+  if (!index.cached) {
+    await cache?.put(new URL("model.safetensors.index.json", base).href, new Response(blob));
+  }
+  return { names: [...new Set(Object.values(map))], index: blob };
+}
+
+/** Download (or take from the cache) every file of the checkpoint at `base`. */
+export async function filesFromUrl(base: string, onProgress: Progress): Promise<File[]> {
+  if (!base.endsWith("/")) base += "/";
+  const cache = await openCache();
+  const { names: weights, index } = await weightNames(base, cache);
+  const wanted = [
+    ...REQUIRED.map((n) => [n, false] as const),
+    ...OPTIONAL.map((n) => [n, true] as const),
+    ...weights.map((n) => [n, false] as const),
+  ];
+  const responses: { name: string; res: Response; cached: boolean }[] = [];
+  for (const [name, optional] of wanted) {
+    const got = await get(new URL(name, base).href, cache, optional);
+    if (got) responses.push({ name, ...got });
+  }
+  const total = responses.reduce((s, r) => s + Number(r.res.headers.get("content-length") ?? 0), 0);
+  let loaded = 0;
+  const files: File[] = [];
+  if (index) files.push(new File([index], "model.safetensors.index.json"));
+  for (const { name, res, cached } of responses) {
+    const blob = await readBody(res, (n) => onProgress(loaded += n, total, name));
+    if (!cached) await cache?.put(new URL(name, base).href, new Response(blob));
+    files.push(new File([blob], name));
+  }
+  checkFiles(files, base);
+  return files;
+}
+
+/** Files the user picked or dropped must include a config, a tokenizer and weights. */
+export function checkFiles(files: readonly File[], where = "the chosen files"): void {
+  const names = new Set(files.map((f) => f.name));
+  const missing = REQUIRED.filter((n) => !names.has(n));
+  if (![...names].some((n) => n.endsWith(".safetensors"))) missing.push("*.safetensors");
+  if (missing.length > 0) {
+    throw new ModelSourceError(`${where}: not a model (missing ${missing.join(", ")})`);
+  }
+}
+
+/** Forget every cached download. */
+export async function clearModelCache(): Promise<boolean> {
+  return "caches" in globalThis ? await caches.delete(CACHE) : false;
+}

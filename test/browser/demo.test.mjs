@@ -1,0 +1,169 @@
+// The built web demo (what `npm start` serves) driven in Chromium (SwiftShader WebGPU):
+// generate with the embedded fortune model, stop midway, the metrics panel, a reload served from
+// Cache Storage, a model loaded from local files, a URL that 404s, and the no-WebGPU screen.
+// Screenshots land in test/artifacts/.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { build, preview } from "vite";
+import { launchBrowser } from "../support/browser.mjs";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ARTIFACTS = `${ROOT}test/artifacts/`;
+const FORTUNE = `${ROOT}models/fortune/`;
+const configFile = `${ROOT}demo/vite.config.ts`;
+const outDir = `${ROOT}dist/demo-test/`;
+
+let server, origin, browser, page;
+const pageErrors = [];
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await build({ configFile, build: { outDir, emptyOutDir: true } });
+  server = await preview({
+    configFile,
+    build: { outDir },
+    preview: { host: "127.0.0.1", port: 0, strictPort: false },
+  });
+  origin = `http://localhost:${server.httpServer.address().port}`;
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+  page.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+  await page.goto(`${origin}/`);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const ready = () => page.waitForSelector("body[data-state=ready]", { timeout: 120_000 });
+const text = (sel) => page.locator(sel).textContent();
+
+async function generate({ prompt, maxTokens, seed }) {
+  await page.fill("#prompt", prompt);
+  await page.fill("#max-tokens", String(maxTokens));
+  await page.fill("#seed", seed === undefined ? "" : String(seed));
+  await page.click("#generate");
+}
+
+async function finished() {
+  await page.waitForSelector("#finish[data-finish]", { timeout: 120_000 });
+  await ready();
+  return {
+    output: await text("#output"),
+    finish: await page.getAttribute("#finish", "data-finish"),
+    line: await text("#finish"),
+  };
+}
+
+test("the demo loads the embedded fortune model and streams a seeded fortune", async () => {
+  await ready();
+  assert.match(await text("#model-name"), /^fortune \(1024 tokens of context\)/);
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "You will", maxTokens: 48, seed: 7 });
+  const { output, finish, line } = await finished();
+  assert.ok(output.startsWith("You will"), output);
+  assert.ok(output.length > "You will".length + 10, `too little text: ${JSON.stringify(output)}`);
+  assert.ok(finish === "length" || finish === "eos", line);
+  assert.deepEqual(pageErrors, []);
+  await page.screenshot({ path: `${ARTIFACTS}demo-fortune.png`, fullPage: true });
+});
+
+test("Stop ends a long generation midway with finish reason cancelled", async () => {
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "A", maxTokens: 900, seed: 1 });
+  await page.waitForSelector("body[data-state=generating]");
+  await page.waitForFunction(() => document.querySelector("#output").textContent.length > 20);
+  await page.click("#stop");
+  const { finish, line } = await finished();
+  assert.equal(finish, "cancelled", line);
+  const tokens = Number(/^(\d+) tokens/.exec(line)?.[1]);
+  assert.ok(tokens > 0 && tokens < 900, line);
+});
+
+test("the metrics panel charts tokens/s, time to first token and KV cache use from Prometheus text", async () => {
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "The", maxTokens: 300, seed: 3 });
+  // tokens/s is the rate of the token counters between two scrapes (every 500 ms).
+  await page.waitForFunction(
+    () => {
+      const v = document.querySelector("[data-metric=tps] .value")?.textContent ?? "";
+      return Number.parseFloat(v) > 0;
+    },
+    null,
+    { timeout: 60_000 },
+  );
+  await finished();
+  await page.waitForFunction(() =>
+    document.querySelector("[data-metric=ttft] .value")?.textContent?.endsWith("ms")
+  );
+  const kv = await text("[data-metric=kv] .value");
+  assert.match(kv, /^\d+(\.\d)? %$/);
+  const points = await page.locator("[data-metric=tps] polyline").getAttribute("points");
+  assert.ok(points.split(" ").length >= 2, `chart points: ${points}`);
+  await page.screenshot({ path: `${ARTIFACTS}demo-metrics.png`, fullPage: true });
+});
+
+test("a reload takes the model from Cache Storage instead of downloading it again", async () => {
+  const weights = [];
+  const onRequest = (r) => {
+    if (r.url().endsWith("model.safetensors")) weights.push(r.url());
+  };
+  page.on("request", onRequest);
+  await page.reload();
+  await ready();
+  page.off("request", onRequest);
+  assert.deepEqual(weights, []);
+});
+
+test("a model loaded from local files generates the same seeded text as the embedded one", async () => {
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "Luck", maxTokens: 32, seed: 11 });
+  const fromUrl = (await finished()).output;
+  await page.click("#model-panel summary");
+  await page.setInputFiles("#model-files", [
+    `${FORTUNE}config.json`,
+    `${FORTUNE}tokenizer.json`,
+    `${FORTUNE}model.safetensors`,
+  ]);
+  await page.waitForSelector("body[data-state=loading]");
+  await ready();
+  assert.match(await text("#model-name"), /^model \(1024 tokens/);
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "Luck", maxTokens: 32, seed: 11 });
+  const fromFiles = (await finished()).output;
+  assert.equal(fromFiles, fromUrl);
+});
+
+test("a model URL that 404s gets a message naming the URL and the status", async () => {
+  const bad = `${origin}/no-such-model/`;
+  await page.fill("#model-url", bad);
+  await page.click("#url-form button[type=submit]");
+  await page.waitForSelector("#error:not([hidden])");
+  const message = await text("#error");
+  assert.ok(message.includes(`${bad}config.json`), message);
+  assert.match(message, /HTTP 404/);
+  await ready(); // the loaded model keeps serving
+});
+
+test("files that are not a model get a message naming what is missing", async () => {
+  await page.setInputFiles("#model-files", [`${FORTUNE}tokenizer.json`]);
+  await page.waitForSelector("#error:not([hidden])");
+  assert.match(await text("#error"), /not a model \(missing config\.json, \*\.safetensors\)/);
+});
+
+test("without WebGPU the demo shows what to do instead of a blank page", async () => {
+  const bare = await browser.newPage();
+  await bare.addInitScript(() => {
+    Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined });
+  });
+  await bare.goto(`${origin}/`);
+  await bare.waitForSelector("body[data-state=no-webgpu]");
+  assert.ok(await bare.locator("#no-webgpu").isVisible());
+  assert.match(await bare.locator("#no-webgpu").textContent(), /enable-unsafe-webgpu/);
+  assert.ok(!(await bare.locator("#app").isVisible()));
+  await bare.screenshot({ path: `${ARTIFACTS}demo-no-webgpu.png` });
+  await bare.close();
+});
