@@ -81,7 +81,11 @@ async function load(files: File[], name: string): Promise<void> {
   loaded = undefined;
   await previous?.engine.cleanup();
   const text = await loadText(fileListFiles(files));
-  const engine = new WorkerEngine(worker, { model: { kind: "files", files, name } });
+  const engine = new WorkerEngine(
+    worker,
+    { model: { kind: "files", files, name } },
+    (n, total) => progress(n, total, "weights to the GPU"),
+  );
   const t0 = performance.now();
   let config: EngineConfig;
   try {
@@ -125,18 +129,21 @@ async function guarded(what: string, fn: () => Promise<void>): Promise<void> {
   }
 }
 
-function progress(loadedBytes: number, total: number, file: string): void {
+function progress(loadedBytes: number, total: number, what: string): void {
   ui.progress.hidden = false;
   ui.progress.max = Math.max(total, 1);
   ui.progress.value = loadedBytes;
   const mb = (n: number) => (n / 1e6).toFixed(1);
-  ui.status.textContent = `downloading ${file}: ${mb(loadedBytes)} / ${mb(total)} MB`;
+  ui.status.textContent = `${what}: ${mb(loadedBytes)} / ${mb(total)} MB`;
 }
 
 function loadUrl(base: string): Promise<void> {
   return guarded(`loading ${base}`, async () => {
     setState("loading", `downloading ${base}…`);
-    const files = await filesFromUrl(base, progress);
+    const files = await filesFromUrl(
+      base,
+      (n, total, file) => progress(n, total, `downloading ${file}`),
+    );
     const name = new URL(base).pathname.split("/").filter((p) =>
       p && p !== "resolve" && p !== "main"
     )

@@ -9,7 +9,7 @@ import type { WeightDtype } from "../gpu/dtype.ts";
 import { type ModelConfig, parseConfig } from "./config.ts";
 import { ropeInvFreq } from "./rope.ts";
 import { readCheckpoint, type TensorInfo } from "./safetensors.ts";
-import { type ModelFiles, readText } from "./source.ts";
+import { missingFile, type ModelFiles, readText } from "./source.ts";
 import { checkFits, mapWeights, type ModelWeights, weightList } from "./weights.ts";
 
 export interface GpuTensor {
@@ -55,7 +55,7 @@ export class GpuModel {
   /** Read the config and headers, check everything, then upload the weights. */
   static async load(gpu: Gpu, files: ModelFiles, options: LoadOptions = {}): Promise<GpuModel> {
     const text = await readText(files, "config.json");
-    if (text === undefined) throw EngineError.invalidArgument(`${files.location}: no config.json`);
+    if (text === undefined) throw missingFile(files, "config.json");
     const config = parseConfig(text);
     const tensors = await readCheckpoint((name) => files.open(name));
     const weights = mapWeights(config, tensors);

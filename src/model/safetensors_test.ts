@@ -6,6 +6,7 @@ import { dirFiles, fileSource } from "../adapters/deno/file_source.ts";
 import { parseConfig } from "./config.ts";
 import { mapWeights } from "./weights.ts";
 import { MODELS } from "../../test/support/models.ts";
+import { rangeServer } from "../../test/support/range_server.ts";
 
 function file(header: unknown, data = new Uint8Array(0), lengthOverride?: number): ByteSource {
   const json = new TextEncoder().encode(JSON.stringify(header));
@@ -153,22 +154,9 @@ Deno.test("a sharded checkpoint (index + two shards) reads the same tensors", as
 
 Deno.test("a checkpoint over HTTP with Range requests; a 404 names the URL", async () => {
   const dir = MODELS[0].dir.pathname;
-  const ranges: string[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    const path = new URL(req.url).pathname.replace("/m/", "");
-    const src = await fileSource(dir + path);
-    if (!src) return new Response("no", { status: 404 });
-    if (req.method === "HEAD") {
-      return new Response(null, { headers: { "content-length": String(src.size) } });
-    }
-    const range = req.headers.get("range")!;
-    ranges.push(range);
-    const [, a, b] = /bytes=(\d+)-(\d+)/.exec(range)!;
-    const body = await src.read(Number(a), Number(b) - Number(a) + 1);
-    return new Response(body.slice(), { status: 206 });
-  });
+  const server = rangeServer(dir);
   try {
-    const base = `http://127.0.0.1:${server.addr.port}/m/`;
+    const { base, ranges } = server;
     const tensors = await readCheckpoint(urlFiles(base).open);
     const local = await readCheckpoint(dirFiles(dir).open);
     equal(tensors.size, local.size);

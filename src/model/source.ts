@@ -16,6 +16,15 @@ export interface ModelFiles {
   readonly location: string;
   /** The file, or undefined when the checkpoint has no such file. */
   open(name: string): Promise<ByteSource | undefined>;
+  /** Why `name` is absent, for messages (default: `<location>: no <name>`). */
+  describeMissing?(name: string): string;
+}
+
+/** The `InvalidArgument` for a required file the checkpoint lacks (naming where it looked). */
+export function missingFile(files: ModelFiles, name: string): EngineError {
+  return EngineError.invalidArgument(
+    files.describeMissing?.(name) ?? `${files.location}: no ${name}`,
+  );
 }
 
 export async function readText(files: ModelFiles, name: string): Promise<string | undefined> {
@@ -89,5 +98,9 @@ export async function urlSource(
 /** A checkpoint laid out under a base URL (an HF repo's `resolve/main/`). */
 export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFiles {
   const root = base.endsWith("/") ? base : `${base}/`;
-  return { location: root, open: (name) => urlSource(new URL(name, root).href, fetchFn) };
+  return {
+    location: root,
+    open: (name) => urlSource(new URL(name, root).href, fetchFn),
+    describeMissing: (name) => `${new URL(name, root).href}: HTTP 404 Not Found`,
+  };
 }

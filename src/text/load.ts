@@ -1,6 +1,6 @@
 /** The text side of a model, from the same sources as its weights (URL, path or `File`s). */
 import { EngineError } from "../contract/errors.ts";
-import { type ModelFiles, readText } from "../model/source.ts";
+import { missingFile, type ModelFiles, readText } from "../model/source.ts";
 import { ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
 
@@ -29,7 +29,7 @@ async function readJson(files: ModelFiles, name: string): Promise<Record<string,
 export async function loadText(files: ModelFiles): Promise<ModelText> {
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) {
-    throw EngineError.invalidArgument(`${files.location}: no tokenizer.json`);
+    throw missingFile(files, "tokenizer.json");
   }
   const config = await readText(files, "tokenizer_config.json");
   const generation = await readJson(files, "generation_config.json");

@@ -14,6 +14,7 @@ import type {
 import { EngineError } from "../contract/errors.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import type { LoadProgress } from "../model/gpu_model.ts";
 import type { EngineHost } from "./host.ts";
 import { type HostOptions, installErrorTransfer, type StreamMessage } from "./protocol.ts";
 
@@ -26,7 +27,12 @@ export class WorkerEngine implements LLMEngine {
   #onDeath: ((e: EngineError) => void)[] = [];
 
   /** `makeWorker` creates the worker running an `exposeHost` module (runtime-specific). */
-  constructor(readonly makeWorker: () => Worker, readonly options: HostOptions) {}
+  /** `onLoadProgress` hears the weight upload in the worker during `start()`. */
+  constructor(
+    readonly makeWorker: () => Worker,
+    readonly options: HostOptions,
+    readonly onLoadProgress?: LoadProgress,
+  ) {}
 
   #remote(): Comlink.Remote<EngineHost> {
     if (this.#dead) throw this.#dead;
@@ -74,7 +80,12 @@ export class WorkerEngine implements LLMEngine {
       throw EngineError.shutdown(`start() called on a ${this.#state} engine`);
     }
     this.#state = "running";
-    return await this.#call((h) => h.start(this.options, workerId));
+    const progress = this.onLoadProgress;
+    return await this.#call((h) =>
+      progress
+        ? h.start(this.options, workerId, Comlink.proxy(progress))
+        : h.start(this.options, workerId)
+    );
   }
 
   generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {

@@ -8,6 +8,7 @@ import { EngineError, serializeError } from "../contract/errors.ts";
 import type { KvEventPublisher } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
+import type { LoadProgress } from "../model/gpu_model.ts";
 import type { ModelFiles } from "../model/source.ts";
 import {
   type GaugeValues,
@@ -25,7 +26,12 @@ export class EngineHost {
 
   constructor(readonly filesFor: FilesFor) {}
 
-  async start(options: HostOptions, workerId: bigint): Promise<EngineConfig> {
+  /** `onProgress` (a comlink proxy) hears the weight upload. */
+  async start(
+    options: HostOptions,
+    workerId: bigint,
+    onProgress?: LoadProgress,
+  ): Promise<EngineConfig> {
     if (this.#engine) throw EngineError.shutdown("start() called twice");
     const o = options;
     this.#engine = new WebGpuEngine({
@@ -36,6 +42,7 @@ export class EngineHost {
       ...(o.kvBlocks ? { kvBlocks: o.kvBlocks } : {}),
       ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
       ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
+      ...(onProgress ? { onLoadProgress: onProgress } : {}),
     });
     return await this.#engine.start(workerId);
   }

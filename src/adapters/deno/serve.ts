@@ -1,5 +1,5 @@
 /**
- * `deno task serve --model DIR [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
+ * `deno task serve --model DIR|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
  * a `WorkerEngine` (the WebGPU engine in a Deno Worker) behind the OpenAI-compatible server,
  * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain, then clean up.
  */
@@ -8,7 +8,8 @@ import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { KilnServer } from "../../server/app.ts";
 import { loadText } from "../../text/load.ts";
 import { WorkerEngine } from "../../worker/client.ts";
-import { dirFiles } from "./file_source.ts";
+import { specFiles } from "./file_source.ts";
+import type { ModelSpec } from "../../worker/protocol.ts";
 
 const args = new Map<string, string>();
 for (let i = 0; i < Deno.args.length; i += 2) {
@@ -20,16 +21,26 @@ for (let i = 0; i < Deno.args.length; i += 2) {
   args.set(k.slice(2), v);
 }
 const dir = args.get("model") ?? new URL("../../../models/fortune/", import.meta.url).pathname;
-const name = args.get("name") ?? dir.replace(/\/+$/, "").split("/").pop() ?? "model";
+// A checkpoint directory, or a base URL (an HF repo's `resolve/main/`) read with Range requests.
+const isUrl = /^https?:\/\//.test(dir);
+const name = args.get("name") ??
+  dir.replace(/\/+$/, "").split("/").filter((p) => p !== "resolve" && p !== "main").pop() ??
+  "model";
+const model: ModelSpec = isUrl
+  ? { kind: "url", base: dir.endsWith("/") ? dir : `${dir}/`, name }
+  : { kind: "dir", path: dir, name };
 const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
 
+/** Weight bytes on the GPU so far, as the worker reports them. */
+let progress = { loaded: 0, total: 0 };
 const engine = new WorkerEngine(
   () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
   {
-    model: { kind: "dir", path: dir, name },
+    model,
     kvBlocks: Number(args.get("kv-blocks") ?? 256),
     maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
   },
+  (loaded, total) => (progress = { loaded, total }),
 );
 const hierarchy = { namespace: "kiln", component: "serve", endpoint: "generate", workerId: 1n };
 let metrics = EngineMetrics.fromHierarchy(hierarchy);
@@ -48,14 +59,23 @@ const http = Deno.serve({
   onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
 }, (req) => server.fetch(req));
 
-// A progress line while the model loads (the worker reports no byte counts yet).
+// A progress bar while the weights reach the GPU (the worker reports bytes per tensor).
 const t0 = performance.now();
-const bar = setInterval(() => {
+const draw = () => {
+  const { loaded, total } = progress;
   const s = ((performance.now() - t0) / 1000).toFixed(1);
-  Deno.stderr.writeSync(new TextEncoder().encode(`\rloading ${name} ... ${s} s`));
-}, 250);
+  const frac = total > 0 ? loaded / total : 0;
+  const bar = "#".repeat(Math.round(frac * 30)).padEnd(30, ".");
+  const mb = (n: number) => (n / 1e6).toFixed(1);
+  const line = `\rloading ${name} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${mb(loaded)}/${
+    mb(total)
+  } MB ${s} s`;
+  Deno.stderr.writeSync(new TextEncoder().encode(line));
+};
+const bar = setInterval(draw, 200);
 try {
-  const [config, text] = await Promise.all([engine.start(1n), loadText(dirFiles(dir))]);
+  const [config, text] = await Promise.all([engine.start(1n), loadText(specFiles(model))]);
+  draw();
   const loaded = (performance.now() - t0) / 1000;
   // Now with the model's labels.
   metrics = EngineMetrics.fromHierarchy(hierarchy, config);

@@ -22,7 +22,7 @@ import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import { Forward } from "../../model/forward.ts";
 import { GpuModel } from "../../model/gpu_model.ts";
-import { type ModelFiles, readText } from "../../model/source.ts";
+import { missingFile, type ModelFiles, readText } from "../../model/source.ts";
 import { parseConfig } from "../../model/config.ts";
 import { checkRequest } from "./admission.ts";
 import { BlockManager } from "./block_manager.ts";
@@ -30,6 +30,7 @@ import { Readback } from "./readback.ts";
 import { Scheduler, type Step } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
 import { Sequence } from "./sequence.ts";
+import type { LoadProgress } from "../../model/gpu_model.ts";
 
 export interface WebGpuEngineOptions {
   files: ModelFiles;
@@ -51,6 +52,8 @@ export interface WebGpuEngineOptions {
    * latency, between 2 and 16.
    */
   pipelineDepth?: number;
+  /** Called as weights reach the GPU during `start()` (bytes so far, total, tensor name). */
+  onLoadProgress?: LoadProgress;
 }
 
 const HIDE_MS = 25;
@@ -113,11 +116,15 @@ export class WebGpuEngine implements LLMEngine {
       const blockSize = o.blockSize ?? 16;
       const configText = await readText(o.files, "config.json");
       if (configText === undefined) {
-        throw EngineError.invalidArgument(`${o.files.location}: no config.json`);
+        throw missingFile(o.files, "config.json");
       }
       const context = parseConfig(configText).maxPositionEmbeddings;
       const kvBlocks = o.kvBlocks ?? 4 * Math.ceil(context / blockSize);
-      const model = this.#model = await GpuModel.load(this.#gpu, o.files, { blockSize, kvBlocks });
+      const model = this.#model = await GpuModel.load(this.#gpu, o.files, {
+        blockSize,
+        kvBlocks,
+        ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
+      });
       const maxNumSeqs = o.maxNumSeqs ?? 16;
       const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
       const device = this.#gpu.device;

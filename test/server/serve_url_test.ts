@@ -1,0 +1,54 @@
+/**
+ * `deno task serve --model URL`: a checkpoint read over HTTP with Range requests, a progress bar
+ * that reaches 100%, and a URL that 404s stopping the server with a message naming it.
+ */
+import { equal, ok } from "node:assert/strict";
+import OpenAI from "openai";
+import { rangeServer } from "../support/range_server.ts";
+import { startServer } from "./server.ts";
+
+const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
+const SERVE = new URL("../../src/adapters/deno/serve.ts", import.meta.url).pathname;
+
+Deno.test("serve loads a model from a URL with Range requests and shows its load progress", async () => {
+  const files = rangeServer(FORTUNE);
+  const server = await startServer(["--model", files.base]);
+  try {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
+    const r = await client.completions.create({
+      model: "fortune",
+      prompt: "Luck",
+      max_tokens: 8,
+      seed: 1,
+    });
+    equal(r.usage?.completion_tokens, r.choices[0]!.finish_reason === "length" ? 8 : undefined);
+    ok(files.ranges.length > 0, "weights read by Range requests");
+  } finally {
+    const { code, stderr } = await server.stop();
+    await files.shutdown();
+    equal(code, 0, stderr);
+    ok(/loading fortune \[#{30}\] 100% 9\.\d\/9\.\d MB/.test(stderr), stderr);
+  }
+});
+
+Deno.test("a model URL that 404s ends serve with exit 1 and a message naming the URL", async () => {
+  const files = rangeServer(FORTUNE);
+  try {
+    const bad = `${files.base}no-such-model/`;
+    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", SERVE, "--model", bad, "--port", "0"],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    const message = new TextDecoder().decode(stderr);
+    equal(code, 1, message);
+    // Weights and tokenizer load side by side: whichever asks first names its file.
+    ok(
+      message.includes(`${bad}config.json: HTTP 404`) ||
+        message.includes(`${bad}tokenizer.json: HTTP 404`),
+      message,
+    );
+  } finally {
+    await files.shutdown();
+  }
+});
