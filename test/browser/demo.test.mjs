@@ -3,8 +3,9 @@
 // Cache Storage, a model loaded from local files, a URL that 404s, and the no-WebGPU screen.
 // Screenshots land in test/artifacts/.
 import { after, before, test } from "node:test";
-import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import assert, { ok } from "node:assert/strict";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { build, preview } from "vite";
 import { launchBrowser } from "../support/browser.mjs";
@@ -116,6 +117,17 @@ test("a reload takes the model from Cache Storage instead of downloading it agai
   await ready();
   page.off("request", onRequest);
   assert.deepEqual(weights, []);
+  // Clearing the cache makes the next reload download again.
+  await page.click("#model-panel summary");
+  await page.click("#clear-cache");
+  await page.waitForFunction(() =>
+    document.querySelector("#status")?.textContent === "downloaded models cleared"
+  );
+  page.on("request", onRequest);
+  await page.reload();
+  await ready();
+  page.off("request", onRequest);
+  assert.equal(weights.length, 1, weights.join(", "));
 });
 
 test("a model loaded from local files generates the same seeded text as the embedded one", async () => {
@@ -135,6 +147,35 @@ test("a model loaded from local files generates the same seeded text as the embe
   await generate({ prompt: "Luck", maxTokens: 32, seed: 11 });
   const fromFiles = (await finished()).output;
   assert.equal(fromFiles, fromUrl);
+});
+
+test("chat mode is offered for a model with a chat template and renders through it", async () => {
+  ok(await page.locator("#chat").isDisabled(), "fortune has no chat template of its own");
+  const dir = mkdtempSync(`${tmpdir()}/kiln-demo-`);
+  writeFileSync(
+    `${dir}/tokenizer_config.json`,
+    JSON.stringify({
+      chat_template: "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" +
+        "{% if add_generation_prompt %}assistant: {% endif %}",
+    }),
+  );
+  await page.setInputFiles("#model-files", [
+    `${FORTUNE}config.json`,
+    `${FORTUNE}tokenizer.json`,
+    `${FORTUNE}model.safetensors`,
+    `${dir}/tokenizer_config.json`,
+  ]);
+  await page.waitForSelector("body[data-state=loading]");
+  await ready();
+  ok(await page.locator("#chat").isEnabled());
+  await page.check("#chat");
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "Tell me my fortune", maxTokens: 24, seed: 5 });
+  const { output, finish, line } = await finished();
+  // In chat mode the output holds the answer only, not the rendered prompt.
+  ok(!output.includes("user:"), output);
+  ok(finish === "length" || finish === "eos", line);
+  await page.uncheck("#chat");
 });
 
 test("a model URL that 404s gets a message naming the URL and the status", async () => {
