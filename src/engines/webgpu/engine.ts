@@ -30,6 +30,7 @@ import { Readback } from "./readback.ts";
 import { Scheduler, type Step } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
 import { Sequence } from "./sequence.ts";
+import { PipelineDepth } from "./pipeline_depth.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 
 export interface WebGpuEngineOptions {
@@ -55,9 +56,6 @@ export interface WebGpuEngineOptions {
   /** Called as weights reach the GPU during `start()` (bytes so far, total, tensor name). */
   onLoadProgress?: LoadProgress;
 }
-
-const HIDE_MS = 25;
-const MAX_DEPTH = 16;
 
 interface InFlight {
   seqs: { seq: Sequence; epoch: number }[];
@@ -85,8 +83,7 @@ export class WebGpuEngine implements LLMEngine {
   #tokens: TokenStore | undefined;
   #readback: Readback | undefined;
   #pipe: InFlight[] = [];
-  #stepMs: number | undefined;
-  #lastResolved: number | undefined;
+  #depth: PipelineDepth;
   #inflight = new Map<string, Sequence>();
   #gaugeListeners: ((
     values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
@@ -101,7 +98,9 @@ export class WebGpuEngine implements LLMEngine {
    */
   readonly steps = { submitted: 0, maxInFlight: 0, discardedTokens: 0, preemptions: 0 };
 
-  constructor(readonly options: WebGpuEngineOptions) {}
+  constructor(readonly options: WebGpuEngineOptions) {
+    this.#depth = new PipelineDepth(options.pipelineDepth);
+  }
 
   async start(_workerId: bigint): Promise<EngineConfig> {
     if (this.#state !== "new") {
@@ -212,13 +211,6 @@ export class WebGpuEngine implements LLMEngine {
     this.#loop ??= this.#run();
   }
 
-  /** Steps in flight: fixed by the options, else enough to hide about `HIDE_MS` of read-back. */
-  #depth(): number {
-    if (this.options.pipelineDepth !== undefined) return this.options.pipelineDepth;
-    if (this.#stepMs === undefined) return 2;
-    return Math.min(MAX_DEPTH, Math.max(2, Math.ceil(HIDE_MS / Math.max(this.#stepMs, 0.05)) + 1));
-  }
-
   #prune(): void {
     const sched = this.#scheduler!;
     for (const seq of [...sched.running, ...sched.waiting]) {
@@ -239,7 +231,7 @@ export class WebGpuEngine implements LLMEngine {
           this.#loop = undefined; // synchronously, so a request arriving now starts a new loop
           return;
         }
-        sched.maxAhead = this.#depth();
+        sched.maxAhead = this.#depth.depth;
         const step = this.#pipe.length < sched.maxAhead ? sched.next() : undefined;
         if (step !== undefined) {
           await this.#submit(step);
@@ -300,13 +292,7 @@ export class WebGpuEngine implements LLMEngine {
   /** Hand a step's read-back tokens to their sequences (dropping those no longer wanted). */
   async #settle(entry: InFlight): Promise<void> {
     const results = await entry.results;
-    const at = entry.resolvedAt ?? performance.now();
-    // GPU time per step, from steps that queued behind the previous one.
-    if (this.#lastResolved !== undefined && entry.submitted < this.#lastResolved) {
-      const ms = at - this.#lastResolved;
-      this.#stepMs = this.#stepMs === undefined ? ms : 0.9 * this.#stepMs + 0.1 * ms;
-    }
-    this.#lastResolved = at;
+    this.#depth.observe(entry.submitted, entry.resolvedAt ?? performance.now());
     entry.seqs.forEach(({ seq, epoch }, i) => {
       if (seq.epoch !== epoch || seq.finished) {
         this.steps.discardedTokens++; // preempted, or ended by an earlier token

@@ -1,0 +1,31 @@
+import { equal } from "node:assert/strict";
+import { MAX_DEPTH, MIN_DEPTH, PipelineDepth } from "./pipeline_depth.ts";
+
+/** Steps `ms` apart on the GPU, each submitted before the previous one resolved. */
+function queued(p: PipelineDepth, ms: number, steps = 40): void {
+  for (let i = 0; i < steps; i++) p.observe(i * ms - 1, (i + 1) * ms);
+}
+
+Deno.test("pipeline depth: fixed when asked, the minimum until a step time is measured", () => {
+  equal(new PipelineDepth(1).depth, 1);
+  equal(new PipelineDepth().depth, MIN_DEPTH);
+});
+
+Deno.test("pipeline depth: enough steps to hide the read-back, within bounds", () => {
+  const fast = new PipelineDepth();
+  queued(fast, 0.5); // H100-like: 0.5 ms per step
+  equal(fast.depth, MAX_DEPTH);
+  const mid = new PipelineDepth();
+  queued(mid, 5);
+  equal(mid.depth, 6); // ceil(25 / 5) + 1
+  const slow = new PipelineDepth();
+  queued(slow, 100); // a CPU adapter
+  equal(slow.depth, MIN_DEPTH);
+});
+
+Deno.test("pipeline depth: idle gaps between steps are not taken for GPU time", () => {
+  const p = new PipelineDepth();
+  // Each step submitted after the previous one resolved: nothing queued, nothing measured.
+  for (let i = 0; i < 10; i++) p.observe(i * 50 + 1, i * 50 + 2);
+  equal(p.stepMs, undefined);
+});
