@@ -1,8 +1,8 @@
 /**
  * Draw a bench result as an SVG bar chart: `deno run -A bench/chart.ts IN.json OUT.svg`.
  * Each row puts Kiln's number beside its peer's in the same run, labelled with the ratio:
- * `matmul` (GB/s against a read probe) and `engine-decode` (tokens/s, pipelined against one
- * step at a time).
+ * `matmul` (GB/s against a read probe), `engine-decode` (tokens/s, pipelined against one
+ * step at a time) and `matvec-subgroups` (products/s, subgroup against barrier reduction).
  */
 interface Pair {
   label: string;
@@ -30,6 +30,17 @@ function chart(report: Report): Chart {
         label: `${r.streams} stream${r.streams === 1 ? "" : "s"}`,
         value: r.tokens_per_s,
         peer: sync[i].tokens_per_s,
+      })),
+    };
+  }
+  if (report.bench === "matvec-subgroups") {
+    return {
+      title: `decode products per second on ${report.adapter}: subgroup vs barrier reduction`,
+      legend: "orange: matvec_subgroups, grey: matvec (workgroup barriers)",
+      rows: report.results.map((r) => ({
+        label: `${r.dtype} ${r.n}×${r.k}`,
+        value: 1000 / r.subgroups_ms,
+        peer: 1000 / r.barrier_ms,
       })),
     };
   }
