@@ -7,7 +7,8 @@
  */
 import { RequestContext } from "../src/contract/engine.ts";
 import type { EngineConfig, FinishReason } from "../src/contract/types.ts";
-import { EngineMetrics } from "../src/metrics/engine_metrics.ts";
+import type { EngineMetrics } from "../src/metrics/engine_metrics.ts";
+import { engineMetrics } from "../src/metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../src/metrics/request_metrics.ts";
 import { fileListFiles } from "../src/model/source.ts";
 import { IncrementalDetokenizer } from "../src/text/detokenizer.ts";
@@ -95,17 +96,12 @@ async function load(files: File[], name: string): Promise<void> {
     throw e;
   }
   const loadTime = (performance.now() - t0) / 1000;
-  const metrics = EngineMetrics.fromHierarchy(
+  const metrics = await engineMetrics(
+    engine,
     { namespace: "kiln", component: "demo", endpoint: "generate", workerId: 0n },
     config,
+    loadTime,
   );
-  metrics.lifecycle.setModelLoadTime(loadTime);
-  await engine.setupMetrics({
-    model: config.model,
-    component: "demo",
-    model_load_time_seconds: loadTime,
-    metrics,
-  });
   loaded = { engine, config, text, metrics, requests: new RequestMetrics(metrics.registry) };
   ui.modelName.textContent = `${name} (${config.context_length} tokens of context)`;
   ui.chat.disabled = text.chat.isDefault;

@@ -7,3 +7,4 @@ export * from "./registry.ts";
 export { CONTENT_TYPES, escapeLabelValue, type Format, negotiate, render } from "./exposition.ts";
 export * from "./engine_metrics.ts";
 export * from "./request_metrics.ts";
+export { engineMetrics, shutDown } from "./engine_lifecycle.ts";

@@ -6,7 +6,7 @@
  */
 import { RequestContext } from "../../contract/engine.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
-import { EngineMetrics } from "../../metrics/engine_metrics.ts";
+import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { dirFiles } from "./file_source.ts";
 
@@ -17,17 +17,12 @@ const seed = Number(Deno.env.get("KILN_SEED") ?? Date.now() % 1_000_000);
 
 const engine = new WebGpuEngine({ files: dirFiles(MODEL_DIR), name: "fortune", kvBlocks: 64 });
 const config = await engine.start(1n);
-const metrics = EngineMetrics.fromHierarchy(
+const metrics = await engineMetrics(
+  engine,
   { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
   config,
+  engine.modelLoadTime,
 );
-metrics.lifecycle.setModelLoadTime(engine.modelLoadTime);
-await engine.setupMetrics({
-  model: config.model,
-  component: "start",
-  model_load_time_seconds: engine.modelLoadTime,
-  metrics,
-});
 const requests = new RequestMetrics(metrics.registry);
 console.error(
   `fortune on ${config.runtime_data?.adapter}: loaded in ${
@@ -63,11 +58,6 @@ for await (
 await write(decoder.decode());
 const seconds = (performance.now() - tGen) / 1000;
 console.log(`\n\n(${n} tokens in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
-let t = performance.now();
-await engine.drain();
-metrics.lifecycle.setDrainTime((performance.now() - t) / 1000);
-t = performance.now();
-await engine.cleanup();
-metrics.lifecycle.setCleanupTime((performance.now() - t) / 1000);
+await shutDown(engine, metrics);
 console.log("\n--- metrics (Prometheus text) ---");
 console.log(metrics.render().body);

@@ -4,6 +4,7 @@
  * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain, then clean up.
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
+import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { KilnServer } from "../../server/app.ts";
 import { loadText } from "../../text/load.ts";
@@ -78,14 +79,7 @@ try {
   draw();
   const loaded = (performance.now() - t0) / 1000;
   // Now with the model's labels.
-  metrics = EngineMetrics.fromHierarchy(hierarchy, config);
-  metrics.lifecycle.setModelLoadTime(loaded);
-  await engine.setupMetrics({
-    model: config.model,
-    component: "serve",
-    model_load_time_seconds: loaded,
-    metrics,
-  });
+  metrics = await engineMetrics(engine, hierarchy, config, loaded);
   server.ready(config, text, metrics);
   clearInterval(bar);
   console.error(`\rloaded ${name} in ${loaded.toFixed(2)} s: ready`);
@@ -101,12 +95,7 @@ let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
-  let t = performance.now();
-  await engine.drain();
-  metrics.lifecycle.setDrainTime((performance.now() - t) / 1000);
-  t = performance.now();
-  await engine.cleanup();
-  metrics.lifecycle.setCleanupTime((performance.now() - t) / 1000);
+  await shutDown(engine, metrics);
   console.error(
     metrics.render().body.split("\n").filter((l) => /_time_seconds\{/.test(l)).join("\n"),
   );

@@ -1,0 +1,36 @@
+/**
+ * What every host of an engine does around its life, with the times Dynamo's lifecycle gauges
+ * report: register the engine's metrics once it has started, and shut it down (drain, then
+ * cleanup) recording how long each took.
+ */
+import type { LLMEngine } from "../contract/engine.ts";
+import type { EngineConfig } from "../contract/types.ts";
+import { EngineMetrics, type MetricsHierarchy } from "./engine_metrics.ts";
+
+/** `EngineMetrics` with the model's labels and load time, handed to `engine.setupMetrics`. */
+export async function engineMetrics(
+  engine: LLMEngine,
+  hierarchy: MetricsHierarchy,
+  config: EngineConfig,
+  modelLoadSeconds: number,
+): Promise<EngineMetrics> {
+  const metrics = EngineMetrics.fromHierarchy(hierarchy, config);
+  metrics.lifecycle.setModelLoadTime(modelLoadSeconds);
+  await engine.setupMetrics?.({
+    model: config.model,
+    component: hierarchy.component,
+    model_load_time_seconds: modelLoadSeconds,
+    metrics,
+  });
+  return metrics;
+}
+
+/** Drain, then clean up, recording both durations on `metrics`. */
+export async function shutDown(engine: LLMEngine, metrics: EngineMetrics): Promise<void> {
+  let t = performance.now();
+  await engine.drain?.();
+  metrics.lifecycle.setDrainTime((performance.now() - t) / 1000);
+  t = performance.now();
+  await engine.cleanup();
+  metrics.lifecycle.setCleanupTime((performance.now() - t) / 1000);
+}

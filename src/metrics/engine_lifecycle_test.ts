@@ -1,0 +1,20 @@
+import { equal, ok } from "node:assert/strict";
+import { MockEngine } from "../engines/mock/mod.ts";
+import { engineMetrics, shutDown } from "./engine_lifecycle.ts";
+import { testHierarchy } from "./engine_metrics.ts";
+
+const sample = (text: string, name: string) =>
+  Number(text.split("\n").find((l) => l.startsWith(`dynamo_component_${name}{`))?.split(" ").pop());
+
+Deno.test("engineMetrics registers the engine with its load time; shutDown records drain and cleanup", async () => {
+  const engine = new MockEngine();
+  const config = await engine.start(1n);
+  const metrics = await engineMetrics(engine, testHierarchy(), config, 1.25);
+  const before = metrics.render().body;
+  equal(sample(before, "model_load_time_seconds"), 1.25);
+  ok(before.includes("dynamo_component_total_blocks{"), "the engine's gauges are registered");
+  await shutDown(engine, metrics);
+  const after = metrics.render().body;
+  ok(sample(after, "drain_time_seconds") >= 0, after);
+  ok(sample(after, "cleanup_time_seconds") >= 0, after);
+});
