@@ -111,32 +111,21 @@ export function prepareLinear(
   const constants = { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], HAS_BIAS: a.b ? 1 : 0 };
   const uniform = [a.m, a.n, a.k, 0];
   if (a.m <= MATVEC_MAX_M && a.k % (a.dtype === "f32" ? 4 : 8) === 0) {
-    if (device.features.has("subgroups")) {
-      // One subgroup per output row, reduced with subgroupAdd: no barrier.
-      const rpw = subgroupRowsPerWorkgroup(device);
-      const [gx, gy] = grid(device, Math.ceil(a.n / rpw));
-      return prepareKernel(device, {
-        label,
-        shader: "matvec_subgroups",
-        entry: "main",
-        constants: {
-          ...constants,
-          ROWS: Math.min(a.m, MATVEC_ROWS),
-          WG: SUBGROUP_MATVEC_WG,
-          RPW: rpw,
-        },
-        uniform,
-        buffers,
-        workgroups: [gx, gy, Math.ceil(a.m / MATVEC_ROWS)],
-      });
-    }
-    // 16-byte weight loads, four in flight per thread, four output rows per workgroup.
-    const [gx, gy] = grid(device, Math.ceil(a.n / 4));
+    // 16-byte weight loads, four in flight per thread. With subgroups: one subgroup per output
+    // row, reduced with subgroupAdd (no barrier); without: 64 threads per row, four rows per
+    // workgroup, a workgroup reduction.
+    const subgroups = device.features.has("subgroups");
+    const rows = subgroups ? subgroupRowsPerWorkgroup(device) : 4;
+    const [gx, gy] = grid(device, Math.ceil(a.n / rows));
     return prepareKernel(device, {
       label,
-      shader: "matvec",
+      shader: subgroups ? "matvec_subgroups" : "matvec",
       entry: "main",
-      constants: { ...constants, ROWS: Math.min(a.m, MATVEC_ROWS) },
+      constants: {
+        ...constants,
+        ROWS: Math.min(a.m, MATVEC_ROWS),
+        ...(subgroups ? { WG: SUBGROUP_MATVEC_WG, RPW: rows } : {}),
+      },
       uniform,
       buffers,
       workgroups: [gx, gy, Math.ceil(a.m / MATVEC_ROWS)],
