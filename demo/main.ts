@@ -10,9 +10,9 @@ import type { EngineConfig, FinishReason } from "../src/contract/types.ts";
 import type { EngineMetrics } from "../src/metrics/engine_metrics.ts";
 import { engineMetrics } from "../src/metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../src/metrics/request_metrics.ts";
-import { fileListFiles } from "../src/model/source.ts";
+import { fileListFiles, modelName } from "../src/model/source.ts";
 import { IncrementalDetokenizer } from "../src/text/detokenizer.ts";
-import { loadText, type ModelText } from "../src/text/load.ts";
+import { encodeChat, loadText, type ModelText } from "../src/text/load.ts";
 import { WorkerEngine } from "../src/worker/client.ts";
 import { MetricsPanel } from "./metrics_panel.ts";
 import { checkFiles, clearModelCache, filesFromUrl } from "./model_source.ts";
@@ -140,10 +140,7 @@ function loadUrl(base: string): Promise<void> {
       base,
       (n, total, file) => progress(n, total, `downloading ${file}`),
     );
-    const name = new URL(base).pathname.split("/").filter((p) =>
-      p && p !== "resolve" && p !== "main"
-    )
-      .slice(-1)[0] ?? "model";
+    const name = modelName(base);
     await load(files, name);
   });
 }
@@ -161,14 +158,9 @@ function loadFiles(list: FileList | null): Promise<void> {
 
 /** The prompt's token ids: chat messages through the template, or the text as it is. */
 function promptIds(m: Loaded, prompt: string): number[] {
-  if (ui.chat.checked) {
-    const rendered = m.text.chat.render(
-      [{ role: "user", content: prompt }],
-      m.text.tokenizer.specialTokens,
-    );
-    return m.text.tokenizer.encode(rendered, { addSpecial: false });
-  }
-  return m.text.tokenizer.encode(prompt);
+  return ui.chat.checked
+    ? encodeChat(m.text, [{ role: "user", content: prompt }])
+    : m.text.tokenizer.encode(prompt);
 }
 
 const num = (input: HTMLInputElement) => (input.value === "" ? undefined : Number(input.value));

@@ -104,3 +104,13 @@ export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFile
     describeMissing: (name) => `${new URL(name, root).href}: HTTP 404 Not Found`,
   };
 }
+
+/**
+ * A model's name from where it lives: the last path segment of a directory or URL, skipping an
+ * HF repo's `resolve/main` (`https://huggingface.co/ORG/NAME/resolve/main/` gives `NAME`).
+ */
+export function modelName(location: string): string {
+  const path = /^https?:\/\//.test(location) ? new URL(location).pathname : location;
+  return path.split("/").filter((p) => p !== "" && p !== "resolve" && p !== "main").pop() ??
+    "model";
+}

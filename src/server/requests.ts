@@ -3,7 +3,7 @@
  * engine takes (plus the text-side options: stop strings, logprobs, streaming).
  */
 import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
-import type { ModelText } from "../text/load.ts";
+import { encodeChat, type ModelText } from "../text/load.ts";
 import { HttpError } from "./errors.ts";
 
 export interface Job {
@@ -92,9 +92,7 @@ function chatPrompt(b: Body, text: ModelText): number[] {
     }
     return { role: x.role as string, content };
   });
-  const rendered = text.chat.render(messages, text.tokenizer.specialTokens);
-  // The template writes the special tokens it wants (BOS included) itself.
-  return text.tokenizer.encode(rendered, { addSpecial: text.chat.isDefault });
+  return encodeChat(text, messages);
 }
 
 /** Check a body and build the job; `chat` picks the chat form. Throws `HttpError` 400. */

@@ -1,7 +1,7 @@
 /** The text side of a model, from the same sources as its weights (URL, path or `File`s). */
 import { EngineError } from "../contract/errors.ts";
 import { missingFile, type ModelFiles, readText } from "../model/source.ts";
-import { ChatTemplate } from "./chat.ts";
+import { type ChatMessage, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
 
 export interface ModelText {
@@ -39,4 +39,11 @@ export async function loadText(files: ModelFiles): Promise<ModelText> {
   let parsedConfig: Record<string, unknown> | undefined;
   if (config !== undefined) parsedConfig = JSON.parse(config) as Record<string, unknown>;
   return { tokenizer, chat: ChatTemplate.fromConfig(parsedConfig) };
+}
+
+/** A conversation as prompt ids: rendered by the model's template, which writes its own special
+ * tokens (BOS included); only the plain default leaves them to the tokenizer. */
+export function encodeChat(text: ModelText, messages: readonly ChatMessage[]): number[] {
+  const rendered = text.chat.render(messages, text.tokenizer.specialTokens);
+  return text.tokenizer.encode(rendered, { addSpecial: text.chat.isDefault });
 }

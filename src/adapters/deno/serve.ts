@@ -11,6 +11,7 @@ import { loadText } from "../../text/load.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
+import { modelName } from "../../model/source.ts";
 
 const args = new Map<string, string>();
 for (let i = 0; i < Deno.args.length; i += 2) {
@@ -24,9 +25,7 @@ for (let i = 0; i < Deno.args.length; i += 2) {
 const dir = args.get("model") ?? new URL("../../../models/fortune/", import.meta.url).pathname;
 // A checkpoint directory, or a base URL (an HF repo's `resolve/main/`) read with Range requests.
 const isUrl = /^https?:\/\//.test(dir);
-const name = args.get("name") ??
-  dir.replace(/\/+$/, "").split("/").filter((p) => p !== "resolve" && p !== "main").pop() ??
-  "model";
+const name = args.get("name") ?? modelName(dir);
 const model: ModelSpec = isUrl
   ? { kind: "url", base: dir.endsWith("/") ? dir : `${dir}/`, name }
   : { kind: "dir", path: dir, name };
