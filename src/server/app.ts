@@ -142,14 +142,9 @@ export class KilnServer {
       if (size > limit) throw tooLarge();
       chunks.push(c);
     }
-    const all = new Uint8Array(size);
-    let at = 0;
-    for (const c of chunks) {
-      all.set(c, at);
-      at += c.byteLength;
-    }
+    const text = await new Blob(chunks as BlobPart[]).text();
     try {
-      return JSON.parse(new TextDecoder().decode(all));
+      return JSON.parse(text);
     } catch (e) {
       throw HttpError.badRequest(`malformed JSON: ${(e as Error).message}`);
     }
