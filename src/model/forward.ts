@@ -287,6 +287,16 @@ export class Forward {
     return plan;
   }
 
+  /**
+   * GPU dispatches one step of `tokens` tokens with `rows` logit rows records (the body and the
+   * LM head): what the benchmark reports as dispatches per step.
+   */
+  async dispatchesPerStep(tokens: number, rows: number): Promise<number> {
+    const s = this.#ensure(tokens, rows, 1);
+    const plan = await this.#plan(s, tokens, rows);
+    return plan.body.length + plan.head.length;
+  }
+
   /** Check a batch against the model and the cache before anything reaches the GPU. */
   #validate(b: StepBatch): void {
     const n = b.tokens.length;
