@@ -1,16 +1,38 @@
-// Causal attention over the paged KV cache, for prefill chunks and decode alike.
-// One workgroup per (query token, query head); query t at position pos[t] attends to keys
-// 0..=pos[t] of its sequence, found through its block table (offset table_off[t]). Keys are
-// processed in tiles of WG with an online softmax (running max and sum, rescaled per tile).
-// GQA/MQA: query head h reads kv head h / (heads / kv_heads).
+// Causal attention over the paged KV cache, for prefill chunks and decode alike. Query t at
+// position pos[t] attends to keys 0..=pos[t] of its sequence, found through its block table
+// (offset table_off[t]).
+//
+// GQA-aware: one workgroup per (query token, kv head, head chunk) serves the GROUP query heads
+// of that chunk (all heads/kv_heads heads that share the kv head, unless that is more than
+// MAX_GROUP or q would not fit in workgroup memory; then the wrapper cuts them into `chunks`).
+// Each K and V row is read once per workgroup, for all its query heads. Keys go in tiles of WG:
+//
+//   1. thread i scores key c+i against every query head of the group (scores stay in
+//      registers) and folds them into a per-head tile maximum with a workgroup atomicMax on
+//      order-preserving bits;
+//   2. barrier; thread i turns its scores into exp(s - m_new) in p_sh and its key's cache
+//      offset into kb_sh; every thread rescales its running sums by exp(m_old - m_new);
+//   3. barrier; thread (key lane kl, dim lane dl) accumulates p * V over keys i = kl (mod
+//      key_lanes) of the tile for its dim pairs, and the running sum l.
+// Two barriers per tile; the tile maxima are double-buffered by tile parity so the next tile
+// can start before every thread has finished step 3. Key lanes are summed once at the end.
+//
+// The cache holds f32 bits, or with KV_F16 f16 pairs packed in u32 (unpack2x16float: core
+// WGSL). head_dim is even, at most 256, and GROUP * head_dim <= 1024.
 //
 //   single: the whole key range in one workgroup, output normalised.
 //   split:  the key range cut into `splits` parts along the key axis (workgroup_id.z); each part
-//           writes (max, sum, unnormalised acc) partials, and `merge` combines them. Long
-//           decode contexts use it so that many workgroups share one sequence's keys.
+//           writes (max, sum, unnormalised acc) partials per query head, and `merge` combines
+//           them. Long decode contexts use it so that many workgroups share one sequence's keys.
 
 const WG: u32 = 64u;
-const MAX_DIM_PER_THREAD: u32 = 4u; // head_dim <= 256
+const MAX_GROUP: u32 = 8u;
+const MAX_PPT: u32 = 2u; // dim pairs per thread: head_dim <= 2 * 2 * WG
+const NEG: f32 = -3.0e38;
+
+override KV_F16: bool = false;
+override GROUP: u32 = 1u; // query heads per workgroup, <= MAX_GROUP
+override PPT: u32 = 1u; // dim pairs per thread, <= MAX_PPT
 
 struct Params {
   tokens: u32,
@@ -20,13 +42,17 @@ struct Params {
   block_size: u32,
   splits: u32,
   scale: f32,
-  _pad: u32,
+  chunks: u32, // head chunks per kv head
+  lanes: u32, // dim lanes: min(head_dim / 2, WG)
+  key_lanes: u32, // WG / lanes
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
+@group(0) @binding(2) var<storage, read> k_cache: array<u32>;
+@group(0) @binding(3) var<storage, read> v_cache: array<u32>;
 @group(0) @binding(4) var<storage, read> positions: array<u32>;
 @group(0) @binding(5) var<storage, read> table_off: array<u32>;
 @group(0) @binding(6) var<storage, read> block_table: array<u32>;
@@ -35,118 +61,211 @@ struct Params {
 @group(0) @binding(8) var<storage, read_write> part_ml: array<vec2<f32>>;
 @group(0) @binding(9) var<storage, read_write> part_acc: array<f32>;
 
-var<workgroup> q_sh: array<f32, 256>;
-var<workgroup> s_sh: array<f32, WG>;
+var<workgroup> q_sh: array<vec2<f32>, 512>; // [GROUP][head_dim / 2]
+var<workgroup> p_sh: array<f32, 512>; // [GROUP][WG] probabilities of the tile's keys
+var<workgroup> kb_sh: array<u32, WG>; // cache offset of each key of the tile
+var<workgroup> tile_max: array<atomic<u32>, 16>; // [parity][MAX_GROUP], order-preserving bits
+var<workgroup> red: array<vec2<f32>, 512>; // [WG][GROUP] acc of each key lane, at the end
 
-fn key_base(t: u32, j: u32, kvh: u32) -> u32 {
-  let block = block_table[table_off[t] + j / p.block_size];
-  let slot = block * p.block_size + j % p.block_size;
-  return (slot * p.kv_heads + kvh) * p.head_dim;
+fn load_k(e: u32) -> vec2<f32> {
+  if (KV_F16) {
+    return unpack2x16float(k_cache[e >> 1u]);
+  }
+  return bitcast<vec2<f32>>(vec2<u32>(k_cache[e], k_cache[e + 1u]));
+}
+
+fn load_v(e: u32) -> vec2<f32> {
+  if (KV_F16) {
+    return unpack2x16float(v_cache[e >> 1u]);
+  }
+  return bitcast<vec2<f32>>(vec2<u32>(v_cache[e], v_cache[e + 1u]));
+}
+
+// f32 to u32 bits whose unsigned order is the float order (so atomicMax finds the max).
+fn ordered(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+fn unordered(u: u32) -> f32 {
+  return bitcast<f32>(select(~u, u & 0x7fffffffu, (u & 0x80000000u) != 0u));
 }
 
 struct Partial {
-  m: f32,
-  l: f32,
-  acc: array<f32, MAX_DIM_PER_THREAD>,
+  m: array<f32, MAX_GROUP>,
+  l: array<f32, MAX_GROUP>,
+  acc: array<vec2<f32>, 16>, // [GROUP][MAX_PPT]: dim pairs lid % lanes + s * lanes
 }
 
-// Online softmax over keys [k_begin, k_end) for (t, h); each thread owns dims lid + WG*i.
-fn attend(t: u32, h: u32, k_begin: u32, k_end: u32, lid: u32) -> Partial {
-  let kvh = h / (p.heads / p.kv_heads);
-  let qbase = (t * p.heads + h) * p.head_dim;
-  for (var d = lid; d < p.head_dim; d += WG) {
-    q_sh[d] = q[qbase + d];
+// Online softmax over keys [k_begin, k_end) for query heads h0..h0+GROUP of token t, which share
+// kv head kvh. The result (l and acc summed over key lanes) is valid in threads lid < lanes.
+fn attend(t: u32, kvh: u32, h0: u32, k_begin: u32, k_end: u32, lid: u32) -> Partial {
+  let pairs = p.head_dim / 2u;
+  let qbase = (t * p.heads + h0) * p.head_dim;
+  for (var i = lid; i < GROUP * pairs; i += WG) {
+    q_sh[i] = vec2<f32>(q[qbase + 2u * i], q[qbase + 2u * i + 1u]);
+  }
+  if (lid < 2u * MAX_GROUP) {
+    atomicStore(&tile_max[lid], 0u);
   }
   workgroupBarrier();
+  let kl = lid / p.lanes;
+  let dl = lid % p.lanes;
   var r: Partial;
-  r.m = -3.0e38;
-  r.l = 0.0;
+  for (var g = 0u; g < GROUP; g++) {
+    r.m[g] = NEG;
+  }
+  var par = 0u;
   for (var c = k_begin; c < k_end; c += WG) {
-    let j = c + lid;
-    var s = -3.0e38;
-    if (j < k_end) {
-      let kb = key_base(t, j, kvh);
-      var dot = 0.0;
-      for (var d = 0u; d < p.head_dim; d++) {
-        dot += q_sh[d] * k_cache[kb + d];
-      }
-      s = dot * p.scale;
-    }
-    s_sh[lid] = s;
-    workgroupBarrier();
     let n = min(WG, k_end - c);
-    var tile_max = -3.0e38;
-    for (var i = 0u; i < n; i++) {
-      tile_max = max(tile_max, s_sh[i]);
-    }
-    let m_new = max(r.m, tile_max);
-    let rescale = exp(r.m - m_new);
-    workgroupBarrier();
-    s_sh[lid] = select(0.0, exp(s - m_new), lid < n);
-    workgroupBarrier();
-    var tile_sum = 0.0;
-    for (var i = 0u; i < n; i++) {
-      tile_sum += s_sh[i];
-    }
-    r.l = r.l * rescale + tile_sum;
-    for (var di = 0u; di < MAX_DIM_PER_THREAD; di++) {
-      let d = lid + di * WG;
-      if (d < p.head_dim) {
-        var a = r.acc[di] * rescale;
-        for (var i = 0u; i < n; i++) {
-          a += s_sh[i] * v_cache[key_base(t, c + i, kvh) + d];
+    // 1. Scores of key c + lid.
+    // Assigned, not only declared: naga hoists loop locals and would not zero them per tile.
+    var s: array<f32, MAX_GROUP>;
+    s = array<f32, MAX_GROUP>();
+    var kb = 0u;
+    if (lid < n) {
+      let j = c + lid;
+      let block = block_table[table_off[t] + j / p.block_size];
+      kb = ((block * p.block_size + j % p.block_size) * p.kv_heads + kvh) * p.head_dim;
+      for (var d = 0u; d < pairs; d++) {
+        let kv = load_k(kb + 2u * d);
+        for (var g = 0u; g < GROUP; g++) {
+          s[g] += dot(q_sh[g * pairs + d], kv);
         }
-        r.acc[di] = a;
+      }
+      for (var g = 0u; g < GROUP; g++) {
+        s[g] *= p.scale;
+        atomicMax(&tile_max[par * MAX_GROUP + g], ordered(s[g]));
       }
     }
-    r.m = m_new;
     workgroupBarrier();
+    // 2. Probabilities against the new running max.
+    var rescale: array<f32, MAX_GROUP>;
+    for (var g = 0u; g < GROUP; g++) {
+      let m_new = max(r.m[g], unordered(atomicLoad(&tile_max[par * MAX_GROUP + g])));
+      rescale[g] = exp(r.m[g] - m_new);
+      r.m[g] = m_new;
+      p_sh[g * WG + lid] = select(0.0, exp(s[g] - m_new), lid < n);
+    }
+    kb_sh[lid] = kb;
+    if (lid < MAX_GROUP) {
+      atomicStore(&tile_max[(1u - par) * MAX_GROUP + lid], 0u);
+    }
+    workgroupBarrier();
+    // 3. acc = acc * rescale + sum_i p_i V_i over this key lane's keys.
+    for (var g = 0u; g < GROUP; g++) {
+      r.l[g] *= rescale[g];
+      for (var u = 0u; u < PPT; u++) {
+        r.acc[g * MAX_PPT + u] *= rescale[g];
+      }
+    }
+    if (kl < p.key_lanes) {
+      for (var i = kl; i < n; i += p.key_lanes) {
+        let vb = kb_sh[i];
+        for (var u = 0u; u < PPT; u++) {
+          let dp = dl + u * p.lanes;
+          if (dp < pairs) {
+            let v = load_v(vb + 2u * dp);
+            for (var g = 0u; g < GROUP; g++) {
+              r.acc[g * MAX_PPT + u] += p_sh[g * WG + i] * v;
+            }
+          }
+        }
+        for (var g = 0u; g < GROUP; g++) {
+          r.l[g] += p_sh[g * WG + i];
+        }
+      }
+    }
+    par = 1u - par;
+  }
+  if (p.key_lanes > 1u) {
+    // One dim pair per thread here (lanes < WG): sum the key lanes into lane 0.
+    workgroupBarrier();
+    if (kl < p.key_lanes) {
+      for (var g = 0u; g < GROUP; g++) {
+        red[lid * GROUP + g] = r.acc[g * MAX_PPT];
+        if (dl == 0u) {
+          p_sh[kl * GROUP + g] = r.l[g];
+        }
+      }
+    }
+    workgroupBarrier();
+    if (kl == 0u) {
+      for (var g = 0u; g < GROUP; g++) {
+        var l = r.l[g];
+        for (var k = 1u; k < p.key_lanes; k++) {
+          r.acc[g * MAX_PPT] += red[(k * p.lanes + dl) * GROUP + g];
+          l += p_sh[k * GROUP + g];
+        }
+        r.l[g] = l;
+      }
+    }
   }
   return r;
 }
 
+// (token, first query head, kv head) of this workgroup.
+fn heads_of(wid: vec3<u32>) -> vec3<u32> {
+  let kvh = wid.y / p.chunks;
+  let h0 = kvh * (p.heads / p.kv_heads) + (wid.y % p.chunks) * GROUP;
+  return vec3<u32>(wid.x, h0, kvh);
+}
+
 @compute @workgroup_size(WG)
 fn single(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let t = wid.x;
-  let h = wid.y;
-  let r = attend(t, h, 0u, positions[t] + 1u, lid);
-  let obase = (t * p.heads + h) * p.head_dim;
-  for (var di = 0u; di < MAX_DIM_PER_THREAD; di++) {
-    let d = lid + di * WG;
-    if (d < p.head_dim) {
-      out[obase + d] = r.acc[di] / r.l;
+  let th = heads_of(wid);
+  let r = attend(th.x, th.z, th.y, 0u, positions[th.x] + 1u, lid);
+  if (lid >= p.lanes) {
+    return;
+  }
+  for (var g = 0u; g < GROUP; g++) {
+    let obase = (th.x * p.heads + th.y + g) * p.head_dim;
+    for (var u = 0u; u < PPT; u++) {
+      let dp = lid + u * p.lanes;
+      if (dp < p.head_dim / 2u) {
+        let o = r.acc[g * MAX_PPT + u] / r.l[g];
+        out[obase + 2u * dp] = o.x;
+        out[obase + 2u * dp + 1u] = o.y;
+      }
     }
   }
 }
 
 @compute @workgroup_size(WG)
 fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let t = wid.x;
-  let h = wid.y;
+  let th = heads_of(wid);
   let part = wid.z;
-  let keys = positions[t] + 1u;
+  let keys = positions[th.x] + 1u;
   let per = (keys + p.splits - 1u) / p.splits;
   let k_begin = min(keys, part * per);
   let k_end = min(keys, k_begin + per);
-  let r = attend(t, h, k_begin, k_end, lid);
-  let pi = (t * p.heads + h) * p.splits + part;
-  if (lid == 0u) {
-    part_ml[pi] = vec2<f32>(r.m, r.l);
+  let r = attend(th.x, th.z, th.y, k_begin, k_end, lid);
+  if (lid >= p.lanes) {
+    return;
   }
-  for (var di = 0u; di < MAX_DIM_PER_THREAD; di++) {
-    let d = lid + di * WG;
-    if (d < p.head_dim) {
-      part_acc[pi * p.head_dim + d] = r.acc[di];
+  for (var g = 0u; g < GROUP; g++) {
+    let pi = (th.x * p.heads + th.y + g) * p.splits + part;
+    if (lid == 0u) {
+      part_ml[pi] = vec2<f32>(r.m[g], r.l[g]);
+    }
+    for (var u = 0u; u < PPT; u++) {
+      let dp = lid + u * p.lanes;
+      if (dp < p.head_dim / 2u) {
+        let a = r.acc[g * MAX_PPT + u];
+        part_acc[pi * p.head_dim + 2u * dp] = a.x;
+        part_acc[pi * p.head_dim + 2u * dp + 1u] = a.y;
+      }
     }
   }
 }
 
+// One workgroup per (token, query head): combine the splits' partials.
 @compute @workgroup_size(WG)
 fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let t = wid.x;
   let h = wid.y;
   let p0 = (t * p.heads + h) * p.splits;
-  var m = -3.0e38;
+  var m = NEG;
   for (var s = 0u; s < p.splits; s++) {
     if (part_ml[p0 + s].y > 0.0) {
       m = max(m, part_ml[p0 + s].x);

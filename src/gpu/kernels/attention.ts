@@ -1,7 +1,33 @@
-/** Wrappers for the paged KV cache write and causal attention (single-pass or split-K). */
+/**
+ * Wrappers for the paged KV cache write (alone, or fused with RoPE on one q/k/v product) and
+ * causal GQA-aware attention (single-pass or split-K). The cache layout is [blocks, blockSize,
+ * kvHeads, headDim] in f32, or in f16 packed two per u32 (core WGSL, no `shader-f16` needed).
+ */
+import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
 import type { Dispatch } from "../dispatch.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
+
+/** Element type of a KV cache. */
+export type KvDtype = "f16" | "f32";
+
+/** Bytes per cached element (size a cache as blocks * blockSize * kvHeads * headDim * this). */
+export function kvBytesPerElement(kvDtype: KvDtype): number {
+  return kvDtype === "f16" ? 2 : 4;
+}
+
+const invalid = (what: string, message: string) =>
+  EngineError.invalidArgument(`${what}: ${message}`);
+
+function checkHeads(what: string, heads: number, kvHeads: number, headDim: number): void {
+  for (const [name, v] of [["heads", heads], ["kvHeads", kvHeads], ["headDim", headDim]] as const) {
+    if (!Number.isInteger(v) || v < 1) {
+      throw invalid(what, `${name} ${v} is not a positive integer`);
+    }
+  }
+  if (heads % kvHeads !== 0) throw invalid(what, `heads ${heads} not a multiple of ${kvHeads}`);
+  if (headDim % 2 !== 0) throw invalid(what, `head_dim ${headDim} is odd (pairs are required)`);
+}
 
 export interface KvWriteArgs {
   k: GPUBuffer;
@@ -12,21 +38,77 @@ export interface KvWriteArgs {
   tokens: number;
   kvHeads: number;
   headDim: number;
+  /** Cache element type (default f32). */
+  kvDtype?: KvDtype;
 }
 
+/** Scatter K and V rows ([tokens, kvHeads, headDim] f32) into the caches at `slots`. */
 export function prepareKvWrite(
   device: GPUDevice,
   a: KvWriteArgs,
   label = "kv_write",
 ): Promise<KernelDispatch> {
+  const f16 = a.kvDtype === "f16";
   const row = a.kvHeads * a.headDim;
+  if (f16 && row % 2 !== 0) throw invalid(label, `head_dim ${a.headDim} is odd for an f16 cache`);
   return prepareKernel(device, {
     label,
     shader: "kv_cache",
     entry: "main",
+    constants: { KV_F16: f16 ? 1 : 0 },
     uniform: [a.tokens, row, 0, 0],
     buffers: { 1: a.k, 2: a.v, 3: a.slots, 4: a.kCache, 5: a.vCache },
-    workgroups: grid256(device, a.tokens * row),
+    workgroups: grid256(device, (a.tokens * row) / (f16 ? 2 : 1)),
+  });
+}
+
+export interface RopeKvArgs {
+  /** [tokens, (heads + 2 kvHeads) * headDim] f32: per token q, then k, then v. */
+  qkv: GPUBuffer;
+  /** Out: RoPE-rotated q, [tokens, heads, headDim] f32. */
+  q: GPUBuffer;
+  /** u32 per token: its position. */
+  positions: GPUBuffer;
+  /** headDim / 2 f32: the RoPE inverse frequencies. */
+  invFreq: GPUBuffer;
+  /** u32 per token: cache slot (block * blockSize + offset); 0xFFFFFFFF = padding, skipped. */
+  slots: GPUBuffer;
+  kCache: GPUBuffer;
+  vCache: GPUBuffer;
+  tokens: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  kvDtype: KvDtype;
+}
+
+/**
+ * One dispatch for RoPE on q and k and the KV cache write: rotated q to `q`, rotated k and v
+ * (converted to `kvDtype`) into the caches at each token's slot.
+ */
+export function prepareRopeKv(
+  device: GPUDevice,
+  a: RopeKvArgs,
+  label = "rope_kv",
+): Promise<KernelDispatch> {
+  checkHeads(label, a.heads, a.kvHeads, a.headDim);
+  const pairs = a.tokens * (a.heads + 2 * a.kvHeads) * (a.headDim / 2);
+  return prepareKernel(device, {
+    label,
+    shader: "rope",
+    entry: "rope_kv",
+    constants: { KV_F16: a.kvDtype === "f16" ? 1 : 0 },
+    uniform: [a.tokens, a.heads, a.headDim, a.kvHeads],
+    buffers: {
+      1: a.q,
+      2: a.positions,
+      3: a.invFreq,
+      4: a.qkv,
+      5: a.slots,
+      6: a.kCache,
+      7: a.vCache,
+    },
+    workgroups: grid256(device, pairs),
   });
 }
 
@@ -47,6 +129,8 @@ export interface AttentionArgs {
   blockSize: number;
   /** Key-axis splits (1: single pass). */
   splits?: number;
+  /** Cache element type (default f32). */
+  kvDtype?: KvDtype;
 }
 
 export interface AttentionDispatch {
@@ -63,16 +147,51 @@ export function chooseSplits(keys: number): number {
   return Math.max(1, Math.min(32, Math.floor(keys / KEYS_PER_SPLIT)));
 }
 
+/** Threads per attention workgroup and the most query heads one workgroup serves. */
+const WG = 64;
+const MAX_GROUP = 8;
+/** Workgroup memory for q: GROUP * headDim floats. */
+const Q_FLOATS = 1024;
+
+/** How the query heads sharing one kv head and the head dims map onto workgroups and threads. */
+export interface AttentionLayout {
+  /** Query heads per workgroup (the GROUP override). */
+  group: number;
+  /** Workgroups per kv head (heads / kvHeads / group). */
+  chunks: number;
+  /** Threads per key lane (each owns dim pairs lane, lane + lanes, ...). */
+  lanes: number;
+  /** Key lanes: threads that split a tile's keys for the P·V sum. */
+  keyLanes: number;
+  /** Dim pairs per thread (the PPT override). */
+  pairsPerThread: number;
+}
+
+export function attentionLayout(heads: number, kvHeads: number, headDim: number): AttentionLayout {
+  const perKv = heads / kvHeads;
+  const cap = Math.min(MAX_GROUP, Math.floor(Q_FLOATS / headDim));
+  let chunks = Math.ceil(perKv / cap);
+  while (perKv % chunks !== 0) chunks++;
+  const pairs = headDim / 2;
+  const lanes = Math.min(pairs, WG);
+  return {
+    group: perKv / chunks,
+    chunks,
+    lanes,
+    keyLanes: Math.floor(WG / lanes),
+    pairsPerThread: Math.ceil(pairs / lanes),
+  };
+}
+
 export async function prepareAttention(
   device: GPUDevice,
   a: AttentionArgs,
   label = "attention",
 ): Promise<AttentionDispatch> {
-  if (a.headDim > 256) throw new Error(`attention: head_dim ${a.headDim} > 256 is not supported`);
-  if (a.heads % a.kvHeads !== 0) {
-    throw new Error(`attention: heads ${a.heads} not a multiple of ${a.kvHeads}`);
-  }
+  checkHeads(label, a.heads, a.kvHeads, a.headDim);
+  if (a.headDim > 256) throw invalid(label, `head_dim ${a.headDim} > 256 is not supported`);
   const splits = Math.max(1, a.splits ?? 1);
+  const lay = attentionLayout(a.heads, a.kvHeads, a.headDim);
   const uniform = [
     a.tokens,
     a.heads,
@@ -81,8 +200,17 @@ export async function prepareAttention(
     a.blockSize,
     splits,
     1 / Math.sqrt(a.headDim),
+    lay.chunks,
+    lay.lanes,
+    lay.keyLanes,
+    0,
     0,
   ];
+  const constants = {
+    KV_F16: a.kvDtype === "f16" ? 1 : 0,
+    GROUP: lay.group,
+    PPT: lay.pairsPerThread,
+  };
   const common = {
     1: a.q,
     2: a.kCache,
@@ -91,15 +219,17 @@ export async function prepareAttention(
     5: a.tableOffsets,
     6: a.blockTable,
   };
+  const workgroups = [a.tokens, a.kvHeads * lay.chunks] as const;
   if (splits === 1) {
     const d = await prepareKernel(device, {
       label,
       shader: "attention",
       entry: "single",
+      constants,
       uniform,
       floats: [6],
       buffers: { ...common, 7: a.out },
-      workgroups: [a.tokens, a.heads],
+      workgroups,
     });
     return { dispatches: [d], owned: [d.uniform] };
   }
@@ -110,10 +240,11 @@ export async function prepareAttention(
     label: `${label}:split`,
     shader: "attention",
     entry: "split",
+    constants,
     uniform,
     floats: [6],
     buffers: { ...common, 8: ml, 9: acc },
-    workgroups: [a.tokens, a.heads, splits],
+    workgroups: [...workgroups, splits],
   });
   const merge = await prepareKernel(device, {
     label: `${label}:merge`,
