@@ -43,7 +43,7 @@ export interface KvWriteArgs {
 }
 
 /** Scatter K and V rows ([tokens, kvHeads, headDim] f32) into the caches at `slots`. */
-export function prepareKvWrite(
+export async function prepareKvWrite(
   device: GPUDevice,
   a: KvWriteArgs,
   label = "kv_write",
@@ -51,7 +51,7 @@ export function prepareKvWrite(
   const f16 = a.kvDtype === "f16";
   const row = a.kvHeads * a.headDim;
   if (f16 && row % 2 !== 0) throw invalid(label, `head_dim ${a.headDim} is odd for an f16 cache`);
-  return prepareKernel(device, {
+  return await prepareKernel(device, {
     label,
     shader: "kv_cache",
     entry: "main",
@@ -86,14 +86,14 @@ export interface RopeKvArgs {
  * One dispatch for RoPE on q and k and the KV cache write: rotated q to `q`, rotated k and v
  * (converted to `kvDtype`) into the caches at each token's slot.
  */
-export function prepareRopeKv(
+export async function prepareRopeKv(
   device: GPUDevice,
   a: RopeKvArgs,
   label = "rope_kv",
 ): Promise<KernelDispatch> {
   checkHeads(label, a.heads, a.kvHeads, a.headDim);
   const pairs = a.tokens * (a.heads + 2 * a.kvHeads) * (a.headDim / 2);
-  return prepareKernel(device, {
+  return await prepareKernel(device, {
     label,
     shader: "rope",
     entry: "rope_kv",

@@ -1,4 +1,6 @@
-/** Float64 reference of causal attention over a paged KV cache. */
+/** Float64 references of causal attention over a paged KV cache and of RoPE + KV write. */
+import { f16ToNumber, numberToF16 } from "../dtype.ts";
+import { ropeRef } from "./dense.ts";
 
 export interface PagedKv {
   /** [blocks, blockSize, kvHeads, headDim] */
@@ -12,7 +14,8 @@ export interface PagedKv {
 
 /**
  * out[t, h, :] = softmax_j(q[t,h]·K[j] / sqrt(d)) V[j] over keys j = 0..=positions[t], reading
- * key j of token t's sequence at block `blockTable[tableOffsets[t] + j / blockSize]`.
+ * key j of token t's sequence at block `blockTable[tableOffsets[t] + j / blockSize]`. For an f16
+ * cache, pass the stored (f16-rounded) values: see {@linkcode ropeKvRef} and {@linkcode decodeKv}.
  */
 export function pagedAttentionRef(
   q: ArrayLike<number>,
@@ -53,4 +56,59 @@ export function pagedAttentionRef(
     }
   }
   return out;
+}
+
+/** A value as a KV cache of `kvDtype` stores it (the GPU rounds f32 to f16 to nearest even). */
+export function roundKv(x: number, kvDtype: "f16" | "f32"): number {
+  return kvDtype === "f16" ? f16ToNumber(numberToF16(x)) : Math.fround(x);
+}
+
+/** The elements of a KV cache buffer's bytes: f32, or f16 packed two per u32 (low half first). */
+export function decodeKv(bytes: ArrayBuffer, kvDtype: "f16" | "f32"): Float64Array {
+  if (kvDtype === "f32") return Float64Array.from(new Float32Array(bytes));
+  return Float64Array.from(new Uint16Array(bytes), f16ToNumber);
+}
+
+export interface RopeKvShape {
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  kvDtype: "f16" | "f32";
+}
+
+/**
+ * RoPE + KV write from one fused q/k/v product `qkv` ([T, (heads + 2 kvHeads) * headDim]):
+ * returns rotated q ([T, heads, headDim]) and copies of `kCache`/`vCache` with token t's rotated
+ * k and its v, rounded as the cache stores them, at slot `slots[t]` (0xFFFFFFFF: skipped).
+ */
+export function ropeKvRef(
+  qkv: ArrayLike<number>,
+  positions: ArrayLike<number>,
+  invFreq: ArrayLike<number>,
+  slots: ArrayLike<number>,
+  kCache: ArrayLike<number>,
+  vCache: ArrayLike<number>,
+  s: RopeKvShape,
+): { q: Float64Array; k: Float64Array; v: Float64Array } {
+  const { heads, kvHeads, headDim: hd, kvDtype } = s;
+  const tokens = positions.length;
+  const qCols = heads * hd, kvCols = kvHeads * hd, row = qCols + 2 * kvCols;
+  const rows = (off: number, n: number) =>
+    Float64Array.from(
+      { length: tokens * n },
+      (_, i) => qkv[Math.floor(i / n) * row + off + i % n]!,
+    );
+  const q = ropeRef(rows(0, qCols), positions, invFreq, heads, hd);
+  const kNew = ropeRef(rows(qCols, kvCols), positions, invFreq, kvHeads, hd);
+  const vNew = rows(qCols + kvCols, kvCols);
+  const k = Float64Array.from(kCache), v = Float64Array.from(vCache);
+  for (let t = 0; t < tokens; t++) {
+    const slot = slots[t]!;
+    if (slot === 0xffffffff) continue;
+    for (let c = 0; c < kvCols; c++) {
+      k[slot * kvCols + c] = roundKv(kNew[t * kvCols + c]!, kvDtype);
+      v[slot * kvCols + c] = roundKv(vNew[t * kvCols + c]!, kvDtype);
+    }
+  }
+  return { q, k, v };
 }
