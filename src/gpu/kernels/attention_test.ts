@@ -1,7 +1,7 @@
-import { pagedAttentionRef } from "../reference/attention.ts";
-import { prepareAttention, prepareKvWrite } from "./attention.ts";
+import { decodeKv, pagedAttentionRef, roundKv } from "../reference/attention.ts";
+import { type KvDtype, prepareAttention, prepareKvWrite } from "./attention.ts";
 import { submitDispatches } from "../dispatch.ts";
-import { readF32 } from "../buffers.ts";
+import { readBuffer } from "../buffers.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
@@ -50,6 +50,7 @@ async function check(
   lengths: number[],
   queries: number[],
   splits?: number,
+  kvDtype: KvDtype = "f32",
 ) {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
@@ -66,8 +67,9 @@ async function check(
         slots.push(table[offsets[s]! + Math.floor(j / BLOCK)]! * BLOCK + (j % BLOCK));
       }
     });
-    const kCache = outBuffer(device, "att:k", blocks * BLOCK * row);
-    const vCache = outBuffer(device, "att:v", blocks * BLOCK * row);
+    const words = (blocks * BLOCK * row) / (kvDtype === "f16" ? 2 : 1);
+    const kCache = outBuffer(device, "att:k", words);
+    const vCache = outBuffer(device, "att:v", words);
     const write = await prepareKvWrite(device, {
       k: f32Buffer(device, "att:k_new", k),
       v: f32Buffer(device, "att:v_new", v),
@@ -77,6 +79,7 @@ async function check(
       tokens: total,
       kvHeads,
       headDim,
+      kvDtype,
     });
     submitDispatches(device, [write], "kv_write");
     const positions: number[] = [], tableOffsets: number[] = [];
@@ -103,16 +106,26 @@ async function check(
       headDim,
       blockSize: BLOCK,
       ...(splits ? { splits } : {}),
+      kvDtype,
     });
     const got = await runRead(device, dispatches, out, tokens * heads * headDim);
     const cache = {
-      k: await readF32(device, kCache),
-      v: await readF32(device, vCache),
+      k: decodeKv(await readBuffer(device, kCache), kvDtype),
+      v: decodeKv(await readBuffer(device, vCache), kvDtype),
       blockSize: BLOCK,
       kvHeads,
       headDim,
       blockTable: table,
     };
+    // The cache holds exactly the written values, rounded as its dtype stores them.
+    const slotOf = new Map(slots.map((slot, i) => [slot, i]));
+    for (const [slot, i] of slotOf) {
+      for (let c = 0; c < row; c++) {
+        if (cache.k[slot * row + c] !== roundKv(k[i * row + c]!, kvDtype)) {
+          throw new Error(`${name}: k cache slot ${slot} col ${c} not the written value`);
+        }
+      }
+    }
     assertClose(got, pagedAttentionRef(q, cache, positions, tableOffsets, heads), 1e-5, 1e-4, name);
   });
 }
@@ -128,3 +141,9 @@ for (const [name, shape] of Object.entries(SHAPES)) {
     await check(`${name}/split7`, shape, [5, 300], [1, 1], 7);
   });
 }
+
+Deno.test("attention gqa: f16 cache written by kv_write, prefill and split decode", async () => {
+  const shape = SHAPES.gqa!;
+  await check("gqa/f16", shape, [1, 15, 17, 100], [1, 15, 17, 100], undefined, "f16");
+  await check("gqa/f16/split3", shape, [1, 17, 300], [1, 1, 1], 3, "f16");
+});
