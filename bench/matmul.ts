@@ -10,7 +10,7 @@
 import { acquireGpu } from "../src/gpu/device.ts";
 import { readBuffer, storageBuffer } from "../src/gpu/buffers.ts";
 import { encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
-import { prepareLinear } from "../src/gpu/kernels/dense.ts";
+import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { grid } from "../src/gpu/dispatch.ts";
 import type { Dispatch } from "../src/gpu/dispatch.ts";
 

@@ -2,7 +2,7 @@
 
 struct Params {
   count: u32,
-  _pad0: u32,
+  width: u32, // swiglu_halves: columns of out (a has twice as many)
   _pad1: u32,
   _pad2: u32,
 }
@@ -35,4 +35,19 @@ fn add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
     return;
   }
   a[i] = a[i] + b[i];
+}
+
+// out[r, i] = silu(a[r, i]) * a[r, width + i]: SwiGLU over the product of stacked [gate; up]
+// weights; `b` is unused by this entry point.
+@compute @workgroup_size(256)
+fn swiglu_halves(@builtin(global_invocation_id) gid: vec3<u32>,
+                 @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = index(gid, nwg);
+  if (i >= p.count) {
+    return;
+  }
+  let r = i / p.width;
+  let c = i % p.width;
+  let g = a[r * 2u * p.width + c];
+  out[i] = g / (1.0 + exp(-g)) * a[r * 2u * p.width + p.width + c];
 }

@@ -1,25 +1,39 @@
-// Bandwidth-bound matrix-vector products for decode: y[m, n] = sum_k x[m, k] W[n, k] (+ b[n])
-// for up to 8 activation rows, reading the weights as vec4<u32> (eight F16/BF16 or four F32
-// weights per 16-byte load) with four loads in flight per thread. Needs K a multiple of 8
+// Bandwidth-bound matrix-vector products for decode, with the work around them fused in:
+//
+//   y[m, n] = s[m] * sum_k x[m, k] * g[k] * W[n, k] (+ b[n])
+//
+// for up to 8 activation rows per workgroup z-slice, W read as vec4<u32> (eight F16/BF16 or four
+// F32 weights per 16-byte load, UNROLL loads in flight per thread). Needs K a multiple of 8
 // (16-bit weights) or 4 (F32); other shapes use `matmul.wgsl`.
-// A workgroup of 256 threads computes 4 output rows, 64 threads per row.
+//
+// - NORM: RMSNorm of x folded in. g is the norm weight (f32) and s[m] = 1/sqrt(mean(x[m]^2) +
+//   eps). The threads that share an output row read all of x[m] between them, so the sum of
+//   squares comes out of the same loop and the same reduction as the product: no extra pass.
+// - MODE 0: y = result. MODE 1: y += result (the residual add). MODE 2: SwiGLU over two weight
+//   rows, y[m, n] = silu(r(n)) * r(n + N) with W = [gate; up] stacked ([2N, K]).
+//
+// TPR threads share an output row (a power of two; 1 means no reduction at all, which suits CPU
+// adapters where a workgroup barrier costs a switch through every invocation); a workgroup of
+// WG threads computes WG / TPR output rows.
 
 override WEIGHT_DTYPE: u32 = 1u; // 0 f32, 1 f16, 2 bf16
 override HAS_BIAS: bool = false;
-// Activation rows per workgroup row-slice (1..8), fixed per pipeline so that every loop over
-// rows has constant bounds and the accumulators stay in registers.
+override NORM: bool = false;
+override MODE: u32 = 0u;
+// Activation rows per workgroup z-slice (1..8), fixed per pipeline so that every loop over rows
+// has constant bounds and the accumulators stay in registers.
 override ROWS: u32 = 1u;
+override TPR: u32 = 64u;
+override WG: u32 = 256u;
 
-const TPR: u32 = 64u;
-const RPW: u32 = 4u;
 const MAX_M: u32 = 8u;
-const UNROLL: u32 = 4u;
+const UNROLL: u32 = 8u;
 
 struct Params {
   m: u32,
   n: u32,
   k: u32,
-  _pad: u32,
+  eps: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -27,14 +41,28 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> bias: array<u32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> gamma: array<vec4<f32>>;
 
-var<workgroup> red: array<array<f32, MAX_M>, 256>;
+var<workgroup> red: array<f32, WG * MAX_M>;
 
 fn half_pair(word: u32) -> vec2<f32> {
   if (WEIGHT_DTYPE == 1u) {
     return unpack2x16float(word);
   }
   return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
+}
+
+// The first four weights of a 16-byte load (all of them for F32)...
+fn lo(wv: vec4<u32>) -> vec4<f32> {
+  if (WEIGHT_DTYPE == 0u) {
+    return bitcast<vec4<f32>>(wv);
+  }
+  return vec4<f32>(half_pair(wv.x), half_pair(wv.y));
+}
+
+// ...and the last four (16-bit weights only).
+fn hi(wv: vec4<u32>) -> vec4<f32> {
+  return vec4<f32>(half_pair(wv.z), half_pair(wv.w));
 }
 
 fn bias_at(n: u32) -> f32 {
@@ -47,50 +75,103 @@ fn bias_at(n: u32) -> f32 {
   return half_pair(bias[n >> 1u])[n & 1u];
 }
 
-// The contribution of one 16-byte weight load at vector index j of the row, for row m of x.
-fn partial(wv: vec4<u32>, m: u32, j: u32) -> f32 {
-  if (WEIGHT_DTYPE == 0u) {
-    return dot(bitcast<vec4<f32>>(wv), x[m * (p.k / 4u) + j]);
+// Sum `v` over the TPR threads of each output row; every thread of the row gets the sums.
+fn row_sum(v: array<f32, MAX_M>, lid: u32, t: u32) -> array<f32, MAX_M> {
+  var out = v;
+  if (TPR > 1u) {
+    for (var r = 0u; r < ROWS; r++) {
+      red[lid * MAX_M + r] = v[r];
+    }
+    workgroupBarrier();
+    for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+      if (t < s) {
+        for (var r = 0u; r < ROWS; r++) {
+          red[lid * MAX_M + r] += red[(lid + s) * MAX_M + r];
+        }
+      }
+      workgroupBarrier();
+    }
+    for (var r = 0u; r < ROWS; r++) {
+      out[r] = red[(lid - t) * MAX_M + r];
+    }
+    workgroupBarrier(); // `red` is reused by the next sum
   }
-  let xa = x[m * (p.k / 4u) + 2u * j];
-  let xb = x[m * (p.k / 4u) + 2u * j + 1u];
-  let a = half_pair(wv.x);
-  let b = half_pair(wv.y);
-  let c = half_pair(wv.z);
-  let d = half_pair(wv.w);
-  return dot(vec4<f32>(a, b), xa) + dot(vec4<f32>(c, d), xb);
+  return out;
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let t = lid % TPR;
-  let n = (wid.x + wid.y * nwg.x) * RPW + lid / TPR;
+  let n = (wid.x + wid.y * nwg.x) * (WG / TPR) + lid / TPR;
   let m0 = wid.z * ROWS;
+  // Weights per 16-byte load, and x vectors per load.
   let per_vec = select(8u, 4u, WEIGHT_DTYPE == 0u);
+  let xv = per_vec / 4u;
   let vecs = p.k / per_vec;
+  let x_row = p.k / 4u;
   var acc: array<f32, MAX_M>;
+  var acc2: array<f32, MAX_M>; // MODE 2: the up row
+  var ss: array<f32, MAX_M>; // NORM: sums of squares of x
   if (n < p.n) {
     let base = n * vecs;
+    let base2 = (n + p.n) * vecs;
     var j = t;
     loop {
       if (j >= vecs) {
         break;
       }
-      // Issue up to UNROLL independent loads before using them.
+      // Issue every load of this round before using any of them.
       var wv: array<vec4<u32>, UNROLL>;
+      var wu: array<vec4<u32>, UNROLL>;
       for (var u = 0u; u < UNROLL; u++) {
         let ju = j + u * TPR;
         if (ju < vecs) {
           wv[u] = w[base + ju];
+          if (MODE == 2u) {
+            wu[u] = w[base2 + ju];
+          }
         }
       }
       for (var u = 0u; u < UNROLL; u++) {
         let ju = j + u * TPR;
         if (ju < vecs) {
-          for (var r = 0u; r < MAX_M; r++) {
-            if (r < ROWS && m0 + r < p.m) {
-              acc[r] += partial(wv[u], m0 + r, ju);
+          let wa = lo(wv[u]);
+          let wb = hi(wv[u]);
+          let ua = lo(wu[u]);
+          let ub = hi(wu[u]);
+          var ga = vec4<f32>(1.0);
+          var gb = vec4<f32>(1.0);
+          if (NORM) {
+            ga = gamma[ju * xv];
+            if (xv == 2u) {
+              gb = gamma[ju * xv + 1u];
+            }
+          }
+          for (var r = 0u; r < ROWS; r++) {
+            // Rows past M (the last z-slice) read row M-1; their results are never stored.
+            let xi = min(m0 + r, p.m - 1u) * x_row + ju * xv;
+            let xa = x[xi];
+            var xb = vec4<f32>(0.0);
+            if (xv == 2u) {
+              xb = x[xi + 1u];
+            }
+            if (NORM) {
+              ss[r] += dot(xa, xa) + dot(xb, xb);
+            }
+            let na = xa * ga;
+            let nb = xb * gb;
+            var d = dot(wa, na);
+            if (xv == 2u) {
+              d += dot(wb, nb);
+            }
+            acc[r] += d;
+            if (MODE == 2u) {
+              var e = dot(ua, na);
+              if (xv == 2u) {
+                e += dot(ub, nb);
+              }
+              acc2[r] += e;
             }
           }
         }
@@ -98,23 +179,33 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       j += UNROLL * TPR;
     }
   }
-  for (var r = 0u; r < MAX_M; r++) {
-    if (r < ROWS) {
-      red[lid][r] = acc[r];
-    }
+  acc = row_sum(acc, lid, t);
+  if (MODE == 2u) {
+    acc2 = row_sum(acc2, lid, t);
   }
-  workgroupBarrier();
-  for (var s = TPR / 2u; s > 0u; s >>= 1u) {
-    if (t < s) {
-      for (var r = 0u; r < MAX_M; r++) {
-        if (r < ROWS) {
-          red[lid][r] += red[lid + s][r];
-        }
+  if (NORM) {
+    ss = row_sum(ss, lid, t);
+  }
+  if (n >= p.n || t != 0u) {
+    return;
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    let m = m0 + r;
+    if (m < p.m) {
+      var scale = 1.0;
+      if (NORM) {
+        scale = inverseSqrt(ss[r] / f32(p.k) + p.eps);
+      }
+      let i = m * p.n + n;
+      let v = acc[r] * scale + bias_at(n);
+      if (MODE == 0u) {
+        y[i] = v;
+      } else if (MODE == 1u) {
+        y[i] += v;
+      } else {
+        let g = v;
+        y[i] = g / (1.0 + exp(-g)) * (acc2[r] * scale);
       }
     }
-    workgroupBarrier();
-  }
-  if (n < p.n && t < ROWS && m0 + t < p.m) {
-    y[(m0 + t) * p.n + n] = red[lid - t][t] + bias_at(n);
   }
 }

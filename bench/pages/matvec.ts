@@ -8,7 +8,7 @@ import { acquireGpu, type Gpu } from "../../src/gpu/device.ts";
 import { storageBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { encodeDispatches } from "../../src/gpu/dispatch.ts";
 import { encodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";
-import { prepareLinear } from "../../src/gpu/kernels/dense.ts";
+import { prepareLinear } from "../../src/gpu/kernels/linear.ts";
 
 const SHAPES: [number, number][] = [[256, 256], [768, 256], [256, 768], [2048, 2048]];
 const DTYPES: WeightDtype[] = ["f16", "f32"];

@@ -10,35 +10,39 @@ import { parseReference, tolerance, verifyModel } from "./verify.ts";
 import { testGpu, withErrorScopes } from "../../test/support/gpu.ts";
 import { MODELS } from "../../test/support/models.ts";
 
+// Twice per model: with an f32 KV cache (the weights' arithmetic against HF at the dtype's
+// tolerance) and with the default cache (f16 for 16-bit weights; see `tolerance`).
 for (const { name, dir } of MODELS) {
-  Deno.test(`${name}: logits match the HF reference at every position and greedy step`, async () => {
-    const gpu = await testGpu();
-    await withErrorScopes(gpu.device, async () => {
-      const path = dir.pathname;
-      const reference = parseReference(await Deno.readTextFile(`${path}reference.json`));
-      const model = await GpuModel.load(gpu, dirFiles(path));
-      try {
-        const { passed, results, dtype } = await verifyModel(model, reference);
-        const tol = tolerance(dtype);
-        for (const r of results) {
-          console.log(
-            `  ${name} prompt ${r.prompt}: max|err| ${r.max_abs_err.toExponential(2)} rel_l2 ${
-              r.rel_l2.toExponential(2)
-            } greedy ${r.greedy_agree}/${r.greedy_checked}`,
-          );
-          ok(
-            r.max_abs_err <= tol.maxAbs,
-            `prompt ${r.prompt}: max |err| ${r.max_abs_err} > ${tol.maxAbs}`,
-          );
-          ok(r.rel_l2 <= tol.relL2, `prompt ${r.prompt}: rel L2 ${r.rel_l2} > ${tol.relL2}`);
-          equal(r.greedy_agree, r.greedy_checked, `prompt ${r.prompt}: greedy tokens disagree`);
-          ok(r.greedy_checked > 0, "some greedy steps were checked");
+  for (const kvDtype of ["f32", undefined] as const) {
+    Deno.test(`${name}: logits match the HF reference at every position and greedy step (KV ${kvDtype ?? "default"})`, async () => {
+      const gpu = await testGpu();
+      await withErrorScopes(gpu.device, async () => {
+        const path = dir.pathname;
+        const reference = parseReference(await Deno.readTextFile(`${path}reference.json`));
+        const model = await GpuModel.load(gpu, dirFiles(path), kvDtype ? { kvDtype } : {});
+        try {
+          const { passed, results, dtype } = await verifyModel(model, reference);
+          const tol = tolerance(dtype, model.kvDtype);
+          for (const r of results) {
+            console.log(
+              `  ${name} (KV ${model.kvDtype}) prompt ${r.prompt}: max|err| ${
+                r.max_abs_err.toExponential(2)
+              } rel_l2 ${r.rel_l2.toExponential(2)} greedy ${r.greedy_agree}/${r.greedy_checked}`,
+            );
+            ok(
+              r.max_abs_err <= tol.maxAbs,
+              `prompt ${r.prompt}: max |err| ${r.max_abs_err} > ${tol.maxAbs}`,
+            );
+            ok(r.rel_l2 <= tol.relL2, `prompt ${r.prompt}: rel L2 ${r.rel_l2} > ${tol.relL2}`);
+            equal(r.greedy_agree, r.greedy_checked, `prompt ${r.prompt}: greedy tokens disagree`);
+            ok(r.greedy_checked > 0, "some greedy steps were checked");
+          }
+          equal(results.length, reference.prompts.length);
+          ok(passed);
+        } finally {
+          model.destroy();
         }
-        equal(results.length, reference.prompts.length);
-        ok(passed);
-      } finally {
-        model.destroy();
-      }
+      });
     });
-  });
+  }
 }

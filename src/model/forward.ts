@@ -3,22 +3,27 @@
  * the step, logit rows) and reused every step; per-step data (token ids, positions, KV slots,
  * block tables) is written into storage buffers before each submit.
  *
- * Per layer: RMSNorm → q/k/v (+bias) → RoPE → KV write → paged attention → o_proj → residual
- * → RMSNorm → gate/up → SwiGLU → down → residual. Then the final norm; the rows whose logits
- * are wanted are copied out and multiplied by the LM head.
+ * Per layer, at decode (at most `MATVEC_MAX_M` tokens), six or seven dispatches:
+ *   1. q/k/v as one product (stacked weights, + bias), with the input RMSNorm folded in;
+ *   2. RoPE on q and k fused with the KV cache write;
+ *   3. paged attention (one pass, or split-K and a merge for long contexts);
+ *   4. o_proj with the residual add in its epilogue;
+ *   5. gate and up as one product, post-attention RMSNorm folded in, SwiGLU in its epilogue;
+ *   6. down_proj with the residual add in its epilogue.
+ * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
+ * around the tiled products. Then the rows whose logits are wanted are copied out of the
+ * residual stream and multiplied by the LM head with the final norm folded in.
  */
 import { EngineError } from "../contract/errors.ts";
 import { readF32, storageBuffer } from "../gpu/buffers.ts";
 import { type Dispatch, encodeDispatches } from "../gpu/dispatch.ts";
-import { chooseSplits, prepareAttention, prepareKvWrite } from "../gpu/kernels/attention.ts";
+import { chooseSplits, prepareAttention, prepareRopeKv } from "../gpu/kernels/attention.ts";
+import { prepareEmbedding } from "../gpu/kernels/dense.ts";
 import {
-  prepareAdd,
-  prepareEmbedding,
-  prepareLinear,
-  prepareRmsNorm,
-  prepareRope,
-  prepareSwiGlu,
-} from "../gpu/kernels/dense.ts";
+  type FusedLinearArgs,
+  type LinearScratch,
+  prepareFusedLinear,
+} from "../gpu/kernels/linear.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
@@ -45,16 +50,17 @@ interface Scratch {
   slots: GPUBuffer;
   tableOffsets: GPUBuffer;
   blockTable: GPUBuffer;
+  /** The residual stream [tokens, hidden]. */
   x: GPUBuffer;
-  h: GPUBuffer;
+  /** The fused q/k/v product [tokens, q + 2kv]. */
+  qkv: GPUBuffer;
+  /** Rotated q [tokens, q], and attention's output. */
   q: GPUBuffer;
-  k: GPUBuffer;
-  v: GPUBuffer;
   attn: GPUBuffer;
-  o: GPUBuffer;
-  gate: GPUBuffer;
-  up: GPUBuffer;
+  /** SwiGLU's output [tokens, intermediate]. */
   act: GPUBuffer;
+  /** What the unfused (prefill) products need in between. */
+  linear: LinearScratch;
   rows: GPUBuffer;
   logits: GPUBuffer;
 }
@@ -94,6 +100,8 @@ export class Forward {
     const table = Math.max(64, tableEntries, (s?.tableCapacity ?? 0) * 2);
     const d = this.model.gpu.device;
     const f = (label: string, n: number) => storageBuffer(d, `fwd:${label}`, n * 4);
+    const Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+    const widest = Math.max(c.hiddenSize, c.intermediateSize, Q);
     this.#scratch = {
       capacity: cap,
       tableCapacity: table,
@@ -104,15 +112,14 @@ export class Forward {
       tableOffsets: f("table_offsets", cap),
       blockTable: f("block_table", table),
       x: f("x", cap * c.hiddenSize),
-      h: f("h", cap * c.hiddenSize),
-      q: f("q", cap * c.numHeads * c.headDim),
-      k: f("k", cap * c.numKvHeads * c.headDim),
-      v: f("v", cap * c.numKvHeads * c.headDim),
-      attn: f("attn", cap * c.numHeads * c.headDim),
-      o: f("o", cap * c.hiddenSize),
-      gate: f("gate", cap * c.intermediateSize),
-      up: f("up", cap * c.intermediateSize),
+      qkv: f("qkv", cap * (Q + 2 * KV)),
+      q: f("q", cap * Q),
+      attn: f("attn", cap * Q),
       act: f("act", cap * c.intermediateSize),
+      linear: {
+        normed: f("normed", cap * widest),
+        product: f("product", cap * Math.max(2 * c.intermediateSize, Q + 2 * KV, c.vocabSize)),
+      },
       rows: f("rows", cap * c.hiddenSize),
       logits: f("logits", cap * c.vocabSize),
     };
@@ -136,7 +143,6 @@ export class Forward {
     const m = this.model;
     const c = m.config;
     const d = m.gpu.device;
-    const w = (t: Parameters<GpuModel["tensor"]>[0]) => m.tensor(t);
     const body: Dispatch[] = [];
     const owned: GPUBuffer[] = [];
     const add = (x: Dispatch & { uniform?: GPUBuffer }) => {
@@ -149,7 +155,7 @@ export class Forward {
         await prepareGather(d, { store: this.#store, index: s.index, ids: s.ids, count: tokens }),
       );
     }
-    const embed = w(m.weights.embed);
+    const embed = m.embed;
     add(
       await prepareEmbedding(d, {
         ids: s.ids,
@@ -161,81 +167,39 @@ export class Forward {
         dtype: embed.dtype,
       }, "embed"),
     );
-    const linear = async (
-      x: GPUBuffer,
-      t: typeof m.weights.embed,
-      y: GPUBuffer,
-      n: number,
-      k: number,
-      label: string,
-      bias?: typeof m.weights.embed,
-    ) => {
-      const wt = w(t);
-      add(
-        await prepareLinear(d, {
-          x,
-          w: wt.buffer,
-          ...(bias ? { b: w(bias).buffer } : {}),
-          y,
-          m: tokens,
-          n,
-          k,
-          dtype: wt.dtype,
-        }, label),
-      );
-    };
-    const norm = async (x: GPUBuffer, t: typeof m.weights.embed, y: GPUBuffer, label: string) => {
-      const wt = w(t);
-      add(
-        await prepareRmsNorm(d, {
-          x,
-          weight: wt.buffer,
-          y,
-          rows: tokens,
-          dim: H,
-          eps: c.rmsNormEps,
-          dtype: wt.dtype,
-        }, label),
-      );
+    const linear = async (args: Omit<FusedLinearArgs, "m">, label: string, xRows = tokens) => {
+      const p = await prepareFusedLinear(d, { ...args, m: xRows }, s.linear, label);
+      for (const x of p.dispatches) add(x);
     };
     const splits = tokens <= 4 ? chooseSplits(c.maxPositionEmbeddings) : 1;
+    const kvDtype = m.kvDtype;
     for (let l = 0; l < c.numLayers; l++) {
-      const L = m.weights.layers[l]!;
-      await norm(s.x, L.inputNorm, s.h, `L${l}:input_norm`);
-      await linear(s.h, L.q, s.q, Q, H, `L${l}:q`, L.qBias);
-      await linear(s.h, L.k, s.k, KV, H, `L${l}:k`, L.kBias);
-      await linear(s.h, L.v, s.v, KV, H, `L${l}:v`, L.vBias);
+      const L = m.layers[l]!;
+      await linear({
+        x: s.x,
+        w: L.qkv.buffer,
+        ...(L.qkvBias ? { b: L.qkvBias.buffer } : {}),
+        y: s.qkv,
+        n: Q + 2 * KV,
+        k: H,
+        dtype: L.qkv.dtype,
+        norm: { weight: L.inputNorm, eps: c.rmsNormEps },
+      }, `L${l}:qkv`);
       add(
-        await prepareRope(d, {
-          x: s.q,
+        await prepareRopeKv(d, {
+          qkv: s.qkv,
+          q: s.q,
           positions: s.positions,
           invFreq: m.invFreq,
-          tokens,
-          heads: c.numHeads,
-          headDim: c.headDim,
-        }, `L${l}:rope_q`),
-      );
-      add(
-        await prepareRope(d, {
-          x: s.k,
-          positions: s.positions,
-          invFreq: m.invFreq,
-          tokens,
-          heads: c.numKvHeads,
-          headDim: c.headDim,
-        }, `L${l}:rope_k`),
-      );
-      add(
-        await prepareKvWrite(d, {
-          k: s.k,
-          v: s.v,
           slots: s.slots,
           kCache: m.kCache[l]!,
           vCache: m.vCache[l]!,
           tokens,
+          heads: c.numHeads,
           kvHeads: c.numKvHeads,
           headDim: c.headDim,
-        }, `L${l}:kv_write`),
+          kvDtype,
+        }, `L${l}:rope_kv`),
       );
       const att = await prepareAttention(d, {
         q: s.q,
@@ -251,38 +215,53 @@ export class Forward {
         headDim: c.headDim,
         blockSize: m.blockSize,
         splits,
+        kvDtype,
       }, `L${l}:attention`);
       body.push(...att.dispatches);
       owned.push(...att.owned);
-      await linear(s.attn, L.o, s.o, H, Q, `L${l}:o`);
-      add(await prepareAdd(d, { a: s.x, b: s.o, count: tokens * H }, `L${l}:residual1`));
-      await norm(s.x, L.postNorm, s.h, `L${l}:post_norm`);
-      await linear(s.h, L.gate, s.gate, c.intermediateSize, H, `L${l}:gate`);
-      await linear(s.h, L.up, s.up, c.intermediateSize, H, `L${l}:up`);
-      add(
-        await prepareSwiGlu(d, {
-          gate: s.gate,
-          up: s.up,
-          out: s.act,
-          count: tokens * c.intermediateSize,
-        }, `L${l}:swiglu`),
+      const o = L.o;
+      await linear(
+        { x: s.attn, w: o.buffer, y: s.x, n: H, k: Q, dtype: o.dtype, epilogue: "accumulate" },
+        `L${l}:o`,
       );
-      await linear(s.act, L.down, s.o, H, c.intermediateSize, `L${l}:down`);
-      add(await prepareAdd(d, { a: s.x, b: s.o, count: tokens * H }, `L${l}:residual2`));
+      await linear({
+        x: s.x,
+        w: L.gateUp.buffer,
+        y: s.act,
+        n: c.intermediateSize,
+        k: H,
+        dtype: L.gateUp.dtype,
+        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+        epilogue: "swiglu",
+      }, `L${l}:gate_up`);
+      const dn = L.down;
+      await linear({
+        x: s.act,
+        w: dn.buffer,
+        y: s.x,
+        n: H,
+        k: c.intermediateSize,
+        dtype: dn.dtype,
+        epilogue: "accumulate",
+      }, `L${l}:down`);
     }
-    await norm(s.x, m.weights.norm, s.h, "final_norm");
-    const head = w(m.weights.lmHead);
-    const lm = await prepareLinear(d, {
-      x: s.rows,
-      w: head.buffer,
-      y: s.logits,
-      m: rows,
-      n: c.vocabSize,
-      k: H,
-      dtype: head.dtype,
-    }, "lm_head");
-    owned.push(lm.uniform);
-    const plan = { body, head: [lm], owned };
+    const bodyLength = body.length;
+    // The LM head reads the wanted rows of x (copied out after the body) through the final norm.
+    await linear(
+      {
+        x: s.rows,
+        w: m.lmHead.buffer,
+        y: s.logits,
+        n: c.vocabSize,
+        k: H,
+        dtype: m.lmHead.dtype,
+        norm: { weight: m.finalNorm, eps: c.rmsNormEps },
+      },
+      "lm_head",
+      rows,
+    );
+    const head = body.splice(bodyLength);
+    const plan = { body, head, owned };
     this.#plans.set(key, plan);
     return plan;
   }
@@ -353,7 +332,7 @@ export class Forward {
     encodeDispatches(encoder, plan.body, "forward:body");
     const rowBytes = this.model.config.hiddenSize * 4;
     b.logitRows.forEach((r, i) =>
-      encoder.copyBufferToBuffer(s.h, r * rowBytes, s.rows, i * rowBytes, rowBytes)
+      encoder.copyBufferToBuffer(s.x, r * rowBytes, s.rows, i * rowBytes, rowBytes)
     );
     encodeDispatches(encoder, plan.head, "forward:lm_head");
     return { logits: s.logits, rows };
@@ -372,7 +351,10 @@ export class Forward {
     for (const p of this.#plans.values()) for (const b of p.owned) b.destroy();
     this.#plans.clear();
     if (this.#scratch) {
-      for (const v of Object.values(this.#scratch)) if (typeof v === "object") v.destroy();
+      const { linear, ...rest } = this.#scratch;
+      for (const v of [...Object.values(rest), ...Object.values(linear)]) {
+        if (typeof v === "object") v.destroy();
+      }
       this.#scratch = undefined;
     }
   }

@@ -6,6 +6,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
+import type { KvDtype } from "../gpu/kernels/attention.ts";
 import { Forward } from "./forward.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
@@ -39,9 +40,15 @@ export interface Tolerance {
   relL2: number;
 }
 
-/** F32 weights: max |err| ≤ 1e-3. F16/BF16: max |err| ≤ 3e-2 and relative L2 ≤ 1e-2. */
-export function tolerance(dtype: WeightDtype): Tolerance {
-  return dtype === "f32" ? { maxAbs: 1e-3, relL2: Infinity } : { maxAbs: 3e-2, relL2: 1e-2 };
+/**
+ * F32 weights: max |err| ≤ 1e-3. F16/BF16: max |err| ≤ 3e-2 and relative L2 ≤ 1e-2. An f16 KV
+ * cache (the default for 16-bit weights) rounds every cached key and value to 11 significant
+ * bits, which HF's float64 reference does not: it gets twice the max |err| (the worst fixture,
+ * Qwen2 with large k biases, moves by 3.3e-2) and the same relative L2 and greedy agreement.
+ */
+export function tolerance(dtype: WeightDtype, kvDtype: KvDtype = "f32"): Tolerance {
+  if (dtype === "f32") return { maxAbs: kvDtype === "f32" ? 1e-3 : 6e-2, relL2: Infinity };
+  return { maxAbs: kvDtype === "f32" ? 3e-2 : 6e-2, relL2: 1e-2 };
 }
 
 export function parseReference(text: string): Reference {
@@ -151,7 +158,7 @@ export async function verifyModel(
     );
   }
   const dtype = model.weights.embed.dtype;
-  const tol = tolerance(dtype);
+  const tol = tolerance(dtype, model.kvDtype);
   const fwd = new Forward(model);
   const results: PromptResult[] = [];
   try {

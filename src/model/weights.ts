@@ -97,7 +97,7 @@ export function weightList(w: ModelWeights): TensorInfo[] {
 
 /** Refuse a model that cannot fit: a tensor beyond one binding, or a total beyond `budget`. */
 export function checkFits(
-  tensors: readonly TensorInfo[],
+  tensors: readonly Pick<TensorInfo, "name" | "length">[],
   limits: { maxStorageBufferBindingSize: number; maxBufferSize: number },
   budget = Infinity,
 ): void {

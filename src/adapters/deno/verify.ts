@@ -16,21 +16,22 @@ function arg(name: string): string | undefined {
 }
 
 const dir = arg("model");
+const kvDtype = arg("kv-dtype");
 const refPath = arg("reference") ?? (dir ? `${dir}/reference.json` : undefined);
-if (!dir || !refPath) {
-  console.error("usage: deno task verify --model DIR [--reference FILE]");
+if (!dir || !refPath || (kvDtype !== undefined && kvDtype !== "f16" && kvDtype !== "f32")) {
+  console.error("usage: deno task verify --model DIR [--reference FILE] [--kv-dtype f16|f32]");
   Deno.exit(2);
 }
 try {
   const reference = parseReference(await Deno.readTextFile(refPath));
   const gpu = await acquireGpu({ label: "kiln-verify" });
-  const model = await GpuModel.load(gpu, dirFiles(dir));
+  const model = await GpuModel.load(gpu, dirFiles(dir), kvDtype ? { kvDtype } : {});
   const { passed, dtype } = await verifyModel(
     model,
     reference,
     (r) => console.log(JSON.stringify(r)),
   );
-  console.error(`adapter: ${gpu.caps.adapter}; weights ${dtype}`);
+  console.error(`adapter: ${gpu.caps.adapter}; weights ${dtype}; KV cache ${model.kvDtype}`);
   model.destroy();
   console.log(`verify: ${passed ? "PASS" : "FAIL"}`);
   Deno.exit(passed ? 0 : 1);

@@ -1,11 +1,10 @@
 import { decodeWeights, encodeWeights, type WeightDtype } from "../dtype.ts";
 import { uploadBuffer } from "../buffers.ts";
-import { embeddingRef, linearRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
+import { embeddingRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
 import {
   prepareAdd,
   prepareEmbedding,
-  prepareLinear,
   prepareRmsNorm,
   prepareRope,
   prepareSwiGlu,
@@ -49,50 +48,6 @@ for (const dtype of DTYPES) {
       assertClose(got, embeddingRef(ids, table.values, hidden), 0, 0, "embedding");
     });
   });
-
-  // Shapes for every path: scalar matvec (odd K), vec4 matvec (K % 8 == 0, M <= 32), tiled.
-  const shapes = [
-    [1, 131, 67],
-    [3, 64, 128],
-    [17, 45, 33],
-    [40, 70, 96],
-    [1, 5, 1],
-    [1, 33, 256],
-    [8, 7, 264],
-    [9, 130, 8],
-  ] as const;
-  for (const [m, n, k] of shapes) {
-    Deno.test(`linear ${dtype} M=${m} N=${n} K=${k} with and without bias`, async () => {
-      const { device } = await testGpu();
-      await withErrorScopes(device, async () => {
-        const w = weights(2 + m, n * k, dtype);
-        const b = weights(3 + n, n, dtype);
-        const x = asF32(seeded(4 + k, m * k));
-        for (const withBias of [false, true]) {
-          const y = outBuffer(device, "lin:y", m * n);
-          const d = await prepareLinear(device, {
-            x: f32Buffer(device, "lin:x", x),
-            w: uploadBuffer(device, "lin:w", w.bytes),
-            ...(withBias ? { b: uploadBuffer(device, "lin:b", b.bytes) } : {}),
-            y,
-            m,
-            n,
-            k,
-            dtype,
-          });
-          const got = await runRead(device, [d], y, m * n);
-          // f32 accumulation of K products of magnitude <= 0.5: error grows like K * 2^-24.
-          assertClose(
-            got,
-            linearRef(x, w.values, withBias ? b.values : undefined, m, n, k),
-            1e-5 * k,
-            1e-5,
-            "linear",
-          );
-        }
-      });
-    });
-  }
 
   Deno.test(`rmsnorm ${dtype} over dims 1, 63, 257`, async () => {
     const { device } = await testGpu();

@@ -83,3 +83,37 @@ export function swiGluRef(gate: ArrayLike<number>, up: ArrayLike<number>): Float
     (_, i) => (gate[i]! / (1 + Math.exp(-gate[i]!))) * up[i]!,
   );
 }
+
+/**
+ * The fused product of `linear.ts`: y = rmsnorm(x)·Wᵀ + b, then stored, added to `y0`, or (with
+ * W = [gate; up] of 2n rows) y = silu(gate) * up.
+ */
+export function fusedLinearRef(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  b: ArrayLike<number> | undefined,
+  m: number,
+  n: number,
+  k: number,
+  opts: {
+    norm?: { weight: ArrayLike<number>; eps: number };
+    epilogue?: "store" | "accumulate" | "swiglu";
+    y0?: ArrayLike<number>;
+  } = {},
+): Float64Array {
+  const xn = opts.norm ? rmsNormRef(x, opts.norm.weight, k, opts.norm.eps) : x;
+  if (opts.epilogue === "swiglu") {
+    const r = linearRef(xn, w, b, m, 2 * n, k);
+    const y = new Float64Array(m * n);
+    for (let i = 0; i < m; i++) {
+      const row = r.subarray(i * 2 * n, (i + 1) * 2 * n);
+      y.set(swiGluRef(row.subarray(0, n), row.subarray(n)), i * n);
+    }
+    return y;
+  }
+  const y = linearRef(xn, w, b, m, n, k);
+  if (opts.epilogue === "accumulate") {
+    for (let i = 0; i < y.length; i++) y[i] = y[i]! + (opts.y0?.[i] ?? 0);
+  }
+  return y;
+}

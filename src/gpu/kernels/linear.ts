@@ -1,0 +1,231 @@
+/**
+ * Linear layers: y = x·Wᵀ (+ b), with what surrounds a product in a transformer fused into it
+ * where the shape allows (decode): RMSNorm of x before it, and after it either the residual add
+ * (`accumulate`) or SwiGLU over stacked gate and up weights (`swiglu`).
+ *
+ * `prepareLinear` is the plain product (one dispatch). `prepareFusedLinear` does the fused
+ * product in one dispatch of `matvec.wgsl` when it can, and otherwise (prefill shapes, K not a
+ * multiple of the 16-byte load) the same computation as separate dispatches.
+ */
+import { storageBuffer } from "../buffers.ts";
+import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
+import { grid } from "../dispatch.ts";
+import { type KernelDispatch, prepareKernel } from "./kernel.ts";
+import { prepareAdd, prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
+
+export interface LinearArgs {
+  x: GPUBuffer;
+  w: GPUBuffer;
+  b?: GPUBuffer;
+  y: GPUBuffer;
+  m: number;
+  /** Output columns (with `swiglu`: of each of gate and up; W then has 2n rows). */
+  n: number;
+  k: number;
+  dtype: WeightDtype;
+}
+
+export type Epilogue = "store" | "accumulate" | "swiglu";
+
+export interface FusedLinearArgs extends LinearArgs {
+  /** RMSNorm of x folded in: its weight as f32 [k], and epsilon. */
+  norm?: { weight: GPUBuffer; eps: number };
+  /** `store` (default): y = r; `accumulate`: y += r; `swiglu`: y = silu(r_gate) * r_up. */
+  epilogue?: Epilogue;
+  /**
+   * Threads per output row of `matvec.wgsl` (a power of two up to 64). By default 1 on a CPU
+   * adapter and 64 on a GPU; tests set it to cover both paths on one adapter.
+   */
+  threadsPerRow?: number;
+}
+
+/** Rows of activations up to which the matrix-vector kernel is used (per z-slice). */
+export const MATVEC_ROWS = 8;
+/** Above this many rows the tiled kernel is used. */
+export const MATVEC_MAX_M = 32;
+
+/** Invocations per workgroup of the subgroup matrix-vector kernel. */
+const SUBGROUP_MATVEC_WG = 128;
+
+/**
+ * Threads per output row and per workgroup of `matvec.wgsl`. A CPU implementation of WebGPU
+ * (the adapter says it is a fallback adapter: lavapipe, llvmpipe, SwiftShader) runs every
+ * invocation of a workgroup up to each barrier in turn, so there one thread owns a whole row
+ * and nothing is reduced; a GPU splits each row over 64 threads.
+ */
+function matvecThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: number } {
+  if (tpr !== undefined) {
+    if (!(Number.isInteger(tpr) && tpr >= 1 && tpr <= 64 && (tpr & (tpr - 1)) === 0)) {
+      throw new Error(`threadsPerRow ${tpr} is not a power of two in 1..64`);
+    }
+    return { tpr, wg: Math.max(64, tpr * 4) };
+  }
+  const info = device.adapterInfo as GPUAdapterInfo | undefined;
+  return info?.isFallbackAdapter ? { tpr: 1, wg: 64 } : { tpr: 64, wg: 256 };
+}
+
+/**
+ * Output rows per workgroup of the subgroup kernel: one per subgroup at the smallest subgroup
+ * size the adapter reports (8 when it reports none), at most 32.
+ */
+function subgroupRowsPerWorkgroup(device: GPUDevice): number {
+  // adapterInfo is newer than some implementations: read it optionally.
+  const min = (device.adapterInfo as GPUAdapterInfo | undefined)?.subgroupMinSize;
+  const rows = min !== undefined && min > 0 ? SUBGROUP_MATVEC_WG / min : 8;
+  return Math.max(1, Math.min(32, Math.floor(rows)));
+}
+
+const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
+
+/** Shaders always declare the optional bindings (bias, norm weight); unused ones read this. */
+function placeholder(device: GPUDevice): GPUBuffer {
+  let b = placeholders.get(device);
+  if (b === undefined) placeholders.set(device, b = storageBuffer(device, "linear:unused", 16));
+  return b;
+}
+
+/** Whether the decode kernels (16-byte weight loads) take this shape. */
+export function isMatvecShape(a: Pick<LinearArgs, "m" | "k" | "dtype">): boolean {
+  return a.m <= MATVEC_MAX_M && a.k % (a.dtype === "f32" ? 4 : 8) === 0;
+}
+
+const EPILOGUE_CODE: Record<Epilogue, number> = { store: 0, accumulate: 1, swiglu: 2 };
+
+/**
+ * The fused decode product in one dispatch. Needs `isMatvecShape`. Takes `matvec_subgroups`
+ * where the device has `subgroups` and is not a CPU adapter (plain products only).
+ */
+export function prepareMatvec(
+  device: GPUDevice,
+  a: FusedLinearArgs,
+  label = "matvec",
+): Promise<KernelDispatch> {
+  if (!isMatvecShape(a)) throw new Error(`${label}: not a decode shape (m ${a.m}, k ${a.k})`);
+  if (a.b && a.epilogue === "swiglu") throw new Error(`${label}: no bias with swiglu`);
+  const buffers: Record<number, GPUBuffer> = {
+    1: a.x,
+    2: a.w,
+    3: a.b ?? placeholder(device),
+    4: a.y,
+  };
+  const constants = {
+    WEIGHT_DTYPE: DTYPE_CODE[a.dtype],
+    HAS_BIAS: a.b ? 1 : 0,
+    ROWS: Math.min(a.m, MATVEC_ROWS),
+  };
+  const uniform = [a.m, a.n, a.k, a.norm?.eps ?? 0];
+  const slices = Math.ceil(a.m / MATVEC_ROWS);
+  const fused = a.norm !== undefined || (a.epilogue ?? "store") !== "store";
+  const { tpr, wg } = matvecThreads(device, a.threadsPerRow);
+  if (device.features.has("subgroups") && !fused && tpr > 1) {
+    // One subgroup per output row, reduced with subgroupAdd (no barrier).
+    const rows = subgroupRowsPerWorkgroup(device);
+    const [gx, gy] = grid(device, Math.ceil(a.n / rows));
+    return prepareKernel(device, {
+      label,
+      shader: "matvec_subgroups",
+      entry: "main",
+      constants: { ...constants, WG: SUBGROUP_MATVEC_WG, RPW: rows },
+      uniform: [a.m, a.n, a.k, 0],
+      buffers,
+      workgroups: [gx, gy, slices],
+    });
+  }
+  const [gx, gy] = grid(device, Math.ceil(a.n / (wg / tpr)));
+  return prepareKernel(device, {
+    label,
+    shader: "matvec",
+    entry: "main",
+    constants: {
+      ...constants,
+      TPR: tpr,
+      WG: wg,
+      NORM: a.norm ? 1 : 0,
+      MODE: EPILOGUE_CODE[a.epilogue ?? "store"],
+    },
+    uniform,
+    floats: [3],
+    buffers: { ...buffers, 5: a.norm?.weight ?? placeholder(device) },
+    workgroups: [gx, gy, slices],
+  });
+}
+
+/** y = x·Wᵀ (+ b): the matrix-vector kernel for few rows, the tiled kernel otherwise. */
+export function prepareLinear(
+  device: GPUDevice,
+  a: LinearArgs,
+  label = "linear",
+): Promise<KernelDispatch> {
+  if (isMatvecShape(a)) return prepareMatvec(device, a, label);
+  const matvec = a.m <= MATVEC_MAX_M;
+  const [gx, gy] = grid(device, a.n);
+  return prepareKernel(device, {
+    label,
+    shader: "matmul",
+    entry: matvec ? "matvec" : "tiled",
+    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], HAS_BIAS: a.b ? 1 : 0 },
+    uniform: [a.m, a.n, a.k, 0],
+    buffers: { 1: a.x, 2: a.w, 3: a.b ?? placeholder(device), 4: a.y },
+    workgroups: matvec
+      ? [gx, gy, Math.ceil(a.m / MATVEC_ROWS)]
+      : [Math.ceil(a.n / 16), Math.ceil(a.m / 16)],
+  });
+}
+
+/** Scratch the unfused path needs: f32 buffers of at least m·k (normed x) and m·2n (product). */
+export interface LinearScratch {
+  normed: GPUBuffer;
+  product: GPUBuffer;
+}
+
+export interface LinearDispatches {
+  dispatches: KernelDispatch[];
+}
+
+/**
+ * A fused product: one dispatch when `isMatvecShape`, else RMSNorm, the product and the
+ * epilogue as separate dispatches through `scratch`.
+ */
+export async function prepareFusedLinear(
+  device: GPUDevice,
+  a: FusedLinearArgs,
+  scratch: LinearScratch,
+  label = "linear",
+): Promise<LinearDispatches> {
+  if (isMatvecShape(a)) return { dispatches: [await prepareMatvec(device, a, label)] };
+  const dispatches: KernelDispatch[] = [];
+  let x = a.x;
+  if (a.norm) {
+    dispatches.push(
+      await prepareRmsNorm(device, {
+        x: a.x,
+        weight: a.norm.weight,
+        y: scratch.normed,
+        rows: a.m,
+        dim: a.k,
+        eps: a.norm.eps,
+        dtype: "f32",
+      }, `${label}:norm`),
+    );
+    x = scratch.normed;
+  }
+  const epilogue = a.epilogue ?? "store";
+  const n = epilogue === "swiglu" ? 2 * a.n : a.n;
+  const y = epilogue === "store" ? a.y : scratch.product;
+  dispatches.push(await prepareLinear(device, { ...a, x, y, n }, label));
+  if (epilogue === "accumulate") {
+    dispatches.push(
+      await prepareAdd(device, { a: a.y, b: scratch.product, count: a.m * a.n }, `${label}:add`),
+    );
+  } else if (epilogue === "swiglu") {
+    dispatches.push(
+      await prepareSwiGluHalves(device, {
+        stacked: scratch.product,
+        out: a.y,
+        rows: a.m,
+        width: a.n,
+      }, `${label}:swiglu`),
+    );
+  }
+  return { dispatches };
+}

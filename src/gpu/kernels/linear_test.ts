@@ -1,0 +1,138 @@
+import { decodeWeights, encodeWeights, type WeightDtype } from "../dtype.ts";
+import { uploadBuffer } from "../buffers.ts";
+import { fusedLinearRef, linearRef } from "../reference/dense.ts";
+import { type Epilogue, isMatvecShape, prepareFusedLinear, prepareLinear } from "./linear.ts";
+import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import {
+  asF32,
+  f32Buffer,
+  outBuffer,
+  runRead,
+  seeded,
+} from "../../../test/support/kernel_harness.ts";
+
+const DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
+
+/** Weights as stored (rounded to `dtype`), and the same values decoded for the reference. */
+function weights(seed: number, n: number, dtype: WeightDtype, scale = 0.5) {
+  const bytes = encodeWeights(seeded(seed, n, scale), dtype);
+  return { bytes, values: decodeWeights(bytes, dtype) };
+}
+
+// Shapes for every path: scalar matvec (odd K), vec4 matvec (K % 8 == 0, M <= 32), tiled.
+const SHAPES = [
+  [1, 131, 64],
+  [3, 64, 128],
+  [17, 45, 33],
+  [40, 70, 96],
+  [1, 5, 1],
+  [1, 33, 256],
+  [8, 7, 264],
+  [9, 130, 8],
+] as const;
+
+for (const dtype of DTYPES) {
+  for (const [m, n, k] of SHAPES) {
+    Deno.test(`linear ${dtype} M=${m} N=${n} K=${k} with and without bias`, async () => {
+      const { device } = await testGpu();
+      await withErrorScopes(device, async () => {
+        const w = weights(2 + m, n * k, dtype);
+        const b = weights(3 + n, n, dtype);
+        const x = asF32(seeded(4 + k, m * k));
+        for (const withBias of [false, true]) {
+          const y = outBuffer(device, "lin:y", m * n);
+          const d = await prepareLinear(device, {
+            x: f32Buffer(device, "lin:x", x),
+            w: uploadBuffer(device, "lin:w", w.bytes),
+            ...(withBias ? { b: uploadBuffer(device, "lin:b", b.bytes) } : {}),
+            y,
+            m,
+            n,
+            k,
+            dtype,
+          });
+          const got = await runRead(device, [d], y, m * n);
+          // f32 accumulation of K products of magnitude <= 0.5: error grows like K * 2^-24.
+          assertClose(
+            got,
+            linearRef(x, w.values, withBias ? b.values : undefined, m, n, k),
+            1e-5 * k,
+            1e-5,
+            "linear",
+          );
+        }
+      });
+    });
+  }
+}
+
+const EPILOGUES: Epilogue[] = ["store", "accumulate", "swiglu"];
+
+// The fused product (RMSNorm before, residual add or SwiGLU after), in one dispatch for decode
+// shapes, with one thread per row (CPU adapters) and split rows (GPUs), and through the unfused
+// fallback for the others.
+for (const dtype of DTYPES) {
+  const fusedShapes = [[1, 131, 64], [3, 65, 136], [8, 7, 264], [11, 30, 8], [17, 9, 33]] as const;
+  for (const [m, n, k] of fusedShapes) {
+    Deno.test(`fused linear ${dtype} M=${m} N=${n} K=${k}: norm x epilogue`, async () => {
+      const { device } = await testGpu();
+      await withErrorScopes(device, async () => {
+        const w = weights(5 + m, 2 * n * k, dtype);
+        const b = weights(6 + n, n, dtype);
+        const g = asF32(seeded(7 + k, k, 1.5));
+        const x = asF32(seeded(8 + k, m * k, 2));
+        const y0 = asF32(seeded(9 + n, m * n));
+        const scratch = {
+          normed: outBuffer(device, "fused:normed", m * k),
+          product: outBuffer(device, "fused:product", m * 2 * n),
+        };
+        const threads = isMatvecShape({ m, k, dtype }) ? [1, 64] : [undefined];
+        // Each pipeline variant takes a while to compile on a CPU adapter: every combination
+        // for F16, and the two extremes for the dtypes (which only change the weight decode).
+        const combos = dtype === "f16"
+          ? EPILOGUES.flatMap((e) => [[e, false], [e, true]] as const)
+          : [["store", false], ["swiglu", true], ["accumulate", true]] as const;
+        for (const [epilogue, withNorm] of combos) {
+          {
+            for (const threadsPerRow of threads) {
+              const withBias = epilogue !== "swiglu" && m % 2 === 1;
+              const y = f32Buffer(device, "fused:y", y0);
+              const norm = { weight: f32Buffer(device, "fused:g", g), eps: 1e-5 };
+              const p = await prepareFusedLinear(
+                device,
+                {
+                  x: f32Buffer(device, "fused:x", x),
+                  w: uploadBuffer(device, "fused:w", w.bytes),
+                  ...(withBias ? { b: uploadBuffer(device, "fused:b", b.bytes) } : {}),
+                  y,
+                  m,
+                  n,
+                  k,
+                  dtype,
+                  epilogue,
+                  ...(withNorm ? { norm } : {}),
+                  ...(threadsPerRow ? { threadsPerRow } : {}),
+                },
+                scratch,
+                "fused",
+              );
+              const want = fusedLinearRef(x, w.values, withBias ? b.values : undefined, m, n, k, {
+                epilogue,
+                y0,
+                ...(withNorm ? { norm: { weight: g, eps: 1e-5 } } : {}),
+              });
+              const got = await runRead(device, p.dispatches, y, m * n);
+              assertClose(
+                got,
+                want,
+                3e-5 * k,
+                1e-5,
+                `${epilogue} norm=${withNorm} tpr=${threadsPerRow}`,
+              );
+            }
+          }
+        }
+      });
+    });
+  }
+}
