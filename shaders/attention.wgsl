@@ -13,7 +13,8 @@
 //   2. barrier; thread i turns its scores into exp(s - m_new) in p_sh and its key's cache
 //      offset into kb_sh; every thread rescales its running sums by exp(m_old - m_new);
 //   3. barrier; thread (key lane kl, dim lane dl) accumulates p * V over keys i = kl (mod
-//      key_lanes) of the tile for its dim pairs, and the running sum l.
+//      key_lanes) of the tile for its dim pairs. The softmax denominator l is kept per key owner
+//      (step 2) and summed once at the end.
 // Two barriers per tile; the tile maxima are double-buffered by tile parity so the next tile
 // can start before every thread has finished step 3. Key lanes are summed once at the end.
 //
@@ -62,7 +63,9 @@ struct Params {
 @group(0) @binding(9) var<storage, read_write> part_acc: array<f32>;
 
 var<workgroup> q_sh: array<vec2<f32>, 512>; // [GROUP][head_dim / 2]
-var<workgroup> p_sh: array<f32, 512>; // [GROUP][WG] probabilities of the tile's keys
+// Probabilities of the tile's keys, four heads to a vec4: [GROUP / 4][WG]; at the end, the
+// key owners' running sums l [WG][GROUP] (as floats of the first 128 vec4s).
+var<workgroup> p_sh: array<vec4<f32>, 2 * WG>;
 var<workgroup> kb_sh: array<u32, WG>; // cache offset of each key of the tile
 var<workgroup> tile_max: array<atomic<u32>, 16>; // [parity][MAX_GROUP], order-preserving bits
 var<workgroup> red: array<vec2<f32>, 512>; // [WG][GROUP] acc of each key lane, at the end
@@ -115,6 +118,7 @@ fn attend(t: u32, kvh: u32, h0: u32, k_begin: u32, k_end: u32, lid: u32) -> Part
   for (var g = 0u; g < GROUP; g++) {
     r.m[g] = NEG;
   }
+  var own_l: array<f32, MAX_GROUP>; // running sum of this thread's keys' probabilities
   var par = 0u;
   for (var c = k_begin; c < k_end; c += WG) {
     let n = min(WG, k_end - c);
@@ -141,11 +145,18 @@ fn attend(t: u32, kvh: u32, h0: u32, k_begin: u32, k_end: u32, lid: u32) -> Part
     workgroupBarrier();
     // 2. Probabilities against the new running max.
     var rescale: array<f32, MAX_GROUP>;
+    var pv: array<vec4<f32>, 2>;
+    pv = array<vec4<f32>, 2>();
     for (var g = 0u; g < GROUP; g++) {
       let m_new = max(r.m[g], unordered(atomicLoad(&tile_max[par * MAX_GROUP + g])));
       rescale[g] = exp(r.m[g] - m_new);
       r.m[g] = m_new;
-      p_sh[g * WG + lid] = select(0.0, exp(s[g] - m_new), lid < n);
+      let pg = select(0.0, exp(s[g] - m_new), lid < n);
+      pv[g / 4u][g % 4u] = pg;
+      own_l[g] = own_l[g] * rescale[g] + pg;
+    }
+    for (var b = 0u; b * 4u < GROUP; b++) {
+      p_sh[b * WG + lid] = pv[b];
     }
     kb_sh[lid] = kb;
     if (lid < MAX_GROUP) {
@@ -154,7 +165,6 @@ fn attend(t: u32, kvh: u32, h0: u32, k_begin: u32, k_end: u32, lid: u32) -> Part
     workgroupBarrier();
     // 3. acc = acc * rescale + sum_i p_i V_i over this key lane's keys.
     for (var g = 0u; g < GROUP; g++) {
-      r.l[g] *= rescale[g];
       for (var u = 0u; u < PPT; u++) {
         r.acc[g * MAX_PPT + u] *= rescale[g];
       }
@@ -162,42 +172,44 @@ fn attend(t: u32, kvh: u32, h0: u32, k_begin: u32, k_end: u32, lid: u32) -> Part
     if (kl < p.key_lanes) {
       for (var i = kl; i < n; i += p.key_lanes) {
         let vb = kb_sh[i];
+        var pk: array<vec4<f32>, 2>;
+        for (var b = 0u; b * 4u < GROUP; b++) {
+          pk[b] = p_sh[b * WG + i];
+        }
         for (var u = 0u; u < PPT; u++) {
           let dp = dl + u * p.lanes;
           if (dp < pairs) {
             let v = load_v(vb + 2u * dp);
             for (var g = 0u; g < GROUP; g++) {
-              r.acc[g * MAX_PPT + u] += p_sh[g * WG + i] * v;
+              r.acc[g * MAX_PPT + u] += pk[g / 4u][g % 4u] * v;
             }
           }
-        }
-        for (var g = 0u; g < GROUP; g++) {
-          r.l[g] += p_sh[g * WG + i];
         }
       }
     }
     par = 1u - par;
   }
-  if (p.key_lanes > 1u) {
-    // One dim pair per thread here (lanes < WG): sum the key lanes into lane 0.
-    workgroupBarrier();
-    if (kl < p.key_lanes) {
-      for (var g = 0u; g < GROUP; g++) {
-        red[lid * GROUP + g] = r.acc[g * MAX_PPT];
-        if (dl == 0u) {
-          p_sh[kl * GROUP + g] = r.l[g];
-        }
-      }
+  // l: the sum of the key owners' running sums. acc: with one dim pair per thread (lanes < WG),
+  // the sum over key lanes.
+  workgroupBarrier();
+  for (var g = 0u; g < GROUP; g++) {
+    p_sh[(lid * GROUP + g) / 4u][(lid * GROUP + g) % 4u] = own_l[g];
+  }
+  if (p.key_lanes > 1u && kl < p.key_lanes) {
+    for (var g = 0u; g < GROUP; g++) {
+      red[lid * GROUP + g] = r.acc[g * MAX_PPT];
     }
-    workgroupBarrier();
-    if (kl == 0u) {
-      for (var g = 0u; g < GROUP; g++) {
-        var l = r.l[g];
-        for (var k = 1u; k < p.key_lanes; k++) {
-          r.acc[g * MAX_PPT] += red[(k * p.lanes + dl) * GROUP + g];
-          l += p_sh[k * GROUP + g];
-        }
-        r.l[g] = l;
+  }
+  workgroupBarrier();
+  if (lid < p.lanes) {
+    for (var g = 0u; g < GROUP; g++) {
+      var l = 0.0;
+      for (var i = 0u; i < WG; i++) {
+        l += p_sh[(i * GROUP + g) / 4u][(i * GROUP + g) % 4u];
+      }
+      r.l[g] = l;
+      for (var k = 1u; k < p.key_lanes; k++) {
+        r.acc[g * MAX_PPT] += red[(k * p.lanes + dl) * GROUP + g];
       }
     }
   }
