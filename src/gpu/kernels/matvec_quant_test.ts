@@ -1,9 +1,9 @@
 import { equal, ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer, uploadBuffer } from "../buffers.ts";
-import { numberToF16 } from "../dtype.ts";
 import { QUANT_FORMATS, QUANT_TYPES, quantize, type QuantType } from "../quant/formats.ts";
 import { quantMatvecRef } from "../quant/reference.ts";
+import { randomBlocks } from "../quant/random_blocks.ts";
 import { prepareQuantMatvec } from "./matvec_quant.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
@@ -18,41 +18,9 @@ const NS = [1, 7, 65, 577];
 const MS = [1, 3, 8];
 const KS = (t: QuantType) => QUANT_FORMATS[t].blockSize === 32 ? [32, 96, 576] : [256, 768, 1536];
 
-/** Byte offsets of each format's f16 fields, and the magnitude that keeps weights within ~±1. */
-const HALVES: Record<QuantType, [number, number][]> = {
-  Q8_0: [[0, 1 / 127]],
-  Q4_0: [[0, 1 / 8]],
-  Q4_1: [[0, 1 / 15], [2, 0.5]],
-  Q4_K: [[0, 1 / (63 * 15)], [2, 1 / 63]],
-  Q5_K: [[0, 1 / (63 * 31)], [2, 1 / 63]],
-  Q6_K: [[208, 1 / (128 * 32)]],
-};
-
-/**
- * [n, k] weights as random blocks: every quant, scale and high bit random (so every field and
- * bit of the layout matters), the f16 block scales random but of a size that keeps weights
- * within about ±1. Faster than quantizing, and it reaches bit patterns a quantizer never makes.
- */
-function randomWeights(type: QuantType, n: number, k: number, seed: number): Uint8Array {
-  const { blockSize, blockBytes } = QUANT_FORMATS[type];
-  const blocks = (n * k) / blockSize;
-  const bytes = Uint8Array.from(
-    seeded(seed, blocks * blockBytes),
-    (v) => Math.floor((v + 1) * 128),
-  );
-  const scales = seeded(seed + 1, blocks * 2);
-  for (let b = 0; b < blocks; b++) {
-    HALVES[type].forEach(([at, size], i) => {
-      const h = numberToF16(scales[2 * b + i]! * size);
-      bytes[b * blockBytes + at] = h & 0xff;
-      bytes[b * blockBytes + at + 1] = h >> 8;
-    });
-  }
-  return bytes;
-}
-
 function problem(type: QuantType, m: number, n: number, k: number, seed: number) {
-  return { w: randomWeights(type, n, k, seed), x: asF32(seeded(seed + 2, m * k)) };
+  // Random well-formed blocks: every quant, scale and high bit of the layout matters.
+  return { w: randomBlocks(type, n * k, seed), x: asF32(seeded(seed + 2, m * k)) };
 }
 
 /** f32 accumulation over k terms of magnitude ≤ 1. */
