@@ -2,7 +2,7 @@
  * Draw a bench result as an SVG bar chart: `deno run -A bench/chart.ts IN.json OUT.svg`.
  * Each row puts Kiln's number beside its peer's in the same run, labelled with the ratio:
  * `matmul` (GB/s against a read probe), `engine-decode` (tokens/s, pipelined against one
- * step at a time) and `matvec-subgroups` (products/s, subgroup against barrier reduction).
+ * step at a time) and `matvec-threads` (products/s, one thread per row against 64 with barriers).
  */
 interface Pair {
   label: string;
@@ -33,13 +33,13 @@ function chart(report: Report): Chart {
       })),
     };
   }
-  if (report.bench === "matvec-subgroups") {
+  if (report.bench === "matvec-threads") {
     return {
-      title: `decode products per second on ${report.adapter}: subgroup vs barrier reduction`,
-      legend: "orange: matvec_subgroups, grey: matvec (workgroup barriers)",
+      title: `decode products per second on ${report.adapter}: one thread per row vs 64`,
+      legend: "orange: one thread per output row, grey: 64 threads per row (workgroup barriers)",
       rows: report.results.map((r) => ({
         label: `${r.dtype} ${r.n}×${r.k}`,
-        value: 1000 / r.subgroups_ms,
+        value: 1000 / r.thread_per_row_ms,
         peer: 1000 / r.barrier_ms,
       })),
     };

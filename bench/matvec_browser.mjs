@@ -1,8 +1,9 @@
-// In Chromium (SwiftShader WebGPU, or a real GPU with CHROMIUM_ARGS): decode products with the
-// subgroup kernel against the barrier-reduced one, side by side on the same adapter. Prints the
-// JSON report (ms per product and the ratio) and writes it with --out FILE.
+// In Chromium (SwiftShader WebGPU, or a real GPU with CHROMIUM_ARGS): decode products with one
+// thread per output row against 64 threads per row reduced through workgroup memory, side by
+// side on the same adapter. Prints the JSON report (ms per product and the ratio) and writes it
+// with --out FILE.
 //
-//   node bench/matvec_browser.mjs [--out bench/results/matvec-subgroups-swiftshader.json]
+//   node bench/matvec_browser.mjs [--out bench/results/matvec-threads-swiftshader.json]
 import { writeFileSync } from "node:fs";
 import { launchBrowser, startServer } from "../test/support/browser.mjs";
 

@@ -1,25 +1,36 @@
 /**
- * In the browser: decode products (one activation row) through `prepareLinear` on two devices of
- * the same adapter, one with `subgroups` (taking `matvec_subgroups.wgsl`) and one without (the
- * barrier-reduced `matvec.wgsl`), timed as wall time over many dispatches in one submit. Run by
- * `node bench/matvec_browser.mjs`; results land on `window.__kiln.report`.
+ * In the browser: decode products (one activation row) through `prepareMatvec` with one thread
+ * per output row (no reduction: what CPU adapters take) and with 64 threads per row reduced
+ * through workgroup memory (what GPUs take), on one device, timed as wall time over many
+ * dispatches in one submit. Run by `node bench/matvec_browser.mjs`; results land on
+ * `window.__kiln.report`.
  */
 import { acquireGpu, type Gpu } from "../../src/gpu/device.ts";
 import { storageBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { encodeDispatches } from "../../src/gpu/dispatch.ts";
 import { encodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";
-import { prepareLinear } from "../../src/gpu/kernels/linear.ts";
+import { prepareMatvec } from "../../src/gpu/kernels/linear.ts";
 
 const SHAPES: [number, number][] = [[256, 256], [768, 256], [256, 768], [2048, 2048]];
 const DTYPES: WeightDtype[] = ["f16", "f32"];
 const ITERS = 20;
 
-async function msPerProduct(gpu: Gpu, dtype: WeightDtype, n: number, k: number): Promise<number> {
+async function msPerProduct(
+  gpu: Gpu,
+  dtype: WeightDtype,
+  n: number,
+  k: number,
+  threadsPerRow: number,
+): Promise<number> {
   const d = gpu.device;
   const w = uploadBuffer(d, "bench:w", encodeWeights(new Float64Array(n * k).fill(0.25), dtype));
   const x = storageBuffer(d, "bench:x", k * 4);
   const y = storageBuffer(d, "bench:y", n * 4);
-  const dispatch = await prepareLinear(d, { x, w, y, m: 1, n, k, dtype }, "bench:linear");
+  const dispatch = await prepareMatvec(
+    d,
+    { x, w, y, m: 1, n, k, dtype, threadsPerRow },
+    "bench:matvec",
+  );
   const run = async (iters: number) => {
     const t = performance.now();
     const encoder = d.createCommandEncoder({ label: "bench" });
@@ -34,20 +45,19 @@ async function msPerProduct(gpu: Gpu, dtype: WeightDtype, n: number, k: number):
   return ms;
 }
 
-const withSubgroups = await acquireGpu({ label: "bench:subgroups" });
-const without = await acquireGpu({ label: "bench:no-subgroups", disable: ["subgroups"] });
+const gpu = await acquireGpu({ label: "bench:matvec" });
 const results = [];
 for (const dtype of DTYPES) {
   for (const [n, k] of SHAPES) {
-    const subgroups = await msPerProduct(withSubgroups, dtype, n, k);
-    const barrier = await msPerProduct(without, dtype, n, k);
+    const row = await msPerProduct(gpu, dtype, n, k, 1);
+    const barrier = await msPerProduct(gpu, dtype, n, k, 64);
     results.push({
       dtype,
       n,
       k,
-      subgroups_ms: subgroups,
+      thread_per_row_ms: row,
       barrier_ms: barrier,
-      subgroups_speedup: barrier / subgroups,
+      thread_per_row_speedup: barrier / row,
     });
   }
 }
@@ -55,9 +65,8 @@ for (const dtype of DTYPES) {
   done: true,
   results: [],
   report: {
-    bench: "matvec-subgroups",
-    adapter: withSubgroups.caps.adapter,
-    subgroups: withSubgroups.caps.subgroups,
+    bench: "matvec-threads",
+    adapter: gpu.caps.adapter,
     date: new Date().toISOString(),
     iters: ITERS,
     results,

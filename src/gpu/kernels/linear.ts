@@ -44,9 +44,6 @@ export const MATVEC_ROWS = 8;
 /** Above this many rows the tiled kernel is used. */
 export const MATVEC_MAX_M = 32;
 
-/** Invocations per workgroup of the subgroup matrix-vector kernel. */
-const SUBGROUP_MATVEC_WG = 128;
-
 /**
  * Threads per output row and per workgroup of `matvec.wgsl`. A CPU implementation of WebGPU
  * (the adapter says it is a fallback adapter: lavapipe, llvmpipe, SwiftShader) runs every
@@ -62,17 +59,6 @@ function matvecThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: numb
   }
   const info = device.adapterInfo as GPUAdapterInfo | undefined;
   return info?.isFallbackAdapter ? { tpr: 1, wg: 64 } : { tpr: 64, wg: 256 };
-}
-
-/**
- * Output rows per workgroup of the subgroup kernel: one per subgroup at the smallest subgroup
- * size the adapter reports (8 when it reports none), at most 32.
- */
-function subgroupRowsPerWorkgroup(device: GPUDevice): number {
-  // adapterInfo is newer than some implementations: read it optionally.
-  const min = (device.adapterInfo as GPUAdapterInfo | undefined)?.subgroupMinSize;
-  const rows = min !== undefined && min > 0 ? SUBGROUP_MATVEC_WG / min : 8;
-  return Math.max(1, Math.min(32, Math.floor(rows)));
 }
 
 const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
@@ -91,10 +77,7 @@ export function isMatvecShape(a: Pick<LinearArgs, "m" | "k" | "dtype">): boolean
 
 const EPILOGUE_CODE: Record<Epilogue, number> = { store: 0, accumulate: 1, swiglu: 2 };
 
-/**
- * The fused decode product in one dispatch. Needs `isMatvecShape`. Takes `matvec_subgroups`
- * where the device has `subgroups` and is not a CPU adapter (plain products only).
- */
+/** The fused decode product in one dispatch of `matvec.wgsl`. Needs `isMatvecShape`. */
 export function prepareMatvec(
   device: GPUDevice,
   a: FusedLinearArgs,
@@ -102,42 +85,18 @@ export function prepareMatvec(
 ): Promise<KernelDispatch> {
   if (!isMatvecShape(a)) throw new Error(`${label}: not a decode shape (m ${a.m}, k ${a.k})`);
   if (a.b && a.epilogue === "swiglu") throw new Error(`${label}: no bias with swiglu`);
-  const buffers: Record<number, GPUBuffer> = {
-    1: a.x,
-    2: a.w,
-    3: a.b ?? placeholder(device),
-    4: a.y,
-  };
-  const constants = {
-    WEIGHT_DTYPE: DTYPE_CODE[a.dtype],
-    HAS_BIAS: a.b ? 1 : 0,
-    ROWS: Math.min(a.m, MATVEC_ROWS),
-  };
   const uniform = [a.m, a.n, a.k, a.norm?.eps ?? 0];
   const slices = Math.ceil(a.m / MATVEC_ROWS);
-  const fused = a.norm !== undefined || (a.epilogue ?? "store") !== "store";
   const { tpr, wg } = matvecThreads(device, a.threadsPerRow);
-  if (device.features.has("subgroups") && !fused && tpr > 1) {
-    // One subgroup per output row, reduced with subgroupAdd (no barrier).
-    const rows = subgroupRowsPerWorkgroup(device);
-    const [gx, gy] = grid(device, Math.ceil(a.n / rows));
-    return prepareKernel(device, {
-      label,
-      shader: "matvec_subgroups",
-      entry: "main",
-      constants: { ...constants, WG: SUBGROUP_MATVEC_WG, RPW: rows },
-      uniform: [a.m, a.n, a.k, 0],
-      buffers,
-      workgroups: [gx, gy, slices],
-    });
-  }
   const [gx, gy] = grid(device, Math.ceil(a.n / (wg / tpr)));
   return prepareKernel(device, {
     label,
     shader: "matvec",
     entry: "main",
     constants: {
-      ...constants,
+      WEIGHT_DTYPE: DTYPE_CODE[a.dtype],
+      HAS_BIAS: a.b ? 1 : 0,
+      ROWS: Math.min(a.m, MATVEC_ROWS),
       TPR: tpr,
       WG: wg,
       NORM: a.norm ? 1 : 0,
@@ -145,7 +104,13 @@ export function prepareMatvec(
     },
     uniform,
     floats: [3],
-    buffers: { ...buffers, 5: a.norm?.weight ?? placeholder(device) },
+    buffers: {
+      1: a.x,
+      2: a.w,
+      3: a.b ?? placeholder(device),
+      4: a.y,
+      5: a.norm?.weight ?? placeholder(device),
+    },
     workgroups: [gx, gy, slices],
   });
 }
