@@ -88,10 +88,11 @@ for (const dtype of DTYPES) {
   });
 }
 
-Deno.test("gemm with other tiles: 32x64 (8x4 per thread, BK 32, no padding), 16x32", async () => {
+Deno.test("gemm with other tiles: 64x64 (4x4 per thread), 32x64 (BK 32, no padding), 16x32", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const tiles: GemmTile[] = [
+      { wgN: 16, wgM: 16, tm: 4, bk: 16, pad: 1 },
       { wgN: 16, wgM: 4, tm: 8, bk: 32, pad: 0 },
       { wgN: 8, wgM: 8, tm: 2, bk: 8, pad: 1 },
     ];
