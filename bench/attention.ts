@@ -1,6 +1,6 @@
 /**
  * Decode attention, old against new in one run on one adapter. Old: RoPE on q, RoPE on k, the
- * f32 KV write and the per-(token, query head) attention kernel (bench/attention_baseline.wgsl,
+ * f32 KV write and the per-(token, query head) attention kernel (bench/baselines/attention.wgsl,
  * the kernel before the GQA rewrite). New: one fused rope_kv dispatch and the GQA-aware kernel,
  * over an f32 and an f16 cache. Times attention alone and the whole step (rope + kv + attention),
  * single-pass and split along the keys: wall and CPU time per step over many steps in one submit.
@@ -9,8 +9,9 @@
  */
 import process from "node:process";
 import { acquireGpu } from "../src/gpu/device.ts";
-import { storageBuffer, UNIFORM, uploadBuffer } from "../src/gpu/buffers.ts";
+import { storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
 import { type Dispatch, encodeDispatches } from "../src/gpu/dispatch.ts";
+import { baselineDispatch } from "./baselines/baseline.ts";
 import { prepareRope } from "../src/gpu/kernels/dense.ts";
 import {
   chooseSplits,
@@ -35,47 +36,25 @@ const wordsOf = (values: ArrayLike<number>) => Float32Array.from(values);
 const ramp = (n: number, seed: number) =>
   wordsOf(Array.from({ length: n }, (_, i) => (((i * 2654435761 + seed) % 1000) / 1000 - 0.5)));
 
-const baseline = device.createShaderModule({
-  label: "bench:attention_baseline",
-  code: await Deno.readTextFile(new URL("./attention_baseline.wgsl", import.meta.url)),
-});
-const basePipelines = new Map<string, GPUComputePipeline>();
-for (const entryPoint of ["single", "split", "merge"]) {
-  basePipelines.set(
-    entryPoint,
-    await device.createComputePipelineAsync({
-      label: `bench:baseline:${entryPoint}`,
-      layout: "auto",
-      compute: { module: baseline, entryPoint },
-    }),
-  );
-}
-
 /** The baseline kernel's dispatches (same bindings as before the rewrite). */
-function baselineAttention(
+async function baselineAttention(
   b: Record<number, GPUBuffer>,
   tokens: number,
   splits: number,
-): Dispatch[] {
+): Promise<Dispatch[]> {
   const words = new ArrayBuffer(32);
   new Uint32Array(words).set([tokens, HEADS, KV_HEADS, HEAD_DIM, BLOCK, splits]);
   new Float32Array(words)[6] = 1 / Math.sqrt(HEAD_DIM);
-  const uniform = uploadBuffer(device, "bench:baseline:params", new Uint8Array(words), UNIFORM);
-  const make = (entry: string, bindings: number[], workgroups: Dispatch["workgroups"]) => {
-    const pipeline = basePipelines.get(entry)!;
-    const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: uniform } }];
-    for (const i of bindings) entries.push({ binding: i, resource: { buffer: b[i]! } });
-    const bindGroup = device.createBindGroup({
-      label: `bench:baseline:${entry}`,
-      layout: pipeline.getBindGroupLayout(0),
-      entries,
+  const make = (entry: string, bindings: number[], workgroups: Dispatch["workgroups"]) =>
+    baselineDispatch(device, "attention", entry, {
+      uniform: words,
+      buffers: Object.fromEntries(bindings.map((i) => [i, b[i]!])),
+      workgroups,
     });
-    return { label: `bench:baseline:${entry}`, pipeline, bindGroup, workgroups };
-  };
-  if (splits === 1) return [make("single", [1, 2, 3, 4, 5, 6, 7], [tokens, HEADS])];
+  if (splits === 1) return [await make("single", [1, 2, 3, 4, 5, 6, 7], [tokens, HEADS])];
   return [
-    make("split", [1, 2, 3, 4, 5, 6, 8, 9], [tokens, HEADS, splits]),
-    make("merge", [7, 8, 9], [tokens, HEADS]),
+    await make("split", [1, 2, 3, 4, 5, 6, 8, 9], [tokens, HEADS, splits]),
+    await make("merge", [7, 8, 9], [tokens, HEADS]),
   ];
 }
 
@@ -170,7 +149,7 @@ for (const ctx of contexts) {
     }, "bench:kv_write");
     for (const splits of [...new Set([1, chooseSplits(ctx)])]) {
       const parts = batch * HEADS * splits;
-      const base = baselineAttention(
+      const base = await baselineAttention(
         {
           1: buf.q,
           2: kC,

@@ -1,5 +1,5 @@
 /**
- * Prefill matrix-matrix products: the 16x16 `tiled` entry of matmul.wgsl (through prepareLinear,
+ * Prefill matrix-matrix products: the 16x16 `tiled` entry of the replaced matmul.wgsl (bench/baselines/,
  * m > 32) against the register-blocked `prepareGemm`, side by side on one adapter, for the
  * linear layers of a SmolLM2-135M-like model (hidden 576, fused qkv 960, fused gate+up 3072,
  * intermediate 1536) with F16 weights at m = 128 and 512 prompt tokens. Timed with timestamp
@@ -18,9 +18,9 @@
 import process from "node:process";
 import { acquireGpu } from "../src/gpu/device.ts";
 import { readBuffer, readF32, storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
-import { encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
+import { DTYPE_CODE, encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
 import type { Dispatch } from "../src/gpu/dispatch.ts";
-import { prepareLinear } from "../src/gpu/kernels/dense.ts";
+import { baselineDispatch } from "./baselines/baseline.ts";
 import { GEMM_TILE, type GemmTile, prepareGemm } from "../src/gpu/kernels/gemm.ts";
 
 const args = Deno.args;
@@ -137,11 +137,12 @@ for (const [layer, n, k] of LAYERS.filter(([l]) => onlyLayer === undefined || l 
     const x = uploadBuffer(device, "bench-gemm:x", xv);
     const yTiled = storageBuffer(device, "bench-gemm:y-tiled", m * n * 4);
     const yGemm = storageBuffer(device, "bench-gemm:y-gemm", m * n * 4);
-    const tiledD = await prepareLinear(
-      device,
-      { x, w, y: yTiled, m, n, k, dtype },
-      "bench-gemm:tiled",
-    );
+    const tiledD = await baselineDispatch(device, "matmul", "tiled", {
+      constants: { WEIGHT_DTYPE: DTYPE_CODE[dtype], HAS_BIAS: 0 },
+      uniform: new Uint32Array([m, n, k, 0]).buffer,
+      buffers: { 1: x, 2: w, 3: storageBuffer(device, "bench-gemm:no-bias", 16), 4: yTiled },
+      workgroups: [Math.ceil(n / 16), Math.ceil(m / 16)],
+    });
     const gemmD = await prepareGemm(device, { x, w, y: yGemm, m, n, k, dtype }, "bench-gemm:gemm");
     const tiles = sweep ? SWEEP : [];
     const sweepDs = await Promise.all(
@@ -190,7 +191,7 @@ for (const [layer, n, k] of LAYERS.filter(([l]) => onlyLayer === undefined || l 
       for (const d of sweepDs) d.uniform.destroy();
     }
     results.push(row);
-    for (const b of [x, yTiled, yGemm, tiledD.uniform, gemmD.uniform]) b.destroy();
+    for (const b of [x, yTiled, yGemm, gemmD.uniform]) b.destroy();
   }
   w.destroy();
 }

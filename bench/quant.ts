@@ -13,7 +13,7 @@ import { acquireGpu } from "../src/gpu/device.ts";
 import { readBuffer, readF32, storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
 import type { Dispatch } from "../src/gpu/dispatch.ts";
 import { encodeWeights } from "../src/gpu/dtype.ts";
-import { prepareLinear } from "../src/gpu/kernels/dense.ts";
+import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { prepareQuantMatvec } from "../src/gpu/kernels/matvec_quant.ts";
 import { QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../src/gpu/quant/formats.ts";
 import { randomBlocks } from "../src/gpu/quant/random_blocks.ts";

@@ -118,7 +118,7 @@ export class Forward {
       act: f("act", cap * c.intermediateSize),
       linear: {
         normed: f("normed", cap * widest),
-        product: f("product", cap * Math.max(2 * c.intermediateSize, Q + 2 * KV, c.vocabSize)),
+        product: f("product", cap * 2 * c.intermediateSize),
       },
       rows: f("rows", cap * c.hiddenSize),
       logits: f("logits", cap * c.vocabSize),

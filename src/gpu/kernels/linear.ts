@@ -5,13 +5,15 @@
  *
  * `prepareLinear` is the plain product (one dispatch). `prepareFusedLinear` does the fused
  * product in one dispatch of `matvec.wgsl` when it can, and otherwise (prefill shapes, K not a
- * multiple of the 16-byte load) the same computation as separate dispatches.
+ * multiple of the 16-byte load) with `gemm.wgsl`, which adds into y itself, plus a norm pass
+ * before and a SwiGLU pass after where asked.
  */
 import { storageBuffer } from "../buffers.ts";
 import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
 import { grid } from "../dispatch.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
-import { prepareAdd, prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
+import { prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
+import { prepareGemm } from "./gemm.ts";
 
 export interface LinearArgs {
   x: GPUBuffer;
@@ -115,29 +117,27 @@ export function prepareMatvec(
   });
 }
 
-/** y = x·Wᵀ (+ b): the matrix-vector kernel for few rows, the tiled kernel otherwise. */
+/**
+ * y = x·Wᵀ (+ b), or y += that with `accumulate`: the matrix-vector kernel for decode shapes,
+ * the register-blocked GEMM otherwise.
+ */
 export function prepareLinear(
   device: GPUDevice,
-  a: LinearArgs,
+  a: LinearArgs & { accumulate?: boolean },
   label = "linear",
 ): Promise<KernelDispatch> {
-  if (isMatvecShape(a)) return prepareMatvec(device, a, label);
-  const matvec = a.m <= MATVEC_MAX_M;
-  const [gx, gy] = grid(device, a.n);
-  return prepareKernel(device, {
-    label,
-    shader: "matmul",
-    entry: matvec ? "matvec" : "tiled",
-    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], HAS_BIAS: a.b ? 1 : 0 },
-    uniform: [a.m, a.n, a.k, 0],
-    buffers: { 1: a.x, 2: a.w, 3: a.b ?? placeholder(device), 4: a.y },
-    workgroups: matvec
-      ? [gx, gy, Math.ceil(a.m / MATVEC_ROWS)]
-      : [Math.ceil(a.n / 16), Math.ceil(a.m / 16)],
-  });
+  if (isMatvecShape(a)) {
+    const { accumulate, ...rest } = a;
+    return prepareMatvec(
+      device,
+      { ...rest, ...(accumulate ? { epilogue: "accumulate" } : {}) },
+      label,
+    );
+  }
+  return prepareGemm(device, a, label);
 }
 
-/** Scratch the unfused path needs: f32 buffers of at least m·k (normed x) and m·2n (product). */
+/** Scratch the unfused path needs: f32 buffers of at least m·k (normed x) and m·2n (SwiGLU). */
 export interface LinearScratch {
   normed: GPUBuffer;
   product: GPUBuffer;
@@ -175,14 +175,20 @@ export async function prepareFusedLinear(
     x = scratch.normed;
   }
   const epilogue = a.epilogue ?? "store";
-  const n = epilogue === "swiglu" ? 2 * a.n : a.n;
-  const y = epilogue === "store" ? a.y : scratch.product;
-  dispatches.push(await prepareLinear(device, { ...a, x, y, n }, label));
-  if (epilogue === "accumulate") {
+  const { b, y, m, n, k, dtype, w } = a;
+  if (epilogue !== "swiglu") {
+    const accumulate = epilogue === "accumulate";
     dispatches.push(
-      await prepareAdd(device, { a: a.y, b: scratch.product, count: a.m * a.n }, `${label}:add`),
+      await prepareGemm(
+        device,
+        { x, w, ...(b ? { b } : {}), y, m, n, k, dtype, accumulate },
+        label,
+      ),
     );
-  } else if (epilogue === "swiglu") {
+  } else {
+    dispatches.push(
+      await prepareGemm(device, { x, w, y: scratch.product, m, n: 2 * n, k, dtype }, label),
+    );
     dispatches.push(
       await prepareSwiGluHalves(device, {
         stacked: scratch.product,
