@@ -18,6 +18,7 @@ const MAX_TOP: u32 = 20u;
 const NONE: u32 = 0xffffffffu;
 const RADIX: u32 = 256u; // == WG: each invocation clears one bucket
 const GROUPS: u32 = 16u; // buckets are scanned in GROUPS groups of RADIX / GROUPS
+const CAP: u32 = 2048u; // candidates a radix round may gather into workgroup memory
 
 const FLAG_GIVEN_U: u32 = 1u;
 const FLAG_ALLOWED: u32 = 2u;
@@ -57,6 +58,8 @@ struct Sel {
   exact: u32,
   above: vec2<u32>,
   need: vec2<u32>,
+  weight: vec2<u32>, // the bucket's own sum
+  gathered: u32, // candidates gathered in the round
 }
 
 @group(0) @binding(0) var<uniform> g: Globals;
@@ -80,6 +83,8 @@ var<workgroup> hist_lo: array<atomic<u32>, RADIX>;
 var<workgroup> hist_hi: array<atomic<u32>, RADIX>;
 var<workgroup> part: array<vec2<u32>, GROUPS>;
 var<workgroup> sel: Sel;
+var<workgroup> cand: array<f32, CAP>;
+var<workgroup> n_cand: atomic<u32>;
 
 fn pcg(v: u32) -> u32 {
   let state = v * 747796405u + 2891336453u;
@@ -233,7 +238,7 @@ fn select_bucket(lid: u32, need_in: vec2<u32>, above_in: vec2<u32>, top_p: f32) 
       }
     }
     var above = above_in;
-    var out = Sel(NONE, 0u, above, need);
+    var out = Sel(NONE, 0u, above, need, vec2<u32>(0u), atomicLoad(&n_cand));
     for (var j = 0u; j < GROUPS; j++) {
       let grp = GROUPS - 1u - j;
       let next = add64(above, part[grp]);
@@ -245,7 +250,10 @@ fn select_bucket(lid: u32, need_in: vec2<u32>, above_in: vec2<u32>, top_p: f32) 
         let b = grp * per + per - 1u - q;
         let through = add64(above, hist_at(b));
         if (ge64(through, need)) {
-          out = Sel(b, select(0u, 1u, all(through == need)), above, need);
+          out.bucket = b;
+          out.exact = select(0u, 1u, all(through == need));
+          out.above = above;
+          out.weight = hist_at(b);
           break;
         }
         above = through;
@@ -265,61 +273,60 @@ fn bucket_of(k: u32, shift: u32, prefix: u32) -> u32 {
   return (k >> shift) & (RADIX - 1u);
 }
 
-// top-k by radix select: the k-th largest key. Round 0's histogram was built by the caller.
-fn radix_top_k(lid: u32, base: u32, k: u32) -> u32 {
+// The radix select. Counting (top_p < 0): the k-th largest key, round 0's histogram built by the
+// caller. Mass (top_p >= 0), over the keys >= floor_key: the key of the token where the mass from
+// the top first reaches top_p of the whole (0 when it never does). From round 1 on, the round's
+// candidates are also gathered into workgroup memory; when they fit, later rounds read only them.
+fn radix_select(lid: u32, base: u32, k: u32, top_p: f32, floor_key: u32, m: f32) -> u32 {
+  let by_mass = top_p >= 0.0;
   var prefix = 0u;
   var above = vec2<u32>(0u);
+  var need = vec2<u32>(k, 0u);
+  var listed = false;
+  var n = g.vocab;
+  var fits = true; // counting: the last bucket chosen fits in cand[]
   for (var r = 0u; r < 4u; r++) {
     let shift = 24u - 8u * r;
-    if (r > 0u) {
+    // (round 0 gathers only after top-k, whose survivors are few)
+    let gather = (r > 0u || floor_key > 0u) && !listed && fits;
+    if (r > 0u || by_mass) {
       clear_hist(lid);
+      if (lid == 0u) {
+        atomicStore(&n_cand, 0u);
+      }
       workgroupBarrier();
-      for (var i = lid; i < g.vocab; i += WG) {
-        let b = bucket_of(key(work[base + i]), shift, prefix);
-        if (b != NONE) {
+      for (var i = lid; i < n; i += WG) {
+        var v: f32;
+        if (listed) {
+          v = cand[i];
+        } else {
+          v = work[base + i];
+        }
+        let kv = key(v);
+        let b = bucket_of(kv, shift, prefix);
+        if (b == NONE || kv < floor_key) {
+          continue;
+        }
+        if (!by_mass) {
           atomicAdd(&hist_lo[b], 1u);
+        } else if (v > NEG_INF) {
+          let w = mass(exp(v - m));
+          if ((w.x | w.y) != 0u) {
+            hist_add(b, w);
+          }
+        }
+        if (gather) {
+          let slot = atomicAdd(&n_cand, 1u);
+          if (slot < CAP) {
+            cand[slot] = v;
+          }
         }
       }
       workgroupBarrier();
     }
-    let s = select_bucket(lid, vec2<u32>(k, 0u), above, -1.0);
+    let s = select_bucket(lid, need, above, select(-1.0, top_p, by_mass && r == 0u));
     if (s.bucket == NONE) {
-      break; // (not reached: the row holds more than k keys)
-    }
-    prefix |= s.bucket << shift;
-    above = s.above;
-    if (s.exact != 0u) {
-      break;
-    }
-  }
-  return prefix;
-}
-
-// top-p by radix select over the keys >= floor: the key of the token where the mass from the top
-// first reaches top_p (0 when it never does).
-fn radix_top_p(lid: u32, base: u32, floor_key: u32, m: f32, top_p: f32) -> u32 {
-  var prefix = 0u;
-  var above = vec2<u32>(0u);
-  var need = vec2<u32>(0u);
-  for (var r = 0u; r < 4u; r++) {
-    let shift = 24u - 8u * r;
-    clear_hist(lid);
-    workgroupBarrier();
-    for (var i = lid; i < g.vocab; i += WG) {
-      let v = work[base + i];
-      let kv = key(v);
-      let b = bucket_of(kv, shift, prefix);
-      if (b != NONE && kv >= floor_key && v > NEG_INF) {
-        let w = mass(exp(v - m));
-        if ((w.x | w.y) != 0u) {
-          hist_add(b, w);
-        }
-      }
-    }
-    workgroupBarrier();
-    let s = select_bucket(lid, need, above, select(-1.0, top_p, r == 0u));
-    if (s.bucket == NONE) {
-      break; // round 0: the whole mass is below top_p, keep all (later rounds: not reached)
+      break; // mass: the whole is below top_p (round 0), keep all; counting: not reached
     }
     prefix |= s.bucket << shift;
     above = s.above;
@@ -327,6 +334,11 @@ fn radix_top_p(lid: u32, base: u32, floor_key: u32, m: f32, top_p: f32) -> u32 {
     if (s.exact != 0u) {
       break;
     }
+    if (gather && s.gathered <= CAP) {
+      listed = true;
+      n = s.gathered;
+    }
+    fits = by_mass || s.weight.x <= CAP;
   }
   return prefix;
 }
@@ -401,12 +413,12 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     // 2. top-k: keep key >= the k-th largest key (ties kept).
     var t = 0u;
     if (use_top_k) {
-      t = radix_top_k(lid, base, p.top_k);
+      t = radix_select(lid, base, p.top_k, -1.0, 0u, m);
     }
     // 3. top-p: keep a token when the mass strictly above it is below top_p, i.e. keep
     //    {key >= t} for the smallest t with mass(key > t) < top_p.
     if (p.top_p < 1.0) {
-      t = max(t, radix_top_p(lid, base, t, m, p.top_p));
+      t = max(t, radix_select(lid, base, 0u, p.top_p, t, m));
     }
     // 4. min-p: drop p < min_p * p_max, i.e. l - l_max < ln(min_p).
     let use_min_p = p.min_p > 0.0;
