@@ -4,12 +4,21 @@
 //   frequency and presence penalties (output counts) → temperature → top-k → top-p → min-p →
 //   draw (inverse CDF over token ids with a uniform u) or greedy argmax (temperature 0 / top_k 1).
 // Logprobs are those of the raw distribution (log_softmax of the unprocessed logits).
-// top-k and top-p thresholds are found by bisection over the order-preserving u32 keys of the
-// f32 values, so ties are kept as HF keeps them and nothing needs sorting.
+// top-k and top-p keep {key >= t} over the order-preserving u32 keys of the f32 values, so ties
+// are kept as HF keeps them and nothing needs sorting. t is found by a radix select: four rounds
+// of 256-bucket histograms over the key's bytes, high to low, each narrowing to the bucket where
+// the running count (top-k) or probability mass (top-p) from the top reaches its goal. Masses are
+// summed as 64-bit fixed point (exp(l - max) * 2^44) with integer atomics: exact, so the result
+// does not depend on the order the atomics land in (four passes where a 32-step bisection took
+// 32, each with an exp per token for top-p).
 
 const WG: u32 = 256u;
 const NEG_INF: f32 = -3.4028234e38;
 const MAX_TOP: u32 = 20u;
+const NONE: u32 = 0xffffffffu;
+const RADIX: u32 = 256u; // == WG: each invocation clears one bucket
+const GROUPS: u32 = 16u; // buckets are scanned in GROUPS groups of RADIX / GROUPS
+const CAP: u32 = 2048u; // candidates a radix round may gather into workgroup memory
 
 const FLAG_GIVEN_U: u32 = 1u;
 const FLAG_ALLOWED: u32 = 2u;
@@ -41,6 +50,18 @@ struct SeqParams {
   _pad2: u32,
 }
 
+// What a radix round found: the bucket where the running sum from the top reaches `need`
+// (NONE: never), the sum of the buckets above it (from every round so far), and `exact` when the
+// sum through the bucket is exactly `need` (then the whole bucket is kept and the search ends).
+struct Sel {
+  bucket: u32,
+  exact: u32,
+  above: vec2<u32>,
+  need: vec2<u32>,
+  weight: vec2<u32>, // the bucket's own sum
+  gathered: u32, // candidates gathered in the round
+}
+
 @group(0) @binding(0) var<uniform> g: Globals;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> params: array<SeqParams>;
@@ -56,7 +77,14 @@ struct SeqParams {
 @group(0) @binding(7) var<storage, read_write> top: array<u32>;
 
 var<workgroup> red_f: array<f32, WG>;
+var<workgroup> red_g: array<f32, WG>;
 var<workgroup> red_u: array<u32, WG>;
+var<workgroup> hist_lo: array<atomic<u32>, RADIX>;
+var<workgroup> hist_hi: array<atomic<u32>, RADIX>;
+var<workgroup> part: array<vec2<u32>, GROUPS>;
+var<workgroup> sel: Sel;
+var<workgroup> cand: array<f32, CAP>;
+var<workgroup> n_cand: atomic<u32>;
 
 fn pcg(v: u32) -> u32 {
   let state = v * 747796405u + 2891336453u;
@@ -76,6 +104,34 @@ fn key(x: f32) -> u32 {
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
 }
 
+// 64-bit unsigned integers as (lo, hi).
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+  let lo = a.x + b.x;
+  return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+fn ge64(a: vec2<u32>, b: vec2<u32>) -> bool {
+  return a.y > b.y || (a.y == b.y && a.x >= b.x);
+}
+
+fn to_f32(a: vec2<u32>) -> f32 {
+  return f32(a.y) * 4294967296.0 + f32(a.x);
+}
+
+// A non-negative f32 below 2^64 as a 64-bit integer (truncated).
+fn from_f32(x: f32) -> vec2<u32> {
+  let hi = floor(x * (1.0 / 4294967296.0));
+  return vec2<u32>(u32(x - hi * 4294967296.0), u32(hi));
+}
+
+// exp(l - m) in [0, 1] as fixed point with 44 fraction bits (truncated); a row of up to 2^20
+// tokens sums below 2^64.
+fn mass(e: f32) -> vec2<u32> {
+  let s = min(e, 1.0) * 4096.0;
+  let hi = floor(s);
+  return vec2<u32>(u32((s - hi) * 4294967296.0), u32(hi));
+}
+
 fn sum_f(lid: u32, v: f32) -> f32 {
   red_f[lid] = v;
   workgroupBarrier();
@@ -90,72 +146,208 @@ fn sum_f(lid: u32, v: f32) -> f32 {
   return r;
 }
 
-fn max_f(lid: u32, v: f32) -> f32 {
-  red_f[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red_f[lid] = max(red_f[lid], red_f[lid + s]);
-    }
-    workgroupBarrier();
-  }
-  let r = workgroupUniformLoad(&red_f[0]);
-  workgroupBarrier();
-  return r;
-}
-
-fn sum_u(lid: u32, v: u32) -> u32 {
-  red_u[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      red_u[lid] += red_u[lid + s];
-    }
-    workgroupBarrier();
-  }
-  let r = workgroupUniformLoad(&red_u[0]);
-  workgroupBarrier();
-  return r;
-}
-
-// argmax of `vals` over the row (ties: lowest id); value in red_f[0], id in red_u[0].
-fn argmax_row(lid: u32, base: u32, from_work: bool, skip_from: u32, skip_count: u32) -> vec2<u32> {
-  var best = NEG_INF;
-  var best_id = 0xffffffffu;
-  for (var i = lid; i < g.vocab; i += WG) {
-    var v = select(logits[base + i], work[base + i], from_work);
-    for (var j = 0u; j < skip_count; j++) {
-      if (top[skip_from + j] == i) {
-        v = NEG_INF;
-      }
-    }
-    if (best_id == 0xffffffffu || v > best) {
-      best = v;
-      best_id = i;
-    }
-  }
+// Reduce each invocation's (best value, its id) to the row's argmax (ties: lowest id), and the
+// max of `extra` alongside. Returns (id, value bits, extra max bits).
+fn argmax_reduce(lid: u32, best: f32, best_id: u32, extra: f32) -> vec3<u32> {
   red_f[lid] = best;
   red_u[lid] = best_id;
+  red_g[lid] = extra;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (lid < s) {
       let ov = red_f[lid + s];
       let oi = red_u[lid + s];
-      if (oi != 0xffffffffu && (red_u[lid] == 0xffffffffu || ov > red_f[lid] || (ov == red_f[lid] && oi < red_u[lid]))) {
+      if (oi != NONE && (red_u[lid] == NONE || ov > red_f[lid] || (ov == red_f[lid] && oi < red_u[lid]))) {
         red_f[lid] = ov;
         red_u[lid] = oi;
       }
+      red_g[lid] = max(red_g[lid], red_g[lid + s]);
     }
     workgroupBarrier();
   }
-  let r = vec2<u32>(red_u[0], bitcast<u32>(red_f[0]));
+  let r = vec3<u32>(red_u[0], bitcast<u32>(red_f[0]), bitcast<u32>(red_g[0]));
   workgroupBarrier();
   return r;
+}
+
+// argmax of the raw logits with the first `skip_count` ids of top[skip_from..] left out.
+fn argmax_raw(lid: u32, base: u32, skip_from: u32, skip_count: u32) -> vec2<u32> {
+  var best = NEG_INF;
+  var best_id = NONE;
+  for (var i = lid; i < g.vocab; i += WG) {
+    var v = logits[base + i];
+    for (var j = 0u; j < skip_count; j++) {
+      if (top[skip_from + j] == i) {
+        v = NEG_INF;
+      }
+    }
+    if (best_id == NONE || v > best) {
+      best = v;
+      best_id = i;
+    }
+  }
+  return argmax_reduce(lid, best, best_id, 0.0).xy;
 }
 
 fn bit(map_base: u32, i: u32, from_allowed: bool) -> bool {
   let w = masks[map_base + select(g.words, 0u, from_allowed) + i / 32u];
   return ((w >> (i % 32u)) & 1u) != 0u;
+}
+
+fn clear_hist(lid: u32) {
+  atomicStore(&hist_lo[lid], 0u);
+  atomicStore(&hist_hi[lid], 0u);
+}
+
+// Add a 64-bit weight to a bucket: the carry out of the low word is counted by the one add
+// that wraps it, so the total is exact whatever the order.
+fn hist_add(b: u32, w: vec2<u32>) {
+  let old = atomicAdd(&hist_lo[b], w.x);
+  let hi = w.y + select(0u, 1u, old + w.x < old);
+  if (hi != 0u) {
+    atomicAdd(&hist_hi[b], hi);
+  }
+}
+
+fn hist_at(b: u32) -> vec2<u32> {
+  return vec2<u32>(atomicLoad(&hist_lo[b]), atomicLoad(&hist_hi[b]));
+}
+
+// After a histogram pass: from the top bucket down, the first where `above` plus the running
+// sum reaches `need`. With `top_p` >= 0, `need` is top_p times the histogram's total instead.
+fn select_bucket(lid: u32, need_in: vec2<u32>, above_in: vec2<u32>, top_p: f32) -> Sel {
+  let per = RADIX / GROUPS;
+  if (lid < GROUPS) {
+    var acc = vec2<u32>(0u);
+    for (var j = 0u; j < per; j++) {
+      acc = add64(acc, hist_at(lid * per + j));
+    }
+    part[lid] = acc;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    var need = need_in;
+    if (top_p >= 0.0) {
+      var total = vec2<u32>(0u);
+      for (var j = 0u; j < GROUPS; j++) {
+        total = add64(total, part[j]);
+      }
+      need = from_f32(top_p * to_f32(total));
+      if (need.x == 0u && need.y == 0u) {
+        need.x = 1u;
+      }
+    }
+    var above = above_in;
+    var out = Sel(NONE, 0u, above, need, vec2<u32>(0u), atomicLoad(&n_cand));
+    for (var j = 0u; j < GROUPS; j++) {
+      let grp = GROUPS - 1u - j;
+      let next = add64(above, part[grp]);
+      if (!ge64(next, need)) {
+        above = next;
+        continue;
+      }
+      for (var q = 0u; q < per; q++) {
+        let b = grp * per + per - 1u - q;
+        let through = add64(above, hist_at(b));
+        if (ge64(through, need)) {
+          out.bucket = b;
+          out.exact = select(0u, 1u, all(through == need));
+          out.above = above;
+          out.weight = hist_at(b);
+          break;
+        }
+        above = through;
+      }
+      break;
+    }
+    sel = out;
+  }
+  return workgroupUniformLoad(&sel);
+}
+
+// Bucket of `k` in the round at `shift`, or NONE when its higher bytes are not `prefix`'s.
+fn bucket_of(k: u32, shift: u32, prefix: u32) -> u32 {
+  if (shift < 24u && (k >> (shift + 8u)) != (prefix >> (shift + 8u))) {
+    return NONE;
+  }
+  return (k >> shift) & (RADIX - 1u);
+}
+
+// The radix select. Counting (top_p < 0): the k-th largest key, round 0's histogram built by the
+// caller. Mass (top_p >= 0), over the keys >= floor_key: the key of the token where the mass from
+// the top first reaches top_p of the whole (0 when it never does). From round 1 on, the round's
+// candidates are also gathered into workgroup memory; when they fit, later rounds read only them.
+fn radix_select(lid: u32, base: u32, k: u32, top_p: f32, floor_key: u32, m: f32) -> u32 {
+  let by_mass = top_p >= 0.0;
+  var prefix = 0u;
+  var above = vec2<u32>(0u);
+  var need = vec2<u32>(k, 0u);
+  var listed = false;
+  var n = g.vocab;
+  var fits = true; // counting: the last bucket chosen fits in cand[]
+  for (var r = 0u; r < 4u; r++) {
+    let shift = 24u - 8u * r;
+    // (round 0 gathers only after top-k, whose survivors are few)
+    let gather = (r > 0u || floor_key > 0u) && !listed && fits;
+    if (r > 0u || by_mass) {
+      clear_hist(lid);
+      if (lid == 0u) {
+        atomicStore(&n_cand, 0u);
+      }
+      workgroupBarrier();
+      for (var i = lid; i < n; i += WG) {
+        var v: f32;
+        if (listed) {
+          v = cand[i];
+        } else {
+          v = work[base + i];
+        }
+        let kv = key(v);
+        let b = bucket_of(kv, shift, prefix);
+        if (b == NONE || kv < floor_key) {
+          continue;
+        }
+        if (!by_mass) {
+          atomicAdd(&hist_lo[b], 1u);
+        } else if (v > NEG_INF) {
+          let w = mass(exp(v - m));
+          if ((w.x | w.y) != 0u) {
+            hist_add(b, w);
+          }
+        }
+        if (gather) {
+          let slot = atomicAdd(&n_cand, 1u);
+          if (slot < CAP) {
+            cand[slot] = v;
+          }
+        }
+      }
+      workgroupBarrier();
+    }
+    let s = select_bucket(lid, need, above, select(-1.0, top_p, by_mass && r == 0u));
+    if (s.bucket == NONE) {
+      break; // mass: the whole is below top_p (round 0), keep all; counting: not reached
+    }
+    prefix |= s.bucket << shift;
+    above = s.above;
+    need = s.need;
+    if (s.exact != 0u) {
+      break;
+    }
+    if (gather && s.gathered <= CAP) {
+      listed = true;
+      n = s.gathered;
+    }
+    fits = by_mass || s.weight.x <= CAP;
+  }
+  return prefix;
+}
+
+// A processed logit's unnormalised probability in the final distribution: 0 unless it survives
+// the masks (> NEG_INF), top-k and top-p (key >= t) and min-p (v - m >= cut).
+fn kept(v: f32, t: u32, m: f32, use_min_p: bool, cut: f32) -> f32 {
+  let keep = v > NEG_INF && key(v) >= t && !(use_min_p && v - m < cut);
+  return select(0.0, exp(v - m), keep);
 }
 
 @compute @workgroup_size(WG)
@@ -169,10 +361,21 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   let map_base = s * 2u * g.words;
   let greedy = p.temperature == 0.0 || p.top_k == 1u;
   let inv_t = select(1.0 / p.temperature, 1.0, greedy);
+  let use_top_k = !greedy && p.top_k > 1u && p.top_k < g.vocab;
+  if (use_top_k) {
+    clear_hist(lid);
+    workgroupBarrier();
+  }
 
-  // 1. masks and penalties, then temperature, into work[].
+  // 1. masks and penalties, then temperature, into work[]; the argmax and max of work[], the
+  //    max of the raw logits, and (top-k) the histogram of the keys' high bytes.
+  var best = NEG_INF;
+  var best_id = NONE;
+  var rm = NEG_INF;
   for (var i = lid; i < g.vocab; i += WG) {
-    var l = logits[base + i];
+    let raw = logits[base + i];
+    rm = max(rm, raw);
+    var l = raw;
     let c = counts[base + i];
     if ((c & 0x80000000u) != 0u && p.repetition_penalty != 1.0) {
       l = select(l * p.repetition_penalty, l / p.repetition_penalty, l > 0.0);
@@ -185,98 +388,54 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
       l = NEG_INF;
     }
     work[base + i] = l;
-  }
-  workgroupBarrier();
-
-  var chosen = 0u;
-  if (greedy) {
-    chosen = argmax_row(lid, base, true, 0u, 0u).x;
-  } else {
-    // 2. top-k: the largest key t with count(key >= t) >= k; keep key >= t (ties kept).
-    if (p.top_k > 1u && p.top_k < g.vocab) {
-      var lo = 0u;
-      var hi = 0xffffffffu;
-      while (lo < hi) {
-        let mid = lo + ((hi - lo) >> 1u) + ((hi - lo) & 1u); // ceil, without overflow
-        var c = 0u;
-        for (var i = lid; i < g.vocab; i += WG) {
-          c += select(0u, 1u, key(work[base + i]) >= mid);
-        }
-        if (sum_u(lid, c) >= p.top_k) {
-          lo = mid;
-        } else {
-          hi = mid - 1u;
-        }
-      }
-      for (var i = lid; i < g.vocab; i += WG) {
-        if (key(work[base + i]) < lo) {
-          work[base + i] = NEG_INF;
-        }
-      }
-      workgroupBarrier();
+    if (best_id == NONE || l > best) {
+      best = l;
+      best_id = i;
     }
-    // 3. top-p: keep a token when the mass strictly above it is below top_p; the kept set is
+    if (use_top_k) {
+      atomicAdd(&hist_lo[key(l) >> 24u], 1u);
+    }
+  }
+  let am = argmax_reduce(lid, best, best_id, rm);
+  rm = bitcast<f32>(am.z);
+  let m = max(bitcast<f32>(am.y), NEG_INF);
+
+  let chunk = (g.vocab + WG - 1u) / WG;
+  let begin = min(g.vocab, lid * chunk);
+  let end = min(g.vocab, begin + chunk);
+  var rz = 0.0; // sum of exp(raw - rm) over this invocation's chunk
+  var chosen = am.x;
+  if (greedy) {
+    for (var i = begin; i < end; i++) {
+      rz += exp(logits[base + i] - rm);
+    }
+  } else {
+    // 2. top-k: keep key >= the k-th largest key (ties kept).
+    var t = 0u;
+    if (use_top_k) {
+      t = radix_select(lid, base, p.top_k, -1.0, 0u, m);
+    }
+    // 3. top-p: keep a token when the mass strictly above it is below top_p, i.e. keep
     //    {key >= t} for the smallest t with mass(key > t) < top_p.
     if (p.top_p < 1.0) {
-      var m = NEG_INF;
-      for (var i = lid; i < g.vocab; i += WG) {
-        m = max(m, work[base + i]);
-      }
-      m = max_f(lid, m);
-      var z = 0.0;
-      for (var i = lid; i < g.vocab; i += WG) {
-        z += exp(work[base + i] - m);
-      }
-      z = sum_f(lid, z);
-      var lo = 0u;
-      var hi = 0xffffffffu;
-      while (lo < hi) {
-        let mid = lo + (hi - lo) / 2u;
-        var above = 0.0;
-        for (var i = lid; i < g.vocab; i += WG) {
-          let v = work[base + i];
-          above += select(0.0, exp(v - m), key(v) > mid);
-        }
-        if (sum_f(lid, above) / z < p.top_p) {
-          hi = mid;
-        } else {
-          lo = mid + 1u;
-        }
-      }
-      for (var i = lid; i < g.vocab; i += WG) {
-        if (key(work[base + i]) < lo) {
-          work[base + i] = NEG_INF;
-        }
-      }
-      workgroupBarrier();
+      t = max(t, radix_select(lid, base, 0u, p.top_p, t, m));
     }
     // 4. min-p: drop p < min_p * p_max, i.e. l - l_max < ln(min_p).
-    var m = NEG_INF;
-    for (var i = lid; i < g.vocab; i += WG) {
-      m = max(m, work[base + i]);
+    let use_min_p = p.min_p > 0.0;
+    var cut = 0.0;
+    if (use_min_p) {
+      cut = log(p.min_p);
     }
-    m = max_f(lid, m);
-    if (p.min_p > 0.0) {
-      let cut = log(p.min_p);
-      for (var i = lid; i < g.vocab; i += WG) {
-        if (work[base + i] - m < cut) {
-          work[base + i] = NEG_INF;
-        }
-      }
-      workgroupBarrier();
-    }
-    // 5. draw by inverse CDF in token-id order: each thread owns a contiguous chunk.
-    let chunk = (g.vocab + WG - 1u) / WG;
-    let begin = min(g.vocab, lid * chunk);
-    let end = min(g.vocab, begin + chunk);
+    // 5. draw by inverse CDF in token-id order: each invocation owns a contiguous chunk.
     var local = 0.0;
-    var last_nonzero = 0xffffffffu;
+    var last_nonzero = NONE;
     for (var i = begin; i < end; i++) {
-      let e = select(0.0, exp(work[base + i] - m), work[base + i] > NEG_INF);
+      let e = kept(work[base + i], t, m, use_min_p, cut);
       local += e;
       if (e > 0.0) {
         last_nonzero = i;
       }
+      rz += exp(logits[base + i] - rm);
     }
     red_f[lid] = local;
     workgroupBarrier();
@@ -294,35 +453,28 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
       u = rng_uniform(p.seed_lo, p.seed_hi, p.step);
     }
     let goal = u * total;
-    // The owner of the goal: the first chunk whose inclusive sum exceeds it.
-    red_u[lid] = select(0xffffffffu, lid, red_f[lid] > goal && local > 0.0);
+    // The owner of the goal: the first chunk whose inclusive sum exceeds it; rounding may put
+    // the goal past every chunk: then the last chunk with mass.
+    red_u[lid] = select(NONE, lid, red_f[lid] > goal && local > 0.0);
+    red_g[lid] = select(0.0, f32(lid + 1u), local > 0.0);
     workgroupBarrier();
     for (var st = WG / 2u; st > 0u; st >>= 1u) {
       if (lid < st) {
         red_u[lid] = min(red_u[lid], red_u[lid + st]);
+        red_g[lid] = max(red_g[lid], red_g[lid + st]);
       }
       workgroupBarrier();
     }
     var owner = red_u[0];
-    workgroupBarrier();
-    // Rounding may put the goal past every chunk: take the last chunk with mass.
-    red_u[lid] = select(0u, lid + 1u, local > 0.0);
-    workgroupBarrier();
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-      if (lid < st) {
-        red_u[lid] = max(red_u[lid], red_u[lid + st]);
-      }
-      workgroupBarrier();
-    }
-    if (owner == 0xffffffffu) {
-      owner = red_u[0] - 1u;
+    if (owner == NONE) {
+      owner = u32(red_g[0]) - 1u;
     }
     workgroupBarrier();
     if (lid == owner) {
       var acc = before;
       var pick = last_nonzero;
       for (var i = begin; i < end; i++) {
-        let e = select(0.0, exp(work[base + i] - m), work[base + i] > NEG_INF);
+        let e = kept(work[base + i], t, m, use_min_p, cut);
         acc += e;
         if (e > 0.0 && acc > goal) {
           pick = i;
@@ -332,30 +484,21 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
       red_u[0] = pick;
     }
     workgroupBarrier();
-    chosen = red_u[0];
+    chosen = select(red_u[0], 0u, red_u[0] == NONE); // nothing kept: token 0, as before
     workgroupBarrier();
     if (g.write_probs != 0u) {
       for (var i = lid; i < g.vocab; i += WG) {
-        work[base + i] = select(0.0, exp(work[base + i] - m), work[base + i] > NEG_INF) / total;
+        work[base + i] = kept(work[base + i], t, m, use_min_p, cut) / total;
       }
     }
   }
 
   // 6. raw logprobs of the chosen token and of the top alternatives.
-  var rm = NEG_INF;
-  for (var i = lid; i < g.vocab; i += WG) {
-    rm = max(rm, logits[base + i]);
-  }
-  rm = max_f(lid, rm);
-  var rz = 0.0;
-  for (var i = lid; i < g.vocab; i += WG) {
-    rz += exp(logits[base + i] - rm);
-  }
   let lse = rm + log(sum_f(lid, rz));
   let top_base = s * 2u * MAX_TOP;
   let n_top = min(p.logprobs, MAX_TOP);
   for (var j = 0u; j < n_top; j++) {
-    let r = argmax_row(lid, base, false, top_base, j);
+    let r = argmax_raw(lid, base, top_base, j);
     if (lid == 0u) {
       top[top_base + j] = r.x;
       top[top_base + MAX_TOP + j] = bitcast<u32>(bitcast<f32>(r.y) - lse);

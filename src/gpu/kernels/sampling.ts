@@ -3,12 +3,18 @@
  * one workgroup per sequence applies masks, penalties, temperature, top-k, top-p and min-p and
  * draws (or takes the argmax). Tokens stay on the GPU (`tokens` can feed the next step).
  */
+import { EngineError } from "../../contract/errors.ts";
 import { readBuffer, storageBuffer } from "../buffers.ts";
 import { type Dispatch, encodeDispatches } from "../dispatch.ts";
 import { bannedByBadWords, type History, type SamplingParams } from "../reference/sampling.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 
 export const MAX_TOP_LOGPROBS = 20;
+/**
+ * The largest vocabulary the sampler takes: top-p sums masses as 64-bit fixed point with 44
+ * fraction bits, exact up to 2^20 tokens.
+ */
+export const MAX_SAMPLER_VOCAB = 2 ** 20;
 const PARAM_WORDS = 16;
 const FLAG_GIVEN_U = 1, FLAG_ALLOWED = 2, FLAG_BANNED = 4;
 
@@ -127,6 +133,16 @@ export class Sampler {
     readonly vocab: number,
     options: { history?: GPUBuffer } = {},
   ) {
+    if (!Number.isInteger(vocab) || vocab < 1 || vocab > MAX_SAMPLER_VOCAB) {
+      throw EngineError.invalidArgument(
+        `sampler: vocab must be an integer in [1, ${MAX_SAMPLER_VOCAB}], got ${vocab}`,
+      );
+    }
+    if (!Number.isInteger(maxSeqs) || maxSeqs < 1) {
+      throw EngineError.invalidArgument(
+        `sampler: maxSeqs must be a positive integer, got ${maxSeqs}`,
+      );
+    }
     this.words = Math.ceil(vocab / 32);
     const f = (label: string, bytes: number) => storageBuffer(device, `sampler:${label}`, bytes);
     this.params = f("params", maxSeqs * PARAM_WORDS * 4);

@@ -67,14 +67,26 @@ export function processedLogits(
   return l;
 }
 
+/** Max without spreading (a 150k-token row overflows the argument stack). */
+function maxOf(v: ArrayLike<number>): number {
+  let m = -Infinity;
+  for (let i = 0; i < v.length; i++) if (v[i]! > m) m = v[i]!;
+  return m;
+}
+
 function softmax(l: Float64Array): Float64Array {
-  const m = Math.max(...l);
+  const m = maxOf(l);
   const e = l.map((v) => (v === -Infinity ? 0 : Math.exp(v - m)));
   const z = e.reduce((a, b) => a + b, 0);
   return e.map((v) => v / z);
 }
 
-/** The distribution the next token is drawn from (HF order: top-k, top-p, min-p). */
+/**
+ * The distribution the next token is drawn from (HF order: top-k, top-p, min-p). Ties are kept
+ * whole: top-k keeps every token equal to the k-th largest (as HF's `scores < kth`), and top-p
+ * keeps every token equal to the one where the mass crosses `top_p` (HF sorts without a stable
+ * order there; whole tie groups make the result independent of token order).
+ */
 export function referenceDistribution(
   logits: ArrayLike<number>,
   p: SamplingParams,
@@ -97,11 +109,12 @@ export function referenceDistribution(
     const order = [...probs.keys()].sort((a, b) => probs[a]! - probs[b]! || a - b);
     let cum = 0;
     const keepFrom = order.findIndex((i) => (cum += probs[i]!) > 1 - p.top_p!);
-    order.slice(0, Math.min(keepFrom, V - 1)).forEach((i) => (l[i] = -Infinity));
+    const cut = l[order[keepFrom < 0 ? V - 1 : keepFrom]!]!;
+    for (let i = 0; i < V; i++) if (l[i]! < cut) l[i] = -Infinity;
   }
   if ((p.min_p ?? 0) > 0) {
     const probs = softmax(l);
-    const top = Math.max(...probs);
+    const top = maxOf(probs);
     for (let i = 0; i < V; i++) if (probs[i]! < p.min_p! * top) l[i] = -Infinity;
   }
   return softmax(l);
@@ -131,7 +144,7 @@ export function referenceDraw(probs: ArrayLike<number>, u: number): number {
 
 /** log_softmax of the raw logits (what logprobs report). */
 export function rawLogprobs(logits: ArrayLike<number>): Float64Array {
-  const m = Math.max(...Array.from(logits));
+  const m = maxOf(logits);
   let z = 0;
   for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i]! - m);
   const lse = m + Math.log(z);
