@@ -1,11 +1,11 @@
 /**
  * The GPU sampler's step time, old against new in the same run on the same adapter: the former
- * kernel (top-k and top-p thresholds by 32-step bisection, `shaders/sampling.wgsl` at the commit
- * `--baseline`, read with `git show`) and the current one (radix select), each as a whole
+ * kernel (top-k and top-p thresholds by 32-step bisection, kept as `bench/baselines/sampling.wgsl`)
+ * and the current one (radix select), each as a whole
  * sampling step (clear and count the penalty history, then sample), over the same buffers.
  * Prints and writes JSON with ms per step, their ratio, and whether both drew the same tokens.
  *
- *   deno run -A bench/sampler.ts [--vocab N] [--seqs N] [--iters N] [--baseline REV] [--out FILE]
+ *   deno run -A bench/sampler.ts [--vocab N] [--seqs N] [--iters N] [--out FILE]
  */
 import { acquireGpu } from "../src/gpu/device.ts";
 import { readBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
@@ -22,8 +22,6 @@ const arg = (name: string): string | undefined => {
 const vocabs = arg("vocab") ? [Number(arg("vocab"))] : [49_152, 151_936];
 const seqCounts = arg("seqs") ? [Number(arg("seqs"))] : [1, 8];
 const minIters = Number(arg("iters") ?? 1);
-/** The last commit with the bisection sampler (the parent of the radix select). */
-const baseline = arg("baseline") ?? "62c4480";
 const outPath = arg("out") ?? "bench/results/sampler-lavapipe.json";
 
 const configs: Record<string, SamplingParams> = {
@@ -34,12 +32,7 @@ const configs: Record<string, SamplingParams> = {
   "greedy": { temperature: 0 },
 };
 
-const git = new Deno.Command("git", { args: ["show", `${baseline}:shaders/sampling.wgsl`] });
-const shown = await git.output();
-if (!shown.success) {
-  throw new Error(`git show ${baseline}:shaders/sampling.wgsl failed; pass --baseline REV`);
-}
-const oldSource = new TextDecoder().decode(shown.stdout);
+const oldSource = await Deno.readTextFile(new URL("./baselines/sampling.wgsl", import.meta.url));
 
 const { device, caps } = await acquireGpu({ label: "bench-sampler" });
 const oldPipeline = await device.createComputePipelineAsync({
@@ -203,7 +196,7 @@ const report = {
   date: new Date().toISOString(),
   timer: "wall: one submit of N steps / N, best of three after a warm-up",
   step: "clear_counts + count_history + sample (one workgroup per sequence)",
-  baseline: { rev: baseline, kernel: "shaders/sampling.wgsl, bisection thresholds" },
+  baseline: { kernel: "bench/baselines/sampling.wgsl, bisection thresholds" },
   results,
 };
 console.log(JSON.stringify(report, null, 2));

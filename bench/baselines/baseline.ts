@@ -1,7 +1,8 @@
 /**
  * Kernels Kiln replaced, kept so that a benchmark can time the old and the new side by side in
- * one run on one adapter: `matmul.wgsl` (the 16×16 tiled prefill product before `gemm.wgsl`) and
- * `attention.wgsl` (per-query-head attention before the GQA kernel and `rope_kv`).
+ * one run on one adapter: `matmul.wgsl` (the 16×16 tiled prefill product before `gemm.wgsl`),
+ * `attention.wgsl` (per-query-head attention before the GQA kernel and `rope_kv`) and
+ * `sampling.wgsl` (top-k/top-p thresholds by 32-step bisection before the radix select).
  */
 import { UNIFORM, uploadBuffer } from "../../src/gpu/buffers.ts";
 import type { Dispatch } from "../../src/gpu/dispatch.ts";
