@@ -17,6 +17,19 @@ function describe(v: unknown): string {
   return `a ${typeof v}`;
 }
 
+/**
+ * GGUF stores most floats as f32, narrowed from the checkpoint's decimal (1e-5 is stored as
+ * 9.99999974e-6): give back the shortest decimal that narrows to the same f32, as in the config.
+ */
+export function shortestF32(v: number): number {
+  if (Math.fround(v) !== v) return v;
+  for (let p = 1; p <= 9; p++) {
+    const d = Number(v.toPrecision(p));
+    if (Math.fround(d) === v) return d;
+  }
+  return v;
+}
+
 export class GgufMetadata {
   readonly #kv = new Map<string, MetadataValue>();
 
@@ -81,7 +94,7 @@ export class GgufMetadata {
     if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
       throw this.refuse(key, `expected a positive number, got ${describe(v)}`);
     }
-    return v;
+    return shortestF32(v);
   }
 
   string(key: string, fallback?: string): string {

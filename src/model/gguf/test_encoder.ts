@@ -122,7 +122,7 @@ export function encodeGguf(
   metadata: Record<string, Value>,
   tensors: readonly TestTensor[] = [],
   alignment = 32,
-): Uint8Array {
+): Uint8Array<ArrayBuffer> {
   const b = new Bytes();
   b.parts.push(0x47, 0x47, 0x55, 0x46);
   b.u32(3);
