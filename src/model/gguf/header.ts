@@ -14,7 +14,13 @@ import { EngineError } from "../../contract/errors.ts";
 import type { WeightDtype } from "../../gpu/dtype.ts";
 import { QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../../gpu/quant/formats.ts";
 import type { ByteSource } from "../source.ts";
-import { GGMLQuantizationType, parseGgufHeader } from "./lib.ts";
+import {
+  GGMLQuantizationType,
+  type GGUFTensorInfo,
+  type GGUFTypedMetadata,
+  GGUFValueType,
+  parseGgufHeader,
+} from "./lib.ts";
 import { GgufMetadata } from "./metadata.ts";
 
 /** A tensor's element type: a float dtype Kiln reads today or a ggml block-quantized type. */
@@ -103,6 +109,59 @@ function product(name: string, dims: readonly number[], bad: (why: string) => En
   return n;
 }
 
+const SCALAR_BYTES: Partial<Record<number, number>> = {
+  [GGUFValueType.UINT8]: 1,
+  [GGUFValueType.INT8]: 1,
+  [GGUFValueType.BOOL]: 1,
+  [GGUFValueType.UINT16]: 2,
+  [GGUFValueType.INT16]: 2,
+  [GGUFValueType.UINT32]: 4,
+  [GGUFValueType.INT32]: 4,
+  [GGUFValueType.FLOAT32]: 4,
+  [GGUFValueType.UINT64]: 8,
+  [GGUFValueType.INT64]: 8,
+  [GGUFValueType.FLOAT64]: 8,
+};
+const utf8Bytes = (s: string) => new TextEncoder().encode(s).length;
+
+/** Bytes a value of `type` takes in the file, or undefined for a nested array. */
+function valueBytes(type: number, value: unknown, sub?: number): number | undefined {
+  if (type === GGUFValueType.STRING) return 8 + utf8Bytes(String(value));
+  if (type !== GGUFValueType.ARRAY) return SCALAR_BYTES[type];
+  if (sub === undefined || sub === GGUFValueType.ARRAY || !Array.isArray(value)) return undefined;
+  let n = 12;
+  for (const v of value) n += valueBytes(sub, v)!;
+  return n;
+}
+
+/**
+ * The parser cuts a string short, silently, when it crosses the end of the chunk it has read
+ * (2 MB chunks). Re-count the bytes of every key, value and tensor info as parsed: a cut string
+ * (or one that is not UTF-8) does not add up to the section's length.
+ */
+function checkLengths(
+  typed: GGUFTypedMetadata,
+  infos: readonly GGUFTensorInfo[],
+  range: [number, number],
+  bad: (why: string) => EngineError,
+): void {
+  let kv = 24;
+  for (const [key, entry] of Object.entries(typed)) {
+    if (key === "version" || key === "tensor_count" || key === "kv_count") continue;
+    const n = valueBytes(entry.type, entry.value, "subType" in entry ? entry.subType : undefined);
+    if (n === undefined) throw bad(`metadata ${key}: nested arrays are not supported`);
+    kv += 8 + utf8Bytes(key) + 4 + n;
+  }
+  let ti = 0;
+  for (const t of infos) ti += 8 + utf8Bytes(t.name) + 4 + 8 * t.shape.length + 4 + 8;
+  if (kv !== range[0] || ti !== range[1] - range[0]) {
+    throw bad(
+      "the header does not add up (a string that is not UTF-8, a repeated key, or one cut " +
+        "short where the parser's 2 MB reads end)",
+    );
+  }
+}
+
 /** Read and check the header of one GGUF file. */
 export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
   const file = source.name;
@@ -111,6 +170,7 @@ export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
   try {
     parsed = await parseGgufHeader("https://kiln.invalid/model.gguf", {
       fetch: rangeFetch(source),
+      typedMetadata: true,
     });
   } catch (e) {
     if (e instanceof EngineError) throw e;
@@ -124,6 +184,7 @@ export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
   if (headerEnd > source.size) {
     throw bad(`the header runs past the end of the file (${source.size} bytes)`);
   }
+  checkLengths(parsed.typedMetadata, parsed.tensorInfos, parsed.tensorInfoByteRange, bad);
   const metadata = new GgufMetadata(raw, file);
   const alignment = metadata.count("general.alignment", 32);
   if (alignment > MAX_ALIGNMENT || (alignment & (alignment - 1)) !== 0) {

@@ -7,6 +7,8 @@ export {
   gguf as parseGgufHeader,
   type GGUFParseOutput,
   type GGUFTensorInfo,
+  type GGUFTypedMetadata,
+  GGUFValueType,
   type MetadataValue,
   parseGgufShardFilename,
 } from "@huggingface/gguf";

@@ -6,6 +6,7 @@ import { ropeInvFreq } from "../rope.ts";
 import { blobSource } from "../source.ts";
 import { encodeGguf, T, typed } from "./test_encoder.ts";
 import { tinyGguf, tinyHfConfig, tinyMetadata, tinyTensors } from "./test_model.ts";
+import { readGgufFile } from "./header.ts";
 import { llama3FromFreqFactors, openGguf, openGgufBlobs, openGgufUrl } from "./load.ts";
 
 const blobOpen = (files: Record<string, Uint8Array<ArrayBuffer>>) => (name: string) =>
@@ -182,4 +183,16 @@ Deno.test("Llama 3 RoPE frequency factors become llama3 scaling", async () => {
   ];
   const m = await openGguf("x.gguf", blobOpen({ "x.gguf": encodeGguf(meta, withFreqs) }));
   deepStrictEqual(m.config.ropeScaling, { ...scaling, factor: 4 });
+});
+
+Deno.test("a string the parser would cut at its 2 MB read boundary is refused, not truncated", async () => {
+  const open = (bytes: Uint8Array<ArrayBuffer>) =>
+    readGgufFile(blobSource(new Blob([bytes]), "long.gguf"));
+  const fine = await open(encodeGguf({ pad: "a".repeat(1_000_000), s: "b".repeat(400_000) }));
+  equal((fine.metadata.get("s") as string).length, 400_000);
+  await refused(
+    open(encodeGguf({ pad: "a".repeat(1_000_000), s: "b".repeat(1_500_000) })),
+    "long.gguf",
+    "does not add up",
+  );
 });
