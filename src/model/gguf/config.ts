@@ -1,0 +1,113 @@
+/**
+ * A `ModelConfig` from GGUF metadata: the same object `parseConfig` gives for the equivalent HF
+ * `config.json`. llama.cpp writes Mistral checkpoints as `llama`; anything but `llama`,
+ * `mistral` and `qwen2` (and mixture-of-experts variants of them) is refused naming the key.
+ */
+import type { WeightDtype } from "../../gpu/dtype.ts";
+import type { Architecture, ModelConfig } from "../config.ts";
+import type { RopeScaling } from "../rope.ts";
+import type { GgufMetadata } from "./metadata.ts";
+
+const ARCHS: readonly Architecture[] = ["llama", "mistral", "qwen2"];
+/** `general.file_type` values of files whose weights are all (or mostly) one float dtype. */
+const FILE_DTYPES: Record<number, WeightDtype> = { 0: "f32", 1: "f16", 32: "bf16" };
+
+function ropeScaling(m: GgufMetadata, p: string): RopeScaling {
+  const typeKey = `${p}rope.scaling.type`;
+  const type = m.string(typeKey, m.has(`${p}rope.scale_linear`) ? "linear" : "none");
+  switch (type) {
+    case "none":
+      return { type: "default" };
+    case "linear": {
+      const factor = m.has(`${p}rope.scaling.factor`)
+        ? m.positive(`${p}rope.scaling.factor`)
+        : m.positive(`${p}rope.scale_linear`);
+      return { type: "linear", factor };
+    }
+    default:
+      throw m.refuse(typeKey, `unsupported RoPE scaling ${JSON.stringify(type)}`);
+  }
+}
+
+/** Token ids named by `tokenizer.ggml.*_token_id` keys that end a sequence, EOS first. */
+function eosIds(m: GgufMetadata): number[] {
+  const keys = ["eos", "eot", "eom"].map((k) => `tokenizer.ggml.${k}_token_id`);
+  return [...new Set(keys.filter((k) => m.has(k)).map((k) => m.uint(k)))];
+}
+
+/**
+ * `tensorNames`: the GGUF names of the model's tensors (tied embeddings when there is no
+ * `output.weight`; Llama attention biases when there is `blk.0.attn_q.bias`).
+ */
+export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): ModelConfig {
+  const archName = m.string("general.architecture");
+  const arch = ARCHS.find((a) => a === archName);
+  if (arch === undefined) {
+    throw m.refuse(
+      "general.architecture",
+      `unsupported architecture ${JSON.stringify(archName)} (${ARCHS.join(", ")})`,
+    );
+  }
+  const p = `${arch}.`;
+  if (m.uint(`${p}expert_count`, 0) > 0) {
+    throw m.refuse(`${p}expert_count`, "mixture-of-experts models are not supported");
+  }
+  const hiddenSize = m.count(`${p}embedding_length`);
+  const numHeads = m.count(`${p}attention.head_count`);
+  const numKvHeads = m.count(`${p}attention.head_count_kv`, numHeads);
+  if (numHeads % numKvHeads !== 0) {
+    throw m.refuse(
+      `${p}attention.head_count_kv`,
+      `${numKvHeads} does not divide ${numHeads} heads`,
+    );
+  }
+  const headDim = m.has(`${p}attention.key_length`)
+    ? m.count(`${p}attention.key_length`)
+    : hiddenSize / numHeads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0 || headDim > 256) {
+    throw m.refuse(
+      `${p}attention.key_length`,
+      `head size ${headDim} is not supported (an even size up to 256)`,
+    );
+  }
+  for (const key of [`${p}attention.value_length`, `${p}rope.dimension_count`]) {
+    if (m.has(key) && m.count(key) !== headDim) {
+      throw m.refuse(key, `${m.count(key)} differs from the head size ${headDim}`);
+    }
+  }
+  const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
+  const window = `${p}attention.sliding_window`;
+  if (m.has(window) && m.uint(window) > 0 && m.uint(window) < maxPositionEmbeddings) {
+    throw m.refuse(window, `sliding-window attention (${m.uint(window)}) is not supported`);
+  }
+  const vocabSize = m.has(`${p}vocab_size`)
+    ? m.count(`${p}vocab_size`)
+    : m.has("tokenizer.ggml.tokens")
+    ? m.strings("tokenizer.ggml.tokens").length
+    : m.count(`${p}vocab_size`);
+  const config: ModelConfig = {
+    arch,
+    vocabSize,
+    hiddenSize,
+    intermediateSize: m.count(`${p}feed_forward_length`),
+    numLayers: m.count(`${p}block_count`),
+    numHeads,
+    numKvHeads,
+    headDim,
+    rmsNormEps: m.positive(`${p}attention.layer_norm_rms_epsilon`),
+    ropeTheta: m.positive(`${p}rope.freq_base`, 10000),
+    ropeScaling: ropeScaling(m, p),
+    maxPositionEmbeddings,
+    tieWordEmbeddings: !tensorNames.has("output.weight"),
+    attentionBias: arch === "qwen2" || tensorNames.has("blk.0.attn_q.bias"),
+    eosTokenIds: eosIds(m),
+  };
+  if (m.has("tokenizer.ggml.bos_token_id")) {
+    config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
+  }
+  if (m.has("general.file_type")) {
+    const dtype = FILE_DTYPES[m.uint("general.file_type")];
+    if (dtype) config.dtype = dtype;
+  }
+  return config;
+}

@@ -1,0 +1,198 @@
+/**
+ * A GGUF model from a path, a `File`/`Blob` or a URL, single-file or split
+ * (`NAME-00001-of-0000N.gguf`, tensors spread over the splits): every header read and checked,
+ * the config from the metadata, the tensors under HF names and checked against the config.
+ */
+import { EngineError } from "../../contract/errors.ts";
+import type { ModelConfig } from "../config.ts";
+import { ropeInvFreq, type RopeScaling } from "../rope.ts";
+import { blobSource, type ByteSource, urlSource } from "../source.ts";
+import { mapWeights } from "../weights.ts";
+import type { TensorInfo } from "../safetensors.ts";
+import { ggufConfig } from "./config.ts";
+import { type GgufFile, readGgufFile } from "./header.ts";
+import { parseGgufShardFilename } from "./lib.ts";
+import type { GgufMetadata } from "./metadata.ts";
+import { type GgufTensorInfo, hfTensors } from "./tensors.ts";
+
+export interface GgufModel {
+  /** The first file's name. */
+  location: string;
+  files: GgufFile[];
+  /** The first file's metadata (the one that holds the model's keys). */
+  metadata: GgufMetadata;
+  config: ModelConfig;
+  /** Every tensor under its HF name (unmapped ones, like `rope_freqs.weight`, under GGUF's). */
+  tensors: Map<string, GgufTensorInfo>;
+  /** Llama q/k rows are interleaved (each such tensor carries `ropeInterleave`). */
+  ropeInterleaved: boolean;
+}
+
+/** Opens a file by the name `openGguf` derives (a path, a URL or a file name). */
+export type OpenSource = (name: string) => Promise<ByteSource | undefined>;
+
+const MAX_SPLITS = 1000;
+
+/** The names of every split of the model whose first file is `first`. */
+export function splitNames(first: string): string[] {
+  const shard = parseGgufShardFilename(first);
+  if (!shard) return [first];
+  const total = Number(shard.total);
+  if (Number(shard.shard) !== 1) {
+    throw EngineError.invalidArgument(
+      `${first}: open the first split (-00001-of-${shard.total}.gguf)`,
+    );
+  }
+  if (total < 1 || total > MAX_SPLITS) {
+    throw EngineError.invalidArgument(`${first}: ${total} splits (1 to ${MAX_SPLITS} supported)`);
+  }
+  const pad = (n: number) => String(n).padStart(5, "0");
+  return Array.from(
+    { length: total },
+    (_, i) => `${shard.prefix}-${pad(i + 1)}-of-${shard.total}.gguf`,
+  );
+}
+
+function checkSplits(files: GgufFile[]): void {
+  const n = files.length;
+  files.forEach((f, i) => {
+    const m = f.metadata;
+    const count = m.uint("split.count", n === 1 ? 1 : 0);
+    if (count !== n) {
+      throw m.refuse("split.count", `${count} splits, but the file names give ${n}`);
+    }
+    if (m.uint("split.no", i) !== i) {
+      throw m.refuse("split.no", `${m.uint("split.no")}, expected ${i} from the file name`);
+    }
+  });
+  const first = files[0]!.metadata;
+  const total = files.reduce((s, f) => s + f.tensors.length, 0);
+  if (first.has("split.tensors.count") && first.uint("split.tensors.count") !== total) {
+    throw first.refuse(
+      "split.tensors.count",
+      `${first.uint("split.tensors.count")} tensors, but the splits hold ${total}`,
+    );
+  }
+}
+
+/**
+ * Llama 3 GGUFs carry RoPE scaling as per-dimension frequency divisors (`rope_freqs.weight`)
+ * instead of its parameters. Recover the `llama3` parameters that give exactly these divisors
+ * (factor = the largest divisor; Llama 3.x's low/high frequency factors 1 and 4 and original
+ * context 8192, or the file's `rope.scaling.original_context_length`); refuse anything else.
+ */
+export function llama3FromFreqFactors(
+  divisors: Float32Array,
+  headDim: number,
+  theta: number,
+  originalContext?: number,
+): RopeScaling {
+  const base = ropeInvFreq(headDim, theta);
+  const top = divisors.indexOf(Math.max(...divisors));
+  const olds = [...new Set([originalContext ?? 8192, 8192])];
+  for (const old of olds) {
+    // The factor from the most-scaled dimension: fully scaled (divisor = factor) beyond the
+    // low-frequency wavelength, else blended with weight s (divisor = 1 / ((1-s)/factor + s)).
+    const d = divisors[top] ?? 1;
+    const s = Math.min(1, Math.max(0, (old * base[top]! / (2 * Math.PI) - 1) / (4 - 1)));
+    const factor = Number((s === 0 ? d : (1 - s) / (1 / d - s)).toPrecision(6));
+    if (!(factor >= 1) || !Number.isFinite(factor)) continue;
+    const scaling: RopeScaling = {
+      type: "llama3",
+      factor,
+      lowFreqFactor: 1,
+      highFreqFactor: 4,
+      originalMaxPositionEmbeddings: old,
+    };
+    const inv = ropeInvFreq(headDim, theta, scaling);
+    const ok = divisors.length === headDim / 2 &&
+      base.every((b, i) => Math.abs(b / divisors[i]! - inv[i]!) <= 1e-5 * b);
+    if (ok) return scaling;
+  }
+  throw EngineError.invalidArgument(
+    "tensor rope_freqs.weight: per-dimension RoPE frequency factors that are not Llama 3's scaling are not supported",
+  );
+}
+
+async function ropeFromFreqs(
+  config: ModelConfig,
+  meta: GgufMetadata,
+  t: GgufTensorInfo,
+): Promise<RopeScaling> {
+  if (t.dtype !== "f32" || t.length !== config.headDim * 2) {
+    throw EngineError.invalidArgument(
+      `tensor rope_freqs.weight: expected ${
+        config.headDim / 2
+      } f32 values, got ${t.dtype} [${t.shape}]`,
+    );
+  }
+  const bytes = await t.source.read(t.offset, t.length);
+  const divisors = new Float32Array(bytes.slice().buffer);
+  const key = `${config.arch}.rope.scaling.original_context_length`;
+  return llama3FromFreqFactors(
+    divisors,
+    config.headDim,
+    config.ropeTheta,
+    meta.has(key) ? meta.count(key) : undefined,
+  );
+}
+
+/** Read a GGUF model whose (first) file is `first`, opening every file through `open`. */
+export async function openGguf(first: string, open: OpenSource): Promise<GgufModel> {
+  const files: GgufFile[] = [];
+  for (const name of splitNames(first)) {
+    const src = await open(name);
+    if (src === undefined) throw EngineError.invalidArgument(`${name}: no such GGUF file`);
+    files.push(await readGgufFile(src));
+  }
+  checkSplits(files);
+  const all = files.flatMap((f) => f.tensors);
+  const metadata = files[0]!.metadata;
+  const config = ggufConfig(metadata, new Set(all.map((t) => t.name)));
+  const tensors = hfTensors(config, all);
+  const freqs = tensors.get("rope_freqs.weight");
+  if (freqs && config.arch !== "qwen2") {
+    if (config.ropeScaling.type !== "default") {
+      throw EngineError.invalidArgument(
+        "tensor rope_freqs.weight: frequency factors beside another RoPE scaling",
+      );
+    }
+    config.ropeScaling = await ropeFromFreqs(config, metadata, freqs);
+  }
+  // The same name and shape checks as a safetensors checkpoint (they read only names, shapes
+  // and, for biases, dtype equality, which hold for GGUF tensors too).
+  mapWeights(config, tensors as unknown as Map<string, TensorInfo>);
+  return {
+    location: first,
+    files,
+    metadata,
+    config,
+    tensors,
+    ropeInterleaved: [...tensors.values()].some((t) => t.ropeInterleave),
+  };
+}
+
+/** A GGUF model from dropped or picked files: the `.gguf` among them, or its first split. */
+export function openGgufBlobs(files: Iterable<File>): Promise<GgufModel> {
+  const byName = new Map<string, File>();
+  for (const f of files) byName.set(f.name.split("/").pop()!, f);
+  const ggufs = [...byName.keys()].filter((n) => n.endsWith(".gguf"));
+  const first = ggufs.find((n) => /-00001-of-\d{5}\.gguf$/.test(n)) ??
+    (ggufs.length === 1 ? ggufs[0] : undefined);
+  if (first === undefined) {
+    return Promise.reject(
+      EngineError.invalidArgument(
+        `expected one .gguf file or the first of its splits, got ${ggufs.length} .gguf files`,
+      ),
+    );
+  }
+  return openGguf(first, (name) => {
+    const f = byName.get(name);
+    return Promise.resolve(f && blobSource(f, name));
+  });
+}
+
+/** A GGUF model over HTTP(S) with Range requests (the URL of the file or its first split). */
+export function openGgufUrl(url: string, fetchFn: typeof fetch = fetch): Promise<GgufModel> {
+  return openGguf(url, (u) => urlSource(u, fetchFn));
+}

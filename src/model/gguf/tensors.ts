@@ -1,0 +1,125 @@
+/**
+ * GGUF tensors under the HF names `weights.ts` checks (`blk.3.attn_q.weight` becomes
+ * `model.layers.3.self_attn.q_proj.weight`), with their shapes in HF order (ggml lists dims
+ * innermost first, so `[in, out]` becomes `[out, in]`), and the row order of Llama q/k
+ * projections, which llama.cpp's converter interleaves for its RoPE.
+ */
+import { EngineError } from "../../contract/errors.ts";
+import type { ByteSource } from "../source.ts";
+import type { ModelConfig } from "../config.ts";
+import type { GgufDtype, GgufTensor } from "./header.ts";
+
+/** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order. */
+export interface RopeInterleave {
+  heads: number;
+  headDim: number;
+}
+
+/** A tensor of a GGUF model, named and shaped as in an HF checkpoint. */
+export interface GgufTensorInfo {
+  /** The HF name (`model.layers.0.self_attn.q_proj.weight`), or the GGUF name when unmapped. */
+  name: string;
+  ggufName: string;
+  dtype: GgufDtype;
+  ggmlType: number;
+  /** HF order: `[rows, cols]` for a matrix, each row `cols` elements (whole blocks). */
+  shape: number[];
+  offset: number;
+  length: number;
+  source: ByteSource;
+  /**
+   * Set on Llama q/k weights and biases: their rows are interleaved per head. HF row `i` is
+   * stored row `unpermuteQkRows(shape[0], ropeInterleave.headDim, ropeInterleave.heads)[i]`.
+   */
+  ropeInterleave?: RopeInterleave;
+}
+
+const GLOBAL: Record<string, string> = {
+  "token_embd.weight": "model.embed_tokens.weight",
+  "output_norm.weight": "model.norm.weight",
+  "output.weight": "lm_head.weight",
+};
+
+const LAYER: Record<string, string> = {
+  attn_norm: "input_layernorm",
+  attn_q: "self_attn.q_proj",
+  attn_k: "self_attn.k_proj",
+  attn_v: "self_attn.v_proj",
+  attn_output: "self_attn.o_proj",
+  ffn_norm: "post_attention_layernorm",
+  ffn_gate: "mlp.gate_proj",
+  ffn_up: "mlp.up_proj",
+  ffn_down: "mlp.down_proj",
+};
+
+/** The HF name of a GGUF tensor name, or undefined when it has none. */
+export function hfTensorName(ggufName: string): string | undefined {
+  const global = GLOBAL[ggufName];
+  if (global !== undefined) return global;
+  const m = /^blk\.(0|[1-9]\d{0,5})\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
+  if (!m || !Object.hasOwn(LAYER, m[2]!)) return undefined;
+  return `model.layers.${m[1]}.${LAYER[m[2]!]}.${m[3]}`;
+}
+
+/**
+ * The row order that undoes llama.cpp's q/k permutation: `order[i]` is the stored row holding
+ * HF row `i`. llama.cpp stores each head's rows as (first-half row p, second-half row p) pairs,
+ * so HF row `s * headDim/2 + p` of a head is its stored row `2p + s`. Quantized rows move whole.
+ */
+export function unpermuteQkRows(rows: number, headDim: number, heads: number): Uint32Array {
+  if (
+    !Number.isSafeInteger(headDim) || headDim <= 0 || headDim % 2 !== 0 ||
+    !Number.isSafeInteger(heads) || heads <= 0 || rows !== heads * headDim
+  ) {
+    throw EngineError.invalidArgument(
+      `q/k rows: ${rows} rows are not ${heads} heads of an even ${headDim}`,
+    );
+  }
+  const half = headDim / 2;
+  const order = new Uint32Array(rows);
+  for (let h = 0; h < heads; h++) {
+    for (let k = 0; k < headDim; k++) {
+      const s = k < half ? 0 : 1;
+      const p = k - s * half;
+      order[h * headDim + k] = h * headDim + 2 * p + s;
+    }
+  }
+  return order;
+}
+
+/**
+ * Every tensor under its HF name (unmapped ones under their GGUF names). Llama q/k weights
+ * and biases get `ropeInterleave`; Qwen2's are stored in HF order.
+ */
+export function hfTensors(
+  config: Pick<ModelConfig, "arch" | "numHeads" | "numKvHeads" | "headDim">,
+  tensors: readonly GgufTensor[],
+): Map<string, GgufTensorInfo> {
+  const out = new Map<string, GgufTensorInfo>();
+  const permuted = config.arch === "llama" || config.arch === "mistral";
+  for (const t of tensors) {
+    const name = hfTensorName(t.name) ?? t.name;
+    if (out.has(name)) {
+      throw EngineError.invalidArgument(`tensor ${t.name}: ${name} appears twice in the model`);
+    }
+    const info: GgufTensorInfo = {
+      name,
+      ggufName: t.name,
+      dtype: t.dtype,
+      ggmlType: t.ggmlType,
+      shape: [...t.dims].reverse(),
+      offset: t.offset,
+      length: t.length,
+      source: t.source,
+    };
+    if (permuted) {
+      if (/\.self_attn\.q_proj\./.test(name)) {
+        info.ropeInterleave = { heads: config.numHeads, headDim: config.headDim };
+      } else if (/\.self_attn\.k_proj\./.test(name)) {
+        info.ropeInterleave = { heads: config.numKvHeads, headDim: config.headDim };
+      }
+    }
+    out.set(name, info);
+  }
+  return out;
+}

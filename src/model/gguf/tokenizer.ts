@@ -1,0 +1,305 @@
+/**
+ * The tokenizer and chat template stored in a GGUF file, rebuilt as the `tokenizer.json` and
+ * `tokenizer_config.json` objects `@huggingface/tokenizers` loads:
+ * - `tokenizer.ggml.model = "llama"` (SentencePiece-style): a BPE whose merges come from the
+ *   scores (a piece that is the concatenation of two pieces is a merge, ranked by the piece's
+ *   score, highest first), `▁` for spaces, byte fallback to `<0xNN>` pieces;
+ * - `tokenizer.ggml.model = "gpt2"` (byte-level BPE): the stored merges, split by the
+ *   pre-tokenizer regex that `tokenizer.ggml.pre` names.
+ * Token types pick the added tokens (control: special; user-defined: not special).
+ */
+import { EngineError } from "../../contract/errors.ts";
+import { ChatTemplate } from "../../text/chat.ts";
+import type { ModelText } from "../../text/load.ts";
+import { HfTextTokenizer } from "../../text/tokenizer.ts";
+import type { GgufMetadata } from "./metadata.ts";
+
+type Json = Record<string, unknown>;
+
+/** llama.cpp's token types. */
+export const TOKEN_TYPE = {
+  normal: 1,
+  unknown: 2,
+  control: 3,
+  userDefined: 4,
+  unused: 5,
+  byte: 6,
+} as const;
+
+const GPT2_SPLIT = String
+  .raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`;
+const LLAMA3_SPLIT = String
+  .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+const QWEN2_SPLIT = String
+  .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+
+const split = (regex: string) => ({
+  type: "Split",
+  pattern: { Regex: regex },
+  behavior: "Isolated",
+  invert: false,
+});
+const byteLevel = {
+  type: "ByteLevel",
+  add_prefix_space: false,
+  trim_offsets: true,
+  use_regex: false,
+};
+
+/** Pre-tokenizers by `tokenizer.ggml.pre`, and whether merges are skipped for whole tokens. */
+const PRE: Record<string, { pre: Json; ignoreMerges: boolean }> = {
+  "default": {
+    pre: { type: "Sequence", pretokenizers: [split(GPT2_SPLIT), byteLevel] },
+    ignoreMerges: false,
+  },
+  "gpt-2": {
+    pre: { type: "Sequence", pretokenizers: [split(GPT2_SPLIT), byteLevel] },
+    ignoreMerges: false,
+  },
+  "llama-bpe": {
+    pre: { type: "Sequence", pretokenizers: [split(LLAMA3_SPLIT), byteLevel] },
+    ignoreMerges: true,
+  },
+  "qwen2": {
+    pre: { type: "Sequence", pretokenizers: [split(QWEN2_SPLIT), byteLevel] },
+    ignoreMerges: false,
+  },
+  "smollm": {
+    pre: {
+      type: "Sequence",
+      pretokenizers: [{ type: "Digits", individual_digits: true }, split(GPT2_SPLIT), byteLevel],
+    },
+    ignoreMerges: false,
+  },
+};
+
+/** SentencePiece pieces longer than this (code units) are never the result of a merge. */
+const MAX_MERGED_PIECE = 64;
+
+interface Vocab {
+  tokens: string[];
+  types: number[];
+  /** Token string to its first id (a null-prototype object, as tokenizer.json's `vocab`). */
+  ids: Record<string, number>;
+}
+
+function readVocab(m: GgufMetadata): Vocab {
+  const tokens = m.strings("tokenizer.ggml.tokens");
+  if (tokens.length === 0) throw m.refuse("tokenizer.ggml.tokens", "empty vocabulary");
+  const types = m.has("tokenizer.ggml.token_type")
+    ? m.uints("tokenizer.ggml.token_type")
+    : tokens.map(() => TOKEN_TYPE.normal);
+  if (types.length !== tokens.length) {
+    throw m.refuse(
+      "tokenizer.ggml.token_type",
+      `${types.length} types for ${tokens.length} tokens`,
+    );
+  }
+  const ids: Record<string, number> = Object.create(null);
+  tokens.forEach((t, i) => {
+    if (!(t in ids)) ids[t] = i;
+  });
+  return { tokens, types, ids };
+}
+
+function tokenId(m: GgufMetadata, v: Vocab, name: string): number | undefined {
+  const key = `tokenizer.ggml.${name}_token_id`;
+  if (!m.has(key)) return undefined;
+  const id = m.uint(key);
+  if (id >= v.tokens.length) {
+    throw m.refuse(key, `token ${id} is outside the vocabulary of ${v.tokens.length}`);
+  }
+  return id;
+}
+
+function addedTokens(v: Vocab): Json[] {
+  const out: Json[] = [];
+  v.types.forEach((type, id) => {
+    const special = type === TOKEN_TYPE.control || type === TOKEN_TYPE.unknown;
+    const content = v.tokens[id]!;
+    if ((special || type === TOKEN_TYPE.userDefined) && content !== "") {
+      out.push({
+        id,
+        content,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special,
+      });
+    }
+  });
+  return out;
+}
+
+/** BPE merges of a SentencePiece vocabulary, best-scored merged piece first. */
+export function spmMerges(v: Vocab, scores: readonly number[]): [string, string][] {
+  const found: { pair: [string, string]; score: number; id: number; left: number }[] = [];
+  const normal = (s: string) => {
+    const id = v.ids[s];
+    return id !== undefined && v.types[id] === TOKEN_TYPE.normal ? id : undefined;
+  };
+  v.tokens.forEach((piece, id) => {
+    if (v.types[id] !== TOKEN_TYPE.normal || piece.length > MAX_MERGED_PIECE) return;
+    if (v.ids[piece] !== id) return;
+    const chars = Array.from(piece);
+    for (let i = 1; i < chars.length; i++) {
+      const left = chars.slice(0, i).join("");
+      const right = chars.slice(i).join("");
+      const l = normal(left);
+      if (l !== undefined && normal(right) !== undefined) {
+        found.push({ pair: [left, right], score: scores[id]!, id, left: l });
+      }
+    }
+  });
+  found.sort((a, b) => b.score - a.score || a.id - b.id || a.left - b.left);
+  return found.map((f) => f.pair);
+}
+
+function templateProcessing(v: Vocab, bos: number | undefined, eos: number | undefined): Json {
+  const ends = [bos, eos].filter((x) => x !== undefined) as number[];
+  const special = (id: number) => ({ SpecialToken: { id: v.tokens[id]!, type_id: 0 } });
+  const seq = (id: string) => ({ Sequence: { id, type_id: 0 } });
+  const wrap = (inner: Json[]) => [
+    ...(bos === undefined ? [] : [special(bos)]),
+    ...inner,
+    ...(eos === undefined ? [] : [special(eos)]),
+  ];
+  const specialTokens: Record<string, Json> = Object.create(null);
+  for (const id of ends) {
+    specialTokens[v.tokens[id]!] = { id: v.tokens[id]!, ids: [id], tokens: [v.tokens[id]!] };
+  }
+  return {
+    type: "TemplateProcessing",
+    single: wrap([seq("A")]),
+    pair: [...wrap([seq("A")]), ...wrap([seq("B")])],
+    special_tokens: specialTokens,
+  };
+}
+
+export interface GgufTokenizer {
+  /** A `tokenizer.json` object. */
+  json: Json;
+  /** A `tokenizer_config.json` object: special token strings, `chat_template`, add-BOS/EOS. */
+  config: Json;
+}
+
+/** The tokenizer of a GGUF file's metadata. */
+export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
+  const kind = m.string("tokenizer.ggml.model");
+  if (kind !== "llama" && kind !== "gpt2") {
+    throw m.refuse(
+      "tokenizer.ggml.model",
+      `unsupported tokenizer ${JSON.stringify(kind)} (llama, gpt2)`,
+    );
+  }
+  const v = readVocab(m);
+  const bos = tokenId(m, v, "bos");
+  const eos = tokenId(m, v, "eos");
+  const unk = tokenId(m, v, "unknown") ??
+    (kind === "llama" ? v.types.indexOf(TOKEN_TYPE.unknown) : -1);
+  const pad = tokenId(m, v, "padding");
+  const addBos = m.bool("tokenizer.ggml.add_bos_token", kind === "llama") && bos !== undefined;
+  const addEos = m.bool("tokenizer.ggml.add_eos_token", false) && eos !== undefined;
+  const post = addBos || addEos
+    ? templateProcessing(v, addBos ? bos : undefined, addEos ? eos : undefined)
+    : null;
+  let json: Json;
+  if (kind === "llama") {
+    let scores: number[];
+    if (m.has("tokenizer.ggml.scores")) {
+      scores = m.numbers("tokenizer.ggml.scores");
+      if (scores.length !== v.tokens.length) {
+        throw m.refuse(
+          "tokenizer.ggml.scores",
+          `${scores.length} scores for ${v.tokens.length} tokens`,
+        );
+      }
+    } else {
+      scores = v.tokens.map((_, i) => -i);
+    }
+    const prefix = m.bool("tokenizer.ggml.add_space_prefix", true);
+    const replace = { type: "Replace", pattern: { String: " " }, content: "▁" };
+    json = {
+      version: "1.0",
+      added_tokens: addedTokens(v),
+      normalizer: prefix
+        ? { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "▁" }, replace] }
+        : replace,
+      pre_tokenizer: null,
+      post_processor: post,
+      decoder: {
+        type: "Sequence",
+        decoders: [
+          { type: "Replace", pattern: { String: "▁" }, content: " " },
+          { type: "ByteFallback" },
+          { type: "Fuse" },
+          ...(prefix ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
+        ],
+      },
+      model: {
+        type: "BPE",
+        dropout: null,
+        unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
+        fuse_unk: true,
+        byte_fallback: true,
+        ignore_merges: false,
+        vocab: v.ids,
+        merges: spmMerges(v, scores),
+      },
+    };
+  } else {
+    const preName = m.string("tokenizer.ggml.pre", "default");
+    const pre = Object.hasOwn(PRE, preName) ? PRE[preName] : undefined;
+    if (pre === undefined) {
+      throw m.refuse(
+        "tokenizer.ggml.pre",
+        `unsupported pre-tokenizer ${JSON.stringify(preName)} (${Object.keys(PRE).join(", ")})`,
+      );
+    }
+    const merges = m.strings("tokenizer.ggml.merges").map((s, i): [string, string] => {
+      const at = s.indexOf(" ", 1);
+      if (at < 0) {
+        throw m.refuse("tokenizer.ggml.merges", `merge ${i} ${JSON.stringify(s)} has no space`);
+      }
+      return [s.slice(0, at), s.slice(at + 1)];
+    });
+    json = {
+      version: "1.0",
+      added_tokens: addedTokens(v),
+      normalizer: null,
+      pre_tokenizer: pre.pre,
+      post_processor: post,
+      decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
+      model: {
+        type: "BPE",
+        dropout: null,
+        unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: pre.ignoreMerges,
+        vocab: v.ids,
+        merges,
+      },
+    };
+  }
+  const config: Json = { add_bos_token: addBos, add_eos_token: addEos };
+  for (const [name, id] of [["bos", bos], ["eos", eos], ["unk", unk], ["pad", pad]] as const) {
+    if (id !== undefined && id >= 0) config[`${name}_token`] = v.tokens[id];
+  }
+  if (m.has("tokenizer.chat_template")) config.chat_template = m.string("tokenizer.chat_template");
+  return { json, config };
+}
+
+/** The tokenizer and chat template of a GGUF file, ready to use (`eos`: the model's EOS ids). */
+export function ggufText(m: GgufMetadata, eos: readonly number[] = []): ModelText {
+  const { json, config } = ggufTokenizer(m);
+  let tokenizer: HfTextTokenizer;
+  try {
+    tokenizer = new HfTextTokenizer(json, config, eos);
+  } catch (e) {
+    if (e instanceof EngineError) throw EngineError.invalidArgument(`${m.file}: ${e.message}`, e);
+    throw e;
+  }
+  return { tokenizer, chat: ChatTemplate.fromConfig(config) };
+}
