@@ -111,6 +111,14 @@ export function renderBenchChart(r: BenchReport): string {
     }
     y += 14;
   }
+  for (const s of r.shapes.filter((s) => s.error)) {
+    parts.push(
+      `<text x="10" y="${y + 12}" fill="#a00">${
+        esc(`${s.shape}: not measured: ${s.error}`)
+      }</text>`,
+    );
+    y += 18;
+  }
   const H = y + 24;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
