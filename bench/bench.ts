@@ -71,12 +71,16 @@ log(`read probe: ${probe.gb_per_s.toFixed(2)} GB/s over ${probe.bytes / 2 ** 20}
 let peers: Peer[] = [];
 if (flag("peers")) {
   const url = new URL("./peers/mod.ts", import.meta.url).href;
-  peers = ((await import(url)) as { peers: Peer[] }).peers;
+  try {
+    peers = ((await import(url)) as { peers: Peer[] }).peers;
+  } catch (e) {
+    throw new Error(`--peers: ${url} could not be loaded: ${(e as Error).message}`);
+  }
   log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
 }
 
-async function benchShape(shape: string): Promise<ShapeResult> {
-  const result: ShapeResult = { shape, model_dir: modelDir ?? "", skipped: [] };
+/** Fill `result` for one shape (what was measured before a failure stays in it). */
+async function benchShape(shape: string, result: ShapeResult): Promise<void> {
   const dir = modelDir ?? await ensureCheckpoint(shape, { log });
   result.model_dir = dir;
   const manifest = await readManifest(dir);
@@ -181,16 +185,17 @@ async function benchShape(shape: string): Promise<ShapeResult> {
   } finally {
     await kiln.close();
   }
-  return result;
 }
 
 const results: ShapeResult[] = [];
 for (const shape of shapes) {
+  const result: ShapeResult = { shape, model_dir: modelDir ?? "", skipped: [] };
+  results.push(result);
   try {
-    results.push(await benchShape(shape));
+    await benchShape(shape, result);
   } catch (e) {
     log(`${shape}: ${(e as Error).message}`);
-    results.push({ shape, model_dir: modelDir ?? "", skipped: [], error: (e as Error).message });
+    result.error = (e as Error).message;
   }
 }
 // What the full run measures that this one did not.
@@ -199,7 +204,9 @@ const notRun = [
   ...[512, 2048].filter((l) => !prefillLengths.includes(l)).map((l) => `${l}-token prefill`),
   ...(tokens < 128 ? [`128 tokens per stream (ran ${tokens})`] : []),
 ];
-for (const r of results) if (notRun.length) r.skipped.push(`not run: ${notRun.join(", ")}`);
+for (const r of results) {
+  if (notRun.length && !r.error) r.skipped.push(`not run: ${notRun.join(", ")}`);
+}
 
 const report: BenchReport = {
   bench: "kiln-bench",

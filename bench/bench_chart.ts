@@ -20,7 +20,7 @@ interface Panel {
 }
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-const num = (x: number, d = 1) => (x >= 100 ? x.toFixed(0) : x.toFixed(d));
+const num = (x: number, d = 1) => x.toFixed(x >= 100 ? 0 : x >= 10 ? d : 2);
 
 function panels(r: BenchReport): Panel[] {
   const ok = r.shapes.filter((s) => !s.error);

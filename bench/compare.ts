@@ -1,7 +1,8 @@
 /**
  * Kiln against its peers on one model: each peer must first produce Kiln's greedy tokens for
  * the same prompt (a peer that differs is not timed, and the report says where it diverged);
- * then Kiln and the peers run interleaved, A B C A B C ..., for a few rounds, so drift in the
+ * then, after one untimed warm-up pass per peer, Kiln and the peers run interleaved,
+ * A B C A B C ..., for a few rounds, so drift in the
  * machine's state hits every engine alike. Ratios are Kiln ÷ peer (throughput; above 1 means
  * Kiln is faster), the median over rounds.
  */
@@ -100,6 +101,17 @@ export async function comparePeers(
     live.splice(live.indexOf(p), 1);
     await p.close().catch(() => {});
   };
+  // One untimed pass per peer first (Kiln comes warm from its own measurements).
+  for (const p of [...live]) {
+    try {
+      for (const batch of plan.batches) {
+        await p.decode(plan.prompt(plan.promptTokens, 50), Math.min(3, plan.decodeTokens), batch);
+      }
+      for (const length of plan.prefill) await p.prefill?.(plan.prompt(length, 900 + length));
+    } catch (e) {
+      await fail(p, e);
+    }
+  }
   for (let round = 0; round < plan.rounds; round++) {
     for (const batch of plan.batches) {
       const ids = plan.prompt(plan.promptTokens, 100 + round);
