@@ -13,6 +13,7 @@
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
  */
+import { relative } from "node:path";
 import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { parseConfig } from "../src/model/config.ts";
@@ -82,7 +83,7 @@ if (flag("peers")) {
 /** Fill `result` for one shape (what was measured before a failure stays in it). */
 async function benchShape(shape: string, result: ShapeResult): Promise<void> {
   const dir = modelDir ?? await ensureCheckpoint(shape, { log });
-  result.model_dir = dir;
+  result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
   const manifest = await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
   const files = dirFiles(dir);
