@@ -3,7 +3,11 @@
  * Each row puts Kiln's number beside its peer's in the same run, labelled with the ratio:
  * `matmul` (GB/s against a read probe), `engine-decode` (tokens/s, pipelined against one
  * step at a time) and `matvec-threads` (products/s, one thread per row against 64 with barriers).
+ * A `kiln-bench` report (`deno task bench`) is drawn by `bench_chart.ts`.
  */
+import { renderBenchChart } from "./bench_chart.ts";
+import type { BenchReport } from "./report.ts";
+
 interface Pair {
   label: string;
   value: number;
@@ -60,7 +64,12 @@ if (!input || !output) {
   console.error("usage: deno run -A bench/chart.ts IN.json OUT.svg");
   Deno.exit(2);
 }
-const report = JSON.parse(await Deno.readTextFile(input)) as Report;
+const parsed = JSON.parse(await Deno.readTextFile(input));
+if (parsed.bench === "kiln-bench") {
+  await Deno.writeTextFile(output, renderBenchChart(parsed as BenchReport));
+  Deno.exit(0);
+}
+const report = parsed as Report;
 const { title, legend, rows } = chart(report);
 const max = Math.max(...rows.flatMap((r) => [r.value, r.peer]));
 const W = 760, barH = 14, gap = 12, left = 150, top = 48;

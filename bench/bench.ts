@@ -1,0 +1,239 @@
+/**
+ * `deno task bench`: Kiln on real model shapes with random F16 weights (`bench/shapes/*.json`,
+ * generated once into `.cache/kiln-bench/`, see `checkpoint.ts`) or on any HF folder.
+ * Per shape: decode tokens/s at several batch sizes, prefill tokens/s and time to first token,
+ * dispatches and CPU encode time per decode step, and batch-1 weight reads in GB/s beside a
+ * read-bandwidth probe run in the same process. With `--peers`, other engines
+ * (`bench/peers/mod.ts`) are checked for Kiln's greedy tokens and timed interleaved with it.
+ *
+ *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
+ *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
+ *     [--probe-mib 1024] [--peers] [--quick] [--out FILE]
+ *
+ * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
+ * table to stderr.
+ */
+import { relative } from "node:path";
+import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
+import { dirFiles } from "../src/adapters/deno/file_source.ts";
+import { parseConfig } from "../src/model/config.ts";
+import { modelName, readText } from "../src/model/source.ts";
+import { ensureCheckpoint, listShapes, readManifest } from "./checkpoint.ts";
+import { elements, tensorSpecs } from "./random_weights.ts";
+import { forwardStats, weightBytes } from "./forward_stats.ts";
+import { KilnRunner, prompt } from "./kiln_runner.ts";
+import { readProbe } from "./probe.ts";
+import { comparePeers, median } from "./compare.ts";
+import { adapterSlug, type BenchReport, formatTable, type ShapeResult } from "./report.ts";
+import { renderBenchChart } from "./bench_chart.ts";
+import type { Peer } from "./peers/peer.ts";
+
+const argv = Deno.args;
+const flag = (name: string) => argv.includes(`--${name}`);
+function opt(name: string): string | undefined {
+  const i = argv.indexOf(`--${name}`);
+  if (i < 0) return undefined;
+  const v = argv[i + 1];
+  if (v === undefined || v.startsWith("--")) throw new Error(`--${name} needs a value`);
+  return v;
+}
+function ints(name: string, fallback: number[]): number[] {
+  const v = opt(name);
+  if (v === undefined) return fallback;
+  const xs = v.split(",").filter((s) => s !== "").map(Number);
+  if (!xs.every((x) => Number.isInteger(x) && x > 0)) {
+    throw new Error(`--${name}: expected positive integers, got ${v}`);
+  }
+  return xs;
+}
+const int = (name: string, fallback: number) => ints(name, [fallback])[0]!;
+
+const quick = flag("quick");
+// --quick is sized for lavapipe, where a SmolLM2 decode step takes seconds and a 512-token
+// prefill tens of minutes: one stream, a few tokens, a prompt as long as the decode prompts.
+const batches = ints("batches", quick ? [1] : [1, 8, 32]);
+const tokens = int("tokens", quick ? 4 : 128);
+const prefillLengths = ints("prefill", quick ? [16] : [512, 2048]);
+const rounds = int("rounds", quick ? 1 : 3);
+const encodeIters = int("encode-iters", quick ? 30 : 200);
+const probeMiB = int("probe-mib", quick ? 256 : 1024);
+const maxBatched = opt("max-batched-tokens");
+const PROMPT = 16; // decode prompts: 16 tokens per stream
+const modelDir = opt("model");
+const shapes = modelDir ? [modelName(modelDir)] : (opt("shapes")?.split(",") ?? await listShapes());
+const log = (l: string) => console.error(l);
+
+const gpu = await acquireGpu({ label: "kiln-bench" });
+const adapter = gpu.caps.adapter;
+log(`adapter: ${adapter}`);
+const probe = await readProbe(gpu, { bytes: probeMiB * 2 ** 20 });
+log(`read probe: ${probe.gb_per_s.toFixed(2)} GB/s over ${probe.bytes / 2 ** 20} MiB`);
+
+let peers: Peer[] = [];
+if (flag("peers")) {
+  const url = new URL("./peers/mod.ts", import.meta.url).href;
+  try {
+    peers = ((await import(url)) as { peers: Peer[] }).peers;
+  } catch (e) {
+    throw new Error(`--peers: ${url} could not be loaded: ${(e as Error).message}`);
+  }
+  log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
+}
+
+/** Fill `result` for one shape (what was measured before a failure stays in it). */
+async function benchShape(shape: string, result: ShapeResult): Promise<void> {
+  const dir = modelDir ?? await ensureCheckpoint(shape, { log });
+  result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
+  const manifest = await readManifest(dir);
+  if (manifest) result.checkpoint_sha256 = manifest.sha256;
+  const files = dirFiles(dir);
+  const config = parseConfig((await readText(files, "config.json")) ?? "{}");
+  result.params = tensorSpecs(config).reduce((n, t) => n + elements(t), 0);
+  const wb = result.weight_bytes = await weightBytes(files);
+
+  log(`${shape}: dispatches and encode time per decode step`);
+  result.step = await forwardStats(gpu, files, batches, encodeIters);
+
+  // The KV cache holds every batch's streams at once, the longest prompt, and 4096 positions
+  // at least: the bench's context cap (the config's own context may be 128k).
+  const perStream = 16 * Math.ceil((PROMPT + tokens + 1) / 16);
+  const kvPositions = Math.max(
+    4096,
+    Math.max(...batches) * perStream,
+    ...prefillLengths.map((l) => 16 * Math.ceil((l + 1) / 16)),
+  );
+  const kiln = new KilnRunner({
+    gpu,
+    kvPositions,
+    maxNumSeqs: Math.max(...batches),
+    ...(maxBatched ? { maxNumBatchedTokens: Number(maxBatched) } : {}),
+  });
+  await kiln.setup(dir);
+  try {
+    const c = kiln.config!;
+    const chunk = c.max_num_batched_tokens ?? 0;
+    result.engine = {
+      max_num_batched_tokens: chunk,
+      max_num_seqs: c.max_num_seqs ?? 0,
+      kv_cache_positions: kvPositions,
+      kv_cache_block_size: c.kv_cache_block_size ?? 16,
+      context_length: c.context_length ?? 0,
+      load_seconds: kiln.engine!.modelLoadTime,
+    };
+    let salt = 10;
+    const prompts = (b: number) =>
+      Array.from({ length: b }, () => prompt(PROMPT, config.vocabSize, salt++));
+    result.decode = [];
+    for (const b of batches) {
+      log(`${shape}: decode, batch ${b}`);
+      await kiln.run(prompts(b), Math.min(3, tokens)); // plans and pipelines for this batch
+      const r = await kiln.run(prompts(b), tokens);
+      const timed = r.tokens - b;
+      result.decode.push({
+        batch: b,
+        tokens_per_stream: tokens,
+        timed_tokens: timed,
+        seconds: r.seconds,
+        tokens_per_s: timed / r.seconds,
+        max_steps_in_flight: kiln.maxInFlight,
+      });
+    }
+    result.prefill = [];
+    const prefillRuns = quick ? 1 : 3;
+    const warm = new Set([PROMPT]); // prompt lengths whose plans the decode runs built
+    for (const length of prefillLengths) {
+      log(`${shape}: prefill ${length} tokens`);
+      // Warm up the chunk's plans and pipelines with a shorter prompt (chunk + 1 at most).
+      const w = Math.min(length, chunk + 1);
+      if (!warm.has(w)) await kiln.prefill(prompt(w, config.vocabSize, salt++));
+      warm.add(w);
+      const ttft: number[] = [];
+      for (let i = 0; i < prefillRuns; i++) {
+        ttft.push((await kiln.prefill(prompt(length, config.vocabSize, salt++))).seconds);
+      }
+      const m = median(ttft);
+      result.prefill.push({
+        prompt_tokens: length,
+        ttft_s: m,
+        tokens_per_s: length / m,
+        runs: prefillRuns,
+        ttft_s_all: ttft,
+      });
+    }
+    const b1 = result.decode.find((d) => d.batch === 1);
+    if (b1) {
+      const gbps = (wb.per_decode_step * b1.tokens_per_s) / 1e9;
+      result.weight_reads = {
+        bytes_per_step: wb.per_decode_step,
+        step_seconds: 1 / b1.tokens_per_s,
+        gb_per_s: gbps,
+        probe_gb_per_s: probe.gb_per_s,
+        ratio_to_probe: gbps / probe.gb_per_s,
+      };
+    } else result.skipped.push("weight reads: needs batch 1 in --batches");
+    if (peers.length > 0) {
+      log(`${shape}: peers`);
+      result.peers = await comparePeers(kiln, peers, dir, {
+        prompt: (length, s) => prompt(length, config.vocabSize, 5000 + s),
+        promptTokens: PROMPT,
+        greedyTokens: Math.min(tokens, 16),
+        decodeTokens: tokens,
+        batches,
+        prefill: prefillLengths,
+        rounds,
+      }, log);
+    }
+  } finally {
+    await kiln.close();
+  }
+}
+
+const results: ShapeResult[] = [];
+for (const shape of shapes) {
+  const result: ShapeResult = { shape, model_dir: modelDir ?? "", skipped: [] };
+  results.push(result);
+  try {
+    await benchShape(shape, result);
+  } catch (e) {
+    log(`${shape}: ${(e as Error).message}`);
+    result.error = (e as Error).message;
+  }
+}
+// What the full run measures that this one did not.
+const notRun = [
+  ...[1, 8, 32].filter((b) => !batches.includes(b)).map((b) => `decode at batch ${b}`),
+  ...[512, 2048].filter((l) => !prefillLengths.includes(l)).map((l) => `${l}-token prefill`),
+  ...(tokens < 128 ? [`128 tokens per stream (ran ${tokens})`] : []),
+];
+for (const r of results) {
+  if (notRun.length && !r.error) r.skipped.push(`not run: ${notRun.join(", ")}`);
+}
+
+const report: BenchReport = {
+  bench: "kiln-bench",
+  adapter,
+  date: new Date().toISOString(),
+  runtime_data: runtimeData(gpu.caps),
+  deno: Deno.version.deno,
+  options: {
+    quick,
+    batches,
+    tokens,
+    prefill: prefillLengths,
+    rounds,
+    encode_iters: encodeIters,
+    decode_prompt_tokens: PROMPT,
+    peers: peers.map((p) => p.name),
+  },
+  probe,
+  shapes: results,
+};
+const out = opt("out") ??
+  new URL(`./results/bench-${adapterSlug(adapter)}.json`, import.meta.url).pathname;
+await Deno.writeTextFile(out, JSON.stringify(report, null, 2) + "\n");
+const svg = out.replace(/\.json$/, "") + ".svg";
+await Deno.writeTextFile(svg, renderBenchChart(report));
+log("");
+log(formatTable(report));
+log(`\nwrote ${out} and ${svg}`);
+gpu.device.destroy();

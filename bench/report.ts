@@ -1,0 +1,148 @@
+/**
+ * The JSON `deno task bench` writes (`bench: "kiln-bench"`), the table it prints, and the
+ * adapter's short name used in the default file name.
+ */
+import type { EncodeTiming, WeightBytes } from "./forward_stats.ts";
+import type { PeerReport } from "./compare.ts";
+import type { ProbeResult } from "./probe.ts";
+
+export interface DecodeResult {
+  batch: number;
+  /** Tokens each stream generated. */
+  tokens_per_stream: number;
+  /** Tokens after each stream's first (which comes out of prefill), over `seconds`. */
+  timed_tokens: number;
+  /** From the first generated token (any stream) to the last. */
+  seconds: number;
+  tokens_per_s: number;
+  max_steps_in_flight: number;
+}
+
+export interface PrefillResult {
+  prompt_tokens: number;
+  /** Median time to first token over `runs` (one request, `max_tokens: 1`). */
+  ttft_s: number;
+  tokens_per_s: number;
+  runs: number;
+  ttft_s_all: number[];
+}
+
+export interface ShapeResult {
+  shape: string;
+  model_dir: string;
+  /** SHA-256 of `model.safetensors` when it is a generated checkpoint. */
+  checkpoint_sha256?: string;
+  params?: number;
+  weight_bytes?: WeightBytes;
+  engine?: {
+    max_num_batched_tokens: number;
+    max_num_seqs: number;
+    kv_cache_positions: number;
+    kv_cache_block_size: number;
+    context_length: number;
+    load_seconds: number;
+  };
+  decode?: DecodeResult[];
+  prefill?: PrefillResult[];
+  /** Dispatches and CPU encode time of one decode step, per batch size. */
+  step?: EncodeTiming[];
+  /** Weight bytes one batch-1 decode step reads ÷ its time, beside the read probe. */
+  weight_reads?: {
+    bytes_per_step: number;
+    step_seconds: number;
+    gb_per_s: number;
+    probe_gb_per_s: number;
+    ratio_to_probe: number;
+  };
+  peers?: PeerReport[];
+  skipped: string[];
+  error?: string;
+}
+
+export interface BenchReport {
+  bench: "kiln-bench";
+  adapter: string;
+  date: string;
+  runtime_data: Record<string, unknown>;
+  deno: string;
+  options: Record<string, unknown>;
+  probe: ProbeResult;
+  shapes: ShapeResult[];
+}
+
+/** A short file-name-safe name for an adapter description. */
+export function adapterSlug(adapter: string): string {
+  if (/llvmpipe|lavapipe/i.test(adapter)) return "lavapipe";
+  if (/swiftshader/i.test(adapter)) return "swiftshader";
+  const gpu = adapter.match(/\b([ABHLTV]\d{2,3}[A-Z]?|RTX ?\d{4}|M\d (?:Pro|Max|Ultra)?)\b/i);
+  const base = gpu ? gpu[1]! : adapter.split("/").pop()!;
+  return base.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "").slice(0, 40) ||
+    "unknown";
+}
+
+const f = (x: number | undefined, digits = 1) =>
+  x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(digits);
+
+/** The summary table, one block per shape. */
+export function formatTable(r: BenchReport): string {
+  const lines = [
+    `Kiln bench on ${r.adapter} (${r.date})`,
+    `read probe: ${f(r.probe.gb_per_s, 2)} GB/s over ${
+      r.probe.bytes / 2 ** 20
+    } MiB (${r.probe.timer})`,
+  ];
+  for (const s of r.shapes) {
+    lines.push("", `${s.shape} (${s.model_dir})`);
+    if (s.error) lines.push(`  error: ${s.error}`);
+    for (const d of s.decode ?? []) {
+      lines.push(
+        `  decode  batch ${String(d.batch).padStart(3)}: ${
+          f(d.tokens_per_s, 2).padStart(10)
+        } tokens/s` +
+          `  (${d.timed_tokens} tokens in ${
+            f(d.seconds, 2)
+          } s, up to ${d.max_steps_in_flight} steps in flight)`,
+      );
+    }
+    for (const p of s.prefill ?? []) {
+      lines.push(
+        `  prefill ${String(p.prompt_tokens).padStart(5)} tokens: ${
+          f(p.tokens_per_s, 1).padStart(8)
+        } tokens/s` +
+          `  TTFT ${
+            f(p.ttft_s, 3)
+          } s (median of ${p.runs}; chunks of ${s.engine?.max_num_batched_tokens})`,
+      );
+    }
+    for (const t of s.step ?? []) {
+      lines.push(
+        `  step    batch ${String(t.batch).padStart(3)}: ${t.dispatches} dispatches, encode ` +
+          `${f(t.encode_ms_median, 3)} ms CPU (p10 ${f(t.encode_ms_p10, 3)}, p90 ${
+            f(t.encode_ms_p90, 3)
+          })`,
+      );
+    }
+    const w = s.weight_reads;
+    if (w) {
+      lines.push(
+        `  weights ${(w.bytes_per_step / 1e6).toFixed(0)} MB/step at batch 1: ${
+          f(w.gb_per_s, 2)
+        } GB/s` +
+          ` = ${f(w.ratio_to_probe, 2)} × the read probe's ${f(w.probe_gb_per_s, 2)} GB/s`,
+      );
+    }
+    for (const p of s.peers ?? []) {
+      const ratios = (p.decode ?? []).map((d) => `batch ${d.batch} ×${f(d.kiln_over_peer, 2)}`);
+      const pre = (p.prefill ?? []).map((d) =>
+        `prefill ${d.prompt_tokens} ×${f(d.kiln_over_peer, 2)}`
+      );
+      lines.push(
+        `  peer ${p.name}: ${p.status}${p.reason ? ` (${p.reason})` : ""}${
+          ratios.length + pre.length ? `; Kiln ÷ peer: ${[...ratios, ...pre].join(", ")}` : ""
+        }`,
+      );
+    }
+    for (const k of s.skipped) lines.push(`  skipped: ${k}`);
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,100 @@
+import { equal, ok } from "node:assert/strict";
+import { renderBenchChart } from "./bench_chart.ts";
+import { adapterSlug, type BenchReport, formatTable } from "./report.ts";
+
+const report: BenchReport = {
+  bench: "kiln-bench",
+  adapter: "nvidia / hopper / NVIDIA H100 80GB HBM3",
+  date: "2026-11-23T10:00:00.000Z",
+  runtime_data: {},
+  deno: "2.9.6",
+  options: {},
+  probe: {
+    bytes: 2 ** 30,
+    dispatches: 10,
+    seconds_per_dispatch: 4e-4,
+    gb_per_s: 2684,
+    timer: "timestamp",
+  },
+  shapes: [
+    {
+      shape: "smollm2-135m",
+      model_dir: "/x",
+      skipped: [],
+      engine: {
+        max_num_batched_tokens: 256,
+        max_num_seqs: 32,
+        kv_cache_positions: 4608,
+        kv_cache_block_size: 16,
+        context_length: 8192,
+        load_seconds: 1,
+      },
+      decode: [1, 8].map((batch) => ({
+        batch,
+        tokens_per_stream: 128,
+        timed_tokens: 127 * batch,
+        seconds: 1,
+        tokens_per_s: 127 * batch,
+        max_steps_in_flight: 4,
+      })),
+      prefill: [{ prompt_tokens: 512, ttft_s: 0.05, tokens_per_s: 10240, runs: 3, ttft_s_all: [] }],
+      step: [{
+        batch: 1,
+        dispatches: 514,
+        encode_ms_median: 0.3,
+        encode_ms_p10: 0.2,
+        encode_ms_p90: 0.5,
+        iterations: 200,
+      }],
+      weight_reads: {
+        bytes_per_step: 269e6,
+        step_seconds: 1 / 127,
+        gb_per_s: 34.2,
+        probe_gb_per_s: 2684,
+        ratio_to_probe: 34.2 / 2684,
+      },
+      peers: [{
+        name: "other",
+        status: "ok",
+        decode: [{ batch: 1, tokens_per_s: [{ kiln: 127, peer: 254 }], kiln_over_peer: 0.5 }],
+      }, { name: "away", status: "unavailable", reason: "not installed" }],
+    },
+    { shape: "llama-3.2-1b", model_dir: "/y", skipped: [], error: "too big <here>" },
+  ],
+};
+
+Deno.test("the adapter's short name", () => {
+  equal(adapterSlug("65541 / llvmpipe (LLVM 15.0.6, 256 bits)"), "lavapipe");
+  equal(adapterSlug(report.adapter), "h100");
+  equal(adapterSlug("Google / SwiftShader Device (Subzero)"), "swiftshader");
+  equal(adapterSlug("amd / rdna-3 / Radeon RX 7900 XTX"), "radeon-rx-7900-xtx");
+  equal(adapterSlug(""), "unknown");
+});
+
+Deno.test("the chart draws every measured number, escapes text, and names failed shapes", () => {
+  const svg = renderBenchChart(report);
+  ok(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"));
+  for (
+    const s of ["smollm2-135m ×1", "smollm2-135m ×8", "smollm2-135m 512", "×0.50", "1016 tokens/s"]
+  ) {
+    ok(svg.includes(s), s);
+  }
+  ok(svg.includes("llama-3.2-1b: not measured: too big &lt;here&gt;") && !svg.includes("<here>"));
+  // One bar per decode, prefill, weight-read pair and peer ratio, plus the background.
+  equal(svg.match(/<rect /g)!.length, 1 + 2 + 1 + 2 + 1);
+});
+
+Deno.test("the table names every shape, its error and each peer's status", () => {
+  const t = formatTable(report);
+  for (
+    const s of [
+      "514 dispatches",
+      "TTFT 0.050 s",
+      "error: too big <here>",
+      "peer away: unavailable (not installed)",
+      "batch 1 ×0.50",
+    ]
+  ) {
+    ok(t.includes(s), s);
+  }
+});
