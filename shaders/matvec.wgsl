@@ -13,8 +13,10 @@
 //   rows, y[m, n] = silu(r(n)) * r(n + N) with W = [gate; up] stacked ([2N, K]).
 //
 // TPR threads share an output row (a power of two; 1 means no reduction at all, which suits CPU
-// adapters where a workgroup barrier costs a switch through every invocation); a workgroup of
-// WG threads computes WG / TPR output rows.
+// adapters where a workgroup barrier costs a switch through every invocation), and each thread
+// works on RPT output rows at once, so that every load of x serves RPT weight loads (on a CPU
+// adapter the loads of x, the same for every thread, cost as much as the weights'). A workgroup
+// of WG threads computes WG / TPR * RPT output rows.
 
 override WEIGHT_DTYPE: u32 = 1u; // 0 f32, 1 f16, 2 bf16
 override HAS_BIAS: bool = false;
@@ -25,8 +27,11 @@ override MODE: u32 = 0u;
 override ROWS: u32 = 1u;
 override TPR: u32 = 64u;
 override WG: u32 = 256u;
+override RPT: u32 = 1u; // 1, 2, 4 or 8
 
 const MAX_M: u32 = 8u;
+const MAX_RPT: u32 = 8u;
+// 16-byte weight loads in flight per thread: UNROLL / RPT positions along K, for RPT rows each.
 const UNROLL: u32 = 8u;
 
 struct Params {
@@ -103,19 +108,25 @@ fn row_sum(v: array<f32, MAX_M>, lid: u32, t: u32) -> array<f32, MAX_M> {
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
   let t = lid % TPR;
-  let n = (wid.x + wid.y * nwg.x) * (WG / TPR) + lid / TPR;
+  let n0 = ((wid.x + wid.y * nwg.x) * (WG / TPR) + lid / TPR) * RPT;
   let m0 = wid.z * ROWS;
   // Weights per 16-byte load, and x vectors per load.
   let per_vec = select(8u, 4u, WEIGHT_DTYPE == 0u);
   let xv = per_vec / 4u;
   let vecs = p.k / per_vec;
   let x_row = p.k / 4u;
-  var acc: array<f32, MAX_M>;
-  var acc2: array<f32, MAX_M>; // MODE 2: the up row
+  let positions = UNROLL / RPT;
+  var acc: array<array<f32, MAX_M>, MAX_RPT>;
+  var acc2: array<array<f32, MAX_M>, MAX_RPT>; // MODE 2: the up rows
   var ss: array<f32, MAX_M>; // NORM: sums of squares of x
-  if (n < p.n) {
-    let base = n * vecs;
-    let base2 = (n + p.n) * vecs;
+  if (n0 < p.n) {
+    // Rows past N (the last workgroup) read row N-1; their results are never stored.
+    var base: array<u32, MAX_RPT>;
+    var base2: array<u32, MAX_RPT>;
+    for (var i = 0u; i < RPT; i++) {
+      base[i] = min(n0 + i, p.n - 1u) * vecs;
+      base2[i] = base[i] + p.n * vecs;
+    }
     var j = t;
     loop {
       if (j >= vecs) {
@@ -124,22 +135,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       // Issue every load of this round before using any of them.
       var wv: array<vec4<u32>, UNROLL>;
       var wu: array<vec4<u32>, UNROLL>;
-      for (var u = 0u; u < UNROLL; u++) {
+      for (var u = 0u; u < positions; u++) {
         let ju = j + u * TPR;
         if (ju < vecs) {
-          wv[u] = w[base + ju];
-          if (MODE == 2u) {
-            wu[u] = w[base2 + ju];
+          for (var i = 0u; i < RPT; i++) {
+            wv[u * RPT + i] = w[base[i] + ju];
+            if (MODE == 2u) {
+              wu[u * RPT + i] = w[base2[i] + ju];
+            }
           }
         }
       }
-      for (var u = 0u; u < UNROLL; u++) {
+      for (var u = 0u; u < positions; u++) {
         let ju = j + u * TPR;
         if (ju < vecs) {
-          let wa = lo(wv[u]);
-          let wb = hi(wv[u]);
-          let ua = lo(wu[u]);
-          let ub = hi(wu[u]);
           var ga = vec4<f32>(1.0);
           var gb = vec4<f32>(1.0);
           if (NORM) {
@@ -161,50 +170,61 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
             let na = xa * ga;
             let nb = xb * gb;
-            var d = dot(wa, na);
-            if (xv == 2u) {
-              d += dot(wb, nb);
-            }
-            acc[r] += d;
-            if (MODE == 2u) {
-              var e = dot(ua, na);
+            for (var i = 0u; i < RPT; i++) {
+              let wi = wv[u * RPT + i];
+              var d = dot(lo(wi), na);
               if (xv == 2u) {
-                e += dot(ub, nb);
+                d += dot(hi(wi), nb);
               }
-              acc2[r] += e;
+              acc[i][r] += d;
+              if (MODE == 2u) {
+                let ui = wu[u * RPT + i];
+                var e = dot(lo(ui), na);
+                if (xv == 2u) {
+                  e += dot(hi(ui), nb);
+                }
+                acc2[i][r] += e;
+              }
             }
           }
         }
       }
-      j += UNROLL * TPR;
+      j += positions * TPR;
     }
   }
-  acc = row_sum(acc, lid, t);
-  if (MODE == 2u) {
-    acc2 = row_sum(acc2, lid, t);
+  for (var i = 0u; i < RPT; i++) {
+    acc[i] = row_sum(acc[i], lid, t);
+    if (MODE == 2u) {
+      acc2[i] = row_sum(acc2[i], lid, t);
+    }
   }
   if (NORM) {
     ss = row_sum(ss, lid, t);
   }
-  if (n >= p.n || t != 0u) {
+  if (t != 0u) {
     return;
   }
-  for (var r = 0u; r < ROWS; r++) {
-    let m = m0 + r;
-    if (m < p.m) {
-      var scale = 1.0;
-      if (NORM) {
-        scale = inverseSqrt(ss[r] / f32(p.k) + p.eps);
-      }
-      let i = m * p.n + n;
-      let v = acc[r] * scale + bias_at(n);
-      if (MODE == 0u) {
-        y[i] = v;
-      } else if (MODE == 1u) {
-        y[i] += v;
-      } else {
-        let g = v;
-        y[i] = g / (1.0 + exp(-g)) * (acc2[r] * scale);
+  for (var i = 0u; i < RPT; i++) {
+    let n = n0 + i;
+    if (n >= p.n) {
+      break;
+    }
+    for (var r = 0u; r < ROWS; r++) {
+      let m = m0 + r;
+      if (m < p.m) {
+        var scale = 1.0;
+        if (NORM) {
+          scale = inverseSqrt(ss[r] / f32(p.k) + p.eps);
+        }
+        let o = m * p.n + n;
+        let v = acc[i][r] * scale + bias_at(n);
+        if (MODE == 0u) {
+          y[o] = v;
+        } else if (MODE == 1u) {
+          y[o] += v;
+        } else {
+          y[o] = v / (1.0 + exp(-v)) * (acc2[i][r] * scale);
+        }
       }
     }
   }

@@ -54,7 +54,15 @@ async function suites(): Promise<Suite[]> {
   return [
     {
       name: "deno",
-      command: (junit) => [Deno.execPath(), "test", "-A", `--junit-path=${junit}`, "src/", "test/"],
+      command: (junit) => [
+        Deno.execPath(),
+        "test",
+        "-A",
+        `--junit-path=${junit}`,
+        "src/",
+        "test/",
+        "bench/",
+      ],
     },
     { name: "node", command: await nodeTests("test/node") },
     { name: "browser", command: await nodeTests("test/browser") },
