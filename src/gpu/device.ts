@@ -112,3 +112,13 @@ export function runtimeData(caps: GpuCapabilities): Record<string, unknown> {
     max_storage_buffer_binding_size: caps.maxStorageBufferBindingSize,
   };
 }
+
+/**
+ * Whether `device` runs on a CPU implementation of WebGPU (the adapter says it is a fallback
+ * adapter: lavapipe, llvmpipe, SwiftShader). Kernels pick their shapes by it: there a workgroup
+ * barrier switches through every invocation in turn, and splitting work that one core could do
+ * alone only adds dispatches.
+ */
+export function isCpuAdapter(device: GPUDevice): boolean {
+  return (device.adapterInfo as GPUAdapterInfo | undefined)?.isFallbackAdapter === true;
+}

@@ -19,6 +19,7 @@ import { readF32, storageBuffer } from "../gpu/buffers.ts";
 import { type Dispatch, encodeDispatches } from "../gpu/dispatch.ts";
 import { chooseSplits, prepareAttention, prepareRopeKv } from "../gpu/kernels/attention.ts";
 import { prepareEmbedding } from "../gpu/kernels/dense.ts";
+import { isCpuAdapter } from "../gpu/device.ts";
 import {
   type FusedLinearArgs,
   type LinearScratch,
@@ -80,15 +81,22 @@ export interface ForwardOptions {
    * the GPU, so a token sampled by one step can feed the next before the CPU has seen it.
    */
   tokensFrom?: GPUBuffer;
+  /**
+   * Key-axis splits of decode attention (steps of up to 4 tokens). By default chosen from the
+   * context on a GPU, and 1 on a CPU adapter.
+   */
+  attentionSplits?: number;
 }
 
 export class Forward {
   #scratch: Scratch | undefined;
   #plans = new Map<string, Plan>();
   readonly #store: GPUBuffer | undefined;
+  readonly #splits: number | undefined;
 
   constructor(readonly model: GpuModel, options: ForwardOptions = {}) {
     this.#store = options.tokensFrom;
+    this.#splits = options.attentionSplits;
   }
 
   #ensure(tokens: number, rows: number, tableEntries: number): Scratch {
@@ -171,7 +179,11 @@ export class Forward {
       const p = await prepareFusedLinear(d, { ...args, m: xRows }, s.linear, label);
       for (const x of p.dispatches) add(x);
     };
-    const splits = tokens <= 4 ? chooseSplits(c.maxPositionEmbeddings) : 1;
+    // Split-K decode spreads one sequence's keys over many workgroups: a GPU needs that for
+    // long contexts; a CPU adapter has enough workgroups in the heads and only pays the merge.
+    const splits = tokens > 4
+      ? 1
+      : this.#splits ?? (isCpuAdapter(d) ? 1 : chooseSplits(c.maxPositionEmbeddings));
     const kvDtype = m.kvDtype;
     for (let l = 0; l < c.numLayers; l++) {
       const L = m.layers[l]!;

@@ -54,6 +54,34 @@ Deno.test("token ids outside the vocabulary and bad positions are InvalidArgumen
   }
 });
 
+Deno.test("split-K decode attention gives the single pass's logits", async () => {
+  const gpu = await testGpu();
+  const model = await GpuModel.load(gpu, dirFiles(MODELS[MODELS.length - 1]!.dir.pathname));
+  const [one, split] = [new Forward(model), new Forward(model, { attentionSplits: 3 })];
+  try {
+    const step = (tokens: number[], from: number) => ({
+      tokens,
+      positions: tokens.map((_, i) => from + i),
+      slots: tokens.map((_, i) => from + i),
+      tableOffsets: tokens.map(() => 0),
+      blockTable: [0, 1, 2, 3, 4],
+      logitRows: [tokens.length - 1],
+    });
+    const prompt = Array.from({ length: 40 }, (_, i) => 65 + (i % 26));
+    await one.run(step(prompt, 0)); // fills the cache both read
+    for (const [i, id] of [66, 67, 68].entries()) {
+      const a = await one.run(step([id], 40 + i));
+      const b = await split.run(step([id], 40 + i));
+      const worst = a.reduce((m, v, j) => Math.max(m, Math.abs(v - b[j]!)), 0);
+      ok(worst < 1e-4, `step ${i}: max |single - split| ${worst}`);
+    }
+  } finally {
+    one.destroy();
+    split.destroy();
+    model.destroy();
+  }
+});
+
 Deno.test("deno task verify: PASS on a fixture, FAIL (exit 1) against a tampered reference", async () => {
   const cli = new URL("../adapters/deno/verify.ts", import.meta.url).pathname;
   const run = async (...args: string[]) => {

@@ -11,6 +11,7 @@
 import { storageBuffer } from "../buffers.ts";
 import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
 import { grid } from "../dispatch.ts";
+import { isCpuAdapter } from "../device.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 import { prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
 import { prepareGemm } from "./gemm.ts";
@@ -47,10 +48,9 @@ export const MATVEC_ROWS = 8;
 export const MATVEC_MAX_M = 32;
 
 /**
- * Threads per output row and per workgroup of `matvec.wgsl`. A CPU implementation of WebGPU
- * (the adapter says it is a fallback adapter: lavapipe, llvmpipe, SwiftShader) runs every
- * invocation of a workgroup up to each barrier in turn, so there one thread owns a whole row
- * and nothing is reduced; a GPU splits each row over 64 threads.
+ * Threads per output row, per workgroup, and rows per thread of `matvec.wgsl`. A CPU
+ * implementation of WebGPU runs every invocation of a workgroup up to each barrier in turn, so
+ * there one thread owns whole rows and nothing is reduced; a GPU splits each row over 64 threads.
  */
 function matvecThreads(
   device: GPUDevice,
@@ -62,8 +62,7 @@ function matvecThreads(
     }
     return { tpr, wg: Math.max(64, tpr * 4), rpt: tpr === 1 ? CPU_RPT : 1 };
   }
-  const info = device.adapterInfo as GPUAdapterInfo | undefined;
-  return info?.isFallbackAdapter ? { tpr: 1, wg: 64, rpt: CPU_RPT } : { tpr: 64, wg: 256, rpt: 1 };
+  return isCpuAdapter(device) ? { tpr: 1, wg: 64, rpt: CPU_RPT } : { tpr: 64, wg: 256, rpt: 1 };
 }
 
 /**
