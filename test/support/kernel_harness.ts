@@ -1,6 +1,7 @@
 /** Small helpers for kernel tests: seeded data, buffers from arrays, run-and-read. */
 import { readF32, storageBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { type Dispatch, submitDispatches } from "../../src/gpu/dispatch.ts";
+import { decodeWeights, encodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";
 
 /** Deterministic pseudo-random numbers in [-scale, scale) (mulberry32). */
 export function seeded(seed: number, n: number, scale = 1): Float64Array {
@@ -39,3 +40,17 @@ export async function runRead(
 /** Values as the f32 GPU sees them (inputs are rounded to f32 before the reference runs). */
 export const asF32 = (values: ArrayLike<number>): Float64Array =>
   Float64Array.from(Float32Array.from(values));
+
+/** The weight dtypes every dense kernel reads. */
+export const WEIGHT_DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
+
+/** Seeded weights as stored (rounded to `dtype`), and the same values decoded for references. */
+export function weights(
+  seed: number,
+  n: number,
+  dtype: WeightDtype,
+  scale = 0.5,
+): { bytes: Uint8Array; values: Float64Array } {
+  const bytes = encodeWeights(seeded(seed, n, scale), dtype);
+  return { bytes, values: decodeWeights(bytes, dtype) };
+}

@@ -1,4 +1,3 @@
-import { decodeWeights, encodeWeights, type WeightDtype } from "../dtype.ts";
 import { uploadBuffer } from "../buffers.ts";
 import { embeddingRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
@@ -17,15 +16,9 @@ import {
   runRead,
   seeded,
   u32Buffer,
+  WEIGHT_DTYPES as DTYPES,
+  weights,
 } from "../../../test/support/kernel_harness.ts";
-
-const DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
-
-/** Weights as stored (rounded to `dtype`), and the same values decoded for the reference. */
-function weights(seed: number, n: number, dtype: WeightDtype, scale = 0.5) {
-  const bytes = encodeWeights(seeded(seed, n, scale), dtype);
-  return { bytes, values: decodeWeights(bytes, dtype) };
-}
 
 for (const dtype of DTYPES) {
   Deno.test(`embedding gathers ${dtype} rows; out-of-vocab ids give zeros`, async () => {

@@ -1,7 +1,7 @@
 import { ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { uploadBuffer } from "../buffers.ts";
-import { decodeWeights, encodeWeights, type WeightDtype } from "../dtype.ts";
+import type { WeightDtype } from "../dtype.ts";
 import { linearRef } from "../reference/dense.ts";
 import { type GemmTile, prepareGemm } from "./gemm.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
@@ -11,15 +11,9 @@ import {
   outBuffer,
   runRead,
   seeded,
+  WEIGHT_DTYPES as DTYPES,
+  weights,
 } from "../../../test/support/kernel_harness.ts";
-
-const DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
-
-/** Weights as stored (rounded to `dtype`), and the same values decoded for the reference. */
-function weights(seed: number, n: number, dtype: WeightDtype, scale = 0.5) {
-  const bytes = encodeWeights(seeded(seed, n, scale), dtype);
-  return { bytes, values: decodeWeights(bytes, dtype) };
-}
 
 /**
  * Every m, n, k value of interest appears at least once: tile edges in m and n, k below, inside

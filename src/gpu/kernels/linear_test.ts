@@ -1,4 +1,3 @@
-import { decodeWeights, encodeWeights, type WeightDtype } from "../dtype.ts";
 import { uploadBuffer } from "../buffers.ts";
 import { fusedLinearRef, linearRef } from "../reference/dense.ts";
 import { type Epilogue, isMatvecShape, prepareFusedLinear, prepareLinear } from "./linear.ts";
@@ -9,15 +8,9 @@ import {
   outBuffer,
   runRead,
   seeded,
+  WEIGHT_DTYPES as DTYPES,
+  weights,
 } from "../../../test/support/kernel_harness.ts";
-
-const DTYPES: WeightDtype[] = ["f32", "f16", "bf16"];
-
-/** Weights as stored (rounded to `dtype`), and the same values decoded for the reference. */
-function weights(seed: number, n: number, dtype: WeightDtype, scale = 0.5) {
-  const bytes = encodeWeights(seeded(seed, n, scale), dtype);
-  return { bytes, values: decodeWeights(bytes, dtype) };
-}
 
 // Shapes for every path: scalar matvec (odd K), vec4 matvec (K % 8 == 0, M <= 32), tiled.
 const SHAPES = [
