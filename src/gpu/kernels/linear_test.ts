@@ -1,6 +1,7 @@
 import { uploadBuffer } from "../buffers.ts";
 import { fusedLinearRef, linearRef } from "../reference/dense.ts";
 import { type Epilogue, isMatvecShape, prepareFusedLinear, prepareLinear } from "./linear.ts";
+import { isCpuAdapter } from "../device.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
@@ -79,7 +80,9 @@ for (const dtype of DTYPES) {
           normed: outBuffer(device, "fused:normed", m * k),
           product: outBuffer(device, "fused:product", m * 2 * n),
         };
-        const threads = isMatvecShape({ m, k, dtype }) ? [1, 64] : [undefined];
+        const threads = isMatvecShape({ m, k, dtype }, isCpuAdapter(device))
+          ? [1, 64]
+          : [undefined];
         // Each pipeline variant takes a while to compile on a CPU adapter: every combination
         // for F16, and the two extremes for the dtypes (which only change the weight decode).
         const combos = dtype === "f16"
