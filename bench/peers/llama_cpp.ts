@@ -1,0 +1,173 @@
+/**
+ * llama.cpp through node-llama-cpp's prebuilt binaries, in a Node subprocess
+ * (`llama_driver.mjs`, JSON lines over stdin/stdout). The checkpoint is converted to GGUF F16
+ * (or its own dtype) once and cached. `gpu: "vulkan"` offloads every layer to ggml-vulkan,
+ * `false` runs ggml's CPU backend.
+ */
+import type { Peer } from "./peer.ts";
+import { ensurePeerDeps, peersDir } from "./deps.ts";
+import { cached, cacheDir } from "./read_checkpoint.ts";
+import { toGguf } from "./to_gguf.ts";
+
+type Reply = { ok?: unknown; error?: string };
+
+class Driver {
+  #child: Deno.ChildProcess;
+  #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #lines: AsyncIterator<string>;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(env: Record<string, string>) {
+    this.#child = new Deno.Command("node", {
+      args: [`${peersDir}llama_driver.mjs`],
+      cwd: peersDir,
+      env,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "inherit",
+    }).spawn();
+    this.#writer = this.#child.stdin.getWriter();
+    this.#lines = lines(this.#child.stdout)[Symbol.asyncIterator]();
+  }
+
+  /** One request, one reply; requests are serialised. */
+  call<R>(req: Record<string, unknown>): Promise<R> {
+    const run = async () => {
+      await this.#writer.write(
+        new TextEncoder().encode(JSON.stringify(req) + "\n"),
+      );
+      const next = await this.#lines.next();
+      if (next.done) {
+        throw new Error(`llama.cpp driver exited during ${req.op}`);
+      }
+      const reply = JSON.parse(next.value) as Reply;
+      if (reply.error !== undefined) {
+        throw new Error(`llama.cpp ${req.op}: ${reply.error}`);
+      }
+      return reply.ok as R;
+    };
+    const p = this.#queue.then(run, run);
+    this.#queue = p.catch(() => {});
+    return p;
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.call({ op: "close" });
+      await this.#writer.close();
+    } catch {
+      this.#child.kill();
+    }
+    await this.#child.status;
+  }
+}
+
+async function* lines(
+  stream: ReadableStream<Uint8Array>,
+): AsyncIterable<string> {
+  let buf = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    buf += chunk;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      yield buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+    }
+  }
+}
+
+/** The GGUF copy of a checkpoint folder, converted on first use. */
+export async function ggufFor(modelDir: string): Promise<string> {
+  const dir = await cacheDir(modelDir);
+  return await cached(`${dir}/model.gguf`, (tmp) => toGguf(modelDir, tmp));
+}
+
+export class LlamaCppPeer implements Peer {
+  #driver: Driver | undefined;
+  /** The device llama.cpp reports (after setup). */
+  device = "";
+
+  constructor(readonly name: string, readonly gpu: "vulkan" | false) {}
+
+  async setup(modelDir: string): Promise<string | undefined> {
+    try {
+      await ensurePeerDeps();
+    } catch (e) {
+      return `npm packages not installable: ${
+        (e as Error).message.split("\n")[0]
+      }`;
+    }
+    if (!(await hasNode())) {
+      return "node is not on PATH (node-llama-cpp runs in Node)";
+    }
+    let gguf: string;
+    try {
+      gguf = await ggufFor(modelDir);
+    } catch (e) {
+      return `GGUF conversion failed: ${(e as Error).message}`;
+    }
+    // ggml-vulkan skips CPU Vulkan devices (lavapipe) unless a device is named explicitly.
+    const env: Record<string, string> = {};
+    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) {
+      env.GGML_VK_VISIBLE_DEVICES = "0";
+    }
+    this.#driver = new Driver(env);
+    try {
+      const info = await this.#driver.call<{ device: string }>({
+        op: "setup",
+        model: gguf,
+        gpu: this.gpu,
+      });
+      this.device = info.device;
+      return undefined;
+    } catch (e) {
+      await this.close();
+      return (e as Error).message.split("\n")[0];
+    }
+  }
+
+  #ready(): Driver {
+    if (!this.#driver) {
+      throw new Error(`${this.name}: setup() has not succeeded`);
+    }
+    return this.#driver;
+  }
+
+  async greedy(promptIds: number[], n: number): Promise<number[]> {
+    const r = await this.#ready().call<{ tokens: number[] }>({
+      op: "greedy",
+      ids: promptIds,
+      n,
+    });
+    return r.tokens;
+  }
+
+  decode(
+    promptIds: number[],
+    n: number,
+    batch: number,
+  ): Promise<{ tokens: number; seconds: number }> {
+    return this.#ready().call({ op: "decode", ids: promptIds, n, batch });
+  }
+
+  prefill(promptIds: number[]): Promise<{ seconds: number }> {
+    return this.#ready().call({ op: "prefill", ids: promptIds });
+  }
+
+  async close(): Promise<void> {
+    const d = this.#driver;
+    this.#driver = undefined;
+    await d?.close();
+  }
+}
+
+async function hasNode(): Promise<boolean> {
+  try {
+    return (await new Deno.Command("node", {
+      args: ["--version"],
+      stdout: "null",
+    }).output()).success;
+  } catch {
+    return false;
+  }
+}
