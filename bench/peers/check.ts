@@ -3,12 +3,14 @@
  * same checkpoint. Exits 1 if any available peer differs from Kiln.
  *
  *   deno run -A bench/peers/check.ts --model DIR [--tokens 24] [--peers llama.cpp,onnxruntime-web]
+ *     [--onnx FILE]
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
 import { generateTokens } from "../../src/model/generate.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { peers } from "./mod.ts";
+import { OrtWebGpuPeer } from "./ort_web.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = Deno.args.indexOf(`--${name}`);
@@ -17,6 +19,7 @@ const arg = (name: string, fallback: string) => {
 const modelDir = arg("model", "models/fortune");
 const n = Number(arg("tokens", "24"));
 const only = arg("peers", "");
+const onnx = arg("onnx", "");
 
 /** A few prompts of different lengths, inside any vocabulary of 260 or more ids. */
 function prompts(vocab: number): number[][] {
@@ -60,7 +63,9 @@ console.log(
 
 let failed = 0;
 let checked = 0;
-for (const peer of peers) {
+// --onnx FILE: also run a given ONNX graph of the same weights (e.g. a known-good export).
+const extra = onnx ? [new OrtWebGpuPeer("onnx-file", onnx)] : [];
+for (const peer of [...peers, ...extra]) {
   if (only && !only.split(",").includes(peer.name)) continue;
   const why = await peer.setup(modelDir);
   if (why !== undefined) {

@@ -1,16 +1,31 @@
-/** The interface the benchmark drives each peer through (kept identical to bench/bench.ts's). */
+/**
+ * Another inference engine the benchmark compares Kiln with (`deno task bench --peers`).
+ * `bench/peers/mod.ts` exports `peers: Peer[]`; the benchmark calls `setup` once per model,
+ * checks `greedy` against Kiln's greedy tokens for the same prompt, and only then times
+ * `decode` (and `prefill`, where given) interleaved with Kiln's runs.
+ */
 export interface Peer {
+  /** Shown in the table and the JSON. */
   name: string;
-  /** Load the model; a string says why this peer is unavailable here (it is then skipped). */
+  /**
+   * Load the checkpoint in `modelDir` (HF layout: `config.json`, `model.safetensors`). Resolves
+   * `undefined` when ready, or a sentence saying why this peer cannot run here.
+   */
   setup(modelDir: string): Promise<string | undefined>;
-  /** Greedy continuation of promptIds, n tokens (run past EOS). */
+  /** `n` tokens decoded greedily after `promptIds` (no EOS stop). */
   greedy(promptIds: number[], n: number): Promise<number[]>;
-  /** Decode n tokens per stream for `batch` streams after the prompt; total tokens and the seconds from first to last token. */
+  /**
+   * `batch` concurrent streams of `n` greedy tokens each after `promptIds`. `seconds`: from the
+   * first generated token (any stream) to the last; `tokens`: those generated in that window,
+   * `batch × (n − 1)` (each stream's first token comes out of prefill, before it).
+   */
   decode(
     promptIds: number[],
     n: number,
     batch: number,
   ): Promise<{ tokens: number; seconds: number }>;
+  /** One prefill of `promptIds` to its first token, in seconds (time to first token). */
   prefill?(promptIds: number[]): Promise<{ seconds: number }>;
+  /** Free everything `setup` took. */
   close(): Promise<void>;
 }

@@ -192,7 +192,8 @@ class ByteWriter {
     this.#at(8).setBigInt64(this.length - 8, BigInt(v), true);
   }
   bytes(b: Uint8Array) {
-    this.#buf.set(b, this.#reserve(b.length));
+    const at = this.#reserve(b.length); // may replace #buf: reserve before reading it
+    this.#buf.set(b, at);
   }
   string(s: string) {
     const b = new TextEncoder().encode(s);
