@@ -12,7 +12,7 @@
  * and RoPE's angles are computed in float32 and applied in the activation type. Grouped-query
  * attention reshapes q to [batch, kv_heads, group * seq, head_dim] instead of repeating k/v.
  *
- *   deno run -A bench/peers/to_onnx.ts DIR OUT.onnx
+ *   deno run -A bench/peers/to_onnx.ts DIR OUT.onnx [--f32]
  */
 import { ropeInvFreq } from "../../src/model/rope.ts";
 import type { TensorInfo } from "../../src/model/safetensors.ts";
@@ -29,10 +29,20 @@ import {
 /** Protobuf messages are limited to 2 GiB; larger models would need ONNX external data. */
 const MAX_BYTES = 2 ** 31 - 2 ** 24;
 
-export async function onnxDecoder(ck: Checkpoint): Promise<Uint8Array> {
+export interface OnnxOptions {
+  /** Weights and activations: the checkpoint's (default; BF16 becomes F32), or widened to F32. */
+  dtype?: "checkpoint" | "f32";
+}
+
+export async function onnxDecoder(
+  ck: Checkpoint,
+  opts: OnnxOptions = {},
+): Promise<Uint8Array> {
   const { config: c, weights: w } = ck;
   const g = new GraphBuilder();
-  const A: Elem = w.embed.dtype === "f16" ? Elem.F16 : Elem.F32;
+  const A: Elem = w.embed.dtype === "f16" && opts.dtype !== "f32"
+    ? Elem.F16
+    : Elem.F32;
   const elemBytes = A === Elem.F16 ? 2 : 4;
   const { numHeads: nh, numKvHeads: nkv, headDim: hd } = c;
   const group = nh / nkv;
@@ -221,16 +231,22 @@ export async function onnxDecoder(ck: Checkpoint): Promise<Uint8Array> {
 }
 
 /** Convert the checkpoint in `dir` to an ONNX decoder at `out`. */
-export async function toOnnx(dir: string, out: string): Promise<void> {
-  await Deno.writeFile(out, await onnxDecoder(await openCheckpoint(dir)));
+export async function toOnnx(
+  dir: string,
+  out: string,
+  opts: OnnxOptions = {},
+): Promise<void> {
+  await Deno.writeFile(out, await onnxDecoder(await openCheckpoint(dir), opts));
 }
 
 if (import.meta.main) {
   const [dir, out] = Deno.args;
   if (!dir || !out) {
-    console.error("usage: deno run -A bench/peers/to_onnx.ts DIR OUT.onnx");
+    console.error(
+      "usage: deno run -A bench/peers/to_onnx.ts DIR OUT.onnx [--f32]",
+    );
     Deno.exit(2);
   }
-  await toOnnx(dir, out);
+  await toOnnx(dir, out, Deno.args.includes("--f32") ? { dtype: "f32" } : {});
   console.error(`wrote ${out}`);
 }
