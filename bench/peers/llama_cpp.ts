@@ -6,7 +6,7 @@
  */
 import type { Peer } from "./peer.ts";
 import { ensurePeerDeps, peersDir } from "./deps.ts";
-import { cached, cacheDir } from "./read_checkpoint.ts";
+import { cached, cacheDir, sourceHash } from "./read_checkpoint.ts";
 import { toGguf } from "./to_gguf.ts";
 
 type Reply = { ok?: unknown; error?: string };
@@ -79,7 +79,14 @@ async function* lines(
 /** The GGUF copy of a checkpoint folder, converted on first use. */
 export async function ggufFor(modelDir: string): Promise<string> {
   const dir = await cacheDir(modelDir);
-  return await cached(`${dir}/model.gguf`, (tmp) => toGguf(modelDir, tmp));
+  const version = await sourceHash([
+    new URL("./to_gguf.ts", import.meta.url),
+    new URL("../../src/model/gguf/writer.ts", import.meta.url),
+  ]);
+  return await cached(
+    `${dir}/model-${version}.gguf`,
+    (tmp) => toGguf(modelDir, tmp),
+  );
 }
 
 export class LlamaCppPeer implements Peer {

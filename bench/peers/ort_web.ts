@@ -8,7 +8,7 @@ import type * as Ort from "onnxruntime-web";
 import { f16ToNumber } from "../../src/gpu/dtype.ts";
 import type { Peer } from "./peer.ts";
 import { ensurePeerDeps } from "./deps.ts";
-import { cached, cacheDir } from "./read_checkpoint.ts";
+import { cached, cacheDir, sourceHash } from "./read_checkpoint.ts";
 
 type Session = Ort.InferenceSession;
 type Tensor = Ort.Tensor;
@@ -25,7 +25,14 @@ interface Shape {
 export async function onnxFor(modelDir: string): Promise<string> {
   const dir = await cacheDir(modelDir);
   const { toOnnx } = await import("./to_onnx.ts");
-  return await cached(`${dir}/model.onnx`, (tmp) => toOnnx(modelDir, tmp));
+  const version = await sourceHash([
+    new URL("./to_onnx.ts", import.meta.url),
+    new URL("./onnx_graph.ts", import.meta.url),
+  ]);
+  return await cached(
+    `${dir}/model-${version}.onnx`,
+    (tmp) => toOnnx(modelDir, tmp),
+  );
 }
 
 export class OrtWebGpuPeer implements Peer {

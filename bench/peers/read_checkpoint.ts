@@ -107,6 +107,18 @@ export async function cacheDir(dir: string): Promise<string> {
   return out;
 }
 
+/** A short hash of source files (the converters), so a changed converter converts again. */
+export async function sourceHash(files: readonly URL[]): Promise<string> {
+  let text = "";
+  for (const f of files) text += await Deno.readTextFile(f);
+  const hash = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)),
+  );
+  return [...hash.slice(0, 4)].map((b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  );
+}
+
 /** Run `make` to produce `path` unless it already exists (written to a temp name, then renamed). */
 export async function cached(
   path: string,

@@ -8,8 +8,9 @@
  *   `present.{i}.key` / `.value` [batch, kv_heads, past + seq, head_dim].
  *
  * Weights keep the checkpoint's F16 or F32 (BF16 is widened to F32, exactly); activations and
- * the KV cache take the same type. As in HF's Llama, RMSNorm and the softmax run in float32,
- * and RoPE's angles are computed in float32 and applied in the activation type. Grouped-query
+ * the KV cache take the same type, except that RMSNorm, RoPE and the softmax run in float32
+ * (HF's Llama does RMSNorm and the softmax in float32; RoPE in float32 as well follows the
+ * known-good fortune export and keeps greedy tokens closer to Kiln's float32). Grouped-query
  * attention reshapes q to [batch, kv_heads, group * seq, head_dim] instead of repeating k/v.
  *
  *   deno run -A bench/peers/to_onnx.ts DIR OUT.onnx [--f32]
@@ -148,16 +149,19 @@ export async function onnxDecoder(
     g.op1("Concat", [freqs, freqs], { axis: -1 }),
     g.ints([1]),
   ]);
-  const cos = toA(g.op1("Cos", [angles]));
-  const sin = toA(g.op1("Sin", [angles]));
+  const cos = g.op1("Cos", [angles]);
+  const sin = g.op1("Sin", [angles]);
   const halves = g.ints([hd / 2, hd / 2]);
   const rope = (x: string) => {
-    const [x1, x2] = g.op("Split", [x, halves], { axis: -1 }, 2) as [
+    const xf = toF32(x);
+    const [x1, x2] = g.op("Split", [xf, halves], { axis: -1 }, 2) as [
       string,
       string,
     ];
     const rotated = g.op1("Concat", [g.op1("Neg", [x2]), x1], { axis: -1 });
-    return g.op1("Add", [g.op1("Mul", [x, cos]), g.op1("Mul", [rotated, sin])]);
+    return toA(
+      g.op1("Add", [g.op1("Mul", [xf, cos]), g.op1("Mul", [rotated, sin])]),
+    );
   };
   const heads = (x: string, n: number) =>
     g.op1("Transpose", [g.op1("Reshape", [x, g.ints([0, 0, n, hd])])], {
