@@ -126,9 +126,12 @@ for (const peer of [...peers, ...extra]) {
     await peer.close();
   }
 }
+const note = ties > 0
+  ? `; ${ties} diverged at a near tie (margin < ${tie})`
+  : "";
 console.log(
   failed === 0
-    ? `check: PASS (${checked} peers)`
-    : `check: FAIL (${failed} differ)`,
+    ? `check: PASS (${checked} peers${note})`
+    : `check: FAIL (${failed} differ${note})`,
 );
 Deno.exit(failed === 0 ? 0 : 1);
