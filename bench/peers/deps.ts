@@ -38,7 +38,7 @@ export function ensurePeerDeps(): Promise<void> {
     }).output();
     if (!out.success) {
       const err = new TextDecoder().decode(out.stderr);
-      throw new Error(`npm ci in ${here} failed:\n${err}`);
+      throw new Error(`npm install in ${here} failed:\n${err}`);
     }
   })();
 }
