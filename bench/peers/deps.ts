@@ -22,17 +22,12 @@ export function ensurePeerDeps(): Promise<void> {
   return installing ??= (async () => {
     if (await exists(`${here}node_modules/.package-lock.json`)) return;
     console.error(
-      "bench/peers: installing node-llama-cpp and onnx-proto (npm ci, once)...",
+      "bench/peers: installing node-llama-cpp and onnx-proto (once)...",
     );
     const out = await new Deno.Command("npm", {
-      args: [
-        "ci",
-        "--prefix",
-        here,
-        "--omit=optional",
-        "--no-audit",
-        "--no-fund",
-      ],
+      // Not `npm ci`: it refuses this lock, which (written with --omit=optional) lacks the other
+      // platforms' optional builds. `npm install` installs the locked versions all the same.
+      args: ["install", "--prefix", here, "--omit=optional", "--no-audit", "--no-fund"],
       stdout: "piped",
       stderr: "piped",
     }).output();

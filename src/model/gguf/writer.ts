@@ -218,11 +218,7 @@ function checkInt(
   min: bigint,
   max: bigint,
 ): void {
-  const b = typeof v === "bigint"
-    ? v
-    : Number.isInteger(v)
-    ? BigInt(v)
-    : undefined;
+  const b = typeof v === "bigint" ? v : Number.isInteger(v) ? BigInt(v) : undefined;
   if (b === undefined || b < min || b > max) {
     throw bad(key, `${v} is out of range`);
   }
@@ -298,9 +294,7 @@ function writeValue(w: ByteWriter, key: string, value: GgufValue): void {
 }
 
 function entries(meta: GgufMetadata): [string, GgufValue][] {
-  return meta instanceof Map
-    ? [...meta]
-    : Object.entries(meta as Record<string, GgufValue>);
+  return meta instanceof Map ? [...meta] : Object.entries(meta as Record<string, GgufValue>);
 }
 
 export interface GgufLayout {

@@ -3,8 +3,8 @@ import { gguf } from "@huggingface/gguf";
 import { EngineError } from "../../contract/errors.ts";
 import {
   encodeGguf,
-  GgmlType,
   ggmlByteLength,
+  GgmlType,
   ggufLayout,
   type GgufMetadata,
   type GgufTensor,
@@ -25,7 +25,8 @@ function parse(bytes: Uint8Array) {
   });
 }
 
-const bytesOf = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 255);
+const bytesOf = (n: number, seed: number) =>
+  Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 255);
 
 function tensor(name: string, shape: number[], type: number, byteLength?: number): GgufTensor {
   const len = byteLength ?? ggmlByteLength(type, shape)!;
