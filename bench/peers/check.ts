@@ -5,7 +5,7 @@
  * near tie is printed as TIE and does not fail.
  *
  *   deno run -A bench/peers/check.ts --model DIR [--tokens 24] [--peers llama.cpp,onnxruntime-web]
- *     [--onnx FILE] [--tie MARGIN]
+ *     [--onnx FILE] [--ort-f32] [--tie MARGIN]
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
@@ -97,7 +97,13 @@ let failed = 0;
 let ties = 0;
 let checked = 0;
 // --onnx FILE: also run a given ONNX graph of the same weights (e.g. a known-good export).
-const extra = onnx ? [new OrtWebGpuPeer("onnx-file", onnx)] : [];
+// --ort-f32: also onnxruntime-web on an F32 export (f32 arithmetic, like Kiln's).
+const extra = [
+  ...(onnx ? [new OrtWebGpuPeer("onnx-file", { onnxPath: onnx })] : []),
+  ...(Deno.args.includes("--ort-f32")
+    ? [new OrtWebGpuPeer("onnxruntime-web-f32", { dtype: "f32" })]
+    : []),
+];
 for (const peer of [...peers, ...extra]) {
   if (only && !only.split(",").includes(peer.name)) continue;
   const why = await peer.setup(modelDir);

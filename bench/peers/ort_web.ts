@@ -22,17 +22,28 @@ interface Shape {
 }
 
 /** The ONNX export of a checkpoint folder, made on first use. */
-export async function onnxFor(modelDir: string): Promise<string> {
+export async function onnxFor(modelDir: string, dtype: OnnxDtype = "checkpoint"): Promise<string> {
   const dir = await cacheDir(modelDir);
   const { toOnnx } = await import("./to_onnx.ts");
   const version = await sourceHash([
     new URL("./to_onnx.ts", import.meta.url),
     new URL("./onnx_graph.ts", import.meta.url),
   ]);
-  return await cached(
-    `${dir}/model-${version}.onnx`,
-    (tmp) => toOnnx(modelDir, tmp),
-  );
+  const name = `${dir}/model-${dtype === "f32" ? "f32-" : ""}${version}.onnx`;
+  return await cached(name, (tmp) => toOnnx(modelDir, tmp, { dtype }));
+}
+
+type OnnxDtype = "checkpoint" | "f32";
+
+export interface OrtPeerOptions {
+  /** Run this graph instead of exporting the checkpoint (to check a known export). */
+  onnxPath?: string;
+  /**
+   * The export's dtype: the checkpoint's (default), or F32 weights and activations. ORT's
+   * WebGPU kernels do f16 arithmetic on an f16 graph, so its greedy tokens can leave Kiln's
+   * (f32 arithmetic) at margins up to ~0.1 where the f32 graph keeps to them.
+   */
+  dtype?: OnnxDtype;
 }
 
 export class OrtWebGpuPeer implements Peer {
@@ -40,8 +51,7 @@ export class OrtWebGpuPeer implements Peer {
   #session: Session | undefined;
   #shape: Shape | undefined;
 
-  /** `onnxPath` runs that graph instead of exporting the checkpoint (to check a known export). */
-  constructor(readonly name = "onnxruntime-web", readonly onnxPath?: string) {}
+  constructor(readonly name = "onnxruntime-web", readonly options: OrtPeerOptions = {}) {}
 
   async setup(modelDir: string): Promise<string | undefined> {
     if (!("gpu" in navigator) || !navigator.gpu) {
@@ -65,7 +75,7 @@ export class OrtWebGpuPeer implements Peer {
     const cfg = JSON.parse(await Deno.readTextFile(`${modelDir}/config.json`));
     let path: string;
     try {
-      path = this.onnxPath ?? await onnxFor(modelDir);
+      path = this.options.onnxPath ?? await onnxFor(modelDir, this.options.dtype);
     } catch (e) {
       return `ONNX export failed: ${(e as Error).message}`;
     }
