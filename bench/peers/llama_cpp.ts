@@ -16,6 +16,8 @@ class Driver {
   #writer: WritableStreamDefaultWriter<Uint8Array>;
   #lines: AsyncIterator<string>;
   #queue: Promise<unknown> = Promise.resolve();
+  /** The process ended (its stdout closed). */
+  exited = false;
 
   constructor(env: Record<string, string>) {
     this.#child = new Deno.Command("node", {
@@ -56,7 +58,11 @@ class Driver {
       await this.call({ op: "close" });
       await this.#writer.close();
     } catch {
-      this.#child.kill();
+      try {
+        this.#child.kill();
+      } catch {
+        // already exited
+      }
     }
     await this.#child.status;
   }
@@ -91,6 +97,7 @@ export async function ggufFor(modelDir: string): Promise<string> {
 
 export class LlamaCppPeer implements Peer {
   #driver: Driver | undefined;
+  #gguf = "";
   /** The device llama.cpp reports (after setup). */
   device = "";
 
@@ -111,19 +118,9 @@ export class LlamaCppPeer implements Peer {
     } catch (e) {
       return `GGUF conversion failed: ${(e as Error).message}`;
     }
-    // ggml-vulkan skips CPU Vulkan devices (lavapipe) unless a device is named explicitly.
-    const env: Record<string, string> = {};
-    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) {
-      env.GGML_VK_VISIBLE_DEVICES = "0";
-    }
-    this.#driver = new Driver(env);
+    this.#gguf = gguf;
     try {
-      const info = await this.#driver.call<{ device: string }>({
-        op: "setup",
-        model: gguf,
-        gpu: this.gpu,
-      });
-      this.device = info.device;
+      await this.#start();
       return undefined;
     } catch (e) {
       await this.close();
@@ -131,19 +128,42 @@ export class LlamaCppPeer implements Peer {
     }
   }
 
-  #ready(): Driver {
-    if (!this.#driver) {
-      throw new Error(`${this.name}: setup() has not succeeded`);
+  /** A driver process with the model loaded. */
+  async #start(): Promise<Driver> {
+    // ggml-vulkan skips CPU Vulkan devices (lavapipe) unless a device is named explicitly.
+    const env: Record<string, string> = {};
+    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) env.GGML_VK_VISIBLE_DEVICES = "0";
+    const driver = new Driver(env);
+    this.#driver = driver;
+    const info = await driver.call<{ device: string }>({
+      op: "setup",
+      model: this.#gguf,
+      gpu: this.gpu,
+    });
+    this.device = info.device;
+    return driver;
+  }
+
+  /**
+   * One request. If the driver process died (node-llama-cpp's Vulkan build on lavapipe now and
+   * then aborts with heap corruption when contexts of several sequences come and go), start a
+   * new one and retry once; a second death is an error.
+   */
+  async #call<R>(req: Record<string, unknown>): Promise<R> {
+    const driver = this.#driver;
+    if (!driver) throw new Error(`${this.name}: setup() has not succeeded`);
+    try {
+      return await driver.call<R>(req);
+    } catch (e) {
+      if (!driver.exited) throw e;
+      console.error(`${this.name}: the driver died during ${req.op}; restarting it once`);
+      await driver.close();
+      return await (await this.#start()).call<R>(req);
     }
-    return this.#driver;
   }
 
   async greedy(promptIds: number[], n: number): Promise<number[]> {
-    const r = await this.#ready().call<{ tokens: number[] }>({
-      op: "greedy",
-      ids: promptIds,
-      n,
-    });
+    const r = await this.#call<{ tokens: number[] }>({ op: "greedy", ids: promptIds, n });
     return r.tokens;
   }
 
@@ -152,11 +172,11 @@ export class LlamaCppPeer implements Peer {
     n: number,
     batch: number,
   ): Promise<{ tokens: number; seconds: number }> {
-    return this.#ready().call({ op: "decode", ids: promptIds, n, batch });
+    return this.#call({ op: "decode", ids: promptIds, n, batch });
   }
 
   prefill(promptIds: number[]): Promise<{ seconds: number }> {
-    return this.#ready().call({ op: "prefill", ids: promptIds });
+    return this.#call({ op: "prefill", ids: promptIds });
   }
 
   async close(): Promise<void> {
