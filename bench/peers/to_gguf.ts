@@ -4,7 +4,8 @@
  * llama.cpp's names, and a synthetic byte-level `gpt2` vocabulary of the model's size (the
  * benchmark feeds token ids, so only the size matters).
  *
- * Matrices keep their dtype; norms and biases are written as F32, as llama.cpp's converter does.
+ * Matrices keep their dtype; norms and biases are written as F32, as llama.cpp's converter does;
+ * llama3 RoPE scaling becomes the `rope_freqs` tensor llama.cpp reads.
  * For Llama, the q and k rows are permuted from HF's rotate-half RoPE layout to llama.cpp's
  * interleaved-pair layout (within each head, HF rows [half][i] become [i][half]); Qwen2 runs
  * with NEOX RoPE in llama.cpp, which is HF's layout, so nothing is permuted.
@@ -20,7 +21,8 @@ import {
   writeGguf,
 } from "../../src/model/gguf/writer.ts";
 import type { TensorInfo } from "../../src/model/safetensors.ts";
-import { EngineError } from "../../src/contract/errors.ts";
+import type { ModelConfig } from "../../src/model/config.ts";
+import { ropeInvFreq } from "../../src/model/rope.ts";
 import {
   type Checkpoint,
   f32Bytes,
@@ -126,12 +128,8 @@ export function ggufMetadata(ck: Checkpoint, name: string): GgufMetadata {
   if (s.type === "linear") {
     meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
     meta[`${arch}.rope.scaling.factor`] = { type: T.FLOAT32, value: s.factor };
-  } else if (s.type !== "default") {
-    // llama.cpp takes llama3 scaling as a `rope_freqs` tensor; not written here.
-    throw EngineError.invalidArgument(
-      `to_gguf: RoPE scaling ${s.type} is not supported`,
-    );
   }
+  // llama3 scaling travels as the `rope_freqs` tensor (see ggufTensors).
   return { ...meta, ...vocabulary(ck) };
 }
 
@@ -163,6 +161,24 @@ function tensor(
       const bytes = f32 ? await f32Bytes(t) : await tensorBytes(t);
       return opts.perm ? permuteRows(bytes, t.shape[0]!, opts.perm) : bytes;
     },
+  };
+}
+
+/**
+ * llama3 RoPE scaling as llama.cpp takes it: `rope_freqs.weight`, one F32 divisor per frequency
+ * (the unscaled inverse frequency over the scaled one).
+ */
+function ropeFreqs(c: ModelConfig): GgufTensor {
+  const plain = ropeInvFreq(c.headDim, c.ropeTheta);
+  const scaled = ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling);
+  const factors = Float32Array.from(plain, (f, i) => f / scaled[i]!);
+  const bytes = new Uint8Array(factors.buffer);
+  return {
+    name: "rope_freqs.weight",
+    shape: [factors.length],
+    type: GgmlType.F32,
+    byteLength: bytes.length,
+    data: () => bytes,
   };
 }
 
@@ -198,6 +214,7 @@ export function ggufTensors(ck: Checkpoint): GgufTensor[] {
     );
   }
   out.push(tensor("output_norm.weight", w.norm, { f32: true }));
+  if (c.ropeScaling.type === "llama3") out.push(ropeFreqs(c));
   // Tied embeddings: llama.cpp falls back to token_embd when `output` is absent.
   if (!c.tieWordEmbeddings) out.push(tensor("output.weight", w.lmHead));
   return out;

@@ -87,3 +87,29 @@ Deno.test("a Qwen2 checkpoint as GGUF: biases in F32, nothing permuted, untied o
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("llama3 RoPE scaling becomes rope_freqs.weight: 1 for high frequencies, the factor for low", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const config = await writeTinyCheckpoint(dir, { layers: 1 });
+    config.rope_scaling = {
+      rope_type: "llama3",
+      factor: 8,
+      low_freq_factor: 1,
+      high_freq_factor: 4,
+      original_max_position_embeddings: 64,
+    };
+    await Deno.writeTextFile(`${dir}/config.json`, JSON.stringify(config));
+    await toGguf(dir, `${dir}/model.gguf`);
+    const parsed = await gguf(`${dir}/model.gguf`, { allowLocalFile: true });
+    const info = parsed.tensorInfos.find((t) => t.name === "rope_freqs.weight");
+    ok(info);
+    deepStrictEqual(info.shape, [2n]);
+    const file = await Deno.readFile(`${dir}/model.gguf`);
+    const at = Number(parsed.tensorDataOffset + info.offset);
+    // head_dim 4, theta 1e5: wavelengths 2π (< 64/4, unscaled) and 2π·316 (> 64/1, scaled by 8).
+    deepStrictEqual([...new Float32Array(file.slice(at, at + 8).buffer)], [1, 8]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
