@@ -41,75 +41,49 @@ export type GgufMetadata =
   | ReadonlyMap<string, GgufValue>
   | Readonly<Record<string, GgufValue>>;
 
-/** ggml tensor types this writer knows the block layout of (others are written unchecked). */
-export const GgmlType = {
-  F32: 0,
-  F16: 1,
-  Q4_0: 2,
-  Q4_1: 3,
-  Q5_0: 6,
-  Q5_1: 7,
-  Q8_0: 8,
-  Q8_1: 9,
-  Q2_K: 10,
-  Q3_K: 11,
-  Q4_K: 12,
-  Q5_K: 13,
-  Q6_K: 14,
-  Q8_K: 15,
-  IQ2_XXS: 16,
-  IQ2_XS: 17,
-  IQ3_XXS: 18,
-  IQ1_S: 19,
-  IQ4_NL: 20,
-  IQ3_S: 21,
-  IQ2_S: 22,
-  IQ4_XS: 23,
-  I8: 24,
-  I16: 25,
-  I32: 26,
-  I64: 27,
-  F64: 28,
-  IQ1_M: 29,
-  BF16: 30,
-  TQ1_0: 34,
-  TQ2_0: 35,
-} as const;
+/** ggml tensor types this writer knows: [type number, elements per block, bytes per block]. */
+const GGML_TYPES = {
+  F32: [0, 1, 4],
+  F16: [1, 1, 2],
+  Q4_0: [2, 32, 18],
+  Q4_1: [3, 32, 20],
+  Q5_0: [6, 32, 22],
+  Q5_1: [7, 32, 24],
+  Q8_0: [8, 32, 34],
+  Q8_1: [9, 32, 36],
+  Q2_K: [10, 256, 84],
+  Q3_K: [11, 256, 110],
+  Q4_K: [12, 256, 144],
+  Q5_K: [13, 256, 176],
+  Q6_K: [14, 256, 210],
+  Q8_K: [15, 256, 292],
+  IQ2_XXS: [16, 256, 66],
+  IQ2_XS: [17, 256, 74],
+  IQ3_XXS: [18, 256, 98],
+  IQ1_S: [19, 256, 50],
+  IQ4_NL: [20, 32, 18],
+  IQ3_S: [21, 256, 110],
+  IQ2_S: [22, 256, 82],
+  IQ4_XS: [23, 256, 136],
+  I8: [24, 1, 1],
+  I16: [25, 1, 2],
+  I32: [26, 1, 4],
+  I64: [27, 1, 8],
+  F64: [28, 1, 8],
+  IQ1_M: [29, 256, 56],
+  BF16: [30, 1, 2],
+  TQ1_0: [34, 256, 54],
+  TQ2_0: [35, 256, 66],
+} as const satisfies Record<string, readonly [number, number, number]>;
 
-/** [elements per block, bytes per block] of each known ggml type. */
-const BLOCKS: Record<number, readonly [number, number]> = {
-  0: [1, 4],
-  1: [1, 2],
-  2: [32, 18],
-  3: [32, 20],
-  6: [32, 22],
-  7: [32, 24],
-  8: [32, 34],
-  9: [32, 36],
-  10: [256, 84],
-  11: [256, 110],
-  12: [256, 144],
-  13: [256, 176],
-  14: [256, 210],
-  15: [256, 292],
-  16: [256, 66],
-  17: [256, 74],
-  18: [256, 98],
-  19: [256, 50],
-  20: [32, 18],
-  21: [256, 110],
-  22: [256, 82],
-  23: [256, 136],
-  24: [1, 1],
-  25: [1, 2],
-  26: [1, 4],
-  27: [1, 8],
-  28: [1, 8],
-  29: [256, 56],
-  30: [1, 2],
-  34: [256, 54],
-  35: [256, 66],
-};
+/** ggml tensor type numbers (others are written unchecked). */
+export const GgmlType = Object.fromEntries(
+  Object.entries(GGML_TYPES).map(([name, [type]]) => [name, type]),
+) as { readonly [K in keyof typeof GGML_TYPES]: (typeof GGML_TYPES)[K][0] };
+
+const BLOCKS = new Map<number, readonly [number, number]>(
+  Object.values(GGML_TYPES).map(([type, elems, bytes]) => [type, [elems, bytes]]),
+);
 
 /** A tensor's description: `shape` is row-major, outermost first (as safetensors and numpy). */
 export interface GgufTensorSpec {
@@ -126,7 +100,7 @@ export function ggmlByteLength(
   type: number,
   shape: readonly number[],
 ): number | undefined {
-  const block = BLOCKS[type];
+  const block = BLOCKS.get(type);
   if (block === undefined) return undefined;
   const [elems, bytes] = block;
   const rowLen = shape.length === 0 ? 1 : shape[shape.length - 1]!;
