@@ -40,6 +40,7 @@ class Driver {
       );
       const next = await this.#lines.next();
       if (next.done) {
+        this.exited = true;
         throw new Error(`llama.cpp driver exited during ${req.op}`);
       }
       const reply = JSON.parse(next.value) as Reply;
