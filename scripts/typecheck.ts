@@ -8,6 +8,7 @@ const root = new URL("../", import.meta.url);
 async function* walk(dir: URL, rel: string): AsyncGenerator<string> {
   for await (const e of Deno.readDir(dir)) {
     const path = `${rel}/${e.name}`;
+    if (e.isDirectory && e.name === "node_modules") continue;
     if (e.isDirectory) yield* walk(new URL(`${e.name}/`, dir), path);
     else if (e.name.endsWith(".ts")) yield path;
   }
@@ -36,13 +37,18 @@ async function check(label: string, args: string[]): Promise<boolean> {
 }
 
 const src = await files("src");
+const peersInstalled = await Deno.stat(new URL("bench/peers/node_modules/", root)).then(
+  () => true,
+  () => false,
+);
 const browserPages = await files("test/browser/pages");
 // The web demo's modules (its Vite config is Node-side and checked by Vite itself).
 const demo = (await files("demo")).filter((f) => !f.endsWith(".config.ts"));
 const denoSide = [
   ...src,
   ...(await files("test")).filter((f) => !f.startsWith("test/browser/")),
-  ...await files("bench"),
+  // bench/peers imports packages installed on first benchmark use (bench/peers/package.json).
+  ...(await files("bench")).filter((f) => !f.startsWith("bench/peers/") || peersInstalled),
 ];
 const browserSide = [...src.filter((f) => !isDenoOnly(f)), ...browserPages, ...demo];
 const workerSide = src.filter((f) => !isDenoOnly(f));

@@ -1,0 +1,137 @@
+/**
+ * Correctness before speed: each peer's greedy tokens next to Kiln's, for a few prompts, on the
+ * same checkpoint. Exits 1 if any available peer differs from Kiln at a step where Kiln's top-2
+ * logit margin is clear (`--tie`, default twice the dtype's logit tolerance); a divergence at a
+ * near tie is printed as TIE and does not fail.
+ *
+ *   deno run -A bench/peers/check.ts --model DIR [--tokens 24] [--peers llama.cpp,onnxruntime-web]
+ *     [--onnx FILE] [--ort-f32] [--tie MARGIN]
+ */
+import { dirFiles } from "../../src/adapters/deno/file_source.ts";
+import { acquireGpu } from "../../src/gpu/device.ts";
+import { Forward } from "../../src/model/forward.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
+import { peers } from "./mod.ts";
+import { OrtWebGpuPeer } from "./ort_web.ts";
+
+const arg = (name: string, fallback: string) => {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Deno.args[i + 1] ?? fallback : fallback;
+};
+const modelDir = arg("model", "models/fortune");
+const n = Number(arg("tokens", "24"));
+const only = arg("peers", "");
+const onnx = arg("onnx", "");
+
+/** A few prompts of different lengths: printable-ASCII byte ids (within any vocabulary over 127). */
+function prompts(vocab: number): number[][] {
+  const ids = (seed: number, len: number) =>
+    Array.from(
+      { length: len },
+      (_, i) => (32 + (seed * 7919 + i * 104729) % 95) % vocab,
+    );
+  return [[1 % vocab], ids(1, 5), ids(2, 17), ids(3, 40)];
+}
+
+/** Kiln's greedy tokens, with the top-1/top-2 logit margin at each step (from its own logits). */
+async function kilnGreedy(): Promise<
+  { adapter: string; run: (p: number[]) => Promise<Greedy> }
+> {
+  const gpu = await acquireGpu({ label: "kiln-check" });
+  const model = await GpuModel.load(gpu, dirFiles(modelDir), { kvBlocks: 16 });
+  const vocab = model.config.vocabSize;
+  const blockTable = Array.from({ length: model.kvBlocks }, (_, i) => i);
+  const run = async (prompt: number[]): Promise<Greedy> => {
+    const fwd = new Forward(model);
+    const tokens: number[] = [], margins: number[] = [];
+    try {
+      let step = prompt, start = 0;
+      for (let k = 0; k < n; k++) {
+        const positions = step.map((_, i) => start + i);
+        const logits = await fwd.run({
+          tokens: step,
+          positions,
+          slots: positions,
+          tableOffsets: step.map(() => 0),
+          blockTable,
+          logitRows: [step.length - 1],
+        });
+        let best = 0, second = -Infinity;
+        for (let v = 1; v < vocab; v++) {
+          if (logits[v]! > logits[best]!) [second, best] = [logits[best]!, v];
+          else if (logits[v]! > second) second = logits[v]!;
+        }
+        tokens.push(best);
+        margins.push(logits[best]! - second);
+        start += step.length;
+        step = [best];
+      }
+    } finally {
+      fwd.destroy();
+    }
+    return { tokens, margins };
+  };
+  return { adapter: gpu.caps.adapter, run };
+}
+
+interface Greedy {
+  tokens: number[];
+  margins: number[];
+}
+
+const kiln = await kilnGreedy();
+const config = JSON.parse(await Deno.readTextFile(`${modelDir}/config.json`));
+const vocab = config.vocab_size as number;
+// A divergence where Kiln's own top-2 margin is below twice the dtype's logit tolerance (as
+// `verify` judges greedy steps) is a near tie that f16 rounding may flip, not a wrong result.
+const f32 = (config.torch_dtype ?? config.dtype) === "float32";
+const tie = Number(arg("tie", f32 ? "2e-3" : "6e-2"));
+const cases = prompts(vocab);
+const expected: Greedy[] = [];
+for (const p of cases) expected.push(await kiln.run(p));
+console.log(
+  `model ${modelDir}; Kiln on ${kiln.adapter}; ${n} greedy tokens per prompt`,
+);
+
+let failed = 0;
+let ties = 0;
+let checked = 0;
+// --onnx FILE: also run a given ONNX graph of the same weights (e.g. a known-good export).
+// --ort-f32: also onnxruntime-web on an F32 export (f32 arithmetic, like Kiln's).
+const extra = [
+  ...(onnx ? [new OrtWebGpuPeer("onnx-file", { onnxPath: onnx })] : []),
+  ...(Deno.args.includes("--ort-f32")
+    ? [new OrtWebGpuPeer("onnxruntime-web-f32", { dtype: "f32" })]
+    : []),
+];
+for (const peer of [...peers, ...extra]) {
+  if (only && !only.split(",").includes(peer.name)) continue;
+  const why = await peer.setup(modelDir);
+  if (why !== undefined) {
+    console.log(`${peer.name}: skipped (${why})`);
+    continue;
+  }
+  checked++;
+  try {
+    for (const [i, p] of cases.entries()) {
+      const got = await peer.greedy(p, n);
+      const want = expected[i]!;
+      const k = want.tokens.findIndex((t, j) => got[j] !== t);
+      const margin = k < 0 ? Infinity : want.margins[k]!;
+      const verdict = k < 0 ? "same" : margin < tie ? "TIE " : "DIFF";
+      const where = k < 0 ? "" : ` from step ${k} (Kiln's margin there ${margin.toFixed(4)})`;
+      console.log(`${verdict} prompt ${i} (${p.length} ids)${where}`);
+      console.log(`  ${"kiln".padEnd(16)} ${want.tokens.join(" ")}`);
+      console.log(`  ${peer.name.padEnd(16)} ${got.join(" ")}`);
+      if (verdict === "DIFF") failed++;
+      if (verdict === "TIE ") ties++;
+    }
+  } finally {
+    await peer.close();
+  }
+}
+const note = ties > 0 ? `; ${ties} diverged at a near tie (margin < ${tie})` : "";
+console.log(
+  failed === 0 ? `check: PASS (${checked} peers${note})` : `check: FAIL (${failed} differ${note})`,
+);
+Deno.exit(failed === 0 ? 0 : 1);

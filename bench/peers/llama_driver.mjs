@@ -1,0 +1,124 @@
+// node-llama-cpp in a Node process, driven over JSON lines: one request per stdin line, one
+// reply per stdout line ({ ok: ... } or { error }). It runs in Node, not in Deno, because
+// node-llama-cpp's native addon and its backend probing are built for Node.
+//
+//   {"op":"setup","model":"x.gguf","gpu":"vulkan"|false}  -> {"ok":{"device":"..."}}
+//   {"op":"greedy","ids":[...],"n":N}                     -> {"ok":{"tokens":[...]}}
+//   {"op":"decode","ids":[...],"n":N,"batch":B}           -> {"ok":{"tokens":T,"seconds":S}}
+//   {"op":"prefill","ids":[...]}                          -> {"ok":{"seconds":S}}
+//   {"op":"close"}                                        -> {"ok":true}, then exit
+import { createInterface } from "node:readline";
+import { getLlama, LlamaLogLevel } from "node-llama-cpp";
+
+let llama;
+let model;
+
+async function setup({ model: path, gpu }) {
+  llama = await getLlama({
+    gpu: gpu === false ? false : gpu,
+    build: "never",
+    usePrebuiltBinaries: true,
+    logLevel: LlamaLogLevel.error,
+    progressLogs: false,
+  });
+  if (gpu !== false && llama.gpu !== gpu) {
+    throw new Error(`backend ${gpu} not available`);
+  }
+  model = await llama.loadModel({
+    modelPath: path,
+    gpuLayers: gpu === false ? 0 : "max",
+  });
+  const names = gpu === false ? [] : await llama.getGpuDeviceNames();
+  return {
+    device: gpu === false ? "cpu" : names.join(", "),
+    backend: llama.gpu || "cpu",
+  };
+}
+
+/** A fresh context holding `sequences` sequences of up to `tokens` tokens each. */
+function context(tokens, sequences) {
+  const contextSize = Math.ceil((tokens + 16) / 256) * 256 * sequences;
+  return model.createContext({
+    contextSize,
+    sequences,
+    batchSize: Math.max(512, sequences),
+  });
+}
+
+/** Generate n tokens greedily after ids; onToken sees each token as it arrives. */
+async function generate(seq, ids, n, onToken) {
+  const out = [];
+  if (n <= 0) return out;
+  for await (
+    const t of seq.evaluate(ids, { temperature: 0, yieldEogToken: true })
+  ) {
+    out.push(t);
+    onToken?.();
+    if (out.length >= n) break;
+  }
+  return out;
+}
+
+async function greedy({ ids, n }) {
+  const ctx = await context(ids.length + n, 1);
+  try {
+    return { tokens: await generate(ctx.getSequence(), ids, n) };
+  } finally {
+    await ctx.dispose();
+  }
+}
+
+async function decode({ ids, n, batch }) {
+  const ctx = await context(ids.length + n, batch);
+  try {
+    const seqs = Array.from({ length: batch }, () => ctx.getSequence());
+    let first = Infinity;
+    let last = 0;
+    const stamp = () => {
+      const now = performance.now();
+      if (first === Infinity) first = now;
+      last = now;
+    };
+    const outs = await Promise.all(seqs.map((s) => generate(s, ids, n, stamp)));
+    // Each stream's first token comes out of prefill, before the timed window.
+    const tokens = outs.reduce((a, o) => a + Math.max(0, o.length - 1), 0);
+    return { tokens, seconds: (last - first) / 1000 };
+  } finally {
+    await ctx.dispose();
+  }
+}
+
+async function prefill({ ids }) {
+  const ctx = await context(ids.length, 1);
+  try {
+    const seq = ctx.getSequence();
+    const t0 = performance.now();
+    await seq.evaluateWithoutGeneratingNewTokens(ids);
+    return { seconds: (performance.now() - t0) / 1000 };
+  } finally {
+    await ctx.dispose();
+  }
+}
+
+const ops = { setup, greedy, decode, prefill };
+const lines = createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  const req = JSON.parse(line);
+  if (req.op === "close") {
+    await model?.dispose();
+    await llama?.dispose();
+    process.stdout.write(JSON.stringify({ ok: true }) + "\n");
+    break;
+  }
+  try {
+    const fn = ops[req.op];
+    if (!fn) throw new Error(`unknown op ${req.op}`);
+    process.stdout.write(JSON.stringify({ ok: await fn(req) }) + "\n");
+  } catch (e) {
+    process.stdout.write(
+      JSON.stringify({ error: String(e?.stack ?? e) }) + "\n",
+    );
+  }
+}
+process.exit(0);
