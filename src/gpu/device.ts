@@ -14,6 +14,8 @@ export interface GpuCapabilities {
   maxStorageBufferBindingSize: number;
   maxComputeWorkgroupStorageSize: number;
   maxComputeInvocationsPerWorkgroup: number;
+  /** A CPU implementation of WebGPU (see `isCpuAdapter`). */
+  cpuAdapter: boolean;
 }
 
 export interface Gpu {
@@ -89,6 +91,7 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
     maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize,
     maxComputeWorkgroupStorageSize: device.limits.maxComputeWorkgroupStorageSize,
     maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup,
+    cpuAdapter: isCpuAdapter(device),
   };
   const lost = device.lost.then((i) =>
     new EngineError("EngineShutdown", `GPU device lost (${i.reason}): ${i.message}`)
@@ -98,14 +101,16 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
 
 /**
  * Which compute paths the kernels take on this device, for `EngineConfig.runtime_data`.
- * Kiln's kernels compute in f32 and reduce through workgroup memory everywhere: F16/BF16 weights
- * are widened in-kernel, so `shader-f16` and `subgroups` are reported but not required.
+ * Kiln's kernels compute in f32: F16/BF16 weights are widened in-kernel, so `shader-f16` and
+ * `subgroups` are reported but not required. Decode products give each thread whole output rows
+ * on a CPU adapter and reduce 64 threads per row through workgroup memory on a GPU.
  */
 export function runtimeData(caps: GpuCapabilities): Record<string, unknown> {
   return {
     adapter: caps.adapter,
     compute: "f32",
     reductions: "workgroup",
+    decode_products: caps.cpuAdapter ? "rows per thread (CPU adapter)" : "64 threads per row",
     shader_f16_available: caps.f16,
     subgroups_available: caps.subgroups,
     timestamp_query: caps.timestamps,
