@@ -7,8 +7,9 @@
  *
  *   deno run -A bench/matmul.ts [--small] [--out bench/results/matmul.json]
  */
+import { dispatchTimer } from "./timer.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
-import { readBuffer, storageBuffer } from "../src/gpu/buffers.ts";
+import { storageBuffer } from "../src/gpu/buffers.ts";
 import { encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
 import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { grid } from "../src/gpu/dispatch.ts";
@@ -64,53 +65,7 @@ function probe(w: GPUBuffer): Dispatch {
   };
 }
 
-const query = caps.timestamps
-  ? device.createQuerySet({ label: "bench:ts", type: "timestamp", count: 2 })
-  : undefined;
-const resolve = storageBuffer(device, "bench:ts_resolve", 16);
-const qbuf = query &&
-  device.createBuffer({
-    label: "bench:ts_buf",
-    size: 16,
-    usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
-  });
-
-/** Seconds per dispatch of `d`: the best of three passes of ITERS dispatches. */
-async function time(d: Dispatch): Promise<number> {
-  const once = async () => {
-    const enc = device.createCommandEncoder({ label: "bench" });
-    const pass = enc.beginComputePass(
-      query
-        ? {
-          label: "bench",
-          timestampWrites: {
-            querySet: query,
-            beginningOfPassWriteIndex: 0,
-            endOfPassWriteIndex: 1,
-          },
-        }
-        : { label: "bench" },
-    );
-    pass.setPipeline(d.pipeline);
-    pass.setBindGroup(0, d.bindGroup);
-    const [gx, gy = 1, gz = 1] = d.workgroups;
-    for (let i = 0; i < ITERS; i++) pass.dispatchWorkgroups(gx, gy, gz);
-    pass.end();
-    if (query && qbuf) {
-      enc.resolveQuerySet(query, 0, 2, qbuf, 0);
-      enc.copyBufferToBuffer(qbuf, 0, resolve, 0, 16);
-    }
-    const t0 = performance.now();
-    device.queue.submit([enc.finish()]);
-    await device.queue.onSubmittedWorkDone();
-    const wall = (performance.now() - t0) / 1000;
-    if (!query) return wall;
-    const ts = new BigUint64Array(await readBuffer(device, resolve, 16));
-    return Number(ts[1]! - ts[0]!) / 1e9;
-  };
-  await once(); // warm up
-  return Math.min(await once(), await once(), await once()) / ITERS;
-}
+const timer = dispatchTimer(device, caps.timestamps);
 
 for (const dtype of dtypes) {
   for (const [n, k] of shapes) {
@@ -128,10 +83,11 @@ for (const dtype of dtypes) {
     w.unmap();
     const x = storageBuffer(device, "bench:x", k * 4);
     const y = storageBuffer(device, "bench:y", n * 4);
-    const matvec = await time(
+    const matvec = await timer.time(
       await prepareLinear(device, { x, w, y, m: 1, n, k, dtype }, "bench:linear"),
+      ITERS,
     );
-    const peer = await time(probe(w));
+    const peer = await timer.time(probe(w), ITERS);
     const gbps = bytes.byteLength / matvec / 1e9;
     const peerGbps = bytes.byteLength / peer / 1e9;
     results.push({
@@ -143,7 +99,7 @@ for (const dtype of dtypes) {
       gb_per_s: gbps,
       peer_read_probe_gb_per_s: peerGbps,
       ratio_to_peer: gbps / peerGbps,
-      timer: query ? "timestamp" : "wall",
+      timer: timer.kind,
     });
     console.error(
       `${dtype} ${n}x${k}: ${(matvec * 1e6).toFixed(1)} us, ${gbps.toFixed(0)} GB/s; probe ${

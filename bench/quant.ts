@@ -9,9 +9,9 @@
  *
  *   deno run -A bench/quant.ts [--small] [--out bench/results/quant-lavapipe.json]
  */
+import { dispatchTimer } from "./timer.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
-import { readBuffer, readF32, storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
-import type { Dispatch } from "../src/gpu/dispatch.ts";
+import { readF32, storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
 import { encodeWeights } from "../src/gpu/dtype.ts";
 import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { prepareQuantMatvec } from "../src/gpu/kernels/matvec_quant.ts";
@@ -33,53 +33,7 @@ const shapesFor = (type: QuantType): [number, number][] =>
 
 const { device, caps } = await acquireGpu({ label: "bench-quant" });
 
-const query = caps.timestamps
-  ? device.createQuerySet({ label: "bench:ts", type: "timestamp", count: 2 })
-  : undefined;
-const resolve = storageBuffer(device, "bench:ts_resolve", 16);
-const qbuf = query &&
-  device.createBuffer({
-    label: "bench:ts_buf",
-    size: 16,
-    usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
-  });
-
-/** Seconds per dispatch of `d`: the best of three passes of `count` dispatches, after a warm-up. */
-async function time(d: Dispatch, count: number): Promise<number> {
-  const once = async () => {
-    const enc = device.createCommandEncoder({ label: "bench" });
-    const pass = enc.beginComputePass(
-      query
-        ? {
-          label: "bench",
-          timestampWrites: {
-            querySet: query,
-            beginningOfPassWriteIndex: 0,
-            endOfPassWriteIndex: 1,
-          },
-        }
-        : { label: "bench" },
-    );
-    pass.setPipeline(d.pipeline);
-    pass.setBindGroup(0, d.bindGroup);
-    const [gx, gy = 1, gz = 1] = d.workgroups;
-    for (let i = 0; i < count; i++) pass.dispatchWorkgroups(gx, gy, gz);
-    pass.end();
-    if (query && qbuf) {
-      enc.resolveQuerySet(query, 0, 2, qbuf, 0);
-      enc.copyBufferToBuffer(qbuf, 0, resolve, 0, 16);
-    }
-    const t0 = performance.now();
-    device.queue.submit([enc.finish()]);
-    await device.queue.onSubmittedWorkDone();
-    const wall = (performance.now() - t0) / 1000;
-    if (!query) return wall;
-    const ts = new BigUint64Array(await readBuffer(device, resolve, 16));
-    return Number(ts[1]! - ts[0]!) / 1e9;
-  };
-  await once();
-  return Math.min(await once(), await once(), await once()) / count;
-}
+const timer = dispatchTimer(device, caps.timestamps);
 
 /** F16 weights of `count` elements: pseudo-random values in ±0.5 (content does not matter). */
 function f16Weights(count: number): Uint8Array {
@@ -99,7 +53,7 @@ async function f16Time(n: number, k: number, m: number): Promise<number> {
   const x = storageBuffer(device, "bench:x", m * k * 4);
   const y = storageBuffer(device, "bench:y", m * n * 4);
   const d = await prepareLinear(device, { x, w, y, m, n, k, dtype: "f16" }, "bench:f16");
-  const t = await time(d, iters(n));
+  const t = await timer.time(d, iters(n));
   [w, x, y].forEach((b) => b.destroy());
   f16Times.set(key, t);
   return t;
@@ -115,7 +69,7 @@ for (const type of QUANT_TYPES) {
       const x = uploadBuffer(device, "bench:x", new Float32Array(m * k).fill(0.01));
       const y = storageBuffer(device, "bench:y", m * n * 4);
       const d = await prepareQuantMatvec(device, { x, w, y, m, n, k, type }, "bench:quant");
-      const t = await time(d, iters(n));
+      const t = await timer.time(d, iters(n));
       const yv = await readF32(device, y, m * n);
       if (!yv.every(Number.isFinite)) throw new Error(`${type} ${n}x${k}: non-finite output`);
       const t16 = await f16Time(n, k, m);
@@ -149,7 +103,7 @@ const report = {
   bench: "quant-matvec",
   adapter: caps.adapter,
   date: new Date().toISOString(),
-  timer: query ? "timestamp" : "wall",
+  timer: timer.kind,
   note:
     "m = 8 is one pass over the weights with 8 activation rows; F16 uses prepareLinear (matvec.wgsl, or matvec_subgroups.wgsl where the device has subgroups).",
   results,
