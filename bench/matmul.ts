@@ -10,7 +10,7 @@
 import { dispatchTimer } from "./timer.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
 import { storageBuffer } from "../src/gpu/buffers.ts";
-import { encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
+import { DTYPE_BYTES, encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts";
 import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { grid } from "../src/gpu/dispatch.ts";
 import type { Dispatch } from "../src/gpu/dispatch.ts";
@@ -67,8 +67,16 @@ function probe(w: GPUBuffer): Dispatch {
 
 const timer = dispatchTimer(device, caps.timestamps);
 
+const skipped: string[] = [];
 for (const dtype of dtypes) {
   for (const [n, k] of shapes) {
+    if (n * k * DTYPE_BYTES[dtype] > device.limits.maxStorageBufferBindingSize) {
+      skipped.push(`${dtype} ${n}x${k}: over maxStorageBufferBindingSize`);
+      console.error(
+        `${dtype} ${n}x${k}: skipped (one binding holds at most ${device.limits.maxStorageBufferBindingSize} bytes)`,
+      );
+      continue;
+    }
     const bytes = encodeWeights(
       new Float32Array(n * k).map((_, i) => ((i * 2654435761) % 1000) / 1000 - 0.5),
       dtype,
@@ -102,8 +110,8 @@ for (const dtype of dtypes) {
       timer: timer.kind,
     });
     console.error(
-      `${dtype} ${n}x${k}: ${(matvec * 1e6).toFixed(1)} us, ${gbps.toFixed(0)} GB/s; probe ${
-        peerGbps.toFixed(0)
+      `${dtype} ${n}x${k}: ${(matvec * 1e6).toFixed(1)} us, ${gbps.toFixed(2)} GB/s; probe ${
+        peerGbps.toFixed(2)
       } GB/s; ratio ${(gbps / peerGbps).toFixed(2)}`,
     );
     w.destroy();
@@ -117,6 +125,7 @@ const report = {
   date: new Date().toISOString(),
   iterations: ITERS,
   results,
+  skipped,
 };
 console.log(JSON.stringify(report, null, 2));
 if (outPath) await Deno.writeTextFile(outPath, JSON.stringify(report, null, 2) + "\n");
