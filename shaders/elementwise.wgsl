@@ -1,4 +1,5 @@
-// Elementwise kernels: SwiGLU (out = silu(gate) * up) and residual add (a += b).
+// Elementwise kernels for the prefill path (decode fuses them into the products): SwiGLU over
+// the product of stacked [gate; up] weights. The residual add is in the products' epilogues.
 
 struct Params {
   count: u32,
@@ -8,37 +9,15 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
 fn index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
   return gid.x + gid.y * nwg.x * 256u;
 }
 
-// out = silu(a) * b, with a the gate projection and b the up projection.
-@compute @workgroup_size(256)
-fn swiglu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(gid, nwg);
-  if (i >= p.count) {
-    return;
-  }
-  let g = a[i];
-  out[i] = g / (1.0 + exp(-g)) * b[i];
-}
-
-// a += b (the residual stream); `out` is unused by this entry point.
-@compute @workgroup_size(256)
-fn add(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = index(gid, nwg);
-  if (i >= p.count) {
-    return;
-  }
-  a[i] = a[i] + b[i];
-}
-
 // out[r, i] = silu(a[r, i]) * a[r, width + i]: SwiGLU over the product of stacked [gate; up]
-// weights; `b` is unused by this entry point.
+// weights.
 @compute @workgroup_size(256)
 fn swiglu_halves(@builtin(global_invocation_id) gid: vec3<u32>,
                  @builtin(num_workgroups) nwg: vec3<u32>) {

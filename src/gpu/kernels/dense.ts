@@ -1,6 +1,6 @@
 /**
- * Wrappers for the dense kernels: embedding, RMSNorm, RoPE, SwiGLU and residual add (the linear
- * layers are in `linear.ts`).
+ * Wrappers for the dense kernels: embedding, RMSNorm, RoPE and SwiGLU over stacked gate/up
+ * products (the linear layers, with the residual add in their epilogues, are in `linear.ts`).
  */
 import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
 import { grid } from "../dispatch.ts";
@@ -83,22 +83,6 @@ export function prepareRope(
   });
 }
 
-/** out = silu(gate) * up, elementwise over `count` values. */
-export function prepareSwiGlu(
-  device: GPUDevice,
-  a: { gate: GPUBuffer; up: GPUBuffer; out: GPUBuffer; count: number },
-  label = "swiglu",
-): Promise<KernelDispatch> {
-  return prepareKernel(device, {
-    label,
-    shader: "elementwise",
-    entry: "swiglu",
-    uniform: [a.count, 0, 0, 0],
-    buffers: { 1: a.gate, 2: a.up, 3: a.out },
-    workgroups: grid256(device, a.count),
-  });
-}
-
 /**
  * SwiGLU over a product of stacked [gate; up] weights: `stacked` is [rows, 2 * width] (gate in
  * the first half of each row, up in the second), `out` is [rows, width].
@@ -115,21 +99,5 @@ export function prepareSwiGluHalves(
     uniform: [a.rows * a.width, a.width, 0, 0],
     buffers: { 1: a.stacked, 3: a.out },
     workgroups: grid256(device, a.rows * a.width),
-  });
-}
-
-/** a += b over `count` values. */
-export function prepareAdd(
-  device: GPUDevice,
-  a: { a: GPUBuffer; b: GPUBuffer; count: number },
-  label = "add",
-): Promise<KernelDispatch> {
-  return prepareKernel(device, {
-    label,
-    shader: "elementwise",
-    entry: "add",
-    uniform: [a.count, 0, 0, 0],
-    buffers: { 1: a.a, 2: a.b },
-    workgroups: grid256(device, a.count),
   });
 }

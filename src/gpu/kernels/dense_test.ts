@@ -1,13 +1,7 @@
 import { uploadBuffer } from "../buffers.ts";
 import { embeddingRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
-import {
-  prepareAdd,
-  prepareEmbedding,
-  prepareRmsNorm,
-  prepareRope,
-  prepareSwiGlu,
-} from "./dense.ts";
+import { prepareEmbedding, prepareRmsNorm, prepareRope, prepareSwiGluHalves } from "./dense.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
@@ -127,23 +121,23 @@ Deno.test("llama3 inverse frequencies blend between the two wavelength bands", (
   if (mid < 0) throw new Error("no smoothly blended frequency");
 });
 
-Deno.test("swiglu and residual add over an odd count", async () => {
+Deno.test("swiglu over stacked gate/up rows of odd width", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
-    const n = 1001;
-    const [g, u, r] = [asF32(seeded(1, n, 4)), asF32(seeded(2, n)), asF32(seeded(3, n))];
-    const gate = f32Buffer(device, "glu:g", g), up = f32Buffer(device, "glu:u", u);
-    const out = outBuffer(device, "glu:out", n);
-    const d = await prepareSwiGlu(device, { gate, up, out, count: n });
-    const glu = swiGluRef(g, u);
-    assertClose(await runRead(device, [d], out, n), glu, 1e-6, 1e-5, "swiglu");
-    const add = await prepareAdd(device, { a: out, b: f32Buffer(device, "add:b", r), count: n });
-    assertClose(
-      await runRead(device, [add], out, n),
-      glu.map((v, i) => v + r[i]!),
-      1e-6,
-      1e-5,
-      "add",
-    );
+    const [rows, width] = [3, 333];
+    const stacked = asF32(seeded(1, rows * 2 * width, 4));
+    const out = outBuffer(device, "glu:out", rows * width);
+    const d = await prepareSwiGluHalves(device, {
+      stacked: f32Buffer(device, "glu:stacked", stacked),
+      out,
+      rows,
+      width,
+    });
+    const want = new Float64Array(rows * width);
+    for (let r = 0; r < rows; r++) {
+      const row = stacked.subarray(r * 2 * width, (r + 1) * 2 * width);
+      want.set(swiGluRef(row.subarray(0, width), row.subarray(width)), r * width);
+    }
+    assertClose(await runRead(device, [d], out, rows * width), want, 1e-6, 1e-5, "swiglu");
   });
 });

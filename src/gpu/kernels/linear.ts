@@ -137,23 +137,13 @@ export function prepareMatvec(
   });
 }
 
-/**
- * y = x·Wᵀ (+ b), or y += that with `accumulate`: the matrix-vector kernel for decode shapes,
- * the register-blocked GEMM otherwise.
- */
+/** y = x·Wᵀ (+ b): the matrix-vector kernel for decode shapes, the register-blocked GEMM otherwise. */
 export function prepareLinear(
   device: GPUDevice,
-  a: LinearArgs & { accumulate?: boolean },
+  a: LinearArgs,
   label = "linear",
 ): Promise<KernelDispatch> {
-  if (isMatvecShape(a, isCpuAdapter(device))) {
-    const { accumulate, ...rest } = a;
-    return prepareMatvec(
-      device,
-      { ...rest, ...(accumulate ? { epilogue: "accumulate" } : {}) },
-      label,
-    );
-  }
+  if (isMatvecShape(a, isCpuAdapter(device))) return prepareMatvec(device, a, label);
   return prepareGemm(device, a, label);
 }
 
