@@ -1,0 +1,97 @@
+/**
+ * `deno task reference --model DIR|FILE.gguf --out REF.json [--prompts-from OTHER.json]
+ * [--greedy N]`: float64 reference logits of a checkpoint (safetensors directory) or a GGUF
+ * (dequantized) on the CPU, in the shared fixtures' `reference.json` format, for
+ * `deno task verify`. Prompts: the input_ids of `--prompts-from` (default: the `reference.json`
+ * beside the model, if any), else three seeded prompts of the vocabulary. Greedy steps: `--greedy`,
+ * else the source reference's, else 8. Exit 0, or 2 on bad usage or a model that cannot load.
+ */
+import { parseConfig } from "../../model/config.ts";
+import { openGguf } from "../../model/gguf/load.ts";
+import { buildReference, seededPrompts } from "../../model/reference_file.ts";
+import { ReferenceModel } from "../../model/reference_model.ts";
+import { readCheckpoint, type TensorInfo } from "../../model/safetensors.ts";
+import { missingFile, modelName, readText } from "../../model/source.ts";
+import { parseReference, type Reference } from "../../model/verify.ts";
+import { mapWeights } from "../../model/weights.ts";
+import { dirFiles, fileSource } from "./file_source.ts";
+
+function arg(name: string): string | undefined {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0
+    ? Deno.args[i + 1]
+    : Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isFile;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+async function open(path: string) {
+  if (path.endsWith(".gguf")) {
+    const slash = path.lastIndexOf("/");
+    const dir = path.slice(0, slash + 1);
+    const file = path.slice(slash + 1);
+    const m = await openGguf(file, (name) => fileSource(dir + name));
+    const weights = mapWeights(m.config, m.tensors as unknown as Map<string, TensorInfo>);
+    return { config: m.config, weights, name: file.replace(/\.gguf$/, ""), dir: dir || "./" };
+  }
+  const files = dirFiles(path);
+  const text = await readText(files, "config.json");
+  if (text === undefined) throw missingFile(files, "config.json");
+  const config = parseConfig(text);
+  const weights = mapWeights(config, await readCheckpoint((n) => files.open(n)));
+  return { config, weights, name: modelName(path), dir: files.location };
+}
+
+const modelPath = arg("model");
+const outPath = arg("out");
+const greedyArg = arg("greedy");
+const greedy = greedyArg === undefined ? undefined : Number(greedyArg);
+if (
+  !modelPath || !outPath ||
+  (greedy !== undefined && (!Number.isInteger(greedy) || greedy < 0))
+) {
+  console.error(
+    "usage: deno task reference --model DIR|FILE.gguf --out REF.json [--prompts-from REF.json] [--greedy N]",
+  );
+  Deno.exit(2);
+}
+try {
+  const t0 = performance.now();
+  const { config, weights, name, dir } = await open(modelPath);
+  const beside = `${dir}reference.json`;
+  const fromPath = arg("prompts-from") ?? (await exists(beside) ? beside : undefined);
+  const source: Reference | undefined = fromPath === undefined
+    ? undefined
+    : parseReference(await Deno.readTextFile(fromPath));
+  const prompts = source?.prompts.map((p) => p.input_ids) ?? seededPrompts(config);
+  const steps = greedy ?? source?.prompts[0]?.greedy_tokens.length ?? 8;
+  const model = await ReferenceModel.load(config, weights);
+  const t1 = performance.now();
+  console.error(
+    `reference: ${name} (${config.arch}) read in ${
+      ((t1 - t0) / 1000).toFixed(2)
+    } s; ${prompts.length} prompts from ${fromPath ?? "a fixed seed"}, ${steps} greedy steps each`,
+  );
+  let t = t1;
+  const ref = buildReference(model, weights, name, prompts, steps, (i, p) => {
+    const now = performance.now();
+    console.error(
+      `  prompt ${i}: ${p.input_ids.length} tokens, greedy [${p.greedy_tokens}] in ${
+        ((now - t) / 1000).toFixed(2)
+      } s`,
+    );
+    t = now;
+  });
+  await Deno.writeTextFile(outPath, JSON.stringify(ref));
+  console.error(`reference: wrote ${outPath} (dtype ${ref.dtype})`);
+} catch (e) {
+  console.error(`reference: ${(e as Error).name}: ${(e as Error).message}`);
+  Deno.exit(2);
+}
