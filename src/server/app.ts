@@ -8,7 +8,8 @@ import type { EngineConfig } from "../contract/types.ts";
 import type { EngineMetrics } from "../metrics/engine_metrics.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
-import { HttpError } from "./errors.ts";
+import { HttpError, quote } from "./errors.ts";
+import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
 import { type Choice, chunkBody, responseBody, usage, usageChunk } from "./format.ts";
 import { runChoice } from "./generation.ts";
 import { type Job, parseJob } from "./requests.ts";
@@ -21,19 +22,41 @@ export interface ServerOptions {
   apiKey?: string;
   /** Request bodies over this get 413 (default 1 MiB). */
   maxBodyBytes?: number;
+  /** A body not received whole this many milliseconds after the headers gets 408 (10 s). */
+  bodyTimeoutMs?: number;
   /** Requests in progress beyond this get 429 (default 64). */
   maxQueued?: number;
   /** Largest `n` (default 8). */
   maxN?: number;
 }
 
+/** The finish reason of a choice cut short by shutdown (vLLM's for an aborted request). */
+export const ABORT_FINISH = "abort";
+
+const COMPLETIONS: Record<string, boolean> = {
+  "/v1/completions": false,
+  "/v1/chat/completions": true,
+};
+const GET_ROUTES = new Set(["/health", "/metrics", "/v1/models"]);
+
 let counter = 0;
 const newId = (prefix: string) => `${prefix}-${Date.now().toString(36)}${(counter++).toString(36)}`;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Whether a completion request has been counted in `dynamo_frontend_requests_total` yet. */
+interface Counted {
+  counted: boolean;
+}
 
 export class KilnServer {
   #config: EngineConfig | undefined;
   #text: ModelText | undefined;
   #active = 0;
+  #running = new Set<Promise<unknown>>();
+  #draining = false;
+  #unavailable: string | undefined;
+  /** Aborts every request in flight (the drain deadline passed). */
+  #shutdown = new AbortController();
   #metrics: EngineMetrics;
 
   constructor(readonly options: ServerOptions) {
@@ -42,16 +65,53 @@ export class KilnServer {
 
   /**
    * Serve: the engine has started and the text side is loaded (`metrics`: the engine's metrics
-   * again, once they carry the model's labels).
+   * again, once they carry the model's labels). Also what brings a server back after
+   * `unavailable` (`engine`: a new one).
    */
-  ready(config: EngineConfig, text: ModelText, metrics?: EngineMetrics): void {
+  ready(config: EngineConfig, text: ModelText, metrics?: EngineMetrics, engine?: LLMEngine): void {
     this.#config = config;
     this.#text = text;
     if (metrics) this.#metrics = metrics;
+    if (engine) this.options.engine = engine;
+    this.#unavailable = undefined;
+  }
+
+  /** Stop admitting completions and answer `/health` 503 until `ready` again (`why`: shown). */
+  unavailable(why: string): void {
+    this.#unavailable = why;
   }
 
   get modelName(): string | undefined {
     return this.#config?.served_model_name ?? this.#config?.model;
+  }
+
+  /** Requests running now. */
+  get inFlight(): number {
+    return this.#active;
+  }
+
+  /**
+   * Drain: `/health` turns 503 (so a load balancer stops routing here) and new completions get
+   * 503; those in flight run to the end, or until `graceMs` passes, when each is cut and ends
+   * with finish reason `abort`. Resolves once none is left (at most `cutMs` after the cut) with
+   * how many were cut.
+   */
+  async drain(graceMs: number, cutMs = 5000): Promise<{ cut: number }> {
+    this.#draining = true;
+    const idle = () => Promise.allSettled([...this.#running]);
+    if (this.#running.size > 0) await Promise.race([idle(), sleep(graceMs)]);
+    const cut = this.#running.size;
+    if (cut > 0) {
+      this.#shutdown.abort();
+      await Promise.race([idle(), sleep(cutMs)]);
+    }
+    return { cut };
+  }
+
+  /** Cut every request in flight now (a second signal while draining). */
+  abortAll(): void {
+    this.#draining = true;
+    this.#shutdown.abort();
   }
 
   /** The request handler (`Deno.serve(server.fetch)`, or any Web-standard server). */
@@ -64,55 +124,89 @@ export class KilnServer {
   };
 
   async #route(req: Request): Promise<Response> {
+    checkHost(req);
     const { pathname } = new URL(req.url);
+    const get = req.method === "GET" || req.method === "HEAD";
     if (pathname === "/health") {
-      return this.#config
-        ? Response.json({ status: "ready", model: this.modelName })
-        : Response.json({ status: "loading" }, { status: 503 });
+      if (!get) throw notAllowed(pathname, "GET, HEAD");
+      return this.#health();
     }
     const key = this.options.apiKey;
-    if (key !== undefined && req.headers.get("authorization") !== `Bearer ${key}`) {
-      throw new HttpError(
-        401,
-        "missing or wrong API key",
-        "invalid_request_error",
-        null,
-        "invalid_api_key",
-      );
+    const authorization = req.headers.get("authorization");
+    const chat = COMPLETIONS[pathname];
+    if (chat !== undefined) {
+      const state: Counted = { counted: false };
+      try {
+        if (key !== undefined && !(await keyMatches(authorization, key))) {
+          throw unauthorized(authorization !== null);
+        }
+        return await this.#completion(req, chat, pathname, state);
+      } catch (e) {
+        if (!state.counted) {
+          this.options.requests.requests.inc(1, {
+            model: this.modelName ?? "",
+            status: "error",
+            error_type: HttpError.from(e).type,
+          });
+        }
+        throw e;
+      }
     }
-    if (pathname === "/metrics" && req.method === "GET") {
+    if (key !== undefined && !(await keyMatches(authorization, key))) {
+      throw unauthorized(authorization !== null);
+    }
+    if (!GET_ROUTES.has(pathname)) {
+      throw new HttpError(404, `no route ${pathname}`, "invalid_request_error", null, "not_found");
+    }
+    if (!get) throw notAllowed(pathname, "GET, HEAD");
+    if (pathname === "/metrics") {
       const { contentType, body } = this.#metrics.render(req.headers.get("accept"), [
         this.options.requests.registry,
       ]);
       return new Response(body, { headers: { "content-type": contentType } });
     }
-    const config = this.#config, text = this.#text;
-    if (pathname === "/v1/models" && req.method === "GET") {
-      const data = config
-        ? [{ id: this.modelName, object: "model", created: 0, owned_by: "kiln" }]
-        : [];
-      return Response.json({ object: "list", data });
+    const data = this.#config
+      ? [{ id: this.modelName, object: "model", created: 0, owned_by: "kiln" }]
+      : [];
+    return Response.json({ object: "list", data });
+  }
+
+  #health(): Response {
+    const down = (status: string, extra: Record<string, string> = {}) =>
+      Response.json({ status, ...extra }, { status: 503, headers: { "retry-after": "5" } });
+    if (this.#draining) return down("draining");
+    if (!this.#config) return down("loading");
+    if (this.#unavailable !== undefined) return down("unavailable", { reason: this.#unavailable });
+    return Response.json({ status: "ready", model: this.modelName });
+  }
+
+  /** 503 when not serving (loading, draining, the engine gone). */
+  #checkServing(): void {
+    const why = this.#draining
+      ? "the server is shutting down"
+      : !this.#config
+      ? "the model is still loading"
+      : this.#unavailable;
+    if (why !== undefined) {
+      throw new HttpError(503, why, "service_unavailable").with({ "retry-after": "5" });
     }
-    const chat = pathname === "/v1/chat/completions";
-    if (!chat && pathname !== "/v1/completions") {
-      throw new HttpError(
-        404,
-        `no route ${req.method} ${pathname}`,
-        "invalid_request_error",
-        null,
-        "not_found",
-      );
-    }
-    if (req.method !== "POST") throw new HttpError(405, `${pathname} takes POST`);
-    if (!config || !text) {
-      throw new HttpError(503, "the model is still loading", "service_unavailable");
-    }
-    const body = await this.#readJson(req);
+  }
+
+  async #completion(req: Request, chat: boolean, path: string, state: Counted): Promise<Response> {
+    if (req.method !== "POST") throw notAllowed(path, "POST");
+    checkJson(req);
+    this.#checkServing();
+    const body = await readJson(req, {
+      maxBytes: this.options.maxBodyBytes ?? 1 << 20,
+      timeoutMs: this.options.bodyTimeoutMs ?? 10_000,
+    });
+    this.#checkServing();
+    const config = this.#config!, text = this.#text!;
     const model = (body as { model?: unknown } | null)?.model;
     if (typeof model === "string" && model !== this.modelName && model !== config.model) {
       throw new HttpError(
         404,
-        `model ${JSON.stringify(model)} is not served here (${this.modelName})`,
+        `model ${quote(model)} is not served here (${this.modelName})`,
         "invalid_request_error",
         "model",
         "model_not_found",
@@ -124,61 +218,59 @@ export class KilnServer {
       maxLogprobs: 20,
     });
     if (this.#active >= (this.options.maxQueued ?? 64)) {
-      throw new HttpError(429, "too many requests in progress; retry later", "rate_limit_error");
+      throw new HttpError(429, "too many requests in progress; retry later", "rate_limit_error")
+        .with({ "retry-after": "1" });
     }
+    state.counted = true; // from here on the request's tracker counts it
     return job.stream
       ? this.#stream(job, text, req.signal)
       : await this.#whole(job, text, req.signal);
   }
 
-  async #readJson(req: Request): Promise<unknown> {
-    const limit = this.options.maxBodyBytes ?? 1 << 20;
-    const tooLarge = () => new HttpError(413, `request body over ${limit} bytes`);
-    if (Number(req.headers.get("content-length") ?? 0) > limit) throw tooLarge();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const c of req.body ?? new ReadableStream<Uint8Array>()) {
-      size += c.byteLength;
-      if (size > limit) throw tooLarge();
-      chunks.push(c);
-    }
-    const text = await new Blob(chunks as BlobPart[]).text();
-    try {
-      return JSON.parse(text);
-    } catch (e) {
-      throw HttpError.badRequest(`malformed JSON: ${(e as Error).message}`);
-    }
-  }
-
-  /** Run every choice; `onPiece` sees each piece as it comes. Returns completion tokens. */
-  async #run(
+  /**
+   * Run every choice; `onPiece` sees each piece as it comes. Returns completion tokens. `signal`
+   * is the client's; shutdown cuts the choices too, and each then ends with `abort`.
+   */
+  #run(
     job: Job,
     text: ModelText,
-    signal: AbortSignal,
+    clientSignal: AbortSignal,
     onPiece: (c: Choice, tokens: number) => void,
   ): Promise<number> {
+    const shutdown = this.#shutdown.signal;
+    const signal = AbortSignal.any([clientSignal, shutdown]);
     this.#active++;
     const tracker = this.options.requests.startRequest(job.model, job.prompt.length);
     let tokens = 0;
-    try {
-      await Promise.all(Array.from({ length: job.n }, async (_, i) => {
-        for await (const p of runChoice(this.options.engine, text, job, i, signal)) {
-          tokens += p.tokens;
-          if (p.tokens > 0) tracker.tokens(p.tokens);
-          onPiece(
-            { index: i, text: p.text, logprobs: p.logprobs, finish: p.finish ?? null },
-            p.tokens,
-          );
-        }
-      }));
-      tracker.finish(signal.aborted ? "cancelled" : "success");
-      return tokens;
-    } catch (e) {
-      tracker.finish(signal.aborted ? "cancelled" : "error", HttpError.from(e).type);
-      throw e;
-    } finally {
-      this.#active--;
-    }
+    const choice = async (i: number) => {
+      let finished = false;
+      for await (const p of runChoice(this.options.engine, text, job, i, signal)) {
+        tokens += p.tokens;
+        if (p.tokens > 0) tracker.tokens(p.tokens);
+        let finish: string | null = p.finish ?? null;
+        if (finish === "cancelled" && shutdown.aborted) finish = ABORT_FINISH;
+        finished ||= finish !== null;
+        onPiece({ index: i, text: p.text, logprobs: p.logprobs, finish }, p.tokens);
+      }
+      if (!finished && shutdown.aborted) {
+        onPiece({ index: i, text: "", logprobs: [], finish: ABORT_FINISH }, 0);
+      }
+    };
+    const run = (async () => {
+      try {
+        await Promise.all(Array.from({ length: job.n }, (_, i) => choice(i)));
+        tracker.finish(signal.aborted ? "cancelled" : "success");
+        return tokens;
+      } catch (e) {
+        tracker.finish(signal.aborted ? "cancelled" : "error", HttpError.from(e).type);
+        throw e;
+      } finally {
+        this.#active--;
+      }
+    })();
+    this.#running.add(run);
+    run.catch(() => {}).finally(() => this.#running.delete(run));
+    return run;
   }
 
   async #whole(job: Job, text: ModelText, signal: AbortSignal): Promise<Response> {
@@ -200,8 +292,8 @@ export class KilnServer {
   }
 
   #stream(job: Job, text: ModelText, clientSignal: AbortSignal): Response {
-    const abort = new AbortController();
-    const signal = AbortSignal.any([clientSignal, abort.signal]);
+    const cancel = new AbortController();
+    const gone = AbortSignal.any([clientSignal, cancel.signal]);
     const id = newId(job.chat ? "chatcmpl" : "cmpl");
     const created = Math.floor(Date.now() / 1000);
     const enc = new TextEncoder();
@@ -210,12 +302,12 @@ export class KilnServer {
     const stream = new ReadableStream<Uint8Array>({
       start: (controller) => {
         const send = (data: unknown) => {
-          if (signal.aborted) return;
+          if (gone.aborted) return;
           controller.enqueue(
             enc.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`),
           );
         };
-        this.#run(job, text, signal, (c) => {
+        this.#run(job, text, gone, (c) => {
           send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
           started[c.index] = true;
           offsets[c.index]! += c.text.length;
@@ -232,10 +324,21 @@ export class KilnServer {
           }
         });
       },
-      cancel: () => abort.abort(),
+      cancel: () => cancel.abort(),
     });
     return new Response(stream, {
       headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
     });
   }
+}
+
+function notAllowed(path: string, allow: string): HttpError {
+  return new HttpError(
+    405,
+    `${path} takes ${allow}`,
+    "invalid_request_error",
+    null,
+    "method_not_allowed",
+  )
+    .with({ allow });
 }

@@ -1,8 +1,22 @@
 /** OpenAI-style error responses: `{"error": {"message", "type", "param", "code"}}`. */
 import { EngineError } from "../contract/errors.ts";
 
+/** Longest error message sent back (a bad value is quoted in it, never echoed whole). */
+export const MAX_MESSAGE = 512;
+
+/** `s` cut to `max` characters, marking the cut. */
+export function clip(s: string, max = MAX_MESSAGE): string {
+  return s.length <= max ? s : `${s.slice(0, max)}… (${s.length - max} more characters)`;
+}
+
+/** A client's value as JSON, short enough to quote in a message. */
+export const quote = (v: unknown, max = 64): string => clip(JSON.stringify(v) ?? String(v), max);
+
 export class HttpError extends Error {
   override readonly name = "HttpError";
+  /** Extra response headers (`Retry-After`, `Allow`, `WWW-Authenticate`). */
+  headers: Record<string, string> = {};
+
   constructor(
     readonly status: number,
     message: string,
@@ -10,11 +24,17 @@ export class HttpError extends Error {
     readonly param: string | null = null,
     readonly code: string | null = null,
   ) {
-    super(message);
+    super(clip(message));
   }
 
   static badRequest(message: string, param: string | null = null): HttpError {
     return new HttpError(400, message, "invalid_request_error", param);
+  }
+
+  /** This error with `headers` added to its response. */
+  with(headers: Record<string, string>): this {
+    Object.assign(this.headers, headers);
+    return this;
   }
 
   /** The HTTP status an engine error maps to. */
@@ -23,11 +43,11 @@ export class HttpError extends Error {
       case "InvalidArgument":
         return new HttpError(400, e.message, "invalid_request_error");
       case "ResourceExhausted":
-        return new HttpError(429, e.message, "rate_limit_error");
+        return new HttpError(429, e.message, "rate_limit_error").with({ "retry-after": "1" });
       case "EngineShutdown":
       case "Disconnected":
       case "CannotConnect":
-        return new HttpError(503, e.message, "service_unavailable");
+        return new HttpError(503, e.message, "service_unavailable").with({ "retry-after": "1" });
       default:
         return new HttpError(500, e.message, "internal_error");
     }
@@ -45,7 +65,7 @@ export class HttpError extends Error {
     };
   }
 
-  response(headers: HeadersInit = {}): Response {
-    return Response.json(this.body(), { status: this.status, headers });
+  response(): Response {
+    return Response.json(this.body(), { status: this.status, headers: this.headers });
   }
 }

@@ -4,7 +4,7 @@
  */
 import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
 import { encodeChat, type ModelText } from "../text/load.ts";
-import { HttpError } from "./errors.ts";
+import { HttpError, quote } from "./errors.ts";
 
 export interface Job {
   chat: boolean;
@@ -38,9 +38,7 @@ const num = (b: Body, k: string, lo: number, hi: number, int = false): number | 
     (int && !Number.isInteger(v))
   ) {
     throw HttpError.badRequest(
-      `${k}: expected ${int ? "an integer" : "a number"} in [${lo}, ${hi}], got ${
-        JSON.stringify(v)
-      }`,
+      `${k}: expected ${int ? "an integer" : "a number"} in [${lo}, ${hi}], got ${quote(v)}`,
       k,
     );
   }

@@ -1,7 +1,9 @@
 /**
  * `deno task serve --model DIR|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
  * a `WorkerEngine` (the WebGPU engine in a Deno Worker) behind the OpenAI-compatible server,
- * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain, then clean up.
+ * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain (`/health` 503, requests in
+ * flight finish or are cut at `--drain-timeout` seconds), then clean up; a second signal cuts at
+ * once.
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
@@ -51,7 +53,9 @@ const server = new KilnServer({
   requests,
   ...(apiKey ? { apiKey } : {}),
   maxQueued: Number(args.get("max-queued") ?? 64),
+  bodyTimeoutMs: Number(args.get("body-timeout") ?? 10) * 1000,
 });
+const drainSeconds = Number(args.get("drain-timeout") ?? 30);
 
 const http = Deno.serve({
   hostname: args.get("host") ?? "127.0.0.1",
@@ -92,13 +96,22 @@ try {
 
 let stopping = false;
 const stop = async () => {
-  if (stopping) return;
+  if (stopping) {
+    console.error("second signal: cutting the requests in flight");
+    server.abortAll();
+    return;
+  }
   stopping = true;
+  const inFlight = server.inFlight;
+  console.error(`draining ${inFlight} request(s), at most ${drainSeconds} s`);
+  const { cut } = await server.drain(drainSeconds * 1000);
+  if (cut > 0) console.error(`cut ${cut} request(s) at the drain deadline (finish_reason "abort")`);
   await shutDown(engine, metrics);
   console.error(
     metrics.render().body.split("\n").filter((l) => /_time_seconds\{/.test(l)).join("\n"),
   );
-  await http.shutdown();
+  // Responses already answered finish sending; a client that stopped reading gets 5 s.
+  await Promise.race([http.shutdown(), new Promise((r) => setTimeout(r, 5000))]);
   Deno.exit(0);
 };
 Deno.addSignalListener("SIGINT", stop);
