@@ -1,0 +1,53 @@
+/**
+ * For tests: a `KilnServer` over the mock engine with the fortune model's tokenizer, listening
+ * on a free loopback port (`Deno.serve`), so hostile requests can go over real sockets.
+ */
+import { MockEngine, type MockEngineOptions } from "../engines/mock/mod.ts";
+import { EngineMetrics } from "../metrics/engine_metrics.ts";
+import { RequestMetrics } from "../metrics/request_metrics.ts";
+import { specFiles } from "../adapters/deno/file_source.ts";
+import { loadText } from "../text/load.ts";
+import { KilnServer, type ServerOptions } from "./app.ts";
+
+const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
+
+export interface MockServer {
+  server: KilnServer;
+  engine: MockEngine;
+  url: URL;
+  close(): Promise<void>;
+}
+
+export async function mockServer(
+  options: Partial<Omit<ServerOptions, "engine" | "metrics" | "requests">> = {},
+  engineOptions: MockEngineOptions = {},
+): Promise<MockServer> {
+  const engine = new MockEngine({ model: "fortune", vocabSize: 260, ...engineOptions });
+  const server = new KilnServer({
+    engine,
+    metrics: EngineMetrics.fromHierarchy({
+      namespace: "kiln",
+      component: "test",
+      endpoint: "generate",
+      workerId: 1n,
+    }),
+    requests: new RequestMetrics(),
+    ...options,
+  });
+  const [config, text] = await Promise.all([
+    engine.start(1n),
+    loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" })),
+  ]);
+  server.ready(config, text);
+  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
+  return {
+    server,
+    engine,
+    url: new URL(`http://127.0.0.1:${http.addr.port}/`),
+    async close() {
+      server.abortAll();
+      await engine.cleanup();
+      await http.shutdown();
+    },
+  };
+}
