@@ -7,12 +7,15 @@
 //
 //   for up to 8 activation rows per z-slice (more rows take more z-slices, each decoding the
 //   weights again: the prefill fallback for now).
-//   - NORM: RMSNorm of x folded in: g is the norm weight (f32) and s[m] = 1/sqrt(mean(x[m]^2) +
+//   - norm (flag): RMSNorm of x folded in: g is the norm weight (f32) and s[m] = 1/sqrt(mean(x[m]^2) +
 //     eps). The threads of an output row read all of x[m] between them, so the sum of squares
 //     comes out of the product's own loop; with several threads per row it is reduced alongside
 //     the first product's sums, by the first row-group of the workgroup only.
-//   - MODE 0: y = r. MODE 1: y += r (the residual add). MODE 2: SwiGLU over two weight rows,
-//     y = silu(r(j)) * r(n + j), W = [gate; up] stacked ([2n, k]); no bias.
+//   - Epilogue: y = r, or with the accumulate flag y += r (the residual add); or with SWIGLU over
+//     two weight rows, y = silu(r(j)) * r(n + j), W = [gate; up] stacked ([2n, k]); no bias.
+//   - The bias, norm and accumulate choices are uniform flags (bits 0, 1, 2 of `flags`), not
+//     override constants: they cost a uniform branch per slice, and every pipeline compiled is
+//     seconds on a CPU adapter, so one pipeline serves all of them.
 //   - TPR threads share an output row (a power of two up to 64; a workgroup of 256 computes
 //     256 / TPR rows), reducing through workgroup memory. TPR = 1 is the CPU-adapter path: a
 //     workgroup of 64 threads, each owning RPT whole output rows, so there is no reduction and no
@@ -34,22 +37,21 @@
 override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K
 // Activation rows per z-slice (1..8), fixed per pipeline so the row loops have constant bounds.
 override ROWS: u32 = 1u;
-override HAS_BIAS: bool = false;
-override NORM: bool = false;
-override MODE: u32 = 0u;
+override SWIGLU: bool = false;
 override TPR: u32 = 32u;
 override WG: u32 = 256u;
-override RPT: u32 = 1u; // 1, 2, 4 or 8
+override RPT: u32 = 1u; // 1..8
 
 const MAX_M: u32 = 8u;
 const MAX_RPT: u32 = 8u;
-// Raw slices loaded before decoding: LOADS / RPT positions along k for RPT rows each (at least
-// one position).
+// Raw slices loaded before decoding: LOADS / (RPT * ROWS) positions along k (at least one) for RPT
+// weight rows each. Dividing by ROWS too bounds the unrolled code (and so the compile time, seconds
+// on a CPU adapter) when several activation rows already give each load more work.
 const LOADS: u32 = 4u;
 const MAX_LOADS: u32 = 8u;
 const EMBED_WG: u32 = 64u;
 
-// Shared by both entry points. `main`: m, n, k, eps, ldy, y0. `embed`: m tokens of k weights,
+// Shared by both entry points. `main`: m, n, k, eps, ldy, y0, flags. `embed`: m tokens of k weights,
 // table rows [row_start, row_end) of `vocab`.
 struct Params {
   m: u32,
@@ -61,7 +63,7 @@ struct Params {
   row_start: u32,
   row_end: u32,
   vocab: u32,
-  _p0: u32,
+  flags: u32,
   _p1: u32,
   _p2: u32,
 }
@@ -77,7 +79,7 @@ struct Params {
 // Partial sums of each thread (TPR > 1), and of the first row-group's sums of squares.
 var<workgroup> red: array<f32, 256u * MAX_M>;
 var<workgroup> red_ss: array<f32, 64u * MAX_M>;
-// The reduced sums of squares (NORM), set by the first row_sum.
+// The reduced sums of squares (norm), set by the first row_sum.
 var<private> ss_total: array<f32, MAX_M>;
 
 fn block_elems() -> u32 {
@@ -297,10 +299,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let per = block_elems() / 32u;
   let slices = p.k / 32u;
   let row_bytes = (p.k / block_elems()) * block_bytes();
-  let positions = max(1u, LOADS / RPT);
+  let positions = max(1u, LOADS / (RPT * ROWS));
   var acc: array<array<f32, MAX_M>, MAX_RPT>;
-  var acc2: array<array<f32, MAX_M>, MAX_RPT>; // MODE 2: the up rows
-  var ss: array<f32, MAX_M>; // NORM: this thread's sums of squares of x
+  var acc2: array<array<f32, MAX_M>, MAX_RPT>; // SWIGLU: the up rows
+  var ss: array<f32, MAX_M>; // norm: this thread's sums of squares of x
+  let has_bias = (p.flags & 1u) != 0u;
+  let norm = (p.flags & 2u) != 0u;
+  let accumulate = (p.flags & 4u) != 0u;
   if (n0 < p.n) {
     // Rows past n (the last workgroup) read row n - 1; their results are never stored.
     var base: array<u32, MAX_RPT>;
@@ -322,7 +327,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           let off = (ju / per) * block_bytes();
           for (var i = 0u; i < RPT; i++) {
             raw[u * RPT + i] = load_slice(base[i] + off, ju % per);
-            if (MODE == 2u) {
+            if (SWIGLU) {
               raw2[u * RPT + i] = load_slice(base[i] + up + off, ju % per);
             }
           }
@@ -335,7 +340,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           let e0 = (ju / per) * block_elems();
           // This slice's 32 activations of every row, normalised by g (s[m] comes at the end).
           var g: array<vec4<f32>, 8>;
-          if (NORM) {
+          if (norm) {
             for (var q = 0u; q < 8u; q++) {
               g[q] = gamma[(e0 + group_elem(s, q)) / 4u];
             }
@@ -346,7 +351,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             let xr = min(m0 + r, p.m - 1u) * p.k + e0;
             for (var q = 0u; q < 8u; q++) {
               let xv = x[(xr + group_elem(s, q)) / 4u];
-              if (NORM) {
+              if (norm) {
                 ss[r] += dot(xv, xv);
                 xs[r][q] = xv * g[q];
               } else {
@@ -363,7 +368,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               }
               acc[i][r] += d;
             }
-            if (MODE == 2u) {
+            if (SWIGLU) {
               let v2 = decode(raw2[u * RPT + i], s);
               for (var r = 0u; r < ROWS; r++) {
                 var d = 0.0;
@@ -380,8 +385,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
   }
   for (var i = 0u; i < RPT; i++) {
-    acc[i] = row_sum(acc[i], ss, NORM && i == 0u, lid, t);
-    if (MODE == 2u) {
+    acc[i] = row_sum(acc[i], ss, norm && i == 0u, lid, t);
+    if (SWIGLU) {
       acc2[i] = row_sum(acc2[i], ss, false, lid, t);
     }
   }
@@ -397,20 +402,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       let m = m0 + r;
       if (m < p.m) {
         var scale = 1.0;
-        if (NORM) {
+        if (norm) {
           scale = inverseSqrt(ss_total[r] / f32(p.k) + p.eps);
         }
         let o = m * p.ldy + p.y0 + n;
         var v = acc[i][r] * scale;
-        if (HAS_BIAS) {
-          v += bias[p.y0 + n];
-        }
-        if (MODE == 0u) {
-          y[o] = v;
-        } else if (MODE == 1u) {
-          y[o] += v;
-        } else {
+        if (SWIGLU) {
           y[o] = v / (1.0 + exp(-v)) * (acc2[i][r] * scale);
+        } else {
+          if (has_bias) {
+            v += bias[p.y0 + n];
+          }
+          if (accumulate) {
+            v += y[o];
+          }
+          y[o] = v;
         }
       }
     }

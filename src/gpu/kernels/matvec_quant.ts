@@ -47,16 +47,24 @@ export interface QuantMatvecArgs {
 
 /** Activation rows per z-slice of workgroups; more rows take more z-slices. */
 export const QUANT_MATVEC_ROWS = 8;
-/** Output rows per thread on the one-thread-per-row path: one load of x serves this many. */
+/**
+ * Output rows per thread times activation rows on the one-thread-per-row path: one load of x
+ * serves CPU_RPT / rows weight rows (8 at decode). Bounding the product bounds the unrolled
+ * shader, whose compile takes seconds on a CPU adapter at 8 × 8.
+ */
 const CPU_RPT = 8;
-const EPILOGUE_CODE: Record<QuantEpilogue, number> = { store: 0, accumulate: 1, swiglu: 2 };
+/** Bits of the shader's `flags` uniform. */
+const FLAG_BIAS = 1, FLAG_NORM = 2, FLAG_ACCUMULATE = 4;
+const EPILOGUES: readonly QuantEpilogue[] = ["store", "accumulate", "swiglu"];
 
 const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
 
 /** The shader declares every optional binding (bias, norm weight); unused ones read this. */
 function placeholder(device: GPUDevice): GPUBuffer {
   let b = placeholders.get(device);
-  if (b === undefined) placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
+  if (b === undefined) {
+    placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
+  }
   return b;
 }
 
@@ -81,14 +89,20 @@ function checkBuffer(device: GPUDevice, what: string, name: string, b: GPUBuffer
 }
 
 /** Threads per row, workgroup size and rows per thread. */
-function threads(device: GPUDevice, tpr?: number): { tpr: number; wg: number; rpt: number } {
+function threads(
+  device: GPUDevice,
+  rows: number,
+  tpr?: number,
+): { tpr: number; wg: number; rpt: number } {
   if (tpr !== undefined) {
     if (!(Number.isInteger(tpr) && tpr >= 1 && tpr <= 64 && (tpr & (tpr - 1)) === 0)) {
       fail("matvec_quant", `threadsPerRow ${tpr} is not a power of two in 1..64`);
     }
-    return tpr === 1 ? { tpr, wg: 64, rpt: CPU_RPT } : { tpr, wg: 256, rpt: 1 };
+  } else {
+    tpr = isCpuAdapter(device) ? 1 : 32;
   }
-  return isCpuAdapter(device) ? { tpr: 1, wg: 64, rpt: CPU_RPT } : { tpr: 32, wg: 256, rpt: 1 };
+  const rpt = tpr === 1 ? Math.max(1, Math.floor(CPU_RPT / rows)) : 1;
+  return { tpr, wg: tpr === 1 ? 64 : 256, rpt };
 }
 
 /**
@@ -116,7 +130,7 @@ export async function prepareQuantMatvec(
   checkCount(what, "ldy", ldy, 1);
   if (ldy < y0 + a.n) fail(what, `ldy ${ldy} is less than y0 + n = ${y0 + a.n}`);
   const epilogue = a.epilogue ?? "store";
-  if (!Object.hasOwn(EPILOGUE_CODE, epilogue)) fail(what, `unknown epilogue ${epilogue}`);
+  if (!EPILOGUES.includes(epilogue)) fail(what, `unknown epilogue ${epilogue}`);
   if (epilogue === "swiglu" && a.bias) fail(what, "no bias with the swiglu epilogue");
   if (a.norm && !(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
     fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
@@ -131,7 +145,10 @@ export async function prepareQuantMatvec(
   if (slices > device.limits.maxComputeWorkgroupsPerDimension) {
     fail(what, `m = ${a.m} is too many rows for one dispatch`);
   }
-  const { tpr, wg, rpt } = threads(device, a.threadsPerRow);
+  const rows = Math.min(a.m, QUANT_MATVEC_ROWS);
+  const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
+    (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
+  const { tpr, wg, rpt } = threads(device, rows, a.threadsPerRow);
   const [gx, gy] = grid(device, Math.ceil(a.n / ((wg / tpr) * rpt)));
   return await prepareKernel(device, {
     label,
@@ -139,15 +156,13 @@ export async function prepareQuantMatvec(
     entry: "main",
     constants: {
       FORMAT: f.code,
-      ROWS: Math.min(a.m, QUANT_MATVEC_ROWS),
-      HAS_BIAS: a.bias ? 1 : 0,
-      NORM: a.norm ? 1 : 0,
-      MODE: EPILOGUE_CODE[epilogue],
+      ROWS: rows,
+      SWIGLU: epilogue === "swiglu" ? 1 : 0,
       TPR: tpr,
       WG: wg,
       RPT: rpt,
     },
-    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0, 0, 0, 0, 0],
+    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0, 0, flags, 0, 0],
     floats: [3],
     buffers: {
       1: a.x,
