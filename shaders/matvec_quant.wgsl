@@ -1,8 +1,29 @@
-// Matrix-vector products against GGUF block-quantized weights, dequantized in registers:
-// y[m, n] (+)= sum_k x[m, k] W[n, k] (+ b[n]) for up to 8 activation rows per z-slice (more rows
-// take more z-slices, each decoding the weights again: the prefill fallback for now).
+// GGUF block-quantized weights, dequantized in registers. Two kernels share the block decoders
+// below (WGSL has no includes), so both live in this file:
 //
-// W row n is k / BLOCK consecutive ggml blocks, stored byte for byte as in a GGUF file; the
+// - `main`: matrix-vector products for decode, with the work around them fused in,
+//
+//     r[m, j] = s[m] * sum_k x[m, k] * g[k] * W[j, k] + b[y0 + j],   y[m * ldy + y0 + j] = r
+//
+//   for up to 8 activation rows per z-slice (more rows take more z-slices, each decoding the
+//   weights again: the prefill fallback for now).
+//   - norm (flag): RMSNorm of x folded in: g is the norm weight (f32) and s[m] = 1/sqrt(mean(x[m]^2) +
+//     eps). The threads of an output row read all of x[m] between them, so the sum of squares
+//     comes out of the product's own loop; with several threads per row it is reduced alongside
+//     the first product's sums, by the first row-group of the workgroup only.
+//   - Epilogue: y = r, or with the accumulate flag y += r (the residual add); or with SWIGLU over
+//     two weight rows, y = silu(r(j)) * r(n + j), W = [gate; up] stacked ([2n, k]); no bias.
+//   - The bias, norm and accumulate choices are uniform flags (bits 0, 1, 2 of `flags`), not
+//     override constants: they cost a uniform branch per slice, and every pipeline compiled is
+//     seconds on a CPU adapter, so one pipeline serves all of them.
+//   - TPR threads share an output row (a power of two up to 64; a workgroup of 256 computes
+//     256 / TPR rows), reducing through workgroup memory. TPR = 1 is the CPU-adapter path: a
+//     workgroup of 64 threads, each owning RPT whole output rows, so there is no reduction and no
+//     barrier, and every load of x (the same for every thread) serves RPT weight rows.
+// - `embed`: token embedding gather from a chunk of a quantized table (rows [row_start,
+//   row_end) of [vocab, k]): one thread per 32-weight slice of an output row.
+//
+// W row j is k / BLOCK consecutive ggml blocks, stored byte for byte as in a GGUF file; the
 // buffer is read as u32 words. Blocks of 34, 18 and 210 bytes are only 2-byte aligned, but every
 // field of every format starts at an even byte offset, so `word_at` reads the 4 bytes at any even
 // offset from one word or two (one word when the format's block size is a multiple of 4).
@@ -10,26 +31,41 @@
 // Work unit: a "slice" of 32 weights whose quants fit in at most 8 words: a whole Q8_0/Q4_0/Q4_1
 // block; for Q4_K and Q5_K half of a 64-weight chunk (16 nibble bytes giving 16 weights of each
 // of its two sub-blocks); for Q6_K 8 positions of a 128-weight half, in each of its 4 groups.
-// A workgroup of 256 threads computes 8 output rows, 32 threads per row, each thread issuing
-// the loads of UNROLL slices before decoding any of them. FORMAT is fixed per pipeline, so the
-// per-format branches below fold away at pipeline creation.
+// A thread issues the loads of several slices (LOADS raw slices) before decoding any of them.
+// FORMAT is fixed per pipeline, so the per-format branches below fold away.
 
 override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K
 // Activation rows per z-slice (1..8), fixed per pipeline so the row loops have constant bounds.
 override ROWS: u32 = 1u;
-override HAS_BIAS: bool = false;
-override ACCUMULATE: bool = false;
+override SWIGLU: bool = false;
+override TPR: u32 = 32u;
+override WG: u32 = 256u;
+override RPT: u32 = 1u; // 1..8
 
-const TPR: u32 = 32u;
-const RPW: u32 = 8u;
 const MAX_M: u32 = 8u;
-const UNROLL: u32 = 4u;
+const MAX_RPT: u32 = 8u;
+// Raw slices loaded before decoding: LOADS / (RPT * ROWS) positions along k (at least one) for RPT
+// weight rows each. Dividing by ROWS too bounds the unrolled code (and so the compile time, seconds
+// on a CPU adapter) when several activation rows already give each load more work.
+const LOADS: u32 = 4u;
+const MAX_LOADS: u32 = 8u;
+const EMBED_WG: u32 = 64u;
 
+// Shared by both entry points. `main`: m, n, k, eps, ldy, y0, flags. `embed`: m tokens of k weights,
+// table rows [row_start, row_end) of `vocab`.
 struct Params {
   m: u32,
   n: u32,
   k: u32,
-  _pad: u32,
+  eps: f32,
+  ldy: u32,
+  y0: u32,
+  row_start: u32,
+  row_end: u32,
+  vocab: u32,
+  flags: u32,
+  _p1: u32,
+  _p2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -37,8 +73,14 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> gamma: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> ids: array<u32>;
 
-var<workgroup> red: array<array<f32, MAX_M>, 256>;
+// Partial sums of each thread (TPR > 1), and of the first row-group's sums of squares.
+var<workgroup> red: array<f32, 256u * MAX_M>;
+var<workgroup> red_ss: array<f32, 64u * MAX_M>;
+// The reduced sums of squares (norm), set by the first row_sum.
+var<private> ss_total: array<f32, MAX_M>;
 
 fn block_elems() -> u32 {
   return select(32u, 256u, FORMAT >= 3u);
@@ -208,76 +250,210 @@ fn group_elem(s: u32, g: u32) -> u32 {
   }
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) lid: u32) {
-  let t = lid % TPR;
-  let n = (wid.x + wid.y * nwg.x) * RPW + lid / TPR;
-  let m0 = wid.z * ROWS;
-  let per = block_elems() / 32u;
-  let slices = p.k / 32u;
-  var acc: array<f32, MAX_M>;
-  if (n < p.n) {
-    let row = n * (p.k / block_elems()) * block_bytes();
-    var j = t;
-    loop {
-      if (j >= slices) {
-        break;
-      }
-      // Issue the loads of up to UNROLL slices before decoding any.
-      var raw: array<Raw, UNROLL>;
-      for (var u = 0u; u < UNROLL; u++) {
-        let ju = j + u * TPR;
-        if (ju < slices) {
-          raw[u] = load_slice(row + (ju / per) * block_bytes(), ju % per);
-        }
-      }
-      for (var u = 0u; u < UNROLL; u++) {
-        let ju = j + u * TPR;
-        if (ju < slices) {
-          let s = ju % per;
-          let v = decode(raw[u], s);
-          let base = (ju / per) * block_elems();
-          for (var r = 0u; r < MAX_M; r++) {
-            if (r < ROWS && m0 + r < p.m) {
-              let xb = ((m0 + r) * p.k + base) / 4u;
-              var sum = 0.0;
-              for (var g = 0u; g < 8u; g++) {
-                sum += dot(v[g], x[xb + group_elem(s, g) / 4u]);
-              }
-              acc[r] += sum;
-            }
-          }
-        }
-      }
-      j += UNROLL * TPR;
+// Sum `v` over the TPR threads of each output row; every thread of the row gets the sums. With
+// `with_ss`, the first row-group's sums of squares `ss` are reduced in the same rounds into
+// `ss_total` (every row-group reads all of x, so one of them suffices).
+fn row_sum(v: array<f32, MAX_M>, ss: array<f32, MAX_M>, with_ss: bool, lid: u32, t: u32)
+    -> array<f32, MAX_M> {
+  if (TPR == 1u) {
+    if (with_ss) {
+      ss_total = ss;
     }
+    return v;
   }
-  for (var r = 0u; r < MAX_M; r++) {
-    if (r < ROWS) {
-      red[lid][r] = acc[r];
+  var out = v;
+  for (var r = 0u; r < ROWS; r++) {
+    red[lid * MAX_M + r] = v[r];
+    if (with_ss && lid < TPR) {
+      red_ss[lid * MAX_M + r] = ss[r];
     }
   }
   workgroupBarrier();
   for (var s = TPR / 2u; s > 0u; s >>= 1u) {
     if (t < s) {
-      for (var r = 0u; r < MAX_M; r++) {
-        if (r < ROWS) {
-          red[lid][r] += red[lid + s][r];
+      for (var r = 0u; r < ROWS; r++) {
+        red[lid * MAX_M + r] += red[(lid + s) * MAX_M + r];
+        if (with_ss && lid < s) {
+          red_ss[lid * MAX_M + r] += red_ss[(lid + s) * MAX_M + r];
         }
       }
     }
     workgroupBarrier();
   }
-  if (n < p.n && t < ROWS && m0 + t < p.m) {
-    let i = (m0 + t) * p.n + n;
-    var out = red[lid - t][t];
-    if (HAS_BIAS) {
-      out += bias[n];
+  for (var r = 0u; r < ROWS; r++) {
+    out[r] = red[(lid - t) * MAX_M + r];
+    if (with_ss) {
+      ss_total[r] = red_ss[r];
     }
-    if (ACCUMULATE) {
-      out += y[i];
+  }
+  workgroupBarrier(); // `red` is reused by the next sum
+  return out;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let t = lid % TPR;
+  let n0 = ((wid.x + wid.y * nwg.x) * (WG / TPR) + lid / TPR) * RPT;
+  let m0 = wid.z * ROWS;
+  let per = block_elems() / 32u;
+  let slices = p.k / 32u;
+  let row_bytes = (p.k / block_elems()) * block_bytes();
+  let positions = max(1u, LOADS / (RPT * ROWS));
+  var acc: array<array<f32, MAX_M>, MAX_RPT>;
+  var acc2: array<array<f32, MAX_M>, MAX_RPT>; // SWIGLU: the up rows
+  var ss: array<f32, MAX_M>; // norm: this thread's sums of squares of x
+  let has_bias = (p.flags & 1u) != 0u;
+  let norm = (p.flags & 2u) != 0u;
+  let accumulate = (p.flags & 4u) != 0u;
+  if (n0 < p.n) {
+    // Rows past n (the last workgroup) read row n - 1; their results are never stored.
+    var base: array<u32, MAX_RPT>;
+    for (var i = 0u; i < RPT; i++) {
+      base[i] = min(n0 + i, p.n - 1u) * row_bytes;
     }
-    y[i] = out;
+    let up = p.n * row_bytes;
+    var j = t;
+    loop {
+      if (j >= slices) {
+        break;
+      }
+      // Issue the loads of this round before decoding any of them.
+      var raw: array<Raw, MAX_LOADS>;
+      var raw2: array<Raw, MAX_LOADS>;
+      for (var u = 0u; u < positions; u++) {
+        let ju = j + u * TPR;
+        if (ju < slices) {
+          let off = (ju / per) * block_bytes();
+          for (var i = 0u; i < RPT; i++) {
+            raw[u * RPT + i] = load_slice(base[i] + off, ju % per);
+            if (SWIGLU) {
+              raw2[u * RPT + i] = load_slice(base[i] + up + off, ju % per);
+            }
+          }
+        }
+      }
+      for (var u = 0u; u < positions; u++) {
+        let ju = j + u * TPR;
+        if (ju < slices) {
+          let s = ju % per;
+          let e0 = (ju / per) * block_elems();
+          // This slice's 32 activations of every row, normalised by g (s[m] comes at the end).
+          var g: array<vec4<f32>, 8>;
+          if (norm) {
+            for (var q = 0u; q < 8u; q++) {
+              g[q] = gamma[(e0 + group_elem(s, q)) / 4u];
+            }
+          }
+          var xs: array<array<vec4<f32>, 8>, MAX_M>;
+          for (var r = 0u; r < ROWS; r++) {
+            // Rows past m (the last z-slice) read row m - 1; their results are never stored.
+            let xr = min(m0 + r, p.m - 1u) * p.k + e0;
+            for (var q = 0u; q < 8u; q++) {
+              let xv = x[(xr + group_elem(s, q)) / 4u];
+              if (norm) {
+                ss[r] += dot(xv, xv);
+                xs[r][q] = xv * g[q];
+              } else {
+                xs[r][q] = xv;
+              }
+            }
+          }
+          for (var i = 0u; i < RPT; i++) {
+            let v = decode(raw[u * RPT + i], s);
+            for (var r = 0u; r < ROWS; r++) {
+              var d = 0.0;
+              for (var q = 0u; q < 8u; q++) {
+                d += dot(v[q], xs[r][q]);
+              }
+              acc[i][r] += d;
+            }
+            if (SWIGLU) {
+              let v2 = decode(raw2[u * RPT + i], s);
+              for (var r = 0u; r < ROWS; r++) {
+                var d = 0.0;
+                for (var q = 0u; q < 8u; q++) {
+                  d += dot(v2[q], xs[r][q]);
+                }
+                acc2[i][r] += d;
+              }
+            }
+          }
+        }
+      }
+      j += positions * TPR;
+    }
+  }
+  for (var i = 0u; i < RPT; i++) {
+    acc[i] = row_sum(acc[i], ss, norm && i == 0u, lid, t);
+    if (SWIGLU) {
+      acc2[i] = row_sum(acc2[i], ss, false, lid, t);
+    }
+  }
+  if (t != 0u) {
+    return;
+  }
+  for (var i = 0u; i < RPT; i++) {
+    let n = n0 + i;
+    if (n >= p.n) {
+      break;
+    }
+    for (var r = 0u; r < ROWS; r++) {
+      let m = m0 + r;
+      if (m < p.m) {
+        var scale = 1.0;
+        if (norm) {
+          scale = inverseSqrt(ss_total[r] / f32(p.k) + p.eps);
+        }
+        let o = m * p.ldy + p.y0 + n;
+        var v = acc[i][r] * scale;
+        if (SWIGLU) {
+          y[o] = v / (1.0 + exp(-v)) * (acc2[i][r] * scale);
+        } else {
+          if (has_bias) {
+            v += bias[p.y0 + n];
+          }
+          if (accumulate) {
+            v += y[o];
+          }
+          y[o] = v;
+        }
+      }
+    }
+  }
+}
+
+// out[tok, :] = the dequantized table row ids[tok] when this chunk holds it; zeros for an id past
+// the vocabulary when this is the last chunk; untouched otherwise (another chunk writes it).
+@compute @workgroup_size(EMBED_WG)
+fn embed(@builtin(global_invocation_id) gid: vec3<u32>,
+         @builtin(num_workgroups) nwg: vec3<u32>) {
+  let slices = p.k / 32u;
+  let i = gid.x + gid.y * nwg.x * EMBED_WG;
+  if (i >= p.m * slices) {
+    return;
+  }
+  let tok = i / slices;
+  let j = i % slices;
+  let id = ids[tok];
+  let per = block_elems() / 32u;
+  let s = j % per;
+  let e0 = tok * p.k + (j / per) * block_elems();
+  if (id >= p.row_start && id < p.row_end) {
+    let row = (id - p.row_start) * (p.k / block_elems()) * block_bytes();
+    let v = decode(load_slice(row + (j / per) * block_bytes(), s), s);
+    for (var q = 0u; q < 8u; q++) {
+      let o = e0 + group_elem(s, q);
+      for (var e = 0u; e < 4u; e++) {
+        y[o + e] = v[q][e];
+      }
+    }
+  } else if (id >= p.vocab && p.row_end == p.vocab) {
+    for (var q = 0u; q < 8u; q++) {
+      let o = e0 + group_elem(s, q);
+      for (var e = 0u; e < 4u; e++) {
+        y[o + e] = 0.0;
+      }
+    }
   }
 }

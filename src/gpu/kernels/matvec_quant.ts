@@ -1,102 +1,232 @@
 /**
- * Matrix-vector products against GGUF block-quantized weights (`shaders/matvec_quant.wgsl`),
- * dequantizing in registers: the weight buffer holds the blocks exactly as a GGUF file stores
- * them, and no dequantized copy is ever made.
+ * Kernels over GGUF block-quantized weights (`shaders/matvec_quant.wgsl`), dequantizing in
+ * registers: the weight buffer holds the blocks exactly as a GGUF file stores them, and no
+ * dequantized copy is ever made.
+ *
+ * - `prepareQuantMatvec`: the decode product with RMSNorm before it and the residual add or
+ *   SwiGLU after it folded in, writing into a column window of a wider output.
+ * - `prepareQuantEmbedding`: the token embedding gather from one chunk of a quantized table.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
+import { isCpuAdapter } from "../device.ts";
 import { grid } from "../dispatch.ts";
 import { quantFormat, quantizedRowBytes, type QuantType } from "../quant/formats.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 
+export type QuantEpilogue = "store" | "accumulate" | "swiglu";
+
 export interface QuantMatvecArgs {
   /** Activations, f32 [m, k]. */
   x: GPUBuffer;
-  /** Weights, [n] rows of k / blockSize blocks of `type`, bytes as in a GGUF tensor. */
+  /** Weights: n rows (2n with `swiglu`: [gate; up] stacked) of k / blockSize blocks, GGUF bytes. */
   w: GPUBuffer;
-  /** Output, f32 [m, n]. */
+  /** Output, f32 rows of stride `ldy`; the product goes to columns [y0, y0 + n). */
   y: GPUBuffer;
   m: number;
   n: number;
   k: number;
   type: QuantType;
-  /** f32 [n], added to every row. */
+  /** f32; output column j adds bias[y0 + j]. Not with `swiglu`. */
   bias?: GPUBuffer;
-  /** Add the product to what `y` holds (y += x·Wᵀ) instead of overwriting it. */
-  accumulate?: boolean;
+  /** RMSNorm of x folded in: its weight gamma as f32 [k], and epsilon. */
+  norm?: { weight: GPUBuffer; eps: number };
+  /** `store` (default): y = r; `accumulate`: y += r; `swiglu`: y = silu(r_gate) * r_up. */
+  epilogue?: QuantEpilogue;
+  /** Output row stride in floats; default n, at least y0 + n. */
+  ldy?: number;
+  /** First output column; default 0. */
+  y0?: number;
+  /**
+   * Threads per output row (a power of two up to 64). By default 1 on a CPU adapter (each
+   * thread owns whole rows: no reduction, no barrier) and 32 on a GPU; tests set it to cover
+   * both paths on one adapter.
+   */
+  threadsPerRow?: number;
 }
 
 /** Activation rows per z-slice of workgroups; more rows take more z-slices. */
 export const QUANT_MATVEC_ROWS = 8;
-/** Output rows per workgroup (32 threads each). */
-const ROWS_PER_WORKGROUP = 8;
+/**
+ * Output rows per thread times activation rows on the one-thread-per-row path: one load of x
+ * serves CPU_RPT / rows weight rows (8 at decode). Bounding the product bounds the unrolled
+ * shader, whose compile takes seconds on a CPU adapter at 8 × 8.
+ */
+const CPU_RPT = 8;
+/** Bits of the shader's `flags` uniform. */
+const FLAG_BIAS = 1, FLAG_NORM = 2, FLAG_ACCUMULATE = 4;
+const EPILOGUES: readonly QuantEpilogue[] = ["store", "accumulate", "swiglu"];
 
-const noBias = new WeakMap<GPUDevice, GPUBuffer>();
+const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
 
-function emptyBias(device: GPUDevice): GPUBuffer {
-  let b = noBias.get(device);
-  if (b === undefined) noBias.set(device, b = storageBuffer(device, "matvec_quant:no-bias", 4));
+/** The shader declares every optional binding (bias, norm weight); unused ones read this. */
+function placeholder(device: GPUDevice): GPUBuffer {
+  let b = placeholders.get(device);
+  if (b === undefined) {
+    placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
+  }
   return b;
 }
 
-function checkDims(a: QuantMatvecArgs): void {
-  for (const [name, v] of [["m", a.m], ["n", a.n], ["k", a.k]] as const) {
-    if (!Number.isInteger(v) || v <= 0) {
-      throw EngineError.invalidArgument(
-        `matvec_quant: ${name} must be a positive integer, got ${v}`,
-      );
-    }
+function fail(what: string, message: string): never {
+  throw EngineError.invalidArgument(`${what}: ${message}`);
+}
+
+function checkCount(what: string, name: string, v: number, min: number): void {
+  if (!Number.isInteger(v) || v < min) {
+    fail(what, `${name} must be an integer >= ${min}, got ${v}`);
   }
 }
 
-function checkBuffer(device: GPUDevice, what: string, b: GPUBuffer, bytes: number): void {
-  if (b.size < bytes) {
-    throw EngineError.invalidArgument(
-      `matvec_quant: ${what} holds ${b.size} bytes, needs ${bytes}`,
-    );
-  }
+function checkBuffer(device: GPUDevice, what: string, name: string, b: GPUBuffer, bytes: number) {
+  if (b.size < bytes) fail(what, `${name} holds ${b.size} bytes, needs ${bytes}`);
   if (bytes > device.limits.maxStorageBufferBindingSize) {
-    throw EngineError.invalidArgument(
-      `matvec_quant: ${what} needs ${bytes} bytes, over this device's binding limit of ${device.limits.maxStorageBufferBindingSize}`,
+    fail(
+      what,
+      `${name} needs ${bytes} bytes, over this device's binding limit of ${device.limits.maxStorageBufferBindingSize}`,
     );
   }
+}
+
+/** Threads per row, workgroup size and rows per thread. */
+function threads(
+  device: GPUDevice,
+  rows: number,
+  tpr?: number,
+): { tpr: number; wg: number; rpt: number } {
+  if (tpr !== undefined) {
+    if (!(Number.isInteger(tpr) && tpr >= 1 && tpr <= 64 && (tpr & (tpr - 1)) === 0)) {
+      fail("matvec_quant", `threadsPerRow ${tpr} is not a power of two in 1..64`);
+    }
+  } else {
+    tpr = isCpuAdapter(device) ? 1 : 32;
+  }
+  const rpt = tpr === 1 ? Math.max(1, Math.floor(CPU_RPT / rows)) : 1;
+  return { tpr, wg: tpr === 1 ? 64 : 256, rpt };
 }
 
 /**
- * y[m, n] = Σₖ x[m, k]·W[n, k] (+ bias[n]) (+ y[m, n] when `accumulate`), W quantized as `type`.
- * Built for decode (m ≤ 8, one pass over the weights); a larger m is taken 8 rows at a time in
- * z-slices that each decode the weights again — correct, but a prefill fallback, not a tiled
- * matmul. `k` must be a multiple of the block size (32, or 256 for the K-quants).
+ * r[i, j] = s_i·Σₖ x[i, k]·g[k]·W[j, k] + bias[y0 + j], with s_i = 1/√(mean_k x[i, k]² + eps)
+ * and g the norm weight when `norm` is given (else s = g = 1), stored to y[i·ldy + y0 + j]
+ * (`store`), added to it (`accumulate`), or with W = [gate; up] as y = silu(r_gate)·r_up
+ * (`swiglu`). Built for decode (m ≤ 8, one pass over the weights); a larger m is taken 8 rows at a
+ * time in z-slices that each decode the weights again: correct, but a prefill fallback, not a
+ * tiled matmul. `k` must be a multiple of the block size (32, or 256 for the K-quants).
  */
 export async function prepareQuantMatvec(
   device: GPUDevice,
   a: QuantMatvecArgs,
   label = "matvec_quant",
 ): Promise<KernelDispatch> {
+  const what = "matvec_quant";
   const f = quantFormat(a.type);
-  checkDims(a);
+  checkCount(what, "m", a.m, 1);
+  checkCount(what, "n", a.n, 1);
+  checkCount(what, "k", a.k, 1);
   const rowBytes = quantizedRowBytes(f.type, a.k);
-  checkBuffer(device, "x", a.x, a.m * a.k * 4);
-  checkBuffer(device, "w", a.w, a.n * rowBytes);
-  checkBuffer(device, "y", a.y, a.m * a.n * 4);
-  if (a.bias) checkBuffer(device, "bias", a.bias, a.n * 4);
+  const y0 = a.y0 ?? 0;
+  const ldy = a.ldy ?? a.n;
+  checkCount(what, "y0", y0, 0);
+  checkCount(what, "ldy", ldy, 1);
+  if (ldy < y0 + a.n) fail(what, `ldy ${ldy} is less than y0 + n = ${y0 + a.n}`);
+  const epilogue = a.epilogue ?? "store";
+  if (!EPILOGUES.includes(epilogue)) fail(what, `unknown epilogue ${epilogue}`);
+  if (epilogue === "swiglu" && a.bias) fail(what, "no bias with the swiglu epilogue");
+  if (a.norm && !(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
+    fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
+  }
+  const wRows = epilogue === "swiglu" ? 2 * a.n : a.n;
+  checkBuffer(device, what, "x", a.x, a.m * a.k * 4);
+  checkBuffer(device, what, "w", a.w, wRows * rowBytes);
+  checkBuffer(device, what, "y", a.y, ((a.m - 1) * ldy + y0 + a.n) * 4);
+  if (a.bias) checkBuffer(device, what, "bias", a.bias, (y0 + a.n) * 4);
+  if (a.norm) checkBuffer(device, what, "norm weight", a.norm.weight, a.k * 4);
   const slices = Math.ceil(a.m / QUANT_MATVEC_ROWS);
   if (slices > device.limits.maxComputeWorkgroupsPerDimension) {
-    throw EngineError.invalidArgument(`matvec_quant: m = ${a.m} is too many rows for one dispatch`);
+    fail(what, `m = ${a.m} is too many rows for one dispatch`);
   }
-  const [gx, gy] = grid(device, Math.ceil(a.n / ROWS_PER_WORKGROUP));
+  const rows = Math.min(a.m, QUANT_MATVEC_ROWS);
+  const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
+    (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
+  const { tpr, wg, rpt } = threads(device, rows, a.threadsPerRow);
+  const [gx, gy] = grid(device, Math.ceil(a.n / ((wg / tpr) * rpt)));
   return await prepareKernel(device, {
     label,
     shader: "matvec_quant",
     entry: "main",
     constants: {
       FORMAT: f.code,
-      ROWS: Math.min(a.m, QUANT_MATVEC_ROWS),
-      HAS_BIAS: a.bias ? 1 : 0,
-      ACCUMULATE: a.accumulate ? 1 : 0,
+      ROWS: rows,
+      SWIGLU: epilogue === "swiglu" ? 1 : 0,
+      TPR: tpr,
+      WG: wg,
+      RPT: rpt,
     },
-    uniform: [a.m, a.n, a.k, 0],
-    buffers: { 1: a.x, 2: a.w, 3: a.bias ?? emptyBias(device), 4: a.y },
+    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0, 0, flags, 0, 0],
+    floats: [3],
+    buffers: {
+      1: a.x,
+      2: a.w,
+      3: a.bias ?? placeholder(device),
+      4: a.y,
+      5: a.norm?.weight ?? placeholder(device),
+    },
     workgroups: [gx, gy, slices],
+  });
+}
+
+export interface QuantEmbeddingArgs {
+  /** Token ids, u32 [tokens]. */
+  ids: GPUBuffer;
+  /** Rows [rowStart, rowEnd) of the [vocab, hidden] table, GGUF bytes. */
+  table: GPUBuffer;
+  /** Output, f32 [tokens, hidden]. */
+  out: GPUBuffer;
+  tokens: number;
+  hidden: number;
+  type: QuantType;
+  rowStart: number;
+  rowEnd: number;
+  vocab: number;
+}
+
+/** Threads per workgroup of the `embed` entry point (its `EMBED_WG`). */
+const EMBED_WG = 64;
+
+/**
+ * Token embedding gather from one chunk of a quantized table (a big table is split into chunks,
+ * one buffer and one dispatch each). For token t with id = ids[t]: out[t, :] = the dequantized
+ * row id when rowStart ≤ id < rowEnd; zeros when id ≥ vocab and this is the last chunk (rowEnd
+ * = vocab); otherwise out[t, :] is left as it is, for another chunk to write. `hidden` must be a
+ * multiple of the block size.
+ */
+export async function prepareQuantEmbedding(
+  device: GPUDevice,
+  a: QuantEmbeddingArgs,
+  label = "embedding_quant",
+): Promise<KernelDispatch> {
+  const what = "embedding_quant";
+  const f = quantFormat(a.type);
+  checkCount(what, "tokens", a.tokens, 1);
+  checkCount(what, "hidden", a.hidden, 1);
+  checkCount(what, "vocab", a.vocab, 1);
+  checkCount(what, "rowStart", a.rowStart, 0);
+  checkCount(what, "rowEnd", a.rowEnd, 1);
+  if (!(a.rowStart < a.rowEnd && a.rowEnd <= a.vocab)) {
+    fail(what, `rows [${a.rowStart}, ${a.rowEnd}) are not a non-empty range within ${a.vocab}`);
+  }
+  const rowBytes = quantizedRowBytes(f.type, a.hidden);
+  checkBuffer(device, what, "ids", a.ids, a.tokens * 4);
+  checkBuffer(device, what, "table", a.table, (a.rowEnd - a.rowStart) * rowBytes);
+  checkBuffer(device, what, "out", a.out, a.tokens * a.hidden * 4);
+  const threadCount = a.tokens * (a.hidden / 32);
+  return await prepareKernel(device, {
+    label,
+    shader: "matvec_quant",
+    entry: "embed",
+    constants: { FORMAT: f.code },
+    uniform: [a.tokens, 0, a.hidden, 0, 0, 0, a.rowStart, a.rowEnd, a.vocab, 0, 0, 0],
+    buffers: { 2: a.table, 4: a.out, 6: a.ids },
+    workgroups: grid(device, Math.ceil(threadCount / EMBED_WG)),
   });
 }

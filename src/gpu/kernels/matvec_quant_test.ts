@@ -2,114 +2,176 @@ import { equal, ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer, uploadBuffer } from "../buffers.ts";
 import { QUANT_FORMATS, QUANT_TYPES, quantize, type QuantType } from "../quant/formats.ts";
-import { quantMatvecRef } from "../quant/reference.ts";
+import { quantEmbeddingRef, quantMatvecRef } from "../quant/reference.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
-import { prepareQuantMatvec } from "./matvec_quant.ts";
+import { prepareQuantEmbedding, prepareQuantMatvec, type QuantEpilogue } from "./matvec_quant.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
   f32Buffer,
-  outBuffer,
   runRead,
   seeded,
+  u32Buffer,
 } from "../../../test/support/kernel_harness.ts";
 
-const NS = [1, 7, 65, 577];
-const MS = [1, 3, 8];
-const KS = (t: QuantType) => QUANT_FORMATS[t].blockSize === 32 ? [32, 96, 576] : [256, 768, 1536];
+/** Row lengths: an odd number of blocks (9) for the 32-element formats, two K-quant blocks. */
+const K = (t: QuantType) => QUANT_FORMATS[t].blockSize === 32 ? 288 : 512;
 
-function problem(type: QuantType, m: number, n: number, k: number, seed: number) {
-  // Random well-formed blocks: every quant, scale and high bit of the layout matters.
-  return { w: randomBlocks(type, n * k, seed), x: asF32(seeded(seed + 2, m * k)) };
+interface Case {
+  epilogue: QuantEpilogue;
+  norm: boolean;
+  bias: boolean;
+  tpr: number;
+  m: number;
+  n: number;
+  /** Write into columns [3, 3 + n) of rows n + 5 wide. */
+  window: boolean;
 }
 
-/** f32 accumulation over k terms of magnitude ≤ 1. */
-const tol = (k: number) => 4e-6 * k;
+/**
+ * Ten cases per format on two pipelines (each pipeline compiled costs seconds on lavapipe, a
+ * dispatch of these shapes milliseconds): store and accumulate, each with and without norm and
+ * bias, at m = 1, or m = 9 (two z-slices) for Q8_0 and Q4_0; SwiGLU with and without norm at
+ * m = 3. The two thread paths swap between formats, so that every thread path sees every
+ * epilogue and m (m = 9 is only on two formats: its pipelines take 5-10 s each to compile on
+ * lavapipe, and nothing of the z-slicing depends on the format). n, and writing into the middle
+ * of a wider output, alternate by case.
+ */
+function cases(format: number): Case[] {
+  const [tprA, tprB] = format % 2 ? [32, 1] : [1, 32];
+  const m = format < 2 ? 9 : 1;
+  const out: Case[] = [];
+  const push = (c: Omit<Case, "n" | "window">) =>
+    out.push({ ...c, n: out.length % 2 ? 37 : 13, window: out.length % 4 < 2 });
+  for (const epilogue of ["store", "accumulate"] as const) {
+    for (const norm of [false, true]) {
+      for (const bias of [false, true]) push({ epilogue, norm, bias, tpr: tprA, m });
+    }
+  }
+  for (const norm of [false, true]) {
+    push({ epilogue: "swiglu", norm, bias: false, tpr: tprB, m: 3 });
+  }
+  return out;
+}
+
+async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number): Promise<void> {
+  const { epilogue, m, n } = c;
+  const k = K(type);
+  const rows = epilogue === "swiglu" ? 2 * n : n;
+  const y0 = c.window ? 3 : 0;
+  const ldy = c.window ? n + 5 : n;
+  const w = randomBlocks(type, rows * k, seed);
+  const x = asF32(seeded(seed + 1, m * k));
+  const gamma = asF32(seeded(seed + 2, k));
+  const bias = asF32(seeded(seed + 3, y0 + n));
+  const prior = asF32(seeded(seed + 4, m * ldy));
+  const eps = 1e-5;
+  const y = f32Buffer(device, "mvq:y", prior);
+  const d = await prepareQuantMatvec(device, {
+    x: f32Buffer(device, "mvq:x", x),
+    w: uploadBuffer(device, "mvq:w", w),
+    y,
+    m,
+    n,
+    k,
+    type,
+    epilogue,
+    threadsPerRow: c.tpr,
+    ...(c.bias ? { bias: f32Buffer(device, "mvq:b", bias) } : {}),
+    ...(c.norm ? { norm: { weight: f32Buffer(device, "mvq:g", gamma), eps } } : {}),
+    ...(c.window ? { ldy, y0 } : {}),
+  });
+  const got = await runRead(device, [d], y, m * ldy);
+  const ref = quantMatvecRef(type, w, x, m, n, k, {
+    epilogue,
+    prior,
+    ldy,
+    y0,
+    ...(c.bias ? { bias } : {}),
+    ...(c.norm ? { norm: { weight: gamma, eps } } : {}),
+  });
+  // f32 sums of k terms of magnitude ≲ 1 (≲ 2 after the norm); SwiGLU multiplies two of them.
+  const what = `${type} ${JSON.stringify(c)}`;
+  assertClose(got, ref, 2e-5 * k, epilogue === "swiglu" ? 1e-4 : 1e-5, what);
+}
 
 for (const type of QUANT_TYPES) {
-  Deno.test(`matvec_quant ${type}: n 1/7/65/577 × k ${KS(type).join("/")}, m 1/3/8`, async () => {
+  Deno.test(`matvec_quant ${type}: every epilogue × norm × bias, both thread paths, odd m and n, output windows`, async () => {
     const { device } = await testGpu();
     await withErrorScopes(device, async () => {
-      let case_ = 0;
-      for (const k of KS(type)) {
-        for (const n of NS) {
-          // Every (k, m) and (n, m) pair appears; the full product would be slow on lavapipe.
-          const m = MS[case_++ % MS.length]!;
-          const { w, x } = problem(type, m, n, k, 100 + case_);
-          const y = outBuffer(device, "mvq:y", m * n);
-          const d = await prepareQuantMatvec(device, {
-            x: f32Buffer(device, "mvq:x", x),
-            w: uploadBuffer(device, "mvq:w", w),
-            y,
-            m,
-            n,
-            k,
-            type,
-          });
-          const got = await runRead(device, [d], y, m * n);
-          assertClose(
-            got,
-            quantMatvecRef(type, w, x, m, n, k),
-            tol(k),
-            1e-5,
-            `${type} m${m} n${n} k${k}`,
-          );
-        }
-      }
-    });
-  });
-
-  Deno.test(`matvec_quant ${type}: bias and accumulate, and m = 11 over two row slices`, async () => {
-    const { device } = await testGpu();
-    await withErrorScopes(device, async () => {
-      const k = KS(type)[1]!;
-      for (
-        const [m, n, withBias, accumulate] of [[3, 65, true, true], [11, 7, false, true], [
-          11,
-          33,
-          true,
-          false,
-        ]] as const
-      ) {
-        // The quantizer's own blocks, end to end.
-        const w = quantize(type, Float32Array.from(seeded(7 * m + n, n * k)), n, k);
-        const x = asF32(seeded(m, m * k));
-        const b = asF32(seeded(n, n));
-        const y0 = asF32(seeded(m + 3, m * n));
-        const y = f32Buffer(device, "mvq:y", y0);
-        const d = await prepareQuantMatvec(device, {
-          x: f32Buffer(device, "mvq:x", x),
-          w: uploadBuffer(device, "mvq:w", w),
-          y,
-          m,
-          n,
-          k,
-          type,
-          ...(withBias ? { bias: f32Buffer(device, "mvq:b", b) } : {}),
-          accumulate,
-        });
-        const got = await runRead(device, [d], y, m * n);
-        const ref = quantMatvecRef(
-          type,
-          w,
-          x,
-          m,
-          n,
-          k,
-          withBias ? b : undefined,
-          accumulate ? y0 : undefined,
-        );
-        assertClose(
-          got,
-          ref,
-          tol(k),
-          1e-5,
-          `${type} m${m} n${n} bias ${withBias} acc ${accumulate}`,
-        );
-      }
+      let seed = 10;
+      for (const c of cases(QUANT_TYPES.indexOf(type))) await runCase(device, type, c, seed += 7);
     });
   });
 }
+
+Deno.test("matvec_quant: the quantizer's own blocks, rows longer than one round of loads", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    for (const type of ["Q4_0", "Q5_K"] as const) {
+      const [m, n, k] = [2, 19, QUANT_FORMATS[type].blockSize === 32 ? 1024 : 1536];
+      const w = quantize(type, Float32Array.from(seeded(5, n * k)), n, k);
+      const x = asF32(seeded(6, m * k));
+      const y = storageBuffer(device, "mvq:y", m * n * 4);
+      const d = await prepareQuantMatvec(device, {
+        x: f32Buffer(device, "mvq:x", x),
+        w: uploadBuffer(device, "mvq:w", w),
+        y,
+        m,
+        n,
+        k,
+        type,
+        threadsPerRow: 2, // 4 slices in flight per thread: 8 slices per round, 32 or 48 rounds
+      });
+      const got = await runRead(device, [d], y, m * n);
+      assertClose(got, quantMatvecRef(type, w, x, m, n, k), 2e-5 * k, 1e-5, `${type} k${k}`);
+    }
+  });
+});
+
+/** Hidden sizes: an odd number of blocks. */
+const HIDDEN = (t: QuantType) => QUANT_FORMATS[t].blockSize === 32 ? 96 : 768;
+
+Deno.test("embedding_quant: two table chunks compose into one output; out-of-vocabulary ids give zeros", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const vocab = 11;
+    const split = 5;
+    const ids = [4, 0, 11, 5, 10, 4, 4000000000, 7];
+    for (const [ti, type] of QUANT_TYPES.entries()) {
+      const hidden = HIDDEN(type);
+      const table = randomBlocks(type, vocab * hidden, 30 + ti);
+      const rowBytes = (hidden / QUANT_FORMATS[type].blockSize) * QUANT_FORMATS[type].blockBytes;
+      const chunks = [[0, split], [split, vocab]] as const;
+      const sentinel = new Float64Array(ids.length * hidden).fill(7.5);
+      const out = f32Buffer(device, "embq:out", sentinel);
+      const idBuf = u32Buffer(device, "embq:ids", ids);
+      let ref: Float64Array = sentinel;
+      for (const [rowStart, rowEnd] of chunks) {
+        const bytes = table.subarray(rowStart * rowBytes, rowEnd * rowBytes);
+        const d = await prepareQuantEmbedding(device, {
+          ids: idBuf,
+          table: uploadBuffer(device, "embq:table", bytes),
+          out,
+          tokens: ids.length,
+          hidden,
+          type,
+          rowStart,
+          rowEnd,
+          vocab,
+        });
+        const got = await runRead(device, [d], out, ids.length * hidden);
+        ref = quantEmbeddingRef(type, bytes, ids, hidden, rowStart, rowEnd, vocab, ref);
+        // After the first chunk, tokens of the second and out-of-vocabulary ones are untouched.
+        assertClose(got, ref, 1e-7, 1e-6, `${type} rows [${rowStart}, ${rowEnd})`);
+      }
+      const whole = quantEmbeddingRef(type, table, ids, hidden, 0, vocab, vocab);
+      assertClose(ref, whole, 0, 0, `${type}: chunks vs one table`);
+      ok(whole.subarray(2 * hidden, 3 * hidden).every((v) => v === 0), "id 11 gives zeros");
+      ok(whole.some((v) => v !== 0), "rows gathered");
+    }
+  });
+});
 
 async function rejectsInvalid(p: Promise<unknown>, includes: string): Promise<void> {
   try {
@@ -123,12 +185,13 @@ async function rejectsInvalid(p: Promise<unknown>, includes: string): Promise<vo
   throw new Error(`no error (expected one mentioning ${includes})`);
 }
 
-Deno.test("matvec_quant refuses k that is not whole blocks, unknown types and short buffers", async () => {
+Deno.test("matvec_quant refuses bad shapes, windows, epilogues and short buffers", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const buf = storageBuffer(device, "mvq:any", 1 << 16);
     const small = storageBuffer(device, "mvq:small", 64);
     const args = { x: buf, w: buf, y: buf, m: 1, n: 4, k: 576 };
+    const q8 = { ...args, k: 64, type: "Q8_0" as const };
     await rejectsInvalid(prepareQuantMatvec(device, { ...args, type: "Q4_K" }), "row length 576");
     await rejectsInvalid(prepareQuantMatvec(device, { ...args, type: "Q6_K" }), "row length 576");
     await rejectsInvalid(
@@ -139,14 +202,54 @@ Deno.test("matvec_quant refuses k that is not whole blocks, unknown types and sh
       prepareQuantMatvec(device, { ...args, type: "Q2_K" as QuantType }),
       "unknown quantization type",
     );
-    await rejectsInvalid(prepareQuantMatvec(device, { ...args, m: 0, type: "Q8_0" }), "m must be");
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, m: 0 }), "m must be");
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, w: small }), "w holds 64");
     await rejectsInvalid(
-      prepareQuantMatvec(device, { ...args, w: small, type: "Q8_0" }),
-      "w holds 64",
-    );
-    await rejectsInvalid(
-      prepareQuantMatvec(device, { ...args, bias: small, n: 32, type: "Q4_0" }),
+      prepareQuantMatvec(device, { ...q8, bias: small, n: 32 }),
       "bias holds 64",
     );
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, ldy: 6, y0: 3 }), "ldy 6");
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, ldy: 3 }), "ldy 3");
+    await rejectsInvalid(
+      prepareQuantMatvec(device, { ...q8, epilogue: "swiglu", bias: buf }),
+      "no bias with the swiglu",
+    );
+    await rejectsInvalid(
+      prepareQuantMatvec(device, { ...q8, epilogue: "gelu" as QuantEpilogue }),
+      "unknown epilogue",
+    );
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, threadsPerRow: 3 }), "threadsPerRow");
+    await rejectsInvalid(
+      prepareQuantMatvec(device, { ...q8, norm: { weight: small, eps: 1e-5 }, k: 32 * 17 }),
+      "norm weight holds 64",
+    );
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, y: small, m: 5 }), "y holds 64");
+  });
+});
+
+Deno.test("embedding_quant refuses bad chunks and row lengths", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const buf = storageBuffer(device, "embq:any", 1 << 16);
+    const small = storageBuffer(device, "embq:small", 64);
+    const args = {
+      ids: buf,
+      table: buf,
+      out: buf,
+      tokens: 2,
+      hidden: 64,
+      type: "Q8_0" as const,
+      rowStart: 0,
+      rowEnd: 10,
+      vocab: 10,
+    };
+    await rejectsInvalid(prepareQuantEmbedding(device, { ...args, hidden: 48 }), "row length 48");
+    await rejectsInvalid(prepareQuantEmbedding(device, { ...args, rowEnd: 11 }), "rows [0, 11)");
+    await rejectsInvalid(prepareQuantEmbedding(device, { ...args, rowStart: 10 }), "rows [10, 10)");
+    await rejectsInvalid(
+      prepareQuantEmbedding(device, { ...args, table: small }),
+      "table holds 64",
+    );
+    await rejectsInvalid(prepareQuantEmbedding(device, { ...args, tokens: 0 }), "tokens must be");
   });
 });
