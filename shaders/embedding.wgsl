@@ -1,5 +1,9 @@
 // Token embedding gather: out[t, :] = table[ids[t], :], widening F16/BF16 weights to f32.
-// An id outside the vocabulary yields a zero row (ids are validated on the CPU first).
+//
+// A table too big for one binding is split by rows into chunks, one buffer and one dispatch
+// each: this dispatch's buffer holds rows [row_start, row_end) and writes only the tokens whose
+// id falls there. An id outside the vocabulary (ids are validated on the CPU first; a gather
+// from the token store can still yield one) gets a zero row from the chunk that ends the table.
 
 override WEIGHT_DTYPE: u32 = 0u; // 0 f32, 1 f16, 2 bf16
 
@@ -7,7 +11,10 @@ struct Params {
   tokens: u32,
   hidden: u32,
   vocab: u32,
-  _pad: u32,
+  row_start: u32,
+  row_end: u32,
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -36,9 +43,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let t = i / p.hidden;
   let d = i % p.hidden;
   let id = ids[t];
-  if (id >= p.vocab) {
+  if (id >= p.row_start && id < p.row_end) {
+    out[i] = weight((id - p.row_start) * p.hidden + d);
+  } else if (id >= p.vocab && p.row_end == p.vocab) {
     out[i] = 0.0;
-    return;
   }
-  out[i] = weight(id * p.hidden + d);
 }

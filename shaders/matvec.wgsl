@@ -1,6 +1,6 @@
 // Bandwidth-bound matrix-vector products for decode, with the work around them fused in:
 //
-//   y[m, n] = s[m] * sum_k x[m, k] * g[k] * W[n, k] (+ b[n])
+//   y[m, n] = s[m] * sum_k x[m, k] * g[k] * W[n, k] (+ b[y0 + n])
 //
 // for up to 8 activation rows per workgroup z-slice, W read as vec4<u32> (eight F16/BF16 or four
 // F32 weights per 16-byte load, UNROLL loads in flight per thread). Needs K a multiple of 8
@@ -39,6 +39,12 @@ struct Params {
   n: u32,
   k: u32,
   eps: f32,
+  // Output row stride and column offset: y[m, n] lands at y[m * ldy + y0 + n] (a product over
+  // one part of a weight split by rows writes its columns of the whole output).
+  ldy: u32,
+  y0: u32,
+  _pad0: u32,
+  _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -216,8 +222,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (NORM) {
           scale = inverseSqrt(ss[r] / f32(p.k) + p.eps);
         }
-        let o = m * p.n + n;
-        let v = acc[i][r] * scale + bias_at(n);
+        let o = m * p.ldy + p.y0 + n;
+        let v = acc[i][r] * scale + bias_at(p.y0 + n);
         if (MODE == 0u) {
           y[o] = v;
         } else if (MODE == 1u) {

@@ -2,8 +2,17 @@
  * Weight dtypes as stored in safetensors. Kernels read F16 and BF16 weights packed two per
  * u32 and widen them in-kernel to f32 (BF16 is never narrowed to F16, whose range is smaller).
  */
+import type { QuantType } from "./quant/formats.ts";
 
 export type WeightDtype = "f32" | "f16" | "bf16";
+
+/** A weight's element type on the GPU: a float dtype, or a GGUF block-quantized type. */
+export type TensorDtype = WeightDtype | QuantType;
+
+/** Whether `d` is a float dtype (else a GGUF block-quantized type). */
+export function isFloatDtype(d: TensorDtype): d is WeightDtype {
+  return d === "f32" || d === "f16" || d === "bf16";
+}
 
 /** The value of the `WEIGHT_DTYPE` override constant each kernel reads. */
 export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, f16: 1, bf16: 2 };

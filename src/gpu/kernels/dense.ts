@@ -14,8 +14,15 @@ export interface EmbeddingArgs {
   hidden: number;
   vocab: number;
   dtype: WeightDtype;
+  /**
+   * The rows `table` holds, when the table is split by rows over several buffers (default: all
+   * of them). Tokens whose id is elsewhere are left for the other chunks' dispatches.
+   */
+  rowStart?: number;
+  rowEnd?: number;
 }
 
+/** out[t, :] = table[ids[t], :] for the ids in this chunk of the table (see `EmbeddingArgs`). */
 export function prepareEmbedding(
   device: GPUDevice,
   a: EmbeddingArgs,
@@ -26,7 +33,7 @@ export function prepareEmbedding(
     shader: "embedding",
     entry: "main",
     constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype] },
-    uniform: [a.tokens, a.hidden, a.vocab, 0],
+    uniform: [a.tokens, a.hidden, a.vocab, a.rowStart ?? 0, a.rowEnd ?? a.vocab, 0, 0, 0],
     buffers: { 1: a.ids, 2: a.table, 3: a.out },
     workgroups: grid256(device, a.tokens * a.hidden),
   });

@@ -36,6 +36,40 @@ for (const dtype of DTYPES) {
     });
   });
 
+  Deno.test(`embedding over a ${dtype} table split into two chunks composes`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      const [vocab, hidden, split] = [37, 19, 21];
+      const table = weights(2, vocab * hidden, dtype);
+      const bytesPer = table.bytes.length / (vocab * hidden);
+      const ids = [0, 36, 20, 21, 40, 17, 5];
+      const out = outBuffer(device, "emb:out", ids.length * hidden);
+      const idBuf = u32Buffer(device, "emb:ids", ids);
+      const chunks = [[0, split], [split, vocab]] as const;
+      const dispatches = [];
+      for (const [rowStart, rowEnd] of chunks) {
+        const bytes = table.bytes.slice(rowStart * hidden * bytesPer, rowEnd * hidden * bytesPer);
+        const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
+        padded.set(bytes);
+        dispatches.push(
+          await prepareEmbedding(device, {
+            ids: idBuf,
+            table: uploadBuffer(device, `emb:table${rowStart}`, padded),
+            out,
+            tokens: ids.length,
+            hidden,
+            vocab,
+            dtype,
+            rowStart,
+            rowEnd,
+          }),
+        );
+      }
+      const got = await runRead(device, dispatches, out, ids.length * hidden);
+      assertClose(got, embeddingRef(ids, table.values, hidden), 0, 0, "chunked embedding");
+    });
+  });
+
   Deno.test(`rmsnorm ${dtype} over dims 1, 63, 257`, async () => {
     const { device } = await testGpu();
     await withErrorScopes(device, async () => {

@@ -40,6 +40,13 @@ export interface FusedLinearArgs extends LinearArgs {
    * adapter and 64 on a GPU; tests set it to cover both paths on one adapter.
    */
   threadsPerRow?: number;
+  /**
+   * Output row stride (default n) and column offset (default 0): row i of the result lands at
+   * y[i·ldy + y0 …], and the bias is read from b[y0 …]. A product over one part of a weight
+   * split by rows writes its columns of the whole output so. Matrix-vector kernel only.
+   */
+  ldy?: number;
+  y0?: number;
 }
 
 /** Rows of activations up to which the matrix-vector kernel is used (per z-slice). */
@@ -96,17 +103,24 @@ export function isMatvecShape(
 
 const EPILOGUE_CODE: Record<Epilogue, number> = { store: 0, accumulate: 1, swiglu: 2 };
 
-/** The fused decode product in one dispatch of `matvec.wgsl`. Needs `isMatvecShape`. */
+/**
+ * The fused decode product in one dispatch of `matvec.wgsl`. Needs `isMatvecShape`, or with
+ * `anyRows` only its K alignment (the kernel is correct for any M, slower than the tiled GEMM
+ * on a GPU beyond `MATVEC_MAX_M` rows).
+ */
 export function prepareMatvec(
   device: GPUDevice,
   a: FusedLinearArgs,
   label = "matvec",
+  anyRows = false,
 ): Promise<KernelDispatch> {
-  if (!isMatvecShape(a, isCpuAdapter(device))) {
+  if (!isMatvecShape(a, anyRows || isCpuAdapter(device))) {
     throw new Error(`${label}: not a matrix-vector shape (m ${a.m}, k ${a.k})`);
   }
   if (a.b && a.epilogue === "swiglu") throw new Error(`${label}: no bias with swiglu`);
-  const uniform = [a.m, a.n, a.k, a.norm?.eps ?? 0];
+  const y0 = a.y0 ?? 0, ldy = a.ldy ?? a.n;
+  if (ldy < y0 + a.n) throw new Error(`${label}: ldy ${ldy} < y0 ${y0} + n ${a.n}`);
+  const uniform = [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0];
   const slices = Math.ceil(a.m / MATVEC_ROWS);
   const { tpr, wg, rpt } = matvecThreads(device, a.threadsPerRow);
   const [gx, gy] = grid(device, Math.ceil(a.n / ((wg / tpr) * rpt)));
@@ -167,6 +181,9 @@ export async function prepareFusedLinear(
   scratch: LinearScratch,
   label = "linear",
 ): Promise<LinearDispatches> {
+  if (a.ldy !== undefined || a.y0 !== undefined) {
+    return { dispatches: [await prepareMatvec(device, a, label, true)] };
+  }
   if (isMatvecShape(a, isCpuAdapter(device))) {
     return { dispatches: [await prepareMatvec(device, a, label)] };
   }

@@ -1,0 +1,133 @@
+/**
+ * Products against a weight as the model holds it on the GPU: float (F32/F16/BF16, through
+ * `linear.ts`) or GGUF block-quantized (through `matvec_quant.ts`, dequantized in registers),
+ * in one buffer or split by rows over several. A weight is split when it is bigger than one
+ * binding (a large vocabulary's embedding) or when tensors stacked for one product (q/k/v,
+ * gate/up) have different types, as in Q4_K_M files where v and down often are Q6_K.
+ *
+ * One buffer: one fused dispatch, RMSNorm and epilogue included. Several: one dispatch per part,
+ * each writing its columns of the output (its own copy of the norm folded in); with SwiGLU, the
+ * parts fill a scratch [m, 2n] and a SwiGLU pass follows.
+ */
+import { EngineError } from "../../contract/errors.ts";
+import { isFloatDtype, type TensorDtype } from "../dtype.ts";
+import { prepareSwiGluHalves } from "./dense.ts";
+import type { KernelDispatch } from "./kernel.ts";
+import { type Epilogue, type LinearScratch, prepareFusedLinear, prepareMatvec } from "./linear.ts";
+import { prepareQuantMatvec } from "./matvec_quant.ts";
+
+/** `rows` consecutive rows of a weight, in one buffer of `dtype`. */
+export interface WeightPart {
+  buffer: GPUBuffer;
+  dtype: TensorDtype;
+  rows: number;
+}
+
+/** A weight matrix on the GPU: its rows, in order, over one or more buffers. */
+export interface GpuWeight {
+  parts: WeightPart[];
+}
+
+export interface ProductArgs {
+  /** Activations, f32 [m, k]. */
+  x: GPUBuffer;
+  /** [n, k] (with `swiglu`, [2n, k]: gate then up). */
+  weight: GpuWeight;
+  /** Bias over all n output columns: f32 for quantized weights, else the weights' dtype. */
+  b?: GPUBuffer;
+  y: GPUBuffer;
+  m: number;
+  n: number;
+  k: number;
+  norm?: { weight: GPUBuffer; eps: number };
+  epilogue?: Epilogue;
+}
+
+/** The dtype of a weight's parts when they all share one, else undefined. */
+export function weightDtype(w: GpuWeight): TensorDtype | undefined {
+  const d = w.parts[0]?.dtype;
+  return w.parts.every((p) => p.dtype === d) ? d : undefined;
+}
+
+async function partProduct(
+  device: GPUDevice,
+  a: ProductArgs,
+  part: WeightPart,
+  out: { y: GPUBuffer; n: number; ldy?: number; y0?: number; epilogue: Epilogue },
+  scratch: LinearScratch,
+  label: string,
+): Promise<KernelDispatch[]> {
+  const { x, m, k } = a;
+  const placed = out.ldy === undefined ? {} : { ldy: out.ldy, y0: out.y0 ?? 0 };
+  const common = {
+    x,
+    y: out.y,
+    m,
+    n: out.n,
+    k,
+    ...(a.b ? (out.epilogue === "swiglu" ? {} : { b: a.b }) : {}),
+    ...(a.norm ? { norm: a.norm } : {}),
+    ...placed,
+  };
+  if (isFloatDtype(part.dtype)) {
+    const args = { ...common, w: part.buffer, dtype: part.dtype, epilogue: out.epilogue };
+    if (out.ldy !== undefined) return [await prepareMatvec(device, args, label, true)];
+    return (await prepareFusedLinear(device, args, scratch, label)).dispatches;
+  }
+  const { b, ...rest } = common;
+  return [
+    await prepareQuantMatvec(device, {
+      ...rest,
+      ...(b ? { bias: b } : {}),
+      w: part.buffer,
+      type: part.dtype,
+      epilogue: out.epilogue,
+    }, label),
+  ];
+}
+
+/**
+ * y = epilogue(norm(x)·Wᵀ + b) over a weight in one or more parts. Returns the dispatches in
+ * order; their uniform buffers belong to the caller.
+ */
+export async function prepareProduct(
+  device: GPUDevice,
+  a: ProductArgs,
+  scratch: LinearScratch,
+  label: string,
+): Promise<KernelDispatch[]> {
+  const epilogue = a.epilogue ?? "store";
+  const parts = a.weight.parts;
+  const rows = parts.reduce((s, p) => s + p.rows, 0);
+  const want = epilogue === "swiglu" ? 2 * a.n : a.n;
+  if (rows !== want) {
+    throw EngineError.invalidArgument(`${label}: the weight has ${rows} rows, the product ${want}`);
+  }
+  if (parts.length === 1) {
+    return await partProduct(device, a, parts[0]!, { y: a.y, n: a.n, epilogue }, scratch, label);
+  }
+  const swiglu = epilogue === "swiglu";
+  if (swiglu && a.b) throw EngineError.invalidArgument(`${label}: no bias with swiglu`);
+  const out: KernelDispatch[] = [];
+  let y0 = 0;
+  for (const [i, part] of parts.entries()) {
+    const placed = swiglu
+      ? { y: scratch.product, ldy: 2 * a.n, y0, epilogue: "store" as const }
+      : { y: a.y, ldy: a.n, y0, epilogue };
+    out.push(
+      ...await partProduct(device, a, part, { ...placed, n: part.rows }, scratch, `${label}.${i}`),
+    );
+    y0 += part.rows;
+  }
+  if (swiglu) {
+    out.push(
+      await prepareSwiGluHalves(device, {
+        stacked: scratch.product,
+        out: a.y,
+        rows: a.m,
+        width: a.n,
+      }, `${label}:swiglu`),
+    );
+  }
+  return out;
+}
