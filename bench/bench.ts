@@ -16,8 +16,8 @@
 import { relative } from "node:path";
 import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
-import { parseConfig } from "../src/model/config.ts";
-import { modelName, readText } from "../src/model/source.ts";
+import { openCheckpoint } from "../src/model/checkpoint.ts";
+import { modelName } from "../src/model/source.ts";
 import { ensureCheckpoint, listShapes, readManifest } from "./checkpoint.ts";
 import { elements, tensorSpecs } from "./random_weights.ts";
 import { forwardStats, weightBytes } from "./forward_stats.ts";
@@ -87,7 +87,7 @@ async function benchShape(shape: string, result: ShapeResult): Promise<void> {
   const manifest = await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
   const files = dirFiles(dir);
-  const config = parseConfig((await readText(files, "config.json")) ?? "{}");
+  const { config } = await openCheckpoint(files);
   result.params = tensorSpecs(config).reduce((n, t) => n + elements(t), 0);
   const wb = result.weight_bytes = await weightBytes(files);
 

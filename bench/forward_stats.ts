@@ -7,13 +7,11 @@
 import type { ModelFiles } from "../src/model/source.ts";
 import type { Gpu } from "../src/gpu/device.ts";
 import { storageBuffer } from "../src/gpu/buffers.ts";
-import { parseConfig } from "../src/model/config.ts";
+import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { Forward, type StepBatch } from "../src/model/forward.ts";
 import { GpuModel } from "../src/model/gpu_model.ts";
-import { readCheckpoint } from "../src/model/safetensors.ts";
-import { missingFile, readText } from "../src/model/source.ts";
-import { mapWeights, weightList } from "../src/model/weights.ts";
-import { DTYPE_BYTES } from "../src/gpu/dtype.ts";
+import { rowBytes } from "../src/model/upload.ts";
+import { weightList } from "../src/model/weights.ts";
 
 export interface WeightBytes {
   /** Every tensor in the checkpoint the model uses. */
@@ -22,14 +20,11 @@ export interface WeightBytes {
   per_decode_step: number;
 }
 
-/** Weight bytes of a checkpoint, from its headers alone. */
+/** Weight bytes of a checkpoint (safetensors or GGUF), from its headers alone. */
 export async function weightBytes(files: ModelFiles): Promise<WeightBytes> {
-  const text = await readText(files, "config.json");
-  if (text === undefined) throw missingFile(files, "config.json");
-  const config = parseConfig(text);
-  const w = mapWeights(config, await readCheckpoint((n) => files.open(n)));
+  const w = (await openCheckpoint(files)).weights;
   const total = weightList(w).reduce((n, t) => n + t.length, 0);
-  const row = config.hiddenSize * DTYPE_BYTES[w.embed.dtype];
+  const row = rowBytes(w.embed, w.embed.dtype);
   // Tied: the LM head reads the whole embedding anyway (it is in `total` once).
   const perStep = total - w.embed.length + row + (w.lmHead === w.embed ? w.embed.length : 0);
   return { total, per_decode_step: perStep };

@@ -5,6 +5,9 @@
  * Either way the worker receives `File`s.
  */
 
+import { splitNames } from "../src/model/gguf/load.ts";
+import { ggufEntry } from "../src/model/source.ts";
+
 const CACHE = "kiln-models-v1";
 const REQUIRED = ["config.json", "tokenizer.json"];
 const OPTIONAL = ["tokenizer_config.json", "generation_config.json"];
@@ -79,37 +82,69 @@ async function weightNames(
   return { names: [...new Set(Object.values(map))], index: blob };
 }
 
-/** Download (or take from the cache) every file of the checkpoint at `base`. */
+/**
+ * Download (or take from the cache) every file of the checkpoint at `base`: a folder's config,
+ * tokenizer and safetensors, or a `.gguf` file's URL (and, for a split model, its other splits).
+ */
 export async function filesFromUrl(base: string, onProgress: Progress): Promise<File[]> {
-  if (!base.endsWith("/")) base += "/";
   const cache = await openCache();
-  const { names: weights, index } = await weightNames(base, cache);
+  const gguf = isGgufUrl(base);
+  if (!gguf && !base.endsWith("/")) base += "/";
+  const { names: weights, index } = gguf
+    ? { names: splitNames(base) }
+    : await weightNames(base, cache);
   const wanted = [
-    ...REQUIRED.map((n) => [n, false] as const),
-    ...OPTIONAL.map((n) => [n, true] as const),
+    ...(gguf ? [] : REQUIRED.map((n) => [n, false] as const)),
+    ...(gguf ? [] : OPTIONAL.map((n) => [n, true] as const)),
     ...weights.map((n) => [n, false] as const),
   ];
   const responses: { name: string; res: Response; cached: boolean }[] = [];
-  for (const [name, optional] of wanted) {
-    const got = await get(new URL(name, base).href, cache, optional);
-    if (got) responses.push({ name, ...got });
+  for (const [url, optional] of wanted) {
+    const href = new URL(url, base).href;
+    const got = await get(href, cache, optional);
+    const name = new URL(href).pathname.split("/").pop()!;
+    if (got) responses.push({ name, href, ...got });
   }
   const total = responses.reduce((s, r) => s + Number(r.res.headers.get("content-length") ?? 0), 0);
   let loaded = 0;
   const files: File[] = [];
   if (index) files.push(new File([index], "model.safetensors.index.json"));
-  for (const { name, res, cached } of responses) {
+  for (const { name, href, res, cached } of responses) {
     const blob = await readBody(res, (n) => onProgress(loaded += n, total, name));
-    if (!cached) await cache?.put(new URL(name, base).href, new Response(blob));
+    if (!cached) await cache?.put(href, new Response(blob));
     files.push(new File([blob], name));
   }
   checkFiles(files, base);
   return files;
 }
 
-/** Files the user picked or dropped must include a config, a tokenizer and weights. */
+const isGgufUrl = (url: string): boolean => {
+  try {
+    return new URL(url).pathname.endsWith(".gguf");
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Files the user picked or dropped must be a GGUF model (one `.gguf`, or every split of one), or
+ * include a config, a tokenizer and safetensors weights.
+ */
 export function checkFiles(files: readonly File[], where = "the chosen files"): void {
   const names = new Set(files.map((f) => f.name));
+  let gguf: string | undefined;
+  try {
+    gguf = ggufEntry(names);
+  } catch (e) {
+    throw new ModelSourceError(`${where}: ${(e as Error).message}`);
+  }
+  if (gguf !== undefined) {
+    const missing = splitNames(gguf).filter((n) => !names.has(n));
+    if (missing.length > 0) {
+      throw new ModelSourceError(`${where}: GGUF splits missing: ${missing.join(", ")}`);
+    }
+    return;
+  }
   const missing = REQUIRED.filter((n) => !names.has(n));
   if (![...names].some((n) => n.endsWith(".safetensors"))) missing.push("*.safetensors");
   if (missing.length > 0) {

@@ -20,11 +20,10 @@ import { type Dispatch, encodeDispatches } from "../gpu/dispatch.ts";
 import { chooseSplits, prepareAttention, prepareRopeKv } from "../gpu/kernels/attention.ts";
 import { prepareEmbedding } from "../gpu/kernels/dense.ts";
 import { isCpuAdapter } from "../gpu/device.ts";
-import {
-  type FusedLinearArgs,
-  type LinearScratch,
-  prepareFusedLinear,
-} from "../gpu/kernels/linear.ts";
+import { isFloatDtype } from "../gpu/dtype.ts";
+import type { LinearScratch } from "../gpu/kernels/linear.ts";
+import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
+import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
@@ -163,21 +162,29 @@ export class Forward {
         await prepareGather(d, { store: this.#store, index: s.index, ids: s.ids, count: tokens }),
       );
     }
-    const embed = m.embed;
-    add(
-      await prepareEmbedding(d, {
+    // The embedding, one dispatch per part of the table (a big vocabulary is split by rows).
+    let row0 = 0;
+    for (const [i, part] of m.embed.parts.entries()) {
+      const args = {
         ids: s.ids,
-        table: embed.buffer,
+        table: part.buffer,
         out: s.x,
         tokens,
         hidden: H,
         vocab: c.vocabSize,
-        dtype: embed.dtype,
-      }, "embed"),
-    );
-    const linear = async (args: Omit<FusedLinearArgs, "m">, label: string, xRows = tokens) => {
-      const p = await prepareFusedLinear(d, { ...args, m: xRows }, s.linear, label);
-      for (const x of p.dispatches) add(x);
+        rowStart: row0,
+        rowEnd: row0 + part.rows,
+      };
+      const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
+      add(
+        isFloatDtype(part.dtype)
+          ? await prepareEmbedding(d, { ...args, dtype: part.dtype }, label)
+          : await prepareQuantEmbedding(d, { ...args, type: part.dtype }, label),
+      );
+      row0 += part.rows;
+    }
+    const linear = async (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) => {
+      for (const x of await prepareProduct(d, { ...args, m: xRows }, s.linear, label)) add(x);
     };
     // Split-K decode spreads one sequence's keys over many workgroups: a GPU needs that for
     // long contexts; a CPU adapter has enough workgroups in the heads and only pays the merge.
@@ -189,12 +196,11 @@ export class Forward {
       const L = m.layers[l]!;
       await linear({
         x: s.x,
-        w: L.qkv.buffer,
-        ...(L.qkvBias ? { b: L.qkvBias.buffer } : {}),
+        weight: L.qkv,
+        ...(L.qkvBias ? { b: L.qkvBias } : {}),
         y: s.qkv,
         n: Q + 2 * KV,
         k: H,
-        dtype: L.qkv.dtype,
         norm: { weight: L.inputNorm, eps: c.rmsNormEps },
       }, `L${l}:qkv`);
       add(
@@ -231,29 +237,25 @@ export class Forward {
       }, `L${l}:attention`);
       body.push(...att.dispatches);
       owned.push(...att.owned);
-      const o = L.o;
       await linear(
-        { x: s.attn, w: o.buffer, y: s.x, n: H, k: Q, dtype: o.dtype, epilogue: "accumulate" },
+        { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
         `L${l}:o`,
       );
       await linear({
         x: s.x,
-        w: L.gateUp.buffer,
+        weight: L.gateUp,
         y: s.act,
         n: c.intermediateSize,
         k: H,
-        dtype: L.gateUp.dtype,
         norm: { weight: L.postNorm, eps: c.rmsNormEps },
         epilogue: "swiglu",
       }, `L${l}:gate_up`);
-      const dn = L.down;
       await linear({
         x: s.act,
-        w: dn.buffer,
+        weight: L.down,
         y: s.x,
         n: H,
         k: c.intermediateSize,
-        dtype: dn.dtype,
         epilogue: "accumulate",
       }, `L${l}:down`);
     }
@@ -262,11 +264,10 @@ export class Forward {
     await linear(
       {
         x: s.rows,
-        w: m.lmHead.buffer,
+        weight: m.lmHead,
         y: s.logits,
         n: c.vocabSize,
         k: H,
-        dtype: m.lmHead.dtype,
         norm: { weight: m.finalNorm, eps: c.rmsNormEps },
       },
       "lm_head",

@@ -9,18 +9,17 @@
 import { EngineError } from "../contract/errors.ts";
 import type { Gpu } from "../gpu/device.ts";
 import { STORAGE, storageBuffer, uploadBuffer } from "../gpu/buffers.ts";
-import { decodeWeights, DTYPE_BYTES, encodeWeights, type WeightDtype } from "../gpu/dtype.ts";
-import { type ModelConfig, parseConfig } from "./config.ts";
+import { isFloatDtype, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
+import type { ModelConfig } from "./config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
+import type { GpuWeight } from "../gpu/kernels/product.ts";
+import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
-import { readCheckpoint, type TensorInfo } from "./safetensors.ts";
-import { missingFile, type ModelFiles, readText } from "./source.ts";
-import { checkFits, mapWeights, type ModelWeights, weightList } from "./weights.ts";
+import type { ModelFiles } from "./source.ts";
+import { type BufferPlan, planStack, uploadPlan } from "./upload.ts";
+import { checkFits, type ModelWeights, type WeightInfo, weightList } from "./weights.ts";
 
-export interface GpuTensor {
-  buffer: GPUBuffer;
-  dtype: WeightDtype;
-}
+export type { GpuWeight };
 
 /** One decoder layer's weights as the forward pass reads them. */
 export interface GpuLayer {
@@ -28,20 +27,13 @@ export interface GpuLayer {
   inputNorm: GPUBuffer;
   postNorm: GPUBuffer;
   /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
-  qkv: GpuTensor;
-  qkvBias?: GpuTensor;
-  o: GpuTensor;
+  qkv: GpuWeight;
+  /** [q; k; v] biases: f32 when q/k/v are quantized, else their dtype. */
+  qkvBias?: GPUBuffer;
+  o: GpuWeight;
   /** [gate; up] stacked: [2·intermediate, hidden]. */
-  gateUp: GpuTensor;
-  down: GpuTensor;
-}
-
-/** Tensors uploaded into one buffer, one after the other (widened to f32 if dtypes differ). */
-interface Upload {
-  label: string;
-  parts: TensorInfo[];
-  /** Upload as f32 whatever the file dtype (norm weights). */
-  f32?: boolean;
+  gateUp: GpuWeight;
+  down: GpuWeight;
 }
 
 export type LoadProgress = (loadedBytes: number, totalBytes: number, tensor: string) => void;
@@ -64,44 +56,57 @@ export interface LoadOptions {
 export class GpuModel {
   readonly #owned: GPUBuffer[] = [];
   readonly layers: GpuLayer[] = [];
-  embed!: GpuTensor;
-  lmHead!: GpuTensor;
+  embed!: GpuWeight;
+  lmHead!: GpuWeight;
   /** The final RMSNorm weight, f32. */
   finalNorm!: GPUBuffer;
   readonly kCache: GPUBuffer[] = [];
   readonly vCache: GPUBuffer[] = [];
   readonly invFreq: GPUBuffer;
+  /** The format the weights came in, and the file dtype of most of them (the embedding's). */
+  readonly format: Checkpoint["format"];
+  readonly dtype: TensorDtype;
 
   private constructor(
     readonly gpu: Gpu,
-    readonly config: ModelConfig,
-    readonly weights: ModelWeights,
+    readonly checkpoint: Checkpoint,
     readonly blockSize: number,
     readonly kvBlocks: number,
     readonly kvDtype: KvDtype,
   ) {
+    this.format = checkpoint.format;
+    this.dtype = checkpoint.weights.embed.dtype;
     this.invFreq = this.own(
       uploadBuffer(
         gpu.device,
         "rope:inv_freq",
-        Float32Array.from(ropeInvFreq(config.headDim, config.ropeTheta, config.ropeScaling)),
+        Float32Array.from(
+          ropeInvFreq(this.config.headDim, this.config.ropeTheta, this.config.ropeScaling),
+        ),
       ),
     );
   }
 
-  /** Read the config and headers, check everything, then upload the weights. */
+  get config(): ModelConfig {
+    return this.checkpoint.config;
+  }
+
+  get weights(): ModelWeights<WeightInfo> {
+    return this.checkpoint.weights;
+  }
+
+  /** Read the config and headers (safetensors or GGUF), check everything, upload the weights. */
   static async load(gpu: Gpu, files: ModelFiles, options: LoadOptions = {}): Promise<GpuModel> {
-    const text = await readText(files, "config.json");
-    if (text === undefined) throw missingFile(files, "config.json");
-    const config = parseConfig(text);
-    const tensors = await readCheckpoint((name) => files.open(name));
-    const weights = mapWeights(config, tensors);
-    const list = weightList(weights);
-    checkFits(list, gpu.caps, options.weightBudget);
-    checkFits(
-      layerUploads(weights).map((u) => ({ name: u.label, length: uploadBytes(u) })),
-      gpu.caps,
-    );
+    return await GpuModel.fromCheckpoint(gpu, await openCheckpoint(files), options);
+  }
+
+  static async fromCheckpoint(
+    gpu: Gpu,
+    checkpoint: Checkpoint,
+    options: LoadOptions = {},
+  ): Promise<GpuModel> {
+    const { config, weights } = checkpoint;
+    checkFits(weightList(weights), gpu.caps, options.weightBudget);
     const blockSize = options.blockSize ?? 16;
     const kvBlocks = options.kvBlocks ?? Math.ceil(config.maxPositionEmbeddings / blockSize);
     const kvDtype = options.kvDtype ?? (weights.embed.dtype === "f32" ? "f32" : "f16");
@@ -113,9 +118,9 @@ export class GpuModel {
         `a KV cache layer of ${kvBlocks} blocks needs ${kvBytes} bytes; one buffer may hold ${gpu.caps.maxStorageBufferBindingSize}`,
       );
     }
-    const model = new GpuModel(gpu, config, weights, blockSize, kvBlocks, kvDtype);
+    const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);
     try {
-      await model.#uploadAll(list, options.onProgress);
+      await model.#uploadAll(options.onProgress);
       for (let l = 0; l < config.numLayers; l++) {
         model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes)));
         model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes)));
@@ -127,71 +132,52 @@ export class GpuModel {
     return model;
   }
 
-  async #uploadAll(list: TensorInfo[], onProgress?: LoadProgress): Promise<void> {
-    const total = list.reduce((n, t) => n + t.length, 0);
-    let loaded = 0;
-    const seen = new Map<TensorInfo, GpuTensor>();
-    const upload = async (u: Upload): Promise<GpuTensor> => {
-      const single = u.parts.length === 1 && !u.f32 ? seen.get(u.parts[0]!) : undefined;
-      if (single) return single; // a tied LM head is the embedding
-      const t = await this.#upload(u, (bytes, name) => {
-        loaded += bytes;
-        onProgress?.(loaded, total, name);
-      });
-      if (u.parts.length === 1 && !u.f32) seen.set(u.parts[0]!, t);
-      return t;
-    };
+  async #uploadAll(onProgress?: LoadProgress): Promise<void> {
     const w = this.weights;
-    this.embed = await upload({ label: w.embed.name, parts: [w.embed] });
+    const total = weightList(w).reduce((n, t) => n + t.length, 0);
+    const caps = this.gpu.caps;
+    const limit = Math.min(caps.maxStorageBufferBindingSize, caps.maxBufferSize);
+    let loaded = 0;
+    const progress = (bytes: number, name: string) => {
+      loaded += bytes;
+      onProgress?.(loaded, total, name);
+    };
+    const buffers = async (plans: BufferPlan[]) => {
+      const out = [];
+      for (const p of plans) {
+        out.push({
+          buffer: this.own(await uploadPlan(this.gpu.device, p, STORAGE, progress)),
+          dtype: p.dtype,
+          rows: p.slices.reduce((n, s) => n + s.row1 - s.row0, 0),
+        });
+      }
+      return out;
+    };
+    const weight = async (label: string, ts: WeightInfo[]): Promise<GpuWeight> => ({
+      parts: await buffers(planStack(label, ts, limit)),
+    });
+    const vector = async (t: WeightInfo[], as: WeightDtype) => {
+      const [one, ...more] = await buffers(planStack(t[0]!.name, t, Infinity, as));
+      if (more.length > 0 || !one) throw new Error(`${t[0]!.name}: not one buffer`);
+      return one.buffer;
+    };
+    this.embed = await weight(w.embed.name, [w.embed]);
     for (const l of w.layers) {
       const layer: GpuLayer = {
-        inputNorm: (await upload(norm(l.inputNorm))).buffer,
-        qkv: await upload(stacked(l.q, [l.q, l.k, l.v])),
-        o: await upload({ label: l.o.name, parts: [l.o] }),
-        postNorm: (await upload(norm(l.postNorm))).buffer,
-        gateUp: await upload(stacked(l.gate, [l.gate, l.up])),
-        down: await upload({ label: l.down.name, parts: [l.down] }),
+        inputNorm: await vector([l.inputNorm], "f32"),
+        qkv: await weight(`${l.q.name}+2`, [l.q, l.k, l.v]),
+        o: await weight(l.o.name, [l.o]),
+        postNorm: await vector([l.postNorm], "f32"),
+        gateUp: await weight(`${l.gate.name}+1`, [l.gate, l.up]),
+        down: await weight(l.down.name, [l.down]),
       };
       if (l.qBias && l.kBias && l.vBias) {
-        layer.qkvBias = await upload(stacked(l.qBias, [l.qBias, l.kBias, l.vBias]));
+        layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], biasDtype(layer.qkv, l.q.name));
       }
       this.layers.push(layer);
     }
-    this.finalNorm = (await upload(norm(w.norm))).buffer;
-    this.lmHead = await upload({ label: w.lmHead.name, parts: [w.lmHead] });
-  }
-
-  /** Read `u`'s tensors and write them into one new buffer, reporting bytes read per tensor. */
-  async #upload(u: Upload, progress: (bytes: number, name: string) => void): Promise<GpuTensor> {
-    const dtypes = new Set(u.parts.map((t) => t.dtype));
-    const dtype: WeightDtype = u.f32 || dtypes.size > 1 ? "f32" : u.parts[0]!.dtype;
-    const buffer = this.own(
-      this.gpu.device.createBuffer({
-        label: u.label,
-        size: Math.max(4, Math.ceil(uploadBytes(u) / 4) * 4),
-        usage: STORAGE,
-        mappedAtCreation: true,
-      }),
-    );
-    const mapped = new Uint8Array(buffer.getMappedRange());
-    let offset = 0;
-    try {
-      for (const t of u.parts) {
-        const raw = await t.source.read(t.offset, t.length);
-        if (raw.length !== t.length) {
-          throw EngineError.invalidArgument(
-            `tensor ${t.name}: read ${raw.length} of ${t.length} bytes (truncated file?)`,
-          );
-        }
-        const bytes = t.dtype === dtype ? raw : encodeWeights(decodeWeights(raw, t.dtype), dtype);
-        mapped.set(bytes, offset);
-        offset += bytes.length;
-        progress(t.length, t.name);
-      }
-    } finally {
-      buffer.unmap();
-    }
-    return { buffer, dtype };
+    this.finalNorm = await vector([w.norm], "f32");
+    this.lmHead = w.lmHead === w.embed ? this.embed : await weight(w.lmHead.name, [w.lmHead]);
   }
 
   own(buffer: GPUBuffer): GPUBuffer {
@@ -205,20 +191,17 @@ export class GpuModel {
   }
 }
 
-const norm = (t: TensorInfo): Upload => ({ label: t.name, parts: [t], f32: true });
-
-/** Tensors stacked row-wise into one buffer, labelled after the first with `+` for the rest. */
-function stacked(first: TensorInfo, parts: TensorInfo[]): Upload {
-  return { label: `${first.name}+${parts.length - 1}`, parts };
-}
-
-/** The bytes an upload takes on the GPU. */
-function uploadBytes(u: Upload): number {
-  const widen = u.f32 || new Set(u.parts.map((t) => t.dtype)).size > 1;
-  return u.parts.reduce((n, t) => n + (widen ? t.length / DTYPE_BYTES[t.dtype] * 4 : t.length), 0);
-}
-
-/** The stacked uploads of every layer, for the size check before any allocation. */
-function layerUploads(w: ModelWeights): Upload[] {
-  return w.layers.flatMap((l) => [stacked(l.q, [l.q, l.k, l.v]), stacked(l.gate, [l.gate, l.up])]);
+/**
+ * The dtype q/k/v biases are read in: the products' float dtype, or f32 for quantized ones (a
+ * mix of the two cannot share one bias vector).
+ */
+function biasDtype(qkv: GpuWeight, name: string): WeightDtype {
+  const floats = new Set(qkv.parts.map((p) => p.dtype).filter(isFloatDtype));
+  if (floats.size === 0) return "f32";
+  if (floats.size === 1 && floats.size === new Set(qkv.parts.map((p) => p.dtype)).size) {
+    return [...floats][0]!;
+  }
+  throw EngineError.invalidArgument(
+    `tensor ${name}: q/k/v with biases that mix float and quantized types are not supported`,
+  );
 }

@@ -6,7 +6,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ReferenceModel } from "./reference_model.ts";
 import type { Reference, ReferencePrompt } from "./verify.ts";
-import { type ModelWeights, weightList } from "./weights.ts";
+import { type ModelWeights, type WeightInfo, weightList } from "./weights.ts";
 
 export const COMPUTED_IN = "float64, Kiln reference_model.ts, dequantized weights";
 
@@ -26,7 +26,7 @@ const TORCH_NAMES: Record<string, string> = { f32: "float32", f16: "float16", bf
  * The weights' dtype as the fixtures name it (`float16`); a model of several (a GGUF's quantized
  * matrices and F32 norms) joins them by bytes held, largest first (`Q4_K+Q6_K+float32`).
  */
-export function weightsDtype(weights: ModelWeights): string {
+export function weightsDtype(weights: ModelWeights<WeightInfo>): string {
   const bytes = new Map<string, number>();
   for (const t of weightList(weights)) {
     const name = TORCH_NAMES[t.dtype] ?? t.dtype;
@@ -69,7 +69,7 @@ export function seededPrompts(config: ModelConfig, count = 3, seed = 0x6b696c6e)
 /** Compute every prompt's logits and `steps` greedy steps; `onPrompt` hears each as it ends. */
 export function buildReference(
   model: ReferenceModel,
-  weights: ModelWeights,
+  weights: ModelWeights<WeightInfo>,
   name: string,
   prompts: readonly (readonly number[])[],
   steps: number,

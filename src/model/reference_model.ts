@@ -11,9 +11,8 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ReferencePrompt } from "./verify.ts";
 import { ropeInvFreq } from "./rope.ts";
-import type { TensorInfo } from "./safetensors.ts";
 import { tensorValues } from "./tensor_values.ts";
-import type { ModelWeights } from "./weights.ts";
+import type { ModelWeights, WeightInfo } from "./weights.ts";
 
 interface LayerValues {
   inputNorm: Float64Array;
@@ -122,14 +121,17 @@ export class ReferenceModel {
   }
 
   /** Read every tensor of `weights` (a tensor used twice, like a tied LM head, once). */
-  static async load(config: ModelConfig, weights: ModelWeights): Promise<ReferenceModel> {
-    const read = new Map<TensorInfo, Promise<Float64Array>>();
-    const values = (t: TensorInfo) => {
+  static async load(
+    config: ModelConfig,
+    weights: ModelWeights<WeightInfo>,
+  ): Promise<ReferenceModel> {
+    const read = new Map<WeightInfo, Promise<Float64Array>>();
+    const values = (t: WeightInfo) => {
       let p = read.get(t);
       if (p === undefined) read.set(t, p = tensorValues(t));
       return p;
     };
-    const opt = (t: TensorInfo | undefined) => t === undefined ? undefined : values(t);
+    const opt = (t: WeightInfo | undefined) => t === undefined ? undefined : values(t);
     const layers: LayerValues[] = [];
     for (const l of weights.layers) {
       layers.push({

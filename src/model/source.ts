@@ -14,6 +14,11 @@ export interface ByteSource {
 export interface ModelFiles {
   /** Where the files are, for messages. */
   readonly location: string;
+  /**
+   * Set when the model is a GGUF file: the name `open` opens it by (for a split model, the
+   * first split's; the others are opened by their names).
+   */
+  readonly gguf?: string;
   /** The file, or undefined when the checkpoint has no such file. */
   open(name: string): Promise<ByteSource | undefined>;
   /** Why `name` is absent, for messages (default: `<location>: no <name>`). */
@@ -43,12 +48,32 @@ export function blobSource(blob: Blob, name = (blob as File).name ?? "blob"): By
   };
 }
 
-/** Files dropped or picked in a browser, by base name. */
+const SPLIT_ONE = /-00001-of-\d{5}\.gguf$/;
+
+/**
+ * The GGUF file among `names` a model opens by: the one `.gguf`, or the first of its splits;
+ * undefined when there is none; `InvalidArgument` when it is ambiguous.
+ */
+export function ggufEntry(names: Iterable<string>): string | undefined {
+  const ggufs = [...names].filter((n) => n.endsWith(".gguf"));
+  if (ggufs.length === 0) return undefined;
+  const first = ggufs.find((n) => SPLIT_ONE.test(n)) ?? (ggufs.length === 1 ? ggufs[0] : undefined);
+  if (first === undefined) {
+    throw EngineError.invalidArgument(
+      `expected one .gguf file or the first of its splits, got ${ggufs.length} .gguf files`,
+    );
+  }
+  return first;
+}
+
+/** Files dropped or picked in a browser, by base name (a `.gguf` among them is the model). */
 export function fileListFiles(files: Iterable<File>): ModelFiles {
   const byName = new Map<string, File>();
   for (const f of files) byName.set(f.name.split("/").pop()!, f);
+  const gguf = ggufEntry(byName.keys());
   return {
-    location: `${byName.size} local files`,
+    location: gguf ?? `${byName.size} local files`,
+    ...(gguf === undefined ? {} : { gguf }),
     open: (name) => {
       const f = byName.get(name);
       return Promise.resolve(f && blobSource(f, name));
@@ -95,8 +120,19 @@ export async function urlSource(
   };
 }
 
-/** A checkpoint laid out under a base URL (an HF repo's `resolve/main/`). */
+/**
+ * A checkpoint laid out under a base URL (an HF repo's `resolve/main/`), or a GGUF file's URL
+ * (one ending in `.gguf`; a split model's first split).
+ */
 export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFiles {
+  if (new URL(base).pathname.endsWith(".gguf")) {
+    return {
+      location: base,
+      gguf: base,
+      open: (url) => urlSource(url, fetchFn),
+      describeMissing: (url) => `${url}: HTTP 404 Not Found`,
+    };
+  }
   const root = base.endsWith("/") ? base : `${base}/`;
   return {
     location: root,
@@ -107,10 +143,12 @@ export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFile
 
 /**
  * A model's name from where it lives: the last path segment of a directory or URL, skipping an
- * HF repo's `resolve/main` (`https://huggingface.co/ORG/NAME/resolve/main/` gives `NAME`).
+ * HF repo's `resolve/main` (`https://huggingface.co/ORG/NAME/resolve/main/` gives `NAME`), and a
+ * GGUF file's extension and split suffix (`DIR/NAME-00001-of-00002.gguf` gives `NAME`).
  */
 export function modelName(location: string): string {
   const path = /^https?:\/\//.test(location) ? new URL(location).pathname : location;
-  return path.split("/").filter((p) => p !== "" && p !== "resolve" && p !== "main").pop() ??
-    "model";
+  const last = path.split("/").filter((p) => p !== "" && p !== "resolve" && p !== "main").pop();
+  // A GGUF file: its name without the extension and split suffix.
+  return last?.replace(/(-\d{5}-of-\d{5})?\.gguf$/, "") || "model";
 }

@@ -6,16 +6,15 @@
 import { EngineError } from "../contract/errors.ts";
 import { decodeWeights, DTYPE_BYTES, type WeightDtype } from "../gpu/dtype.ts";
 import { dequantize } from "../gpu/quant/formats.ts";
-import type { GgufTensorInfo } from "./gguf/tensors.ts";
 import { unpermuteQkRows } from "./gguf/tensors.ts";
-import type { TensorInfo } from "./safetensors.ts";
+import type { WeightInfo } from "./weights.ts";
 
 function isFloat(dtype: string): dtype is WeightDtype {
   return Object.hasOwn(DTYPE_BYTES, dtype);
 }
 
 /** The elements of `t` as float64, row-major `[rows, cols]` in HF order. */
-export async function tensorValues(t: TensorInfo | GgufTensorInfo): Promise<Float64Array> {
+export async function tensorValues(t: WeightInfo): Promise<Float64Array> {
   const count = t.shape.reduce((a, d) => a * d, 1);
   const bytes = await t.source.read(t.offset, t.length);
   if (bytes.byteLength !== t.length) {

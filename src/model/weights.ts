@@ -4,37 +4,63 @@
  * `InvalidArgument` naming the tensor.
  */
 import { EngineError } from "../contract/errors.ts";
+import type { TensorDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "./config.ts";
+import type { ByteSource } from "./source.ts";
 import type { TensorInfo } from "./safetensors.ts";
 
-export interface LayerWeights {
-  inputNorm: TensorInfo;
-  q: TensorInfo;
-  k: TensorInfo;
-  v: TensorInfo;
-  o: TensorInfo;
-  qBias?: TensorInfo;
-  kBias?: TensorInfo;
-  vBias?: TensorInfo;
-  postNorm: TensorInfo;
-  gate: TensorInfo;
-  up: TensorInfo;
-  down: TensorInfo;
+/** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order (GGUF files). */
+export interface RopeInterleave {
+  heads: number;
+  headDim: number;
 }
 
-export interface ModelWeights {
-  embed: TensorInfo;
-  layers: LayerWeights[];
-  norm: TensorInfo;
+/**
+ * A tensor of either format, named and shaped as in an HF checkpoint (`[rows, cols]`): a
+ * safetensors `TensorInfo`, or a GGUF tensor, which may be block-quantized and whose q/k rows
+ * may be stored in llama.cpp's order (`ropeInterleave`; see `unpermuteQkRows`).
+ */
+export interface WeightInfo {
+  name: string;
+  dtype: TensorDtype;
+  shape: number[];
+  offset: number;
+  length: number;
+  source: ByteSource;
+  ropeInterleave?: RopeInterleave;
+}
+
+export interface LayerWeights<T extends WeightInfo = TensorInfo> {
+  inputNorm: T;
+  q: T;
+  k: T;
+  v: T;
+  o: T;
+  qBias?: T;
+  kBias?: T;
+  vBias?: T;
+  postNorm: T;
+  gate: T;
+  up: T;
+  down: T;
+}
+
+export interface ModelWeights<T extends WeightInfo = TensorInfo> {
+  embed: T;
+  layers: LayerWeights<T>[];
+  norm: T;
   /** The LM head: `lm_head.weight`, or the embedding when tied. */
-  lmHead: TensorInfo;
+  lmHead: T;
 }
 
-/** Check names, shapes and dtypes of every tensor the model uses. */
-export function mapWeights(config: ModelConfig, tensors: Map<string, TensorInfo>): ModelWeights {
+/** Check names and shapes of every tensor the model uses. */
+export function mapWeights<T extends WeightInfo>(
+  config: ModelConfig,
+  tensors: Map<string, T>,
+): ModelWeights<T> {
   const { hiddenSize: h, numHeads, numKvHeads, headDim, intermediateSize: inter, vocabSize } =
     config;
-  const get = (name: string, shape: number[]): TensorInfo => {
+  const get = (name: string, shape: number[]): T => {
     const t = tensors.get(name);
     if (t === undefined) {
       throw EngineError.invalidArgument(`tensor ${name}: missing from the checkpoint`);
@@ -46,10 +72,10 @@ export function mapWeights(config: ModelConfig, tensors: Map<string, TensorInfo>
     }
     return t;
   };
-  const layers: LayerWeights[] = [];
+  const layers: LayerWeights<T>[] = [];
   for (let i = 0; i < config.numLayers; i++) {
     const p = `model.layers.${i}.`;
-    const layer: LayerWeights = {
+    const layer: LayerWeights<T> = {
       inputNorm: get(`${p}input_layernorm.weight`, [h]),
       q: get(`${p}self_attn.q_proj.weight`, [numHeads * headDim, h]),
       k: get(`${p}self_attn.k_proj.weight`, [numKvHeads * headDim, h]),
@@ -64,18 +90,6 @@ export function mapWeights(config: ModelConfig, tensors: Map<string, TensorInfo>
       layer.qBias = get(`${p}self_attn.q_proj.bias`, [numHeads * headDim]);
       layer.kBias = get(`${p}self_attn.k_proj.bias`, [numKvHeads * headDim]);
       layer.vBias = get(`${p}self_attn.v_proj.bias`, [numKvHeads * headDim]);
-      for (
-        const [w, b] of [[layer.q, layer.qBias], [layer.k, layer.kBias], [
-          layer.v,
-          layer.vBias,
-        ]] as const
-      ) {
-        if (w.dtype !== b.dtype) {
-          throw EngineError.invalidArgument(
-            `tensor ${b.name}: dtype ${b.dtype} differs from its weight's ${w.dtype}`,
-          );
-        }
-      }
     }
     layers.push(layer);
   }
@@ -85,8 +99,8 @@ export function mapWeights(config: ModelConfig, tensors: Map<string, TensorInfo>
 }
 
 /** Every tensor the model reads, once each, in a stable order. */
-export function weightList(w: ModelWeights): TensorInfo[] {
-  const out = new Set<TensorInfo>([w.embed]);
+export function weightList<T extends WeightInfo>(w: ModelWeights<T>): T[] {
+  const out = new Set<T>([w.embed]);
   for (const l of w.layers) {
     for (const t of Object.values(l)) out.add(t);
   }
@@ -95,18 +109,23 @@ export function weightList(w: ModelWeights): TensorInfo[] {
   return [...out];
 }
 
-/** Refuse a model that cannot fit: a tensor beyond one binding, or a total beyond `budget`. */
+/**
+ * Refuse a model that cannot fit: a row of a matrix beyond one binding (a matrix bigger than a
+ * binding is split by rows over several buffers, but a row cannot be), or a total beyond
+ * `budget`.
+ */
 export function checkFits(
-  tensors: readonly Pick<TensorInfo, "name" | "length">[],
+  tensors: readonly Pick<WeightInfo, "name" | "length" | "shape">[],
   limits: { maxStorageBufferBindingSize: number; maxBufferSize: number },
   budget = Infinity,
 ): void {
   const perBuffer = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   for (const t of tensors) {
-    if (t.length > perBuffer) {
+    const row = t.shape.length > 1 ? t.length / t.shape[0]! : t.length;
+    if (row > perBuffer) {
       throw new EngineError(
         "ResourceExhausted",
-        `tensor ${t.name} needs ${t.length} bytes in one buffer; the device allows ${perBuffer}`,
+        `tensor ${t.name} needs ${row} bytes per row in one buffer; the device allows ${perBuffer}`,
       );
     }
   }

@@ -1,5 +1,7 @@
 /** The text side of a model, from the same sources as its weights (URL, path or `File`s). */
 import { EngineError } from "../contract/errors.ts";
+import { openGgufFiles } from "../model/gguf/load.ts";
+import { ggufText } from "../model/gguf/tokenizer.ts";
 import { missingFile, type ModelFiles, readText } from "../model/source.ts";
 import { type ChatMessage, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
@@ -24,9 +26,14 @@ async function readJson(files: ModelFiles, name: string): Promise<Record<string,
 
 /**
  * `tokenizer.json` (required), `tokenizer_config.json` (special tokens, chat template) and the
- * EOS ids of `generation_config.json` / `config.json`.
+ * EOS ids of `generation_config.json` / `config.json`; for a GGUF model, the tokenizer and chat
+ * template its metadata holds.
  */
 export async function loadText(files: ModelFiles): Promise<ModelText> {
+  if (files.gguf !== undefined) {
+    const gguf = await openGgufFiles(files);
+    return ggufText(gguf.metadata, gguf.config.eosTokenIds);
+  }
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) {
     throw missingFile(files, "tokenizer.json");

@@ -28,8 +28,16 @@ export async function fileSource(path: string): Promise<ByteSource | undefined> 
   };
 }
 
-/** The files of a checkpoint directory. */
+/**
+ * The files of a checkpoint directory, or a GGUF model given by its file's path (a split
+ * model's first split; the others are found beside it).
+ */
 export function dirFiles(dir: string): ModelFiles {
+  if (dir.endsWith(".gguf")) {
+    const slash = dir.lastIndexOf("/");
+    const parent = dir.slice(0, slash + 1);
+    return { location: dir, gguf: dir.slice(slash + 1), open: (name) => fileSource(parent + name) };
+  }
   const root = dir.endsWith("/") ? dir : `${dir}/`;
   return { location: root, open: (name) => fileSource(root + name) };
 }

@@ -6,15 +6,12 @@
  * beside the model, if any), else three seeded prompts of the vocabulary. Greedy steps: `--greedy`,
  * else the source reference's, else 8. Exit 0, or 2 on bad usage or a model that cannot load.
  */
-import { parseConfig } from "../../model/config.ts";
-import { openGguf } from "../../model/gguf/load.ts";
+import { openCheckpoint } from "../../model/checkpoint.ts";
 import { buildReference, seededPrompts } from "../../model/reference_file.ts";
 import { ReferenceModel } from "../../model/reference_model.ts";
-import { readCheckpoint, type TensorInfo } from "../../model/safetensors.ts";
-import { missingFile, modelName, readText } from "../../model/source.ts";
+import { modelName } from "../../model/source.ts";
 import { parseReference, type Reference } from "../../model/verify.ts";
-import { mapWeights } from "../../model/weights.ts";
-import { dirFiles, fileSource } from "./file_source.ts";
+import { dirFiles } from "./file_source.ts";
 
 function arg(name: string): string | undefined {
   const i = Deno.args.indexOf(`--${name}`);
@@ -33,20 +30,10 @@ async function exists(path: string): Promise<boolean> {
 }
 
 async function open(path: string) {
-  if (path.endsWith(".gguf")) {
-    const slash = path.lastIndexOf("/");
-    const dir = path.slice(0, slash + 1);
-    const file = path.slice(slash + 1);
-    const m = await openGguf(file, (name) => fileSource(dir + name));
-    const weights = mapWeights(m.config, m.tensors as unknown as Map<string, TensorInfo>);
-    return { config: m.config, weights, name: file.replace(/\.gguf$/, ""), dir: dir || "./" };
-  }
   const files = dirFiles(path);
-  const text = await readText(files, "config.json");
-  if (text === undefined) throw missingFile(files, "config.json");
-  const config = parseConfig(text);
-  const weights = mapWeights(config, await readCheckpoint((n) => files.open(n)));
-  return { config, weights, name: modelName(path), dir: files.location };
+  const { config, weights } = await openCheckpoint(files);
+  const dir = files.gguf === undefined ? files.location : path.slice(0, path.lastIndexOf("/") + 1);
+  return { config, weights, name: modelName(path), dir: dir || "./" };
 }
 
 const modelPath = arg("model");

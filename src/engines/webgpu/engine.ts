@@ -22,8 +22,8 @@ import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import { Forward } from "../../model/forward.ts";
 import { GpuModel } from "../../model/gpu_model.ts";
-import { missingFile, type ModelFiles, readText } from "../../model/source.ts";
-import { parseConfig } from "../../model/config.ts";
+import type { ModelFiles } from "../../model/source.ts";
+import { openCheckpoint } from "../../model/checkpoint.ts";
 import { checkRequest } from "./admission.ts";
 import { BlockManager } from "./block_manager.ts";
 import { Readback } from "./readback.ts";
@@ -113,13 +113,10 @@ export class WebGpuEngine implements LLMEngine {
       this.#ownsGpu = o.gpu === undefined;
       this.#gpu = o.gpu ?? await acquireGpu({ label: `kiln:${o.name}` });
       const blockSize = o.blockSize ?? 16;
-      const configText = await readText(o.files, "config.json");
-      if (configText === undefined) {
-        throw missingFile(o.files, "config.json");
-      }
-      const context = parseConfig(configText).maxPositionEmbeddings;
+      const checkpoint = await openCheckpoint(o.files);
+      const context = checkpoint.config.maxPositionEmbeddings;
       const kvBlocks = o.kvBlocks ?? 4 * Math.ceil(context / blockSize);
-      const model = this.#model = await GpuModel.load(this.#gpu, o.files, {
+      const model = this.#model = await GpuModel.fromCheckpoint(this.#gpu, checkpoint, {
         blockSize,
         kvBlocks,
         ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
@@ -151,7 +148,12 @@ export class WebGpuEngine implements LLMEngine {
         total_kv_blocks: kvBlocks,
         max_num_seqs: maxNumSeqs,
         max_num_batched_tokens: maxNumBatchedTokens,
-        runtime_data: { ...runtimeData(this.#gpu.caps), engine: "webgpu" },
+        runtime_data: {
+          ...runtimeData(this.#gpu.caps),
+          engine: "webgpu",
+          weights_format: model.format,
+          weights_dtype: model.dtype,
+        },
       };
       this.#gpu.lost.then((e) => this.#failAll(e));
       // A validation or out-of-memory error means the results can no longer be trusted: fail

@@ -6,9 +6,8 @@
 import { EngineError } from "../../contract/errors.ts";
 import type { ModelConfig } from "../config.ts";
 import { ropeInvFreq, type RopeScaling } from "../rope.ts";
-import { blobSource, type ByteSource, urlSource } from "../source.ts";
+import { type ByteSource, fileListFiles, type ModelFiles, urlSource } from "../source.ts";
 import { mapWeights } from "../weights.ts";
-import type { TensorInfo } from "../safetensors.ts";
 import { ggufConfig } from "./config.ts";
 import { type GgufFile, readGgufFile } from "./header.ts";
 import { parseGgufShardFilename } from "./lib.ts";
@@ -159,9 +158,8 @@ export async function openGguf(first: string, open: OpenSource): Promise<GgufMod
     }
     config.ropeScaling = await ropeFromFreqs(config, metadata, freqs);
   }
-  // The same name and shape checks as a safetensors checkpoint (they read only names, shapes
-  // and, for biases, dtype equality, which hold for GGUF tensors too).
-  mapWeights(config, tensors as unknown as Map<string, TensorInfo>);
+  // The same name and shape checks as a safetensors checkpoint.
+  mapWeights(config, tensors);
   return {
     location: first,
     files,
@@ -172,24 +170,24 @@ export async function openGguf(first: string, open: OpenSource): Promise<GgufMod
   };
 }
 
-/** A GGUF model from dropped or picked files: the `.gguf` among them, or its first split. */
-export function openGgufBlobs(files: Iterable<File>): Promise<GgufModel> {
-  const byName = new Map<string, File>();
-  for (const f of files) byName.set(f.name.split("/").pop()!, f);
-  const ggufs = [...byName.keys()].filter((n) => n.endsWith(".gguf"));
-  const first = ggufs.find((n) => /-00001-of-\d{5}\.gguf$/.test(n)) ??
-    (ggufs.length === 1 ? ggufs[0] : undefined);
+/** The GGUF model `files` names (`files.gguf`), opening its splits through `files.open`. */
+export function openGgufFiles(files: ModelFiles): Promise<GgufModel> {
+  const first = files.gguf;
   if (first === undefined) {
-    return Promise.reject(
-      EngineError.invalidArgument(
-        `expected one .gguf file or the first of its splits, got ${ggufs.length} .gguf files`,
-      ),
+    return Promise.reject(EngineError.invalidArgument(`${files.location}: not a GGUF model`));
+  }
+  return openGguf(first, (name) => files.open(name));
+}
+
+/** A GGUF model from dropped or picked files: the `.gguf` among them, or its first split. */
+export async function openGgufBlobs(files: Iterable<File>): Promise<GgufModel> {
+  const list = fileListFiles(files);
+  if (list.gguf === undefined) {
+    throw EngineError.invalidArgument(
+      "expected one .gguf file or the first of its splits, got none",
     );
   }
-  return openGguf(first, (name) => {
-    const f = byName.get(name);
-    return Promise.resolve(f && blobSource(f, name));
-  });
+  return await openGgufFiles(list);
 }
 
 /** A GGUF model over HTTP(S) with Range requests (the URL of the file or its first split). */

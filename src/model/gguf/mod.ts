@@ -18,6 +18,7 @@ export {
   llama3FromFreqFactors,
   openGguf,
   openGgufBlobs,
+  openGgufFiles,
   openGgufUrl,
   type OpenSource,
   splitNames,

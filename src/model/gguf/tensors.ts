@@ -9,11 +9,9 @@ import type { ByteSource } from "../source.ts";
 import type { ModelConfig } from "../config.ts";
 import type { GgufDtype, GgufTensor } from "./header.ts";
 
-/** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order. */
-export interface RopeInterleave {
-  heads: number;
-  headDim: number;
-}
+import type { RopeInterleave } from "../weights.ts";
+
+export type { RopeInterleave };
 
 /** A tensor of a GGUF model, named and shaped as in an HF checkpoint. */
 export interface GgufTensorInfo {

@@ -1,0 +1,168 @@
+/**
+ * How a checkpoint's tensors become GPU buffers: which tensors stack into one buffer, which
+ * split by rows over several, and what dtype each buffer holds. Then the upload itself, one
+ * buffer at a time, straight from the file into mapped memory (no second full copy).
+ *
+ * Stacking (q/k/v, gate/up) lets one dispatch do the work of three or two. Float tensors stack
+ * in their common dtype (widened to f32 if they differ, as in mixed checkpoints); quantized
+ * ones stack only with tensors of the same type, since each buffer has one block format. A
+ * stack bigger than one binding is uploaded tensor by tensor, and a tensor bigger than one
+ * binding is split by rows (a 128k-token vocabulary's F16 embedding is 1 GB).
+ */
+import { EngineError } from "../contract/errors.ts";
+import {
+  decodeWeights,
+  DTYPE_BYTES,
+  encodeWeights,
+  isFloatDtype,
+  type TensorDtype,
+  type WeightDtype,
+} from "../gpu/dtype.ts";
+import { quantizedRowBytes } from "../gpu/quant/formats.ts";
+import { unpermuteQkRows } from "./gguf/tensors.ts";
+import type { WeightInfo } from "./weights.ts";
+
+/** Rows [row0, row1) of one tensor, in HF row order. */
+export interface RowSlice {
+  tensor: WeightInfo;
+  row0: number;
+  row1: number;
+}
+
+/** One buffer to create: slices stacked row-wise, converted to `dtype`. */
+export interface BufferPlan {
+  label: string;
+  dtype: TensorDtype;
+  slices: RowSlice[];
+}
+
+const rowsOf = (t: WeightInfo): number => (t.shape.length > 1 ? t.shape[0]! : 1);
+const colsOf = (t: WeightInfo): number => t.shape[t.shape.length - 1] ?? 1;
+
+/** Bytes of one row of `t` stored as `dtype`. */
+export function rowBytes(t: WeightInfo, dtype: TensorDtype): number {
+  return isFloatDtype(dtype) ? colsOf(t) * DTYPE_BYTES[dtype] : quantizedRowBytes(dtype, colsOf(t));
+}
+
+export function planBytes(p: BufferPlan): number {
+  return p.slices.reduce((n, s) => n + (s.row1 - s.row0) * rowBytes(s.tensor, p.dtype), 0);
+}
+
+/**
+ * The buffers for `tensors` stacked row-wise (one tensor: itself), each at most `limit` bytes.
+ * `as`: convert every float tensor to this dtype (norms and biases become f32).
+ */
+export function planStack(
+  label: string,
+  tensors: WeightInfo[],
+  limit: number,
+  as?: WeightDtype,
+): BufferPlan[] {
+  const floats = tensors.every((t) => isFloatDtype(t.dtype));
+  const common = new Set(tensors.map((t) => t.dtype)).size === 1 ? tensors[0]!.dtype : "f32";
+  const target = (t: WeightInfo): TensorDtype =>
+    as && isFloatDtype(t.dtype) ? as : floats ? common : t.dtype;
+  // Runs of neighbours that share a target dtype.
+  const runs: WeightInfo[][] = [];
+  for (const t of tensors) {
+    const last = runs[runs.length - 1];
+    if (last && target(last[0]!) === target(t)) last.push(t);
+    else runs.push([t]);
+  }
+  const plans: BufferPlan[] = [];
+  const whole = (t: WeightInfo): RowSlice => ({ tensor: t, row0: 0, row1: rowsOf(t) });
+  for (const run of runs) {
+    const dtype = target(run[0]!);
+    const stacked = { label, dtype, slices: run.map(whole) };
+    if (planBytes(stacked) <= limit) {
+      plans.push(run.length === tensors.length ? stacked : { ...stacked, label: run[0]!.name });
+      continue;
+    }
+    for (const t of run) {
+      const per = Math.floor(limit / rowBytes(t, dtype));
+      if (per < 1) {
+        throw new EngineError(
+          "ResourceExhausted",
+          `tensor ${t.name}: one row needs ${rowBytes(t, dtype)} bytes; a binding holds ${limit}`,
+        );
+      }
+      const rows = rowsOf(t);
+      for (let r = 0; r < rows; r += per) {
+        const row1 = Math.min(rows, r + per);
+        const name = per >= rows ? t.name : `${t.name}[${r}:${row1}]`;
+        plans.push({ label: name, dtype, slices: [{ tensor: t, row0: r, row1 }] });
+      }
+    }
+  }
+  return plans;
+}
+
+/** The bytes of rows [row0, row1) of `t` in HF order, as the file stores them. */
+async function readRows(s: RowSlice): Promise<Uint8Array> {
+  const t = s.tensor;
+  const bytesPerRow = t.length / rowsOf(t);
+  const il = t.ropeInterleave;
+  if (il === undefined) {
+    return await readExact(t, s.row0 * bytesPerRow, (s.row1 - s.row0) * bytesPerRow);
+  }
+  // llama.cpp's q/k row order: HF row i is stored row perm[i].
+  const all = await readExact(t, 0, t.length);
+  const perm = unpermuteQkRows(rowsOf(t), il.headDim, il.heads);
+  const out = new Uint8Array((s.row1 - s.row0) * bytesPerRow);
+  for (let i = s.row0; i < s.row1; i++) {
+    const from = perm[i]! * bytesPerRow;
+    out.set(all.subarray(from, from + bytesPerRow), (i - s.row0) * bytesPerRow);
+  }
+  return out;
+}
+
+async function readExact(t: WeightInfo, at: number, length: number): Promise<Uint8Array> {
+  const raw = await t.source.read(t.offset + at, length);
+  if (raw.length !== length) {
+    throw EngineError.invalidArgument(
+      `tensor ${t.name}: read ${raw.length} of ${length} bytes (truncated file?)`,
+    );
+  }
+  return raw;
+}
+
+/**
+ * Create `plan`'s buffer and fill it from the file, a slice at a time; `progress` gets the file
+ * bytes each slice read.
+ */
+export async function uploadPlan(
+  device: GPUDevice,
+  plan: BufferPlan,
+  usage: GPUBufferUsageFlags,
+  progress: (bytes: number, tensor: string) => void,
+): Promise<GPUBuffer> {
+  const buffer = device.createBuffer({
+    label: plan.label,
+    size: Math.max(4, Math.ceil(planBytes(plan) / 4) * 4),
+    usage,
+    mappedAtCreation: true,
+  });
+  try {
+    const mapped = new Uint8Array(buffer.getMappedRange());
+    let offset = 0;
+    for (const s of plan.slices) {
+      const t = s.tensor;
+      const raw = await readRows(s);
+      let bytes = raw;
+      if (t.dtype !== plan.dtype) {
+        if (!isFloatDtype(t.dtype) || !isFloatDtype(plan.dtype)) {
+          throw new Error(`tensor ${t.name}: cannot convert ${t.dtype} to ${plan.dtype}`);
+        }
+        bytes = encodeWeights(decodeWeights(raw, t.dtype), plan.dtype);
+      }
+      mapped.set(bytes, offset);
+      offset += bytes.length;
+      progress(raw.length, t.name);
+    }
+    buffer.unmap();
+  } catch (e) {
+    buffer.destroy();
+    throw e;
+  }
+  return buffer;
+}
