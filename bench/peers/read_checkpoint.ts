@@ -41,20 +41,6 @@ export async function f32Bytes(t: TensorInfo): Promise<Uint8Array> {
   return new Uint8Array(Float32Array.from(decodeWeights(raw, t.dtype)).buffer);
 }
 
-/** Reorder the rows of a row-major matrix (`rows` rows of equal length): out row i = in row perm[i]. */
-export function permuteRows(
-  bytes: Uint8Array,
-  rows: number,
-  perm: readonly number[],
-): Uint8Array {
-  const len = bytes.length / rows;
-  const out = new Uint8Array(bytes.length);
-  for (let i = 0; i < rows; i++) {
-    out.set(bytes.subarray(perm[i]! * len, (perm[i]! + 1) * len), i * len);
-  }
-  return out;
-}
-
 /** Transpose a row-major [rows, cols] matrix of `elemBytes`-byte elements. */
 export function transpose(
   bytes: Uint8Array,
