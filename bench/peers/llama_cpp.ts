@@ -107,11 +107,30 @@ export async function llamaCppGreedy(
   promptIds: number[],
   n: number,
 ): Promise<number[]> {
+  return (await llamaCppGreedyEach([file], promptIds, n))[0]!;
+}
+
+/** `llamaCppGreedy` on each file in turn, in one driver process (one backend start). */
+export async function llamaCppGreedyEach(
+  files: readonly string[],
+  promptIds: number[],
+  n: number,
+): Promise<number[][]> {
   await ensurePeerDeps();
   const driver = new Driver({});
   try {
-    await driver.call({ op: "setup", model: file, gpu: false });
-    return (await driver.call<{ tokens: number[] }>({ op: "greedy", ids: promptIds, n })).tokens;
+    const out: number[][] = [];
+    for (const file of files) {
+      await driver.call({ op: "setup", model: file, gpu: false });
+      out.push(
+        (await driver.call<{ tokens: number[] }>({
+          op: "greedy",
+          ids: promptIds,
+          n,
+        })).tokens,
+      );
+    }
+    return out;
   } finally {
     await driver.close();
   }
@@ -154,7 +173,9 @@ export class LlamaCppPeer implements Peer {
   async #start(): Promise<Driver> {
     // ggml-vulkan skips CPU Vulkan devices (lavapipe) unless a device is named explicitly.
     const env: Record<string, string> = {};
-    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) env.GGML_VK_VISIBLE_DEVICES = "0";
+    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) {
+      env.GGML_VK_VISIBLE_DEVICES = "0";
+    }
     const driver = new Driver(env);
     this.#driver = driver;
     const info = await driver.call<{ device: string }>({
@@ -178,14 +199,20 @@ export class LlamaCppPeer implements Peer {
       return await driver.call<R>(req);
     } catch (e) {
       if (!driver.exited) throw e;
-      console.error(`${this.name}: the driver died during ${req.op}; restarting it once`);
+      console.error(
+        `${this.name}: the driver died during ${req.op}; restarting it once`,
+      );
       await driver.close();
       return await (await this.#start()).call<R>(req);
     }
   }
 
   async greedy(promptIds: number[], n: number): Promise<number[]> {
-    const r = await this.#call<{ tokens: number[] }>({ op: "greedy", ids: promptIds, n });
+    const r = await this.#call<{ tokens: number[] }>({
+      op: "greedy",
+      ids: promptIds,
+      n,
+    });
     return r.tokens;
   }
 

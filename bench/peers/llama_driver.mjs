@@ -13,8 +13,11 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 let llama;
 let model;
 
+// A second setup loads another model (the backend is kept; the old model is disposed).
 async function setup({ model: path, gpu }) {
-  llama = await getLlama({
+  await model?.dispose();
+  model = undefined;
+  llama ??= await getLlama({
     gpu: gpu === false ? false : gpu,
     build: "never",
     usePrebuiltBinaries: true,

@@ -22,7 +22,10 @@ interface Shape {
 }
 
 /** The ONNX export of a checkpoint folder, made on first use. */
-export async function onnxFor(modelDir: string, dtype: OnnxDtype = "checkpoint"): Promise<string> {
+export async function onnxFor(
+  modelDir: string,
+  dtype: OnnxDtype = "checkpoint",
+): Promise<string> {
   const dir = await cacheDir(modelDir);
   const { toOnnx } = await import("./to_onnx.ts");
   const version = await sourceHash([
@@ -51,7 +54,10 @@ export class OrtWebGpuPeer implements Peer {
   #session: Session | undefined;
   #shape: Shape | undefined;
 
-  constructor(readonly name = "onnxruntime-web", readonly options: OrtPeerOptions = {}) {}
+  constructor(
+    readonly name = "onnxruntime-web",
+    readonly options: OrtPeerOptions = {},
+  ) {}
 
   async setup(modelDir: string): Promise<string | undefined> {
     if (!("gpu" in navigator) || !navigator.gpu) {
@@ -75,7 +81,8 @@ export class OrtWebGpuPeer implements Peer {
     const cfg = JSON.parse(await Deno.readTextFile(`${modelDir}/config.json`));
     let path: string;
     try {
-      path = this.options.onnxPath ?? await onnxFor(modelDir, this.options.dtype);
+      path = this.options.onnxPath ??
+        await onnxFor(modelDir, this.options.dtype);
     } catch (e) {
       return `ONNX export failed: ${(e as Error).message}`;
     }

@@ -3,15 +3,27 @@
  * and the three reference fixtures at q8_0, q4_0, q6_k and q4_k_m, each greedily continuing a
  * fixed prompt of token ids for 8 tokens. The unquantized conversion (the checkpoint's own
  * dtype) is the baseline: its tokens must equal the fixture's HF reference where the reference
- * margin is clear, and each quantized file's agreement with it is printed. Dev-only (not in
+ * margin is clear, and each quantized file's agreement with it is printed, and with its weights
+ * dequantized (by Kiln) into an F32 GGUF, which shows llama.cpp reads the blocks as Kiln
+ * writes them (it quantizes activations for quantized products, so near-ties may flip). Dev-only (not in
  * `npm test`): needs bench/peers' packages and Node.
  *
  *   node_modules/.bin/deno test -A bench/peers/quantized_test.ts
  */
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { quantizeToFile } from "../../src/adapters/deno/quantize.ts";
+import { decodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";
+import { dequantize } from "../../src/gpu/quant/formats.ts";
+import {
+  ggufMetadata,
+  plannedBytes,
+  planTensors,
+  readHfCheckpoint,
+} from "../../src/model/gguf/convert.ts";
 import { GGUF_MIXES, type GgufMix } from "../../src/model/gguf/quant_mix.ts";
-import { llamaCppGreedy } from "./llama_cpp.ts";
+import { encodeGguf, GgmlType } from "../../src/model/gguf/writer.ts";
+import { llamaCppGreedyEach } from "./llama_cpp.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const N = 8;
@@ -27,19 +39,31 @@ interface Case {
 async function fixture(name: string, vocab: number): Promise<Case> {
   const dir = `${root}test/fixtures/models/${name}`;
   const ref = JSON.parse(await Deno.readTextFile(`${dir}/reference.json`)) as {
-    prompts: { input_ids: number[]; greedy_tokens: number[]; greedy_margins: number[] }[];
+    prompts: {
+      input_ids: number[];
+      greedy_tokens: number[];
+      greedy_margins: number[];
+    }[];
   };
   const p = ref.prompts[1]!;
   return {
     dir,
     prompt: p.input_ids,
     vocab,
-    reference: { tokens: p.greedy_tokens.slice(0, N), margins: p.greedy_margins.slice(0, N) },
+    reference: {
+      tokens: p.greedy_tokens.slice(0, N),
+      margins: p.greedy_margins.slice(0, N),
+    },
   };
 }
 
 /** Tokens equal up to the first step whose reference margin is under `tie`. */
-function agreeUntilTie(got: number[], want: number[], margins: number[], tie: number): boolean {
+function agreeUntilTie(
+  got: number[],
+  want: number[],
+  margins: number[],
+  tie: number,
+): boolean {
   for (let i = 0; i < want.length; i++) {
     if (margins[i]! < tie) return true;
     if (got[i] !== want[i]) return false;
@@ -53,30 +77,70 @@ const agreement = (a: number[], b: number[]) => {
   return same;
 };
 
+/**
+ * The mix's weights dequantized back to F32 (Kiln's float64 dequantizer), as a GGUF: the same
+ * model llama.cpp computes with when it reads the quantized file as Kiln does.
+ */
+async function writeDequantized(
+  dir: string,
+  mix: GgufMix,
+  out: string,
+): Promise<void> {
+  const ck = await readHfCheckpoint(dirFiles(dir));
+  const tensors = planTensors(ck, mix).map((p) => {
+    const count = p.shape.reduce((a, d) => a * d, 1);
+    return {
+      name: p.name,
+      shape: p.shape,
+      type: GgmlType.F32,
+      byteLength: count * 4,
+      data: async () => {
+        const bytes = await plannedBytes(p);
+        const v = p.type === "F32" || p.type === "F16" || p.type === "BF16"
+          ? decodeWeights(bytes, p.type.toLowerCase() as WeightDtype)
+          : dequantize(p.type, bytes, count);
+        return new Uint8Array(Float32Array.from(v).buffer);
+      },
+    };
+  });
+  await Deno.writeFile(out, await encodeGguf(ggufMetadata(ck), tensors));
+}
+
 async function run(name: string, c: Case): Promise<void> {
   const tmp = await Deno.makeTempDir();
   try {
-    const baseFile = `${tmp}/source.gguf`;
-    await quantizeToFile(c.dir, baseFile);
-    const base = await llamaCppGreedy(baseFile, c.prompt, N);
+    const files = [`${tmp}/source.gguf`];
+    await quantizeToFile(c.dir, files[0]!);
+    const reports = [];
+    for (const mix of GGUF_MIXES) {
+      files.push(`${tmp}/${mix}.gguf`, `${tmp}/${mix}-dequantized.gguf`);
+      reports.push(await quantizeToFile(c.dir, `${tmp}/${mix}.gguf`, mix));
+      await writeDequantized(c.dir, mix, `${tmp}/${mix}-dequantized.gguf`);
+    }
+    const [base, ...rest] = await llamaCppGreedyEach(files, c.prompt, N);
     console.log(`${name} source dtype: ${JSON.stringify(base)}`);
-    equal(base.length, N);
+    equal(base!.length, N);
     if (c.reference) {
       const { tokens, margins } = c.reference;
       console.log(`${name} HF reference: ${JSON.stringify(tokens)}`);
-      ok(agreeUntilTie(base, tokens, margins, 0.01), "unquantized llama.cpp matches HF");
+      ok(
+        agreeUntilTie(base!, tokens, margins, 0.01),
+        "unquantized llama.cpp matches HF",
+      );
     }
-    for (const mix of GGUF_MIXES as readonly GgufMix[]) {
-      const file = `${tmp}/${mix}.gguf`;
-      const report = await quantizeToFile(c.dir, file, mix);
-      const got = await llamaCppGreedy(file, c.prompt, N);
-      const same = agreement(got, base);
+    for (const [i, mix] of GGUF_MIXES.entries()) {
+      const [got, deq] = [rest[2 * i]!, rest[2 * i + 1]!];
+      const r = reports[i]!;
       console.log(
-        `${name} ${mix}: ${JSON.stringify(got)} (${same}/${N} agree with the source; ` +
-          `${report.bytes} bytes, ${report.bitsPerWeight.toFixed(3)} bpw)`,
+        `${name} ${mix}: ${JSON.stringify(got)}; ${agreement(got, base!)}/${N} agree with the ` +
+          `source, ${agreement(got, deq)}/${N} with its dequantized F32 copy ` +
+          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${r.bitsPerWeight.toFixed(3)} bpw`,
       );
       equal(got.length, N);
-      ok(got.every((t) => Number.isInteger(t) && t >= 0 && t < c.vocab), "ids in the vocabulary");
+      ok(
+        got.every((t) => Number.isInteger(t) && t >= 0 && t < c.vocab),
+        "ids in the vocabulary",
+      );
       if (name === "fortune" && mix === "q8_0") deepStrictEqual(got, base);
     }
   } finally {
@@ -96,10 +160,16 @@ Deno.test({
   },
 });
 
-for (const [name, vocab] of [["llama-gqa-f32", 260], ["qwen2-bias-tied-f16", 320], [
-  "llama-mqa-bf16",
-  512,
-]] as const) {
+for (
+  const [name, vocab] of [
+    ["llama-gqa-f32", 260],
+    ["qwen2-bias-tied-f16", 320],
+    [
+      "llama-mqa-bf16",
+      512,
+    ],
+  ] as const
+) {
   Deno.test({
     name: `${name}: llama.cpp loads each quantized GGUF and generates`,
     sanitizeResources,

@@ -109,7 +109,10 @@ Deno.test("llama3 RoPE scaling becomes rope_freqs.weight: 1 for high frequencies
     const file = await Deno.readFile(`${dir}/model.gguf`);
     const at = Number(parsed.tensorDataOffset + info.offset);
     // head_dim 4, theta 1e5: wavelengths 2π (< 64/4, unscaled) and 2π·316 (> 64/1, scaled by 8).
-    deepStrictEqual([...new Float32Array(file.slice(at, at + 8).buffer)], [1, 8]);
+    deepStrictEqual([...new Float32Array(file.slice(at, at + 8).buffer)], [
+      1,
+      8,
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

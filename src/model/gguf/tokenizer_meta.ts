@@ -12,6 +12,7 @@
  * Ids the model has beyond the tokenizer's are padded with unused `[PAD<id>]` tokens.
  */
 import { EngineError } from "../../contract/errors.ts";
+import { tokenString } from "../../text/tokenizer.ts";
 import type { ModelConfig } from "../config.ts";
 import { GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT, TOKEN_TYPE } from "./tokenizer.ts";
 import { type GgufValue, GgufValueType as T } from "./writer.ts";
@@ -135,13 +136,6 @@ export function preTokenizerName(pre: unknown): string | undefined {
   }
   return ps.length === 1 && byteLevel !== undefined ? "gpt-2" : undefined;
 }
-
-const tokenString = (v: unknown): string | undefined =>
-  typeof v === "string"
-    ? v
-    : v && typeof v === "object" && typeof (v as Json).content === "string"
-    ? (v as Json).content as string
-    : undefined;
 
 /** Whether the post-processor puts `token` first (`first`) or last in a single sequence. */
 function templateAdds(post: unknown, token: string | undefined, first: boolean): boolean {

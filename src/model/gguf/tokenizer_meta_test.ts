@@ -1,6 +1,6 @@
 import { deepStrictEqual, equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
-import { gpt2Json, read } from "../../text/test_tokenizers.ts";
+import { gpt2Json, read, TEXTS } from "../../text/test_tokenizers.ts";
 import { parseTokenizer } from "../../text/tokenizer.ts";
 import { GgufMetadata } from "./metadata.ts";
 import { ggufText } from "./tokenizer.ts";
@@ -12,14 +12,6 @@ import {
   tokenizerMetadata,
 } from "./tokenizer_meta.ts";
 import { GPT2_SPLIT, QWEN2_SPLIT } from "./tokenizer.ts";
-
-const TEXTS = [
-  "Hello world",
-  " leading space and  double  spaces",
-  "naïve café — 東京 🙂 emoji",
-  "numbers 1234567 and symbols <>&%$#@!",
-  "tabs\tand\nnewlines\n\n",
-];
 
 /** The written metadata as a reader sees it. */
 function asRead(meta: Record<string, { value: unknown }>): GgufMetadata {
