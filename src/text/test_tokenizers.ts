@@ -1,6 +1,7 @@
 /** HF tokenizer files from packages in node_modules, for tests. */
 const nm = (p: string) => new URL(`../../node_modules/${p}`, import.meta.url);
-export const read = (p: string): Promise<string> => Deno.readTextFile(nm(p));
+/** A file of a package in node_modules, as text (file URLs are fetched in Deno). */
+export const read = async (p: string): Promise<string> => await (await fetch(nm(p))).text();
 
 /** Texts that exercise spaces, non-ASCII, digits and newlines (and the empty text). */
 export const TEXTS = [

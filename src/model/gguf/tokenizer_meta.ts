@@ -103,9 +103,13 @@ function bytesVocab(json: Json, c: TokenizerIds): Meta {
     const v = id(`${name}_token_id`);
     if (v !== undefined) names.set(v, `<${name}>`);
   }
-  const size = Math.max(c.vocabSize, id("vocab_size") ?? 256);
+  if ((id("vocab_size") ?? 0) > c.vocabSize) {
+    throw EngineError.invalidArgument(
+      `tokenizer.json: vocab_size ${id("vocab_size")} exceeds the model's ${c.vocabSize}`,
+    );
+  }
   return {
-    ...byteVocab(size, names, new Set(names.keys())),
+    ...byteVocab(c.vocabSize, names, new Set(names.keys())),
     "tokenizer.ggml.add_bos_token": bool(id("bos_token_id") !== undefined),
     "tokenizer.ggml.add_eos_token": bool(false),
     ...idKeys({ bos: id("bos_token_id"), eos: id("eos_token_id"), padding: id("pad_token_id") }),
@@ -184,7 +188,12 @@ function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): 
     tokens[t.id] = t.content;
     types[t.id] = t.special ? TOKEN_TYPE.control : TOKEN_TYPE.userDefined;
   }
-  const size = Math.max(tokens.length, c.vocabSize);
+  if (tokens.length > c.vocabSize) {
+    throw EngineError.invalidArgument(
+      `tokenizer.json: ${tokens.length} tokens, more than the model's vocabulary of ${c.vocabSize}`,
+    );
+  }
+  const size = c.vocabSize;
   const all = Array.from({ length: size }, (_, i) => tokens[i] ?? `[PAD${i}]`);
   const allTypes = Array.from({ length: size }, (_, i) => types[i] ?? TOKEN_TYPE.unused);
   const idOf = (name: string): number | undefined => {

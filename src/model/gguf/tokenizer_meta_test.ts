@@ -115,6 +115,7 @@ Deno.test("pre-tokenizer names, merge scores, chat template and refused tokenize
   deepStrictEqual(meta.strings("tokenizer.ggml.tokens"), ["a", "b", "ab", "[PAD3]"]);
   const invalid = (needle: string) => (e: unknown) =>
     e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(needle);
+  throws(() => tokenizerMetadata(files, { vocabSize: 2, eosTokenIds: [] }), invalid("more than"));
   throws(
     () => tokenizerMetadata({ json: { model: { type: "Unigram" } }, config: {} }, ids),
     invalid("Unigram"),
