@@ -88,12 +88,74 @@ export async function ggufFor(modelDir: string): Promise<string> {
   const dir = await cacheDir(modelDir);
   const version = await sourceHash([
     new URL("./to_gguf.ts", import.meta.url),
+    new URL("../../src/model/gguf/convert.ts", import.meta.url),
+    new URL("../../src/model/gguf/tokenizer_meta.ts", import.meta.url),
     new URL("../../src/model/gguf/writer.ts", import.meta.url),
   ]);
   return await cached(
     `${dir}/model-${version}.gguf`,
     (tmp) => toGguf(modelDir, tmp),
   );
+}
+
+/**
+ * llama.cpp's greedy continuation of `promptIds` (`n` tokens) on the GGUF file `file`, on its
+ * CPU build, in a driver process of its own (started and closed here).
+ */
+export async function llamaCppGreedy(
+  file: string,
+  promptIds: number[],
+  n: number,
+): Promise<number[]> {
+  return (await llamaCppGreedyEach([file], promptIds, n))[0]!;
+}
+
+/** `llamaCppGreedy` on each file in turn, in one driver process (one backend start). */
+export async function llamaCppGreedyEach(
+  files: readonly string[],
+  promptIds: number[],
+  n: number,
+): Promise<number[][]> {
+  await ensurePeerDeps();
+  const driver = new Driver({});
+  try {
+    const out: number[][] = [];
+    for (const file of files) {
+      await driver.call({ op: "setup", model: file, gpu: false });
+      out.push(
+        (await driver.call<{ tokens: number[] }>({
+          op: "greedy",
+          ids: promptIds,
+          n,
+        })).tokens,
+      );
+    }
+    return out;
+  } finally {
+    await driver.close();
+  }
+}
+
+/** llama.cpp's tokenization of each text (no BOS) with the tokenizer stored in `file`. */
+export async function llamaCppTokenize(
+  file: string,
+  texts: readonly string[],
+): Promise<number[][]> {
+  await ensurePeerDeps();
+  const driver = new Driver({});
+  try {
+    await driver.call({ op: "setup", model: file, gpu: false });
+    const out: number[][] = [];
+    for (const text of texts) {
+      out.push(
+        (await driver.call<{ tokens: number[] }>({ op: "tokenize", text }))
+          .tokens,
+      );
+    }
+    return out;
+  } finally {
+    await driver.close();
+  }
 }
 
 export class LlamaCppPeer implements Peer {
@@ -108,7 +170,9 @@ export class LlamaCppPeer implements Peer {
     try {
       await ensurePeerDeps();
     } catch (e) {
-      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
+      return `npm packages not installable: ${
+        (e as Error).message.split("\n")[0]
+      }`;
     }
     if (!(await hasNode())) {
       return "node is not on PATH (node-llama-cpp runs in Node)";
@@ -133,7 +197,9 @@ export class LlamaCppPeer implements Peer {
   async #start(): Promise<Driver> {
     // ggml-vulkan skips CPU Vulkan devices (lavapipe) unless a device is named explicitly.
     const env: Record<string, string> = {};
-    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) env.GGML_VK_VISIBLE_DEVICES = "0";
+    if (Deno.env.get("GGML_VK_VISIBLE_DEVICES") === undefined) {
+      env.GGML_VK_VISIBLE_DEVICES = "0";
+    }
     const driver = new Driver(env);
     this.#driver = driver;
     const info = await driver.call<{ device: string }>({
@@ -157,14 +223,20 @@ export class LlamaCppPeer implements Peer {
       return await driver.call<R>(req);
     } catch (e) {
       if (!driver.exited) throw e;
-      console.error(`${this.name}: the driver died during ${req.op}; restarting it once`);
+      console.error(
+        `${this.name}: the driver died during ${req.op}; restarting it once`,
+      );
       await driver.close();
       return await (await this.#start()).call<R>(req);
     }
   }
 
   async greedy(promptIds: number[], n: number): Promise<number[]> {
-    const r = await this.#call<{ tokens: number[] }>({ op: "greedy", ids: promptIds, n });
+    const r = await this.#call<{ tokens: number[] }>({
+      op: "greedy",
+      ids: promptIds,
+      n,
+    });
     return r.tokens;
   }
 

@@ -6,6 +6,7 @@
 //   {"op":"greedy","ids":[...],"n":N}                     -> {"ok":{"tokens":[...]}}
 //   {"op":"decode","ids":[...],"n":N,"batch":B}           -> {"ok":{"tokens":T,"seconds":S}}
 //   {"op":"prefill","ids":[...]}                          -> {"ok":{"seconds":S}}
+//   {"op":"tokenize","text":"..."}                        -> {"ok":{"tokens":[...]}} (no BOS)
 //   {"op":"close"}                                        -> {"ok":true}, then exit
 import { createInterface } from "node:readline";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
@@ -13,8 +14,11 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 let llama;
 let model;
 
+// A second setup loads another model (the backend is kept; the old model is disposed).
 async function setup({ model: path, gpu }) {
-  llama = await getLlama({
+  await model?.dispose();
+  model = undefined;
+  llama ??= await getLlama({
     gpu: gpu === false ? false : gpu,
     build: "never",
     usePrebuiltBinaries: true,
@@ -100,7 +104,12 @@ async function prefill({ ids }) {
   }
 }
 
-const ops = { setup, greedy, decode, prefill };
+/** The model's own tokenizer on `text`, special-token text kept as text, no BOS added. */
+function tokenize({ text }) {
+  return { tokens: [...model.tokenize(text, false)] };
+}
+
+const ops = { setup, greedy, decode, prefill, tokenize };
 const lines = createInterface({ input: process.stdin });
 for await (const line of lines) {
   if (!line.trim()) continue;

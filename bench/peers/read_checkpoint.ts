@@ -5,7 +5,10 @@
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type ModelConfig, parseConfig } from "../../src/model/config.ts";
-import { readCheckpoint, type TensorInfo } from "../../src/model/safetensors.ts";
+import {
+  readCheckpoint,
+  type TensorInfo,
+} from "../../src/model/safetensors.ts";
 import { mapWeights, type ModelWeights } from "../../src/model/weights.ts";
 import { decodeWeights } from "../../src/gpu/dtype.ts";
 
@@ -39,20 +42,6 @@ export async function f32Bytes(t: TensorInfo): Promise<Uint8Array> {
   const raw = await tensorBytes(t);
   if (t.dtype === "f32") return raw;
   return new Uint8Array(Float32Array.from(decodeWeights(raw, t.dtype)).buffer);
-}
-
-/** Reorder the rows of a row-major matrix (`rows` rows of equal length): out row i = in row perm[i]. */
-export function permuteRows(
-  bytes: Uint8Array,
-  rows: number,
-  perm: readonly number[],
-): Uint8Array {
-  const len = bytes.length / rows;
-  const out = new Uint8Array(bytes.length);
-  for (let i = 0; i < rows; i++) {
-    out.set(bytes.subarray(perm[i]! * len, (perm[i]! + 1) * len), i * len);
-  }
-  return out;
 }
 
 /** Transpose a row-major [rows, cols] matrix of `elemBytes`-byte elements. */
@@ -97,7 +86,8 @@ export async function cacheDir(dir: string): Promise<string> {
   );
   const hex = [...hash.slice(0, 6)].map((b) => b.toString(16).padStart(2, "0"))
     .join("");
-  const root = new URL("../../.cache/kiln-bench/peers/", import.meta.url).pathname;
+  const root =
+    new URL("../../.cache/kiln-bench/peers/", import.meta.url).pathname;
   const out = `${root}${abs.split("/").pop()}-${hex}`;
   await Deno.mkdir(out, { recursive: true });
   return out;

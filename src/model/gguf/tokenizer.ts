@@ -26,11 +26,12 @@ export const TOKEN_TYPE = {
   byte: 6,
 } as const;
 
-const GPT2_SPLIT = String
+/** The pre-tokenizer regexes `tokenizer.ggml.pre` names (GPT-2's, Llama 3's, Qwen2's). */
+export const GPT2_SPLIT = String
   .raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`;
-const LLAMA3_SPLIT = String
+export const LLAMA3_SPLIT = String
   .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
-const QWEN2_SPLIT = String
+export const QWEN2_SPLIT = String
   .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
 
 const split = (regex: string) => ({

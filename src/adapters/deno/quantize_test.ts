@@ -1,0 +1,37 @@
+import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { EngineError } from "../../contract/errors.ts";
+import { describeReport, parseArgs, quantizeToFile } from "./quantize.ts";
+
+const invalid = (needle: string) => (e: unknown) =>
+  e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(needle);
+
+Deno.test("quantize CLI arguments: both forms, and each bad one an InvalidArgument", () => {
+  deepStrictEqual(parseArgs(["--model", "m", "--type=q4_k_m", "--out", "o.gguf"]), {
+    model: "m",
+    mix: "q4_k_m",
+    out: "o.gguf",
+  });
+  throws(() => parseArgs(["--model", "m", "--type", "q3_k", "--out", "o.gguf"]), invalid("q3_k"));
+  throws(() => parseArgs(["--model", "m", "--type", "q8_0"]), invalid("--out"));
+  throws(() => parseArgs(["--model", "m", "--type", "q8_0", "--out", "o.bin"]), invalid(".gguf"));
+  throws(() => parseArgs(["--model"]), invalid("needs a value"));
+  throws(() => parseArgs(["--bits", "4"]), invalid("--bits"));
+});
+
+Deno.test("quantizeToFile writes the file it reports, and leaves nothing behind on failure", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const model = new URL("../../../test/fixtures/models/llama-gqa-f32", import.meta.url).pathname;
+    const out = `${dir}/m.gguf`;
+    const report = await quantizeToFile(model, out, "q8_0");
+    equal((await Deno.stat(out)).size, report.bytes);
+    deepStrictEqual(report.types, { F32: 5, Q8_0: 16 });
+    const lines = describeReport(out, report);
+    ok(lines[1]!.includes("Q8_0: 16"), lines[1]!);
+    ok(/8\.\d{3} bits per weight/.test(lines[2]!), lines[2]!);
+    await rejects(quantizeToFile(`${dir}/none`, `${dir}/x.gguf`, "q8_0"), invalid("config.json"));
+    deepStrictEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["m.gguf"]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,316 @@
+/**
+ * An HF checkpoint (Llama, Mistral or Qwen2 safetensors; F32, F16 or BF16) as one GGUF v3 file
+ * llama.cpp loads: the hyper-parameters under `llama.*` / `qwen2.*`, the tensors under
+ * llama.cpp's names, the tokenizer (`tokenizer_meta.ts`), and each tensor in the type a
+ * quantization mix gives it (`quant_mix.ts`), or, without a mix, in its own dtype.
+ *
+ * Norms and biases are F32, as llama.cpp's converter writes them; llama3 RoPE scaling becomes
+ * the `rope_freqs` tensor llama.cpp reads. For Llama and Mistral the q and k rows are permuted
+ * from HF's rotate-half RoPE layout to llama.cpp's interleaved pairs (within each head, HF rows
+ * [half][i] become [i][half]); Qwen2 runs with NEOX RoPE in llama.cpp, HF's layout, so its rows
+ * stay. Tensors are read, converted and written one at a time.
+ */
+import { EngineError } from "../../contract/errors.ts";
+import { decodeWeights, encodeWeights, type WeightDtype } from "../../gpu/dtype.ts";
+import { QUANT_FORMATS, quantize, type QuantType } from "../../gpu/quant/formats.ts";
+import { type ModelConfig, parseConfig } from "../config.ts";
+import { ropeInvFreq } from "../rope.ts";
+import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
+import { type ModelFiles, readText } from "../source.ts";
+import { mapWeights, type ModelWeights } from "../weights.ts";
+import {
+  type GgufMix,
+  type GgufTensorType,
+  MIX_FILE_TYPE,
+  mixType,
+  type TensorRole,
+} from "./quant_mix.ts";
+import { type HfTokenizerFiles, tokenizerMetadata } from "./tokenizer_meta.ts";
+import {
+  GgmlType,
+  type GgufTensor,
+  type GgufValue,
+  GgufValueType as T,
+  writeGguf,
+} from "./writer.ts";
+
+/** A checkpoint opened for conversion: its config, checked weights and tokenizer files. */
+export interface HfCheckpoint {
+  config: ModelConfig;
+  weights: ModelWeights;
+  /** `tokenizer.json` and `tokenizer_config.json`, when the checkpoint has a tokenizer. */
+  tokenizer?: HfTokenizerFiles;
+}
+
+function parseJson(text: string, name: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
+      return v as Record<string, unknown>;
+    }
+  } catch (e) {
+    throw EngineError.invalidArgument(`${name} is not JSON: ${(e as Error).message}`, e);
+  }
+  throw EngineError.invalidArgument(`${name} is not a JSON object`);
+}
+
+/** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
+export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
+  const configText = await readText(files, "config.json");
+  if (configText === undefined) {
+    throw EngineError.invalidArgument(`${files.location}: no config.json`);
+  }
+  const config = parseConfig(configText);
+  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name)));
+  const json = await readText(files, "tokenizer.json");
+  if (json === undefined) return { config, weights };
+  const tc = await readText(files, "tokenizer_config.json");
+  return {
+    config,
+    weights,
+    tokenizer: {
+      json: parseJson(json, "tokenizer.json"),
+      config: tc === undefined ? {} : parseJson(tc, "tokenizer_config.json"),
+    },
+  };
+}
+
+/** Row order that turns HF's rotate-half q/k rows into llama.cpp's interleaved pairs. */
+export function ropeRowPermutation(heads: number, headDim: number): number[] {
+  const half = headDim / 2;
+  const perm: number[] = [];
+  for (let h = 0; h < heads; h++) {
+    for (let i = 0; i < half; i++) perm.push(h * headDim + i, h * headDim + half + i);
+  }
+  return perm;
+}
+
+/** Reorder the rows of a row-major matrix (`rows` rows of equal length): row i = in row perm[i]. */
+export function permuteRows(bytes: Uint8Array, rows: number, perm: readonly number[]): Uint8Array {
+  const len = bytes.length / rows;
+  const out = new Uint8Array(bytes.length);
+  for (let i = 0; i < rows; i++) {
+    out.set(bytes.subarray(perm[i]! * len, (perm[i]! + 1) * len), i * len);
+  }
+  return out;
+}
+
+const FLOAT_TYPES: Record<"F32" | "F16" | "BF16", [number, WeightDtype]> = {
+  F32: [GgmlType.F32, "f32"],
+  F16: [GgmlType.F16, "f16"],
+  BF16: [GgmlType.BF16, "bf16"],
+};
+const DTYPE_TYPE: Record<WeightDtype, GgufTensorType> = { f32: "F32", f16: "F16", bf16: "BF16" };
+
+/** One tensor of the conversion: where it comes from and what it becomes. */
+export interface PlannedTensor {
+  name: string;
+  type: GgufTensorType;
+  /** HF order, outermost first. */
+  shape: number[];
+  role: TensorRole;
+  /** The layer, or -1. */
+  layer: number;
+  source: TensorInfo;
+  perm?: number[];
+}
+
+export interface ConvertOptions {
+  /** The quantization mix; without one, matrices keep their dtype. */
+  mix?: GgufMix;
+  /** `general.name` (default `model`). */
+  name?: string;
+}
+
+function tensorBytesOf(type: GgufTensorType, shape: readonly number[]): number {
+  const count = shape.reduce((a, d) => a * d, 1);
+  if (type === "F32" || type === "F16" || type === "BF16") {
+    return count * (type === "F32" ? 4 : 2);
+  }
+  const f = QUANT_FORMATS[type];
+  return count / f.blockSize * f.blockBytes;
+}
+
+/** Every tensor in llama.cpp's names, order and types. */
+export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
+  const { config: c, weights: w } = ck;
+  const llama = c.arch !== "qwen2";
+  const qPerm = llama ? ropeRowPermutation(c.numHeads, c.headDim) : undefined;
+  const kPerm = llama ? ropeRowPermutation(c.numKvHeads, c.headDim) : undefined;
+  const ctx = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
+  const out: PlannedTensor[] = [];
+  const add = (name: string, source: TensorInfo, role: TensorRole, layer = -1, perm?: number[]) => {
+    const shape = [...source.shape];
+    const cols = shape[shape.length - 1]!;
+    const type = role === "vector"
+      ? "F32"
+      : mix === undefined
+      ? DTYPE_TYPE[source.dtype]
+      : mixType(mix, role, layer, cols, ctx);
+    out.push({ name, type, shape, role, layer, source, ...(perm ? { perm } : {}) });
+  };
+  add("token_embd.weight", w.embed, "embed");
+  for (const [i, l] of w.layers.entries()) {
+    const b = `blk.${i}.`;
+    add(`${b}attn_norm.weight`, l.inputNorm, "vector");
+    add(`${b}attn_q.weight`, l.q, "attn_q", i, qPerm);
+    add(`${b}attn_k.weight`, l.k, "attn_k", i, kPerm);
+    add(`${b}attn_v.weight`, l.v, "attn_v", i);
+    if (l.qBias) add(`${b}attn_q.bias`, l.qBias, "vector", i, qPerm);
+    if (l.kBias) add(`${b}attn_k.bias`, l.kBias, "vector", i, kPerm);
+    if (l.vBias) add(`${b}attn_v.bias`, l.vBias, "vector", i);
+    add(`${b}attn_output.weight`, l.o, "attn_output", i);
+    add(`${b}ffn_norm.weight`, l.postNorm, "vector");
+    add(`${b}ffn_gate.weight`, l.gate, "ffn_gate", i);
+    add(`${b}ffn_up.weight`, l.up, "ffn_up", i);
+    add(`${b}ffn_down.weight`, l.down, "ffn_down", i);
+  }
+  add("output_norm.weight", w.norm, "vector");
+  // Tied embeddings: llama.cpp falls back to token_embd when `output` is absent.
+  if (!c.tieWordEmbeddings) add("output.weight", w.lmHead, "output");
+  return out;
+}
+
+/** The bytes of a planned tensor in its GGUF type. */
+export async function plannedBytes(p: PlannedTensor): Promise<Uint8Array> {
+  const t = p.source;
+  let raw = await t.source.read(t.offset, t.length);
+  if (p.perm) raw = permuteRows(raw, p.shape[0]!, p.perm);
+  if (p.type === DTYPE_TYPE[t.dtype]) return raw;
+  const values = decodeWeights(raw, t.dtype);
+  if (p.type === "F32" || p.type === "F16" || p.type === "BF16") {
+    if (p.type === "F16" && values.some((v) => Math.abs(v) > 65504)) {
+      throw EngineError.invalidArgument(`tensor ${t.name}: values beyond the F16 range`);
+    }
+    return encodeWeights(values, FLOAT_TYPES[p.type][1]);
+  }
+  const rows = p.shape.length === 1 ? 1 : p.shape[0]!;
+  return quantize(p.type, Float32Array.from(values), rows, values.length / rows);
+}
+
+/**
+ * llama3 RoPE scaling as llama.cpp takes it: `rope_freqs.weight`, one F32 divisor per frequency
+ * (the unscaled inverse frequency over the scaled one).
+ */
+function ropeFreqs(c: ModelConfig): GgufTensor {
+  const plain = ropeInvFreq(c.headDim, c.ropeTheta);
+  const scaled = ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling);
+  const bytes = new Uint8Array(Float32Array.from(plain, (f, i) => f / scaled[i]!).buffer);
+  return {
+    name: "rope_freqs.weight",
+    shape: [plain.length],
+    type: GgmlType.F32,
+    byteLength: bytes.length,
+    data: () => bytes,
+  };
+}
+
+function ggmlTypeNumber(type: GgufTensorType): number {
+  return type === "F32" || type === "F16" || type === "BF16"
+    ? FLOAT_TYPES[type][0]
+    : QUANT_FORMATS[type as QuantType].ggmlType;
+}
+
+/** The tensors to write (their data converted when the writer reaches them). */
+export function ggufTensors(ck: HfCheckpoint, plan: readonly PlannedTensor[]): GgufTensor[] {
+  const out: GgufTensor[] = plan.map((p) => ({
+    name: p.name,
+    shape: p.shape,
+    type: ggmlTypeNumber(p.type),
+    byteLength: tensorBytesOf(p.type, p.shape),
+    data: () => plannedBytes(p),
+  }));
+  if (ck.config.ropeScaling.type === "llama3") out.push(ropeFreqs(ck.config));
+  return out;
+}
+
+/** The metadata llama.cpp reads for a Llama or Qwen2 model, tokenizer included. */
+export function ggufMetadata(
+  ck: HfCheckpoint,
+  opts: ConvertOptions = {},
+  warnings: string[] = [],
+): Record<string, GgufValue> {
+  const c = ck.config;
+  const arch = c.arch === "qwen2" ? "qwen2" : "llama";
+  const u32 = (value: number): GgufValue => ({ type: T.UINT32, value });
+  const f32 = (value: number): GgufValue => ({ type: T.FLOAT32, value });
+  const fileType = opts.mix !== undefined
+    ? MIX_FILE_TYPE[opts.mix]
+    : c.dtype === "f32"
+    ? 0
+    : c.dtype === "bf16"
+    ? 32
+    : 1;
+  const meta: Record<string, GgufValue> = {
+    "general.architecture": { type: T.STRING, value: arch },
+    "general.name": { type: T.STRING, value: opts.name ?? "model" },
+    "general.file_type": u32(fileType),
+    ...(opts.mix !== undefined ? { "general.quantization_version": u32(2) } : {}),
+    [`${arch}.vocab_size`]: u32(c.vocabSize),
+    [`${arch}.context_length`]: u32(c.maxPositionEmbeddings),
+    [`${arch}.embedding_length`]: u32(c.hiddenSize),
+    [`${arch}.block_count`]: u32(c.numLayers),
+    [`${arch}.feed_forward_length`]: u32(c.intermediateSize),
+    [`${arch}.attention.head_count`]: u32(c.numHeads),
+    [`${arch}.attention.head_count_kv`]: u32(c.numKvHeads),
+    [`${arch}.attention.key_length`]: u32(c.headDim),
+    [`${arch}.attention.value_length`]: u32(c.headDim),
+    [`${arch}.attention.layer_norm_rms_epsilon`]: f32(c.rmsNormEps),
+    [`${arch}.rope.dimension_count`]: u32(c.headDim),
+    [`${arch}.rope.freq_base`]: f32(c.ropeTheta),
+  };
+  const s = c.ropeScaling;
+  if (s.type === "linear") {
+    meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
+    meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
+  }
+  // llama3 scaling travels as the `rope_freqs` tensor (see ggufTensors).
+  return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };
+}
+
+/** What a conversion wrote. */
+export interface ConvertReport {
+  /** Bytes of the whole file. */
+  bytes: number;
+  /** Tensors written per ggml type name. */
+  types: Record<string, number>;
+  /** Elements of every tensor. */
+  elements: number;
+  /** Bits per element of the tensor data (padding and header excluded). */
+  bitsPerWeight: number;
+  /** Each tensor's name and type. */
+  tensors: { name: string; type: GgufTensorType }[];
+  /** What was written by a guess (an unrecognised pre-tokenizer). */
+  warnings: string[];
+}
+
+/** Convert `ck` and write the GGUF file through `write`, one tensor at a time. */
+export async function writeHfAsGguf(
+  ck: HfCheckpoint,
+  write: (bytes: Uint8Array) => Promise<unknown> | unknown,
+  opts: ConvertOptions = {},
+): Promise<ConvertReport> {
+  const warnings: string[] = [];
+  const meta = ggufMetadata(ck, opts, warnings);
+  const plan = planTensors(ck, opts.mix);
+  const tensors = ggufTensors(ck, plan);
+  const bytes = await writeGguf(write, meta, tensors);
+  const types: Record<string, number> = {};
+  let elements = 0;
+  let dataBytes = 0;
+  const list = tensors.map((t, i) => {
+    const type = plan[i]?.type ?? "F32";
+    types[type] = (types[type] ?? 0) + 1;
+    elements += t.shape.reduce((a, d) => a * d, 1);
+    dataBytes += t.byteLength;
+    return { name: t.name, type };
+  });
+  return {
+    bytes,
+    types,
+    elements,
+    bitsPerWeight: 8 * dataBytes / elements,
+    tensors: list,
+    warnings,
+  };
+}
