@@ -185,7 +185,7 @@ function checkShardName(tensor: string, shard: unknown): void {
     ? "is not a string"
     : shard === "" || shard === "." || shard === ".."
     ? "is not a file name"
-    : /[\/]/.test(shard)
+    : /[/\\]/.test(shard)
     ? "names a file outside the model directory"
     // deno-lint-ignore no-control-regex
     : /[\u0000-\u001f\u007f]/.test(shard)
