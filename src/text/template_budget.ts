@@ -2,8 +2,9 @@
  * Rendering a chat template under a budget. A template is code from a model repository, and
  * `@huggingface/jinja` runs it synchronously on the calling thread, so a wall-clock timer could
  * never interrupt it. Instead the render runs through a subclass of its `Interpreter` whose
- * `evaluate` (called for every node of the template, loop bodies included) counts steps, checks
- * the clock every 256 steps and measures every value it produces; `range` is replaced by one
+ * `evaluate` (called for every node of the template, loop bodies included) counts steps (a list
+ * costs one per item), checks the clock and measures every value it produces, so an overrun
+ * lasts at most one node's own work; `range` is replaced by one
  * that refuses long ranges before building them, and numeric arguments of filters and calls
  * (`indent(width)`, `tojson(indent=...)`) are bounded before the filter allocates.
  */
@@ -17,7 +18,7 @@ export interface RenderBudget {
   maxChars?: number;
   /** Length of any list the template builds (`range(n)` included). */
   maxItems?: number;
-  /** Wall-clock milliseconds, checked every 256 steps. */
+  /** Wall-clock milliseconds, checked at every step. */
   timeoutMs?: number;
 }
 
@@ -66,11 +67,10 @@ class BudgetInterpreter extends Interpreter {
   }
 
   override evaluate(statement: Statement, environment: Environment): Value {
-    const steps = ++this.#steps;
-    if (steps > this.#limits.maxSteps) {
+    if (++this.#steps > this.#limits.maxSteps) {
       throw over(`more than ${this.#limits.maxSteps} steps`);
     }
-    if ((steps & 255) === 0 && performance.now() > this.#deadline) {
+    if (performance.now() > this.#deadline) {
       throw over(`rendering took more than ${this.#limits.timeoutMs} ms`);
     }
     const value = super.evaluate(statement, environment);
@@ -78,8 +78,12 @@ class BudgetInterpreter extends Interpreter {
     if (typeof v === "string" && v.length > this.#limits.maxChars) {
       throw over(`a string of ${v.length} characters exceeds ${this.#limits.maxChars}`);
     }
-    if (Array.isArray(v) && v.length > this.#limits.maxItems) {
-      throw over(`a list of ${v.length} items exceeds ${this.#limits.maxItems}`);
+    if (Array.isArray(v)) {
+      if (v.length > this.#limits.maxItems) {
+        throw over(`a list of ${v.length} items exceeds ${this.#limits.maxItems}`);
+      }
+      // Building a list costs a step per item (a loop over it may run without evaluating).
+      this.#steps += v.length;
     }
     return value;
   }

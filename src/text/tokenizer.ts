@@ -185,6 +185,9 @@ export class HfTextTokenizer implements TextTokenizer {
     }
     const added = addedTokens(json.added_tokens);
     const base = baseVocabSize(model?.vocab);
+    if (model?.unk_id !== undefined && model.unk_id !== null) {
+      checkId(model.unk_id, "tokenizer.json: model.unk_id", base);
+    }
     try {
       this.#tok = new HfTokenizer(json, config);
     } catch (e) {
