@@ -2,7 +2,7 @@
  * Seeded, bounded fuzzing of GGUF headers: mutations of a small valid model (random bytes,
  * extreme counts and lengths written over the header, truncations, spliced ranges) must load
  * or fail with an `EngineError`, never anything else, and each within a bound. Scaled and
- * seeded like the other fuzzers (`src/fuzz/fuzz.ts`, `deno task fuzz`).
+ * seeded like the other fuzzers (`test/fuzz/fuzz.ts`, `deno task fuzz`).
  */
 import { ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
@@ -11,7 +11,7 @@ import { readGgufFile } from "./header.ts";
 import { openGguf } from "./load.ts";
 import { tinyGguf } from "./test_model.ts";
 import { ggufText } from "./tokenizer.ts";
-import { fuzzScale, fuzzSeed, rng } from "../../fuzz/fuzz.ts";
+import { fuzzScale, fuzzSeed, rng } from "../../../test/fuzz/fuzz.ts";
 
 const EXTREMES = [
   0n,

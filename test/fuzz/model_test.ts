@@ -1,7 +1,7 @@
 /** Fuzzed config.json, safetensors headers and sharded indexes give `EngineError`s only. */
-import { parseConfig } from "../model/config.ts";
-import { readCheckpoint, readSafetensorsHeader } from "../model/safetensors.ts";
-import { blobSource } from "../model/source.ts";
+import { parseConfig } from "../../src/model/config.ts";
+import { readCheckpoint, readSafetensorsHeader } from "../../src/model/safetensors.ts";
+import { blobSource } from "../../src/model/source.ts";
 import { fuzz, mutateBytes, mutateJson } from "./fuzz.ts";
 
 const CONFIG = {

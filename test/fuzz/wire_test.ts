@@ -1,7 +1,7 @@
 /** Fuzzed Dynamo wire JSON: requests and output chunks parse or give an `EngineError`. */
-import type { PreprocessedRequest } from "../contract/types.ts";
-import { validateRequest } from "../contract/validate.ts";
-import { parseOutput, parseRequest } from "../contract/wire.ts";
+import type { PreprocessedRequest } from "../../src/contract/types.ts";
+import { validateRequest } from "../../src/contract/validate.ts";
+import { parseOutput, parseRequest } from "../../src/contract/wire.ts";
 import { fuzz, mutateBytes, mutateJson } from "./fuzz.ts";
 
 const REQUEST = {

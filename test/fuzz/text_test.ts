@@ -1,6 +1,6 @@
 /** Fuzzed tokenizer files, tokenizer configs and chat templates give `EngineError`s only. */
-import { blobSource, type ModelFiles } from "../model/source.ts";
-import { encodeChat, loadText } from "../text/load.ts";
+import { blobSource, type ModelFiles } from "../../src/model/source.ts";
+import { encodeChat, loadText } from "../../src/text/load.ts";
 import { fuzz, mutateBytes, mutateJson } from "./fuzz.ts";
 
 const TOKENIZER = {

@@ -8,7 +8,7 @@
  * 30 times longer (`KILN_FUZZ_SCALE=N` sets the factor); `KILN_FUZZ_SEED=N` replays one seed.
  */
 import { ok } from "node:assert/strict";
-import { EngineError } from "../contract/errors.ts";
+import { EngineError } from "../../src/contract/errors.ts";
 
 /** A small, fast seeded generator of floats in [0, 1) (mulberry32). */
 export function rng(seed: number): () => number {
