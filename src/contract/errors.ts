@@ -2,6 +2,7 @@
  * One error class for everything an engine reports, carrying Dynamo's error types.
  * It serialises to plain data and back, so it survives a worker boundary.
  */
+import { describe } from "./describe.ts";
 
 /** Dynamo's error types (`dynamo_runtime::error::ErrorType`). */
 export const ERROR_TYPES = [
@@ -57,7 +58,7 @@ export class EngineError extends Error {
       if (error.stack !== undefined) wrapped.stack = error.stack;
       return wrapped;
     }
-    return new EngineError(type, String(error));
+    return new EngineError(type, typeof error === "string" ? error : describe(error, 200));
   }
 
   toJSON(): SerializedError {
@@ -87,7 +88,11 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
     if (error.cause !== undefined && depth < 8) out.cause = serializeError(error.cause, depth + 1);
     return out;
   }
-  return { name: "Error", type: "Unknown", message: String(error) };
+  return {
+    name: "Error",
+    type: "Unknown",
+    message: typeof error === "string" ? error : describe(error, 200),
+  };
 }
 
 export function isSerializedError(value: unknown): value is SerializedError {

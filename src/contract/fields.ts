@@ -1,12 +1,12 @@
 /** Small typed readers for untrusted JSON objects; every failure names the field. */
+import { describe } from "./describe.ts";
 import { EngineError } from "./errors.ts";
 import type { UnknownFields } from "./types.ts";
 
 export type Json = Record<string, unknown>;
 
 export function bad(path: string, expected: string, got: unknown): EngineError {
-  const shown = typeof got === "string" ? JSON.stringify(got) : String(got);
-  return EngineError.invalidArgument(`${path}: expected ${expected}, got ${shown.slice(0, 80)}`);
+  return EngineError.invalidArgument(`${path}: expected ${expected}, got ${describe(got)}`);
 }
 
 export function isObject(value: unknown): value is Json {
@@ -14,7 +14,7 @@ export function isObject(value: unknown): value is Json {
 }
 
 export function object(value: unknown, path: string): Json {
-  if (!isObject(value)) throw bad(path, "an object", Array.isArray(value) ? "an array" : value);
+  if (!isObject(value)) throw bad(path, "an object", value);
   return value;
 }
 

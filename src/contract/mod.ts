@@ -4,6 +4,7 @@
  */
 export * from "./types.ts";
 export * from "./errors.ts";
+export { describe } from "./describe.ts";
 export * from "./engine.ts";
 export * from "./kv_events.ts";
 export * as output from "./output.ts";

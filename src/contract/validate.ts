@@ -1,17 +1,41 @@
 /** Semantic checks on a request, and a stream wrapper that enforces the stream rules. */
+import { describe } from "./describe.ts";
 import { EngineError } from "./errors.ts";
 import { isTokenId } from "./fields.ts";
 import { isTerminal } from "./output.ts";
-import type { LLMEngineOutput, PreprocessedRequest } from "./types.ts";
+import type {
+  LLMEngineOutput,
+  OutputOptions,
+  PreprocessedRequest,
+  SamplingOptions,
+  StopConditions,
+} from "./types.ts";
 
 function invalid(field: string, why: string): EngineError {
   return EngineError.invalidArgument(`request.${field}: ${why}`);
 }
 
-function checkIds(ids: readonly unknown[] | undefined, field: string): void {
-  ids?.forEach((id, i) => {
-    if (!isTokenId(id)) throw invalid(`${field}[${i}]`, `not a token id (${String(id)})`);
+function checkIds(ids: unknown, field: string): void {
+  if (ids === undefined) return;
+  if (!Array.isArray(ids)) {
+    throw invalid(field, `expected an array of token ids, got ${describe(ids)}`);
+  }
+  ids.forEach((id, i) => {
+    if (!isTokenId(id)) throw invalid(`${field}[${i}]`, `not a token id (${describe(id)})`);
   });
+}
+
+const isNum = (v: unknown): v is number => typeof v === "number";
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The object at `field`, `{}` when absent; anything else is refused. */
+function section(v: unknown, field: string): Record<string, unknown> {
+  if (v === undefined) return {};
+  if (!isObject(v)) throw invalid(field, `expected an object, got ${describe(v)}`);
+  return v;
 }
 
 /**
@@ -19,41 +43,67 @@ function checkIds(ids: readonly unknown[] | undefined, field: string): void {
  * Throws `InvalidArgument` naming the field.
  */
 export function validateRequest(request: PreprocessedRequest): void {
-  if (!Array.isArray(request.token_ids)) throw invalid("token_ids", "missing");
+  if (!isObject(request)) {
+    throw EngineError.invalidArgument(`request: expected an object, got ${describe(request)}`);
+  }
+  if (!Array.isArray(request.token_ids)) {
+    throw invalid(
+      "token_ids",
+      `expected an array of token ids, got ${describe(request.token_ids)}`,
+    );
+  }
   checkIds(request.token_ids, "token_ids");
   checkIds(request.eos_token_ids, "eos_token_ids");
-  const stop = request.stop_conditions ?? {};
+  const stop = section(request.stop_conditions, "stop_conditions") as StopConditions;
+  if (stop.stop !== undefined) {
+    if (!Array.isArray(stop.stop)) {
+      throw invalid(
+        "stop_conditions.stop",
+        `expected an array of strings, got ${describe(stop.stop)}`,
+      );
+    }
+    stop.stop.forEach((x, i) => {
+      if (typeof x !== "string") {
+        throw invalid(`stop_conditions.stop[${i}]`, `expected a string, got ${describe(x)}`);
+      }
+    });
+  }
   checkIds(stop.stop_token_ids, "stop_conditions.stop_token_ids");
   checkIds(stop.stop_token_ids_hidden, "stop_conditions.stop_token_ids_hidden");
   for (const key of ["max_tokens", "min_tokens"] as const) {
     const v = stop[key];
     if (v !== undefined && !isTokenId(v)) {
-      throw invalid(`stop_conditions.${key}`, `must be a non-negative integer, got ${v}`);
+      throw invalid(`stop_conditions.${key}`, `must be a non-negative integer, got ${describe(v)}`);
     }
   }
-  const s = request.sampling_options ?? {};
+  const s = section(request.sampling_options, "sampling_options") as SamplingOptions;
+  const output = section(request.output_options, "output_options") as OutputOptions;
   const { temperature, top_p, top_k, min_p, repetition_penalty, n, best_of } = s;
-  if (temperature !== undefined && !(temperature >= 0 && Number.isFinite(temperature))) {
+  if (
+    temperature !== undefined &&
+    !(isNum(temperature) && temperature >= 0 && Number.isFinite(temperature))
+  ) {
     throw invalid(
       "sampling_options.temperature",
-      `must be a finite number >= 0, got ${temperature}`,
+      `must be a finite number >= 0, got ${describe(temperature)}`,
     );
   }
-  if (top_p !== undefined && !(top_p > 0 && top_p <= 1)) {
-    throw invalid("sampling_options.top_p", `must be in (0, 1], got ${top_p}`);
+  if (top_p !== undefined && !(isNum(top_p) && top_p > 0 && top_p <= 1)) {
+    throw invalid("sampling_options.top_p", `must be in (0, 1], got ${describe(top_p)}`);
   }
   if (top_k !== undefined && !(Number.isInteger(top_k) && top_k >= -1)) {
-    throw invalid("sampling_options.top_k", `must be an integer >= -1, got ${top_k}`);
+    throw invalid("sampling_options.top_k", `must be an integer >= -1, got ${describe(top_k)}`);
   }
-  if (min_p !== undefined && !(min_p >= 0 && min_p <= 1)) {
-    throw invalid("sampling_options.min_p", `must be in [0, 1], got ${min_p}`);
+  if (min_p !== undefined && !(isNum(min_p) && min_p >= 0 && min_p <= 1)) {
+    throw invalid("sampling_options.min_p", `must be in [0, 1], got ${describe(min_p)}`);
   }
   if (
-    repetition_penalty !== undefined && !(repetition_penalty > 0 && isFinite(repetition_penalty))
+    repetition_penalty !== undefined &&
+    !(isNum(repetition_penalty) && repetition_penalty > 0 && isFinite(repetition_penalty))
   ) {
     throw invalid(
       "sampling_options.repetition_penalty",
-      `must be a finite number > 0, got ${repetition_penalty}`,
+      `must be a finite number > 0, got ${describe(repetition_penalty)}`,
     );
   }
   for (
@@ -62,23 +112,31 @@ export function validateRequest(request: PreprocessedRequest): void {
       s.frequency_penalty,
     ]] as const
   ) {
-    if (v !== undefined && !(v >= -2 && v <= 2)) {
-      throw invalid(`sampling_options.${key}`, `must be in [-2, 2], got ${v}`);
+    if (v !== undefined && !(isNum(v) && v >= -2 && v <= 2)) {
+      throw invalid(`sampling_options.${key}`, `must be in [-2, 2], got ${describe(v)}`);
     }
   }
   if (n !== undefined && !(Number.isInteger(n) && n >= 1)) {
-    throw invalid("sampling_options.n", `must be an integer >= 1, got ${n}`);
+    throw invalid("sampling_options.n", `must be an integer >= 1, got ${describe(n)}`);
   }
-  if (best_of !== undefined && !(Number.isInteger(best_of) && best_of >= (n ?? 1))) {
-    throw invalid("sampling_options.best_of", `must be an integer >= n, got ${best_of}`);
+  if (best_of !== undefined && !(Number.isInteger(best_of) && best_of >= (isNum(n) ? n : 1))) {
+    throw invalid("sampling_options.best_of", `must be an integer >= n, got ${describe(best_of)}`);
   }
   checkIds(s.allowed_token_ids, "sampling_options.allowed_token_ids");
-  s.bad_words_token_ids?.forEach((seq, i) =>
-    checkIds(seq, `sampling_options.bad_words_token_ids[${i}]`)
-  );
-  const logprobs = request.output_options?.logprobs;
+  const badWords: unknown = s.bad_words_token_ids;
+  if (badWords !== undefined && !Array.isArray(badWords)) {
+    throw invalid(
+      "sampling_options.bad_words_token_ids",
+      `expected an array of token id arrays, got ${describe(badWords)}`,
+    );
+  }
+  badWords?.forEach((seq, i) => checkIds(seq, `sampling_options.bad_words_token_ids[${i}]`));
+  const logprobs = output.logprobs;
   if (logprobs !== undefined && !(Number.isInteger(logprobs) && logprobs >= 0)) {
-    throw invalid("output_options.logprobs", `must be a non-negative integer, got ${logprobs}`);
+    throw invalid(
+      "output_options.logprobs",
+      `must be a non-negative integer, got ${describe(logprobs)}`,
+    );
   }
 }
 

@@ -214,7 +214,7 @@ export function parseFinishReason(value: unknown, path = "finish_reason"): Finis
       return "cancelled";
   }
   if (isObject(value) && typeof value.error === "string") return { error: value.error };
-  throw bad(path, "a finish reason", isObject(value) ? JSON.stringify(value) : value);
+  throw bad(path, "a finish reason", value);
 }
 
 /** Write an output chunk as Dynamo's JSON (absent fields omitted). */
@@ -256,9 +256,36 @@ const OUTPUT_FIELDS = [
   "extra_args",
 ];
 
+const isNumber = (v: unknown) => typeof v === "number";
+
+/** An optional array whose items all pass `ok` (absent and `null` read as undefined). */
+function optList(
+  obj: Json,
+  key: string,
+  path: string,
+  what: string,
+  ok: (v: unknown) => boolean,
+): unknown[] | undefined {
+  const v = obj[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw bad(`${path}.${key}`, `an array of ${what}s`, v);
+  v.forEach((x, i) => {
+    if (!ok(x)) throw bad(`${path}.${key}[${i}]`, what, x);
+  });
+  return v;
+}
+
 /** Parse an output chunk from Dynamo's JSON. */
 export function parseOutput(json: string | unknown): LLMEngineOutput {
-  const obj = object(typeof json === "string" ? JSON.parse(json) : json, "output");
+  let value: unknown = json;
+  if (typeof json === "string") {
+    try {
+      value = JSON.parse(json);
+    } catch (e) {
+      throw EngineError.invalidArgument(`output: not valid JSON (${(e as Error).message})`);
+    }
+  }
+  const obj = object(value, "output");
   const path = "output";
   const stopReason = obj.stop_reason;
   if (
@@ -268,10 +295,20 @@ export function parseOutput(json: string | unknown): LLMEngineOutput {
   const usageObj = optObject(obj, "completion_usage", path);
   return withUnknown(
     defined<LLMEngineOutput>({ token_ids: tokenIds(obj.token_ids ?? [], `${path}.token_ids`) }, {
-      tokens: Array.isArray(obj.tokens) ? obj.tokens as (string | null)[] : undefined,
+      tokens: optList(
+        obj,
+        "tokens",
+        path,
+        "a string or null",
+        (t) => t === null || typeof t === "string",
+      ) as
+        | (string | null)[]
+        | undefined,
       text: optString(obj, "text", path),
       cum_log_probs: optNumber(obj, "cum_log_probs", path),
-      log_probs: Array.isArray(obj.log_probs) ? obj.log_probs as number[] : undefined,
+      log_probs: optList(obj, "log_probs", path, "a number", isNumber) as
+        | number[]
+        | undefined,
       top_logprobs: Array.isArray(obj.top_logprobs)
         ? obj.top_logprobs as TopLogprob[][]
         : undefined,

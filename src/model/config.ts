@@ -2,7 +2,9 @@
  * HF `config.json` for Llama, Mistral and Qwen2 checkpoints, read into a typed config.
  * Anything Kiln cannot run is refused with `InvalidArgument` naming the key.
  */
+import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
+import { isTokenId } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import type { RopeScaling } from "./rope.ts";
 
@@ -42,15 +44,23 @@ function refuse(key: string, why: string): EngineError {
   return EngineError.invalidArgument(`config.${key}: ${why}`);
 }
 
+/** Sizes and counts above this are refused: no buffer Kiln could make is that large. */
+const MAX_INT = 0x7fff_ffff;
+
 function int(c: Json, key: string, fallback?: number): number {
   const v = c[key] ?? fallback;
-  if (typeof v !== "number" || !Number.isInteger(v) || v <= 0) {
+  if (typeof v !== "number" || !Number.isInteger(v) || v <= 0 || v > MAX_INT) {
     throw refuse(
       key,
-      v === undefined ? "missing" : `expected a positive integer, got ${JSON.stringify(v)}`,
+      v === undefined ? "missing" : `expected a positive integer up to 2^31-1, got ${describe(v)}`,
     );
   }
   return v;
+}
+
+/** `table[key]` only for the table's own keys (`"constructor"` is not an architecture). */
+function lookup<T>(table: Record<string, T>, key: unknown): T | undefined {
+  return typeof key === "string" && Object.hasOwn(table, key) ? table[key] : undefined;
 }
 
 function num(c: Json, key: string, fallback?: number): number {
@@ -58,7 +68,7 @@ function num(c: Json, key: string, fallback?: number): number {
   if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
     throw refuse(
       key,
-      v === undefined ? "missing" : `expected a positive number, got ${JSON.stringify(v)}`,
+      v === undefined ? "missing" : `expected a positive number, got ${describe(v)}`,
     );
   }
   return v;
@@ -67,28 +77,28 @@ function num(c: Json, key: string, fallback?: number): number {
 function architecture(c: Json): Architecture {
   const archs = c.architectures;
   if (Array.isArray(archs) && archs.length > 0) {
-    const name = String(archs[0]);
-    const arch = ARCHS[name];
+    const arch = lookup(ARCHS, archs[0]);
     if (arch === undefined) {
-      throw refuse("architectures", `unsupported architecture ${JSON.stringify(name)}`);
+      throw refuse("architectures", `unsupported architecture ${describe(archs[0])}`);
     }
     return arch;
   }
   const type = c.model_type;
   if (type === "llama" || type === "mistral" || type === "qwen2") return type;
-  throw refuse("model_type", `unsupported model type ${JSON.stringify(type)}`);
+  throw refuse("model_type", `unsupported model type ${describe(type)}`);
 }
 
 function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
   // transformers 5 writes rope_parameters; older checkpoints rope_theta + rope_scaling.
-  const params = c.rope_parameters as Json | undefined | null;
-  const legacy = c.rope_scaling as Json | undefined | null;
-  const key = params ? "rope_parameters" : "rope_scaling";
-  const src: Json = params ?? legacy ?? {};
-  if (typeof src !== "object" || Array.isArray(src)) throw refuse(key, "expected an object");
-  const theta = num(params ? src : c, "rope_theta", 10000);
-  const type = String(src.rope_type ?? src.type ?? "default");
-  const f = (k: string) => num(src, k);
+  const params = c.rope_parameters ?? undefined;
+  const key = params !== undefined ? "rope_parameters" : "rope_scaling";
+  const src = params ?? c.rope_scaling ?? {};
+  if (typeof src !== "object" || src === null || Array.isArray(src)) {
+    throw refuse(key, `expected an object, got ${describe(src)}`);
+  }
+  const theta = num(params !== undefined ? src as Json : c, "rope_theta", 10000);
+  const type: unknown = (src as Json).rope_type ?? (src as Json).type ?? "default";
+  const f = (k: string) => num(src as Json, k);
   switch (type) {
     case "default":
       return { theta, scaling: { type: "default" } };
@@ -106,7 +116,7 @@ function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
         },
       };
     default:
-      throw refuse(`${key}.rope_type`, `unsupported RoPE type ${JSON.stringify(type)}`);
+      throw refuse(`${key}.rope_type`, `unsupported RoPE type ${describe(type)}`);
   }
 }
 
@@ -114,24 +124,30 @@ function dtypeOf(c: Json): WeightDtype | undefined {
   const v = c.torch_dtype ?? c.dtype;
   if (v === undefined || v === null) return undefined;
   const map: Record<string, WeightDtype> = { float32: "f32", float16: "f16", bfloat16: "bf16" };
-  const d = map[String(v)];
+  const d = lookup(map, v);
   if (d === undefined) {
     throw refuse(
-      c.torch_dtype !== undefined ? "torch_dtype" : "dtype",
-      `unsupported dtype ${JSON.stringify(v)}`,
+      c.torch_dtype !== undefined && c.torch_dtype !== null ? "torch_dtype" : "dtype",
+      `unsupported dtype ${describe(v)}`,
     );
   }
   return d;
 }
 
-function eosIds(c: Json): number[] {
+function eosIds(c: Json, vocabSize: number): number[] {
   const v = c.eos_token_id;
   if (v === undefined || v === null) return [];
-  const ids = Array.isArray(v) ? v : [v];
-  if (!ids.every((x) => Number.isInteger(x) && x >= 0)) {
-    throw refuse("eos_token_id", "expected token ids");
-  }
+  const ids: unknown[] = Array.isArray(v) ? v : [v];
+  ids.forEach((x) => tokenId(x, "eos_token_id", vocabSize));
   return ids as number[];
+}
+
+/** A token id below the vocabulary size. */
+function tokenId(v: unknown, key: string, vocabSize: number): number {
+  if (!isTokenId(v) || v >= vocabSize) {
+    throw refuse(key, `expected a token id below vocab_size ${vocabSize}, got ${describe(v)}`);
+  }
+  return v;
 }
 
 /** Parse a `config.json` (text or parsed). */
@@ -150,7 +166,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
   const cfg = c as Json;
   const arch = architecture(cfg);
   const act = cfg.hidden_act ?? cfg.hidden_activation ?? "silu";
-  if (act !== "silu") throw refuse("hidden_act", `unsupported activation ${JSON.stringify(act)}`);
+  if (act !== "silu") throw refuse("hidden_act", `unsupported activation ${describe(act)}`);
   if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
   if (cfg.quantization_config !== undefined) {
     throw refuse("quantization_config", "quantized checkpoints are not supported");
@@ -181,9 +197,10 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const { theta, scaling } = ropeSettings(cfg);
   const attentionBias = arch === "qwen2" ? true : cfg.attention_bias === true;
+  const vocabSize = int(cfg, "vocab_size");
   const config: ModelConfig = {
     arch,
-    vocabSize: int(cfg, "vocab_size"),
+    vocabSize,
     hiddenSize,
     intermediateSize: int(cfg, "intermediate_size"),
     numLayers: int(cfg, "num_hidden_layers"),
@@ -196,9 +213,11 @@ export function parseConfig(json: string | unknown): ModelConfig {
     maxPositionEmbeddings,
     tieWordEmbeddings: cfg.tie_word_embeddings === true,
     attentionBias,
-    eosTokenIds: eosIds(cfg),
+    eosTokenIds: eosIds(cfg, vocabSize),
   };
-  if (typeof cfg.bos_token_id === "number") config.bosTokenId = cfg.bos_token_id;
+  if (cfg.bos_token_id !== undefined && cfg.bos_token_id !== null) {
+    config.bosTokenId = tokenId(cfg.bos_token_id, "bos_token_id", vocabSize);
+  }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
   return config;

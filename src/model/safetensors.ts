@@ -3,6 +3,7 @@
  * names to dtype, shape and data offsets, then the data. Every entry is checked against the
  * file before any byte of data is read.
  */
+import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import { DTYPE_BYTES } from "../gpu/dtype.ts";
@@ -23,6 +24,11 @@ const MAX_HEADER = 100 * 1024 * 1024;
 
 function corrupt(file: string, why: string): EngineError {
   return EngineError.invalidArgument(`${file}: ${why}`);
+}
+
+/** A tensor name for a message: as it is when short and printable, else quoted and cut. */
+function label(name: string): string {
+  return name.length <= 200 && /^[\x21-\x7e]+$/.test(name) ? name : describe(name, 200);
 }
 
 /** Read and validate the header of a safetensors file. */
@@ -54,23 +60,29 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
   const dataSize = source.size - dataStart;
   const tensors = new Map<string, TensorInfo>();
   const spans: [number, number, string][] = [];
-  for (const [name, entry] of Object.entries(header)) {
-    if (name === "__metadata__") continue;
+  for (const [key, entry] of Object.entries(header)) {
+    if (key === "__metadata__") continue;
+    const name = label(key);
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+      throw corrupt(file, `tensor ${name}: expected an object, got ${describe(entry)}`);
+    }
     const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
-    const dtype = DTYPES[String(e?.dtype)];
+    const dtype = typeof e.dtype === "string" && Object.hasOwn(DTYPES, e.dtype)
+      ? DTYPES[e.dtype]
+      : undefined;
     if (dtype === undefined) {
-      throw corrupt(file, `tensor ${name}: unsupported dtype ${JSON.stringify(e?.dtype)}`);
+      throw corrupt(file, `tensor ${name}: unsupported dtype ${describe(e.dtype)}`);
     }
     const shape = e.shape;
     if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw corrupt(file, `tensor ${name}: bad shape ${JSON.stringify(shape)}`);
+      throw corrupt(file, `tensor ${name}: bad shape ${describe(shape)}`);
     }
     const offs = e.data_offsets;
     if (
       !Array.isArray(offs) || offs.length !== 2 ||
       !offs.every((o) => Number.isSafeInteger(o) && o >= 0)
     ) {
-      throw corrupt(file, `tensor ${name}: bad data_offsets ${JSON.stringify(offs)}`);
+      throw corrupt(file, `tensor ${name}: bad data_offsets ${describe(offs)}`);
     }
     const [begin, end] = offs as [number, number];
     if (end < begin || end > dataSize) {
@@ -80,17 +92,17 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
       );
     }
     const expected = shape.reduce((a: number, b: number) => a * b, 1) * DTYPE_BYTES[dtype];
-    if (end - begin !== expected) {
+    if (!Number.isSafeInteger(expected) || end - begin !== expected) {
       throw corrupt(
         file,
-        `tensor ${name}: ${
-          end - begin
-        } bytes for shape [${shape}] of ${dtype} (expected ${expected})`,
+        `tensor ${name}: ${end - begin} bytes for shape ${
+          describe(shape)
+        } of ${dtype} (expected ${expected})`,
       );
     }
     spans.push([begin, end, name]);
-    tensors.set(name, {
-      name,
+    tensors.set(key, {
+      name: key,
       dtype,
       shape,
       offset: dataStart + begin,
@@ -117,30 +129,73 @@ export async function readCheckpoint(
   if (!index) {
     throw EngineError.invalidArgument("no model.safetensors or model.safetensors.index.json");
   }
-  let map: Record<string, unknown>;
-  try {
-    map = JSON.parse(new TextDecoder().decode(await index.read(0, index.size))).weight_map;
-  } catch (e) {
-    throw EngineError.invalidArgument(`model.safetensors.index.json: ${(e as Error).message}`);
-  }
-  if (typeof map !== "object" || map === null) {
-    throw EngineError.invalidArgument("model.safetensors.index.json: no weight_map");
-  }
+  const map = weightMap(await index.read(0, index.size));
   const tensors = new Map<string, TensorInfo>();
-  for (const shard of new Set(Object.values(map).map(String))) {
-    if (shard.includes("/") || shard.includes("..")) {
-      throw EngineError.invalidArgument(`index names a shard outside the model: ${shard}`);
-    }
+  const from = new Map<string, string>();
+  for (const shard of new Set(Object.values(map))) {
     const src = await open(shard);
-    if (!src) throw EngineError.invalidArgument(`shard ${shard} named by the index is missing`);
-    for (const [name, info] of await readSafetensorsHeader(src)) tensors.set(name, info);
+    if (!src) {
+      throw EngineError.invalidArgument(`shard ${describe(shard)} named by the index is missing`);
+    }
+    for (const [name, info] of await readSafetensorsHeader(src)) {
+      tensors.set(name, info);
+      from.set(name, shard);
+    }
   }
   for (const [name, shard] of Object.entries(map)) {
-    if (tensors.get(name)?.source.name.endsWith(String(shard)) !== true) {
+    if (from.get(name) !== shard) {
       throw EngineError.invalidArgument(
-        `tensor ${name}: the index puts it in ${shard}, which does not hold it`,
+        `tensor ${label(name)}: the index puts it in ${describe(shard)}, which does not hold it`,
       );
     }
   }
   return tensors;
+}
+
+const INDEX = "model.safetensors.index.json";
+const MAX_INDEX = 64 * 1024 * 1024;
+/** Longest shard file name accepted (the usual file-system limit, in UTF-8 bytes). */
+const MAX_SHARD_NAME = 255;
+
+/** The `weight_map` of an index: tensor name to shard file name, every name checked. */
+function weightMap(bytes: Uint8Array): Record<string, string> {
+  if (bytes.length > MAX_INDEX) {
+    throw EngineError.invalidArgument(`${INDEX}: ${bytes.length} bytes is too large for an index`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (e) {
+    throw EngineError.invalidArgument(`${INDEX}: not valid JSON (${(e as Error).message})`);
+  }
+  const map = typeof json === "object" && json !== null && !Array.isArray(json)
+    ? (json as Record<string, unknown>).weight_map
+    : undefined;
+  if (typeof map !== "object" || map === null || Array.isArray(map)) {
+    throw EngineError.invalidArgument(
+      `${INDEX}: expected an object with a weight_map object, got ${describe(json)}`,
+    );
+  }
+  for (const [name, shard] of Object.entries(map)) checkShardName(name, shard);
+  return map as Record<string, string>;
+}
+
+function checkShardName(tensor: string, shard: unknown): void {
+  const why = typeof shard !== "string"
+    ? "is not a string"
+    : shard === "" || shard === "." || shard === ".."
+    ? "is not a file name"
+    : /[/\\]/.test(shard)
+    ? "names a file outside the model directory"
+    // deno-lint-ignore no-control-regex
+    : /[\u0000-\u001f\u007f]/.test(shard)
+    ? "contains a control character"
+    : new TextEncoder().encode(shard).length > MAX_SHARD_NAME
+    ? `is longer than ${MAX_SHARD_NAME} bytes`
+    : undefined;
+  if (why !== undefined) {
+    throw EngineError.invalidArgument(
+      `${INDEX}: weight_map[${describe(tensor, 120)}] = ${describe(shard)} ${why}`,
+    );
+  }
 }

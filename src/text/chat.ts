@@ -3,7 +3,11 @@
  * implementation made for them); models without one get a plain default.
  */
 import { Template } from "@huggingface/jinja";
+import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
+import { type RenderBudget, renderWithBudget } from "./template_budget.ts";
+
+export { DEFAULT_RENDER_BUDGET, type RenderBudget } from "./template_budget.ts";
 
 export interface ChatMessage {
   role: string;
@@ -18,8 +22,20 @@ export const DEFAULT_CHAT_TEMPLATE =
 export class ChatTemplate {
   readonly #template: Template;
 
-  /** `isDefault`: the model has no template of its own. */
-  constructor(readonly source: string, readonly isDefault = false) {
+  /**
+   * `isDefault`: the model has no template of its own. `budget`: limits on every render (see
+   * {@linkcode RenderBudget}; unset limits take {@linkcode DEFAULT_RENDER_BUDGET}).
+   */
+  constructor(
+    readonly source: string,
+    readonly isDefault = false,
+    readonly budget: RenderBudget = {},
+  ) {
+    if (typeof source !== "string") {
+      throw EngineError.invalidArgument(
+        `chat template: expected a string, got ${describe(source)}`,
+      );
+    }
     try {
       this.#template = new Template(source);
     } catch (e) {
@@ -27,32 +43,58 @@ export class ChatTemplate {
     }
   }
 
-  /** The chat template of a `tokenizer_config.json` (a string or a list of named templates). */
+  /**
+   * The chat template of a `tokenizer_config.json`: a string, or a list of `{name, template}`
+   * (the one named `default`, else the first). No `chat_template` gives the plain default; one of
+   * another shape is `InvalidArgument`.
+   */
   static fromConfig(config: Record<string, unknown> | undefined): ChatTemplate {
     const t = config?.chat_template;
+    if (t === undefined || t === null) return new ChatTemplate(DEFAULT_CHAT_TEMPLATE, true);
     if (typeof t === "string") return new ChatTemplate(t);
-    if (Array.isArray(t)) {
-      const named = t as { name?: string; template?: string }[];
-      const pick = named.find((x) => x.name === "default") ?? named[0];
-      if (typeof pick?.template === "string") return new ChatTemplate(pick.template);
+    const named = Array.isArray(t) ? t : [];
+    named.forEach((x, i) => {
+      if (
+        typeof x !== "object" || x === null || typeof x.template !== "string" ||
+        !(x.name === undefined || typeof x.name === "string")
+      ) {
+        throw EngineError.invalidArgument(
+          `tokenizer_config.json: chat_template[${i}]: expected {name, template}, got ${
+            describe(x)
+          }`,
+        );
+      }
+    });
+    const pick = named.find((x) => x.name === "default") ?? named[0];
+    if (pick === undefined) {
+      throw EngineError.invalidArgument(
+        `tokenizer_config.json: chat_template: expected a string or a list of {name, template}, got ${
+          describe(t)
+        }`,
+      );
     }
-    return new ChatTemplate(DEFAULT_CHAT_TEMPLATE, true);
+    return new ChatTemplate(pick.template);
   }
 
-  /** Render a conversation; a template that throws is `InvalidArgument` with its message. */
+  /**
+   * Render a conversation within the template's budget: over budget is `ResourceExhausted`, a
+   * template that throws is `InvalidArgument` with its message.
+   */
   render(
     messages: readonly ChatMessage[],
     special: Readonly<Record<string, string>> = {},
     addGenerationPrompt = true,
   ): string {
     try {
-      return this.#template.render({
+      return renderWithBudget(this.#template, {
         ...special,
         messages: messages.map((m) => ({ ...m })),
         add_generation_prompt: addGenerationPrompt,
-      });
+      }, this.budget);
     } catch (e) {
-      throw EngineError.invalidArgument(`chat template: ${(e as Error).message}`, e);
+      if (e instanceof EngineError) throw e;
+      const why = e instanceof Error ? e.message : describe(e);
+      throw EngineError.invalidArgument(`chat template: ${why}`, e);
     }
   }
 }

@@ -1,27 +1,49 @@
 /** The text side of a model, from the same sources as its weights (URL, path or `File`s). */
+import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { openGgufFiles } from "../model/gguf/load.ts";
 import { ggufText } from "../model/gguf/tokenizer.ts";
 import { missingFile, type ModelFiles, readText } from "../model/source.ts";
 import { type ChatMessage, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
+import { isTokenId } from "../contract/fields.ts";
 
 export interface ModelText {
   tokenizer: TextTokenizer;
   chat: ChatTemplate;
 }
 
-const ids = (v: unknown): number[] =>
-  typeof v === "number" ? [v] : Array.isArray(v) ? v.filter((x) => typeof x === "number") : [];
+/** `eos_token_id`: absent, one token id or a list of them (the tokenizer checks the range). */
+function ids(v: unknown, name: string): number[] {
+  if (v === undefined || v === null) return [];
+  const list: unknown[] = Array.isArray(v) ? v : [v];
+  if (!list.every(isTokenId)) {
+    throw EngineError.invalidArgument(
+      `${name}: eos_token_id: expected token ids, got ${describe(v)}`,
+    );
+  }
+  return list as number[];
+}
 
-async function readJson(files: ModelFiles, name: string): Promise<Record<string, unknown>> {
+/** A JSON object file, `{}` when absent; anything but an object is `InvalidArgument`. */
+async function readJson(
+  files: ModelFiles,
+  name: string,
+): Promise<Record<string, unknown> | undefined> {
   const text = await readText(files, name);
-  if (text === undefined) return {};
+  if (text === undefined) return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(text) as Record<string, unknown>;
+    value = JSON.parse(text);
   } catch (e) {
     throw EngineError.invalidArgument(`${files.location}: ${name} is not JSON`, e);
   }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw EngineError.invalidArgument(
+      `${files.location}: ${name}: expected a JSON object, got ${describe(value)}`,
+    );
+  }
+  return value as Record<string, unknown>;
 }
 
 /**
@@ -38,14 +60,19 @@ export async function loadText(files: ModelFiles): Promise<ModelText> {
   if (json === undefined) {
     throw missingFile(files, "tokenizer.json");
   }
-  const config = await readText(files, "tokenizer_config.json");
-  const generation = await readJson(files, "generation_config.json");
-  const model = await readJson(files, "config.json");
-  const eos = [...ids(generation.eos_token_id), ...ids(model.eos_token_id)];
-  const tokenizer = parseTokenizer(json, config, eos);
-  let parsedConfig: Record<string, unknown> | undefined;
-  if (config !== undefined) parsedConfig = JSON.parse(config) as Record<string, unknown>;
-  return { tokenizer, chat: ChatTemplate.fromConfig(parsedConfig) };
+  const config = await readJson(files, "tokenizer_config.json");
+  const generation = await readJson(files, "generation_config.json") ?? {};
+  const model = await readJson(files, "config.json") ?? {};
+  const eos = [
+    ...ids(generation.eos_token_id, "generation_config.json"),
+    ...ids(model.eos_token_id, "config.json"),
+  ];
+  const tokenizer = parseTokenizer(
+    json,
+    config === undefined ? undefined : JSON.stringify(config),
+    eos,
+  );
+  return { tokenizer, chat: ChatTemplate.fromConfig(config) };
 }
 
 /** A conversation as prompt ids: rendered by the model's template, which writes its own special

@@ -4,7 +4,9 @@
  * the tokenizer library transformers.js is built on, rather than a hand-written BPE.
  */
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
+import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
+import { isTokenId } from "../contract/fields.ts";
 
 export interface TextTokenizer {
   readonly vocabSize: number;
@@ -34,6 +36,75 @@ export function tokenString(v: unknown): string | undefined {
     : undefined;
 }
 
+const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function refuse(file: string, why: string, cause?: unknown): EngineError {
+  return EngineError.invalidArgument(`${file}: ${why}`, cause);
+}
+
+/** `v` as a token id below `limit`, else `InvalidArgument` naming `what`. */
+function checkId(v: unknown, what: string, limit = 0x1_0000_0000): number {
+  if (!isTokenId(v) || v >= limit) {
+    throw refuse(what, `expected a token id below ${limit}, got ${describe(v)}`);
+  }
+  return v;
+}
+
+interface AddedToken {
+  id: number;
+  content: string;
+  special?: boolean;
+}
+
+/** `added_tokens`: absent, or a list of `{id, content, special?}`. */
+function addedTokens(v: unknown): AddedToken[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) {
+    throw refuse("tokenizer.json", `added_tokens: expected a list, got ${describe(v)}`);
+  }
+  return v.map((t, i) => {
+    const where = `tokenizer.json: added_tokens[${i}]`;
+    if (!isJson(t) || typeof t.content !== "string") {
+      throw refuse(where, `expected {id, content}, got ${describe(t)}`);
+    }
+    if (t.special !== undefined && typeof t.special !== "boolean") {
+      throw refuse(where, `special: expected a boolean, got ${describe(t.special)}`);
+    }
+    return { id: checkId(t.id, `${where}.id`), content: t.content, special: t.special === true };
+  });
+}
+
+/** The size of `model.vocab`: its length, and above every id it assigns. */
+function baseVocabSize(vocab: unknown): number {
+  if (vocab === undefined || vocab === null) return 0;
+  if (Array.isArray(vocab)) return vocab.length;
+  if (!isJson(vocab)) {
+    throw refuse(
+      "tokenizer.json",
+      `model.vocab: expected an object or a list, got ${describe(vocab)}`,
+    );
+  }
+  let size = 0;
+  for (const [piece, id] of Object.entries(vocab)) {
+    size = Math.max(size, checkId(id, `tokenizer.json: model.vocab[${describe(piece, 40)}]`) + 1);
+  }
+  return size;
+}
+
+/** Run a call into `@huggingface/tokenizers`; what it throws becomes `InvalidArgument`. */
+function guarded<T>(what: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof EngineError) throw e;
+    throw refuse(
+      "tokenizer",
+      `${what} failed (${e instanceof Error ? e.message : describe(e)})`,
+      e,
+    );
+  }
+}
+
 /** `fortune`'s tokenizer: ids 0-255 are UTF-8 bytes, then a few special tokens. */
 export class ByteTokenizer implements TextTokenizer {
   readonly vocabSize: number;
@@ -43,8 +114,18 @@ export class ByteTokenizer implements TextTokenizer {
   readonly #names = new Map<number, string>();
 
   constructor(json: Json) {
-    const id = (k: string) => typeof json[k] === "number" ? json[k] as number : undefined;
-    this.vocabSize = id("vocab_size") ?? 256;
+    const size = json.vocab_size ?? 256;
+    if (!isTokenId(size) || size < 256) {
+      throw refuse(
+        "tokenizer.json",
+        `vocab_size: expected an integer >= 256, got ${describe(size)}`,
+      );
+    }
+    this.vocabSize = size;
+    const id = (k: string) =>
+      json[k] === undefined || json[k] === null
+        ? undefined
+        : checkId(json[k], `tokenizer.json: ${k}`, size);
     this.bosTokenId = id("bos_token_id");
     const eos = id("eos_token_id");
     this.eosTokenIds = eos === undefined ? [] : [eos];
@@ -98,47 +179,72 @@ export class HfTextTokenizer implements TextTokenizer {
   readonly #special: Set<number>;
 
   constructor(json: Json, config: Json = {}, eosFromModel: readonly number[] = []) {
-    const model = json.model as Json | undefined;
+    if (!isJson(json)) throw refuse("tokenizer.json", `expected an object, got ${describe(json)}`);
+    if (!isJson(config)) {
+      throw refuse("tokenizer_config.json", `expected an object, got ${describe(config)}`);
+    }
+    const model = isJson(json.model) ? json.model : undefined;
     const type = model?.type;
     if (!(SUPPORTED_MODEL_TYPES as readonly unknown[]).includes(type)) {
       throw EngineError.invalidArgument(
-        `tokenizer.json: model type ${JSON.stringify(type)} is not supported (${
+        `tokenizer.json: model type ${describe(type)} is not supported (${
           SUPPORTED_MODEL_TYPES.join(", ")
         })`,
       );
+    }
+    const added = addedTokens(json.added_tokens);
+    const base = baseVocabSize(model?.vocab);
+    if (model?.unk_id !== undefined && model.unk_id !== null) {
+      checkId(model.unk_id, "tokenizer.json: model.unk_id", base);
     }
     try {
       this.#tok = new HfTokenizer(json, config);
     } catch (e) {
       throw EngineError.invalidArgument(`tokenizer.json: ${(e as Error).message}`, e);
     }
-    const added = (json.added_tokens ?? []) as { id: number; content: string; special?: boolean }[];
     this.#special = new Set(added.filter((t) => t.special).map((t) => t.id));
-    const vocab = (model?.vocab ?? {}) as Record<string, number> | [string, number][];
-    const base = Array.isArray(vocab) ? vocab.length : Object.keys(vocab).length;
-    this.vocabSize = Math.max(base, ...added.map((t) => t.id + 1));
+    this.vocabSize = added.reduce((m, t) => Math.max(m, t.id + 1), base);
     const special: Record<string, string> = {};
     for (const k of ["bos_token", "eos_token", "unk_token", "pad_token"]) {
       const s = tokenString(config[k]);
       if (s !== undefined) special[k] = s;
     }
     this.specialTokens = special;
-    const idOf = (s: string | undefined) => s === undefined ? undefined : this.#tok.token_to_id(s);
-    this.bosTokenId = idOf(special.bos_token);
-    const eos = idOf(special.eos_token);
+    const idOf = (k: string) => {
+      const s = special[k];
+      const id = s === undefined
+        ? undefined
+        : guarded("token_to_id", () => this.#tok.token_to_id(s));
+      return id === undefined || id === null
+        ? undefined
+        : checkId(id, `tokenizer: ${k}`, this.vocabSize);
+    };
+    this.bosTokenId = idOf("bos_token");
+    const eos = idOf("eos_token");
+    eosFromModel.forEach((id) => checkId(id, "eos_token_id", this.vocabSize));
     this.eosTokenIds = [...new Set([...(eos === undefined ? [] : [eos]), ...eosFromModel])];
   }
 
+  /** Ids of `text`; a tokenizer file that yields an id outside its vocabulary is refused. */
   encode(text: string, options: { addSpecial?: boolean } = {}): number[] {
-    return this.#tok.encode(text, { add_special_tokens: options.addSpecial !== false }).ids;
+    if (typeof text !== "string") {
+      throw refuse("tokenizer", `encode: expected a string, got ${describe(text)}`);
+    }
+    const ids = guarded(
+      "encode",
+      () => this.#tok.encode(text, { add_special_tokens: options.addSpecial !== false }).ids,
+    );
+    for (const id of ids) checkId(id, "tokenizer: encode", this.vocabSize);
+    return ids;
   }
 
   decode(ids: readonly number[], options: { skipSpecial?: boolean } = {}): string {
     if (ids.length === 0) return "";
-    return this.#tok.decode([...ids], {
-      skip_special_tokens: options.skipSpecial ?? false,
-      clean_up_tokenization_spaces: false,
-    });
+    return guarded("decode", () =>
+      this.#tok.decode([...ids], {
+        skip_special_tokens: options.skipSpecial ?? false,
+        clean_up_tokenization_spaces: false,
+      }));
   }
 
   isSpecial(id: number): boolean {
@@ -146,21 +252,29 @@ export class HfTextTokenizer implements TextTokenizer {
   }
 }
 
-/** A tokenizer from the text of `tokenizer.json` (and `tokenizer_config.json`, if any). */
+/**
+ * A tokenizer from the text of `tokenizer.json` (and `tokenizer_config.json`, as text or parsed,
+ * if any). Anything malformed is `InvalidArgument`.
+ */
 export function parseTokenizer(
   tokenizerJson: string,
-  configJson?: string,
+  configJson?: string | Json,
   eosFromModel: readonly number[] = [],
 ): TextTokenizer {
-  let json: Json, config: Json;
+  let json: unknown, config: unknown;
   try {
-    json = JSON.parse(tokenizerJson) as Json;
-    config = configJson === undefined ? {} : JSON.parse(configJson) as Json;
+    json = JSON.parse(tokenizerJson);
+    config = configJson === undefined
+      ? {}
+      : typeof configJson === "string"
+      ? JSON.parse(configJson)
+      : configJson;
   } catch (e) {
     throw EngineError.invalidArgument(`tokenizer: not JSON (${(e as Error).message})`, e);
   }
-  if (json === null || typeof json !== "object") {
-    throw EngineError.invalidArgument("tokenizer.json: not an object");
+  if (!isJson(json)) throw refuse("tokenizer.json", `expected an object, got ${describe(json)}`);
+  if (!isJson(config)) {
+    throw refuse("tokenizer_config.json", `expected an object, got ${describe(config)}`);
   }
   if (json.type === "bytes") return new ByteTokenizer(json);
   return new HfTextTokenizer(json, config, eosFromModel);

@@ -57,5 +57,5 @@ Deno.test("unsupported or malformed tokenizer files are InvalidArgument naming t
     invalid("WordLevel"),
   );
   throws(() => parseTokenizer("{not json"), invalid("not JSON"));
-  throws(() => parseTokenizer("[]"), invalid("model type"));
+  throws(() => parseTokenizer("[]"), invalid("tokenizer.json: expected an object, got []"));
 });

@@ -1,29 +1,56 @@
 /** Model files on disk (Deno): read ranges with seek + read, never the whole file at once. */
+import { describe } from "../../contract/describe.ts";
+import { EngineError } from "../../contract/errors.ts";
 import { type ByteSource, fileListFiles, type ModelFiles, urlFiles } from "../../model/source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
 
+/** A file-system failure as an `InvalidArgument` naming the path (never a raw `Deno.errors`). */
+function fsError(path: string, e: unknown): EngineError {
+  if (e instanceof EngineError) return e;
+  const why = e instanceof Error ? `${e.name}: ${e.message}` : describe(e);
+  return EngineError.invalidArgument(`${describe(path, 300)}: ${why}`, e);
+}
+
+/**
+ * A file's ranges, or undefined when there is no such file. A directory, a name the file system
+ * refuses (NUL, too long) or a failed read is an `InvalidArgument` naming the path.
+ */
 export async function fileSource(path: string): Promise<ByteSource | undefined> {
-  let size: number;
+  let info: Deno.FileInfo;
   try {
-    size = (await Deno.stat(path)).size;
+    info = await Deno.stat(path);
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return undefined;
-    throw e;
+    throw fsError(path, e);
   }
+  if (!info.isFile) {
+    throw EngineError.invalidArgument(
+      `${describe(path, 300)}: ${info.isDirectory ? "is a directory" : "is not a regular file"}`,
+    );
+  }
+  const size = info.size;
   return {
     name: path,
     size,
     async read(offset, length) {
-      const out = new Uint8Array(length);
-      using file = await Deno.open(path, { read: true });
-      await file.seek(offset, Deno.SeekMode.Start);
-      let done = 0;
-      while (done < length) {
-        const n = await file.read(out.subarray(done));
-        if (n === null) throw new Error(`${path}: unexpected end of file at ${offset + done}`);
-        done += n;
+      try {
+        const out = new Uint8Array(length);
+        using file = await Deno.open(path, { read: true });
+        await file.seek(offset, Deno.SeekMode.Start);
+        let done = 0;
+        while (done < length) {
+          const n = await file.read(out.subarray(done));
+          if (n === null) {
+            throw EngineError.invalidArgument(
+              `${describe(path, 300)}: unexpected end of file at ${offset + done}`,
+            );
+          }
+          done += n;
+        }
+        return out;
+      } catch (e) {
+        throw fsError(path, e);
       }
-      return out;
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Seeded, bounded fuzzing of GGUF headers: mutations of a small valid model (random bytes,
  * extreme counts and lengths written over the header, truncations, spliced ranges) must load
- * or fail with an `EngineError`, never anything else, and each within a bound.
+ * or fail with an `EngineError`, never anything else, and each within a bound. Scaled and
+ * seeded like the other fuzzers (`test/fuzz/fuzz.ts`, `deno task fuzz`).
  */
 import { ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
@@ -10,17 +11,7 @@ import { readGgufFile } from "./header.ts";
 import { openGguf } from "./load.ts";
 import { tinyGguf } from "./test_model.ts";
 import { ggufText } from "./tokenizer.ts";
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+import { fuzzScale, fuzzSeed, rng } from "../../../test/fuzz/fuzz.ts";
 
 const EXTREMES = [
   0n,
@@ -68,10 +59,11 @@ function mutate(base: Uint8Array, header: number, r: () => number): Uint8Array<A
 Deno.test("fuzzed GGUF headers give EngineErrors only, each quickly", async () => {
   const base = tinyGguf({ qType: 8 });
   const header = (await readGgufFile(blobSource(new Blob([base]), "base.gguf"))).dataOffset;
-  const r = rng(0x6775_6766);
-  const deadline = performance.now() + 4000;
+  const seed = fuzzSeed(0x6775_6766);
+  const r = rng(seed);
+  const deadline = performance.now() + 4000 * fuzzScale();
   let [runs, loaded, refused] = [0, 0, 0];
-  while (runs < 400 && performance.now() < deadline) {
+  while (runs < 400 * fuzzScale() && performance.now() < deadline) {
     runs++;
     const bytes = mutate(base, header, r);
     const t0 = performance.now();
@@ -83,11 +75,13 @@ Deno.test("fuzzed GGUF headers give EngineErrors only, each quickly", async () =
       ggufText(m.metadata, m.config.eosTokenIds);
       loaded++;
     } catch (e) {
-      ok(e instanceof EngineError, `run ${runs}: ${(e as Error)?.stack ?? e}`);
+      ok(e instanceof EngineError, `seed ${seed} run ${runs}: ${(e as Error)?.stack ?? e}`);
       refused++;
     }
     ok(performance.now() - t0 < 2000, `run ${runs} took ${performance.now() - t0} ms`);
   }
-  ok(runs >= 50, `only ${runs} runs`);
-  console.log(`${runs} mutated headers: ${loaded} loaded, ${refused} refused with EngineError`);
+  ok(runs >= Math.min(50, 400 * fuzzScale()), `only ${runs} runs`);
+  console.log(
+    `GGUF header: seed ${seed}, ${runs} mutated headers: ${loaded} loaded, ${refused} refused with EngineError`,
+  );
 });

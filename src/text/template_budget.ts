@@ -1,0 +1,164 @@
+/**
+ * Rendering a chat template under a budget. A template is code from a model repository, and
+ * `@huggingface/jinja` runs it synchronously on the calling thread, so a wall-clock timer could
+ * never interrupt it. Instead the render runs through a subclass of its `Interpreter` whose
+ * `evaluate` (called for every node of the template, loop bodies included) counts steps (a list
+ * costs one per item), checks the clock and measures every value it produces, so an overrun
+ * lasts at most one node's own work; `range` is replaced by one
+ * that refuses long ranges before building them, and numeric arguments of filters and calls
+ * (`indent(width)`, `tojson(indent=...)`) are bounded before the filter allocates.
+ */
+import { Environment, Interpreter, type Template } from "@huggingface/jinja";
+import { EngineError } from "../contract/errors.ts";
+
+export interface RenderBudget {
+  /** Template nodes evaluated, loop iterations included. */
+  maxSteps?: number;
+  /** Length of any string the template builds, the output included (UTF-16 code units). */
+  maxChars?: number;
+  /** Length of any list the template builds (`range(n)` included). */
+  maxItems?: number;
+  /** Wall-clock milliseconds, checked at every step. */
+  timeoutMs?: number;
+}
+
+/** Generous for any real chat template (they take hundreds of steps per message). */
+export const DEFAULT_RENDER_BUDGET: Readonly<Required<RenderBudget>> = {
+  maxSteps: 2_000_000,
+  maxChars: 4 * 1024 * 1024,
+  maxItems: 100_000,
+  timeoutMs: 2_000,
+};
+
+type Statement = Parameters<Interpreter["evaluate"]>[0];
+type Value = ReturnType<Interpreter["evaluate"]>;
+type Evaluated = [Value[], Map<string, Value>];
+type ArgsFn = (args: unknown, env: Environment) => Evaluated;
+
+function over(what: string): EngineError {
+  return new EngineError("ResourceExhausted", `chat template: ${what}`);
+}
+
+class BudgetInterpreter extends Interpreter {
+  #steps = 0;
+  readonly #deadline: number;
+  readonly #limits: Required<RenderBudget>;
+
+  constructor(env: Environment, limits: Required<RenderBudget>) {
+    super(env);
+    this.#limits = limits;
+    this.#deadline = performance.now() + limits.timeoutMs;
+    // Filters read their numeric arguments through this (private in the typings) method; bound
+    // them before `" ".repeat(width)` runs. Skipped if a later version renames it.
+    const proto = Interpreter.prototype as unknown as { evaluateArguments?: ArgsFn };
+    const inner = proto.evaluateArguments;
+    if (typeof inner === "function") {
+      (this as unknown as { evaluateArguments: ArgsFn }).evaluateArguments = (args, env) => {
+        const out = inner.call(this, args, env);
+        for (const v of [...out[0], ...out[1].values()]) {
+          const n = (v as { value?: unknown }).value;
+          if (typeof n === "number" && Math.abs(n) > limits.maxChars) {
+            throw over(`argument ${n} exceeds the budget of ${limits.maxChars}`);
+          }
+        }
+        return out;
+      };
+    }
+  }
+
+  override evaluate(statement: Statement, environment: Environment): Value {
+    if (++this.#steps > this.#limits.maxSteps) {
+      throw over(`more than ${this.#limits.maxSteps} steps`);
+    }
+    if (performance.now() > this.#deadline) {
+      throw over(`rendering took more than ${this.#limits.timeoutMs} ms`);
+    }
+    const value = super.evaluate(statement, environment);
+    const v = (value as { value?: unknown }).value;
+    if (typeof v === "string" && v.length > this.#limits.maxChars) {
+      throw over(`a string of ${v.length} characters exceeds ${this.#limits.maxChars}`);
+    }
+    if (Array.isArray(v)) {
+      if (v.length > this.#limits.maxItems) {
+        throw over(`a list of ${v.length} items exceeds ${this.#limits.maxItems}`);
+      }
+      // Building a list costs a step per item (a loop over it may run without evaluating).
+      this.#steps += v.length;
+    }
+    return value;
+  }
+}
+
+/** Jinja's `range`, refusing more than `maxItems` values before building any. */
+function boundedRange(maxItems: number) {
+  return (a: unknown, b?: unknown, c?: unknown): number[] => {
+    const [start, stop, step] = b === undefined ? [0, a, 1] : [a, b, c ?? 1];
+    if (![start, stop, step].every((x) => typeof x === "number" && Number.isInteger(x))) {
+      throw new Error("range() takes integers");
+    }
+    const [s, e, d] = [start as number, stop as number, step as number];
+    if (d === 0) throw new Error("range() step must not be zero");
+    const n = Math.max(0, Math.ceil((e - s) / d));
+    if (n > maxItems) throw over(`range of ${n} items exceeds ${maxItems}`);
+    return Array.from({ length: n }, (_, i) => s + i * d);
+  };
+}
+
+const MONTHS = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
+
+/** `strftime_now` for the codes chat templates use (`%Y %m %d %b %B %H %M %%`). */
+function strftimeNow(format: unknown): string {
+  if (typeof format !== "string") throw new Error("strftime_now() takes a format string");
+  const d = new Date();
+  const two = (n: number) => String(n).padStart(2, "0");
+  const month = MONTHS[d.getMonth()]!;
+  const codes: Record<string, string> = {
+    Y: String(d.getFullYear()),
+    m: two(d.getMonth() + 1),
+    d: two(d.getDate()),
+    b: month.slice(0, 3),
+    B: month,
+    H: two(d.getHours()),
+    M: two(d.getMinutes()),
+    "%": "%",
+  };
+  return format.replace(/%(.)/g, (all, c: string) => codes[c] ?? all);
+}
+
+/**
+ * Render a parsed template with `items` as its variables, within `budget` (missing limits from
+ * {@linkcode DEFAULT_RENDER_BUDGET}). Over budget is `ResourceExhausted`; the template's own
+ * errors are thrown as they are (the caller wraps them).
+ */
+export function renderWithBudget(
+  template: Template,
+  items: Record<string, unknown>,
+  budget: RenderBudget = {},
+): string {
+  const limits = { ...DEFAULT_RENDER_BUDGET, ...budget };
+  const env = new Environment();
+  for (const name of ["false", "False"]) env.set(name, false);
+  for (const name of ["true", "True"]) env.set(name, true);
+  for (const name of ["none", "None"]) env.set(name, null);
+  env.set("raise_exception", (message: unknown) => {
+    throw new Error(typeof message === "string" ? message : "raise_exception");
+  });
+  env.set("range", boundedRange(limits.maxItems));
+  env.set("strftime_now", strftimeNow);
+  for (const [key, value] of Object.entries(items)) env.set(key, value);
+  const out = new BudgetInterpreter(env, limits).run(template.parsed).value;
+  return typeof out === "string" ? out : "";
+}
