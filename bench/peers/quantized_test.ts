@@ -202,7 +202,7 @@ async function withTokenizer(
 
 Deno.test({
   name:
-    "llama.cpp tokenizes as HF with the tokenizer written into the GGUF (GPT-2, Llama 2)",
+    "llama.cpp tokenizes as HF with the tokenizer written into the GGUF (GPT-2, Llama 2, fortune)",
   sanitizeResources,
   fn: async () => {
     const fortune = `${root}models/fortune`;
