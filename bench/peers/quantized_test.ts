@@ -135,13 +135,9 @@ async function run(name: string, c: Case): Promise<void> {
       const [got, deq] = [rest[2 * i]!, rest[2 * i + 1]!];
       const r = reports[i]!;
       console.log(
-        `${name} ${mix}: ${JSON.stringify(got)}; ${
-          agreement(got, base!)
-        }/${N} agree with the ` +
+        `${name} ${mix}: ${JSON.stringify(got)}; ${agreement(got, base!)}/${N} agree with the ` +
           `source, ${agreement(got, deq)}/${N} with its dequantized F32 copy ` +
-          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${
-            r.bitsPerWeight.toFixed(3)
-          } bpw`,
+          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${r.bitsPerWeight.toFixed(3)} bpw`,
       );
       equal(got.length, N);
       ok(
@@ -202,7 +198,7 @@ async function withTokenizer(
 
 Deno.test({
   name:
-    "llama.cpp tokenizes as HF with the tokenizer written into the GGUF (GPT-2, Llama 2)",
+    "llama.cpp tokenizes as HF with the tokenizer written into the GGUF (GPT-2, Llama 2, fortune)",
   sanitizeResources,
   fn: async () => {
     const fortune = `${root}models/fortune`;
