@@ -1,0 +1,67 @@
+/**
+ * Quantized GGUF models on the GPU against float64 logits computed on their dequantized
+ * weights: the shared fixtures and fortune, quantized by Kiln's own converter in memory, each
+ * verified like a safetensors checkpoint (every prompt position and greedy step within the
+ * quantized bound, greedy tokens agreeing where the reference margin is wide).
+ */
+import { equal, ok } from "node:assert/strict";
+import { dirFiles } from "../../adapters/deno/file_source.ts";
+import { openCheckpoint } from "../checkpoint.ts";
+import { GpuModel } from "../gpu_model.ts";
+import { ReferenceModel } from "../reference_model.ts";
+import { buildReference } from "../reference_file.ts";
+import { fileListFiles } from "../source.ts";
+import { parseReference, tolerance, verifyModel } from "../verify.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "./convert.ts";
+import type { GgufMix } from "./quant_mix.ts";
+import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { MODELS } from "../../../test/support/models.ts";
+
+/** `dir` converted to a GGUF `File` with `mix`, never touching the disk. */
+export async function quantizedFile(dir: string, mix: GgufMix, name: string): Promise<File> {
+  const parts: Uint8Array[] = [];
+  const ck = await readHfCheckpoint(dirFiles(dir));
+  await writeHfAsGguf(ck, (b) => void parts.push(b.slice()), { name, mix });
+  return new File(parts as BlobPart[], `${name}-${mix}.gguf`);
+}
+
+// The fixtures' hidden size (64) takes no K-quant (256-element blocks): their q6_k and q4_k_m
+// files fall back to the legacy types, so only q8_0 and q4_0 are run on them.
+const CASES: [typeof MODELS[number], GgufMix[]][] = MODELS.map((m) => [
+  m,
+  m.name === "fortune" ? ["q8_0", "q4_0", "q6_k", "q4_k_m"] : ["q8_0", "q4_0"],
+]);
+
+for (const [m, mixes] of CASES) {
+  for (const mix of mixes) {
+    Deno.test(`${m.name} ${mix}: GGUF logits match float64 on the dequantized weights`, async () => {
+      const gpu = await testGpu();
+      const files = fileListFiles([await quantizedFile(m.dir.pathname, mix, m.name)]);
+      const checkpoint = await openCheckpoint(files);
+      equal(checkpoint.format, "gguf");
+      const source = parseReference(await Deno.readTextFile(`${m.dir.pathname}reference.json`));
+      const prompts = source.prompts.slice(0, 2).map((p) => p.input_ids);
+      const ref = await ReferenceModel.load(checkpoint.config, checkpoint.weights);
+      const reference = buildReference(ref, checkpoint.weights, m.name, prompts, 6);
+      await withErrorScopes(gpu.device, async () => {
+        const model = await GpuModel.fromCheckpoint(gpu, checkpoint, { kvDtype: "f32" });
+        try {
+          ok(model.layers.every((l) => l.gateUp.parts.every((p) => p.dtype !== "f32")));
+          const { results, dtype } = await verifyModel(model, reference);
+          const tol = tolerance(dtype, model.kvDtype);
+          for (const r of results) {
+            console.log(
+              `  ${m.name} ${mix} (${dtype}) prompt ${r.prompt}: max|err| ${
+                r.max_abs_err.toExponential(2)
+              } rel_l2 ${r.rel_l2.toExponential(2)} greedy ${r.greedy_agree}/${r.greedy_checked}`,
+            );
+            ok(r.passed, `prompt ${r.prompt}: ${JSON.stringify(r)} (bound ${tol.maxAbs} scaled)`);
+            ok(r.greedy_checked > 0, "some greedy steps were checked");
+          }
+        } finally {
+          model.destroy();
+        }
+      });
+    });
+  }
+}
