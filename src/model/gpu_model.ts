@@ -63,7 +63,7 @@ export class GpuModel {
   readonly kCache: GPUBuffer[] = [];
   readonly vCache: GPUBuffer[] = [];
   readonly invFreq: GPUBuffer;
-  /** The format the weights came in, and the file dtype of most of them (the embedding's). */
+  /** The format the weights came in, and the dtype that holds most of their bytes. */
   readonly format: Checkpoint["format"];
   readonly dtype: TensorDtype;
 
@@ -75,7 +75,7 @@ export class GpuModel {
     readonly kvDtype: KvDtype,
   ) {
     this.format = checkpoint.format;
-    this.dtype = checkpoint.weights.embed.dtype;
+    this.dtype = dominantDtype(weightList(checkpoint.weights));
     this.invFreq = this.own(
       uploadBuffer(
         gpu.device,
@@ -204,4 +204,11 @@ function biasDtype(qkv: GpuWeight, name: string): WeightDtype {
   throw EngineError.invalidArgument(
     `tensor ${name}: q/k/v with biases that mix float and quantized types are not supported`,
   );
+}
+
+/** The dtype holding the most bytes among `tensors` (a Q4_K_M file's is Q4_K). */
+function dominantDtype(tensors: readonly WeightInfo[]): TensorDtype {
+  const bytes = new Map<TensorDtype, number>();
+  for (const t of tensors) bytes.set(t.dtype, (bytes.get(t.dtype) ?? 0) + t.length);
+  return [...bytes].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
 }

@@ -1,22 +1,35 @@
 /**
- * `npm run fortune` (headless; `npm start` is the web demo): start a `WebGpuEngine` on the embedded fortune
- * model and the WebGPU adapter Deno finds, stream a sampled fortune to the terminal, drain and
- * clean up, then print the metrics a scraper would read (model load, drain and cleanup times,
- * KV cache gauges, request counters).
+ * `npm run fortune [-- PROMPT] [--model DIR|FILE.gguf]` (headless; `npm start` is the web demo):
+ * start a `WebGpuEngine` on the embedded fortune model (or the checkpoint folder or GGUF file
+ * given, with its own tokenizer) and the WebGPU adapter Deno finds, stream a sampled completion
+ * to the terminal, drain and clean up, then print the metrics a scraper would read (model load,
+ * drain and cleanup times, KV cache gauges, request counters).
  */
 import { RequestContext } from "../../contract/engine.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
+import { modelName } from "../../model/source.ts";
+import { IncrementalDetokenizer } from "../../text/detokenizer.ts";
+import { loadText } from "../../text/load.ts";
 import { dirFiles } from "./file_source.ts";
 
-const MODEL_DIR = new URL("../../../models/fortune/", import.meta.url).pathname;
-const BOS = 256, EOS = 257;
-const promptText = Deno.args[0] ?? "";
+const args = [...Deno.args];
+const at = args.indexOf("--model");
+const modelPath = at >= 0
+  ? args.splice(at, 2)[1]
+  : new URL("../../../models/fortune/", import.meta.url).pathname;
+if (modelPath === undefined) {
+  console.error("usage: npm run fortune -- [PROMPT] [--model DIR|FILE.gguf]");
+  Deno.exit(2);
+}
+const promptText = args[0] ?? "";
 const seed = Number(Deno.env.get("KILN_SEED") ?? Date.now() % 1_000_000);
 
-const engine = new WebGpuEngine({ files: dirFiles(MODEL_DIR), name: "fortune", kvBlocks: 64 });
-const config = await engine.start(1n);
+const files = dirFiles(modelPath);
+const name = modelName(modelPath);
+const engine = new WebGpuEngine({ files, name, kvBlocks: 64 });
+const [config, text] = await Promise.all([engine.start(1n), loadText(files)]);
 const metrics = await engineMetrics(
   engine,
   { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
@@ -25,14 +38,14 @@ const metrics = await engineMetrics(
 );
 const requests = new RequestMetrics(metrics.registry);
 console.error(
-  `fortune on ${config.runtime_data?.adapter}: loaded in ${
+  `${name} (${config.runtime_data?.weights_dtype}) on ${config.runtime_data?.adapter}: loaded in ${
     engine.modelLoadTime.toFixed(2)
   } s (seed ${seed})`,
 );
 
-const prompt = [BOS, ...new TextEncoder().encode(promptText)];
-const tracker = requests.startRequest("fortune", prompt.length);
-const decoder = new TextDecoder();
+const prompt = text.tokenizer.encode(promptText);
+const tracker = requests.startRequest(name, prompt.length);
+const detok = new IncrementalDetokenizer(text.tokenizer, prompt, { skipSpecial: true });
 const write = (s: string) => Deno.stdout.write(new TextEncoder().encode(s));
 await write(promptText);
 let n = 0;
@@ -45,17 +58,15 @@ for await (
     stop_conditions: { max_tokens: Number(Deno.env.get("KILN_MAX_TOKENS") ?? 400) },
     sampling_options: { temperature: 0.8, top_p: 0.95, seed },
     output_options: {},
-    eos_token_ids: [EOS],
+    eos_token_ids: [...text.tokenizer.eosTokenIds],
     annotations: [],
   }, ctx)
 ) {
-  const bytes = chunk.token_ids.filter((t) => t < 256);
   n += chunk.token_ids.length;
   if (chunk.token_ids.length > 0) tracker.tokens(chunk.token_ids.length);
-  await write(decoder.decode(Uint8Array.from(bytes), { stream: true }));
+  await write(detok.push(chunk.token_ids));
   if (chunk.finish_reason) tracker.finish("success");
 }
-await write(decoder.decode());
 const seconds = (performance.now() - tGen) / 1000;
 console.log(`\n\n(${n} tokens in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
 await shutDown(engine, metrics);
