@@ -1,13 +1,15 @@
 /**
- * Quantized decode matvec vs F16: y = x·Wᵀ for one activation row (and for 8) with W in each
- * GGUF block format (`prepareQuantMatvec`, dequantized in registers) and in F16 (`prepareLinear`)
- * on the same adapter in one run. Shapes: n × k = 1536 × 576 and 49152 × 576 for the 32-element
- * formats; 1536 × 1536 and 49152 × 512 for the K-quants (576 is not whole 256-blocks). Timed on
- * the GPU with timestamp queries when the device has them, else wall time over a few dispatches
- * in one submit. Prints JSON: bytes per weight, µs per matvec, weight GB/s, and the ratio of the
- * F16 time to the quantized time (> 1: the quantized kernel is faster).
+ * Quantized decode matvec vs F16 at SmolLM2-135M's shapes: y = x·Wᵀ with W in a GGUF block
+ * format (`prepareQuantMatvec`, dequantized in registers) on each of its two thread paths —
+ * one thread per output row (`threadsPerRow` 1, the CPU-adapter default) and 32 threads per row
+ * reduced through workgroup memory (the GPU default) — and in F16 (`prepareLinear`) on the same
+ * adapter in one run. Shapes n × k: 1536 × 576 (gate or up), 576 × 1536 (down), 49152 × 576 (the
+ * LM head); the K-quants take k = 512 where SmolLM2 has 576 (not whole 256-blocks; GGUF files
+ * store those tensors in another type). Timed on the GPU with timestamp queries when the device
+ * has them, else wall time over a few dispatches in one submit. Prints JSON: µs per product,
+ * weight GB/s, and the F16 time over the quantized time (> 1: the quantized kernel is faster).
  *
- *   deno run -A bench/quant.ts [--small] [--out bench/results/quant-lavapipe.json]
+ *   deno run -A bench/quant.ts [--small] [--types Q8_0,Q4_K] [--out bench/results/quant-lavapipe.json]
  */
 import { dispatchTimer } from "./timer.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
@@ -15,24 +17,32 @@ import { readF32, storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
 import { encodeWeights } from "../src/gpu/dtype.ts";
 import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { prepareQuantMatvec } from "../src/gpu/kernels/matvec_quant.ts";
-import { QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../src/gpu/quant/formats.ts";
+import { QUANT_FORMATS, type QuantType } from "../src/gpu/quant/formats.ts";
 import { randomBlocks } from "../src/gpu/quant/random_blocks.ts";
 
+const arg = (name: string) => {
+  const i = Deno.args.indexOf(name);
+  return i >= 0 ? Deno.args[i + 1] : undefined;
+};
 const small = Deno.args.includes("--small");
-const outIdx = Deno.args.indexOf("--out");
-const outPath = outIdx >= 0 ? Deno.args[outIdx + 1] : undefined;
-/** Dispatches per timed pass: fewer for the large shape, which takes seconds on lavapipe. */
-const iters = (n: number) => small ? 3 : n > 10000 ? 2 : 10;
-/** Activation rows: decode (1) everywhere, 8 on the small shape only (lavapipe time). */
-const rowsFor = (n: number) => n > 10000 ? [1] : [1, 8];
+const outPath = arg("--out");
+const types = (arg("--types") ?? "Q8_0,Q4_K,Q6_K").split(",") as QuantType[];
+/** Threads per output row: the CPU-adapter path and the GPU path. */
+const PATHS = [1, 32];
 
-const shapesFor = (type: QuantType): [number, number][] =>
-  QUANT_FORMATS[type].blockSize === 32
-    ? (small ? [[1536, 576]] : [[1536, 576], [49152, 576]])
-    : (small ? [[1536, 1536]] : [[1536, 1536], [49152, 512]]);
+/** Dispatches per timed pass: fewer for the LM head, which takes up to seconds on lavapipe. */
+const iters = (n: number, tpr = 1) => small ? 2 : n > 10000 ? (tpr > 1 ? 1 : 3) : 10;
+/** Activation rows: decode (1) everywhere, and 8 on the gate/up shape. */
+const rowsFor = (n: number, k: number) => n === 1536 && k === 576 ? [1, 8] : [1];
+
+const shapesFor = (type: QuantType): [number, number][] => {
+  const k = (want: number) =>
+    QUANT_FORMATS[type].blockSize === 32 ? want : want === 576 ? 512 : want;
+  const all: [number, number][] = [[1536, k(576)], [576, k(1536)], [49152, k(576)]];
+  return small ? all.slice(0, 2) : all;
+};
 
 const { device, caps } = await acquireGpu({ label: "bench-quant" });
-
 const timer = dispatchTimer(device, caps.timestamps);
 
 /** F16 weights of `count` elements: pseudo-random values in ±0.5 (content does not matter). */
@@ -42,7 +52,7 @@ function f16Weights(count: number): Uint8Array {
   return encodeWeights(v, "f16");
 }
 
-/** µs per F16 matvec, per "n,k,m", measured once per shape. */
+/** Seconds per F16 product, per "n,k,m", measured once per shape. */
 const f16Times = new Map<string, number>();
 
 async function f16Time(n: number, k: number, m: number): Promise<number> {
@@ -60,39 +70,49 @@ async function f16Time(n: number, k: number, m: number): Promise<number> {
 }
 
 const results: Record<string, unknown>[] = [];
-for (const type of QUANT_TYPES) {
+for (const type of types) {
   const f = QUANT_FORMATS[type];
   for (const [n, k] of shapesFor(type)) {
     const bytes = randomBlocks(type, n * k, n + k);
     const w = uploadBuffer(device, "bench:wq", bytes);
-    for (const m of rowsFor(n)) {
+    for (const m of rowsFor(n, k)) {
+      const t16 = await f16Time(n, k, m);
       const x = uploadBuffer(device, "bench:x", new Float32Array(m * k).fill(0.01));
       const y = storageBuffer(device, "bench:y", m * n * 4);
-      const d = await prepareQuantMatvec(device, { x, w, y, m, n, k, type }, "bench:quant");
-      const t = await timer.time(d, iters(n));
-      const yv = await readF32(device, y, m * n);
-      if (!yv.every(Number.isFinite)) throw new Error(`${type} ${n}x${k}: non-finite output`);
-      const t16 = await f16Time(n, k, m);
-      const row = {
-        type,
-        n,
-        k,
-        m,
-        iterations: iters(n),
-        bytes: bytes.byteLength,
-        bytes_per_weight: f.blockBytes / f.blockSize,
-        us_per_matvec: t * 1e6,
-        weight_gb_per_s: bytes.byteLength / t / 1e9,
-        f16_bytes: n * k * 2,
-        f16_us_per_matvec: t16 * 1e6,
-        f16_time_over_quant_time: t16 / t,
-      };
-      results.push(row);
-      console.error(
-        `${type} ${n}x${k} m=${m}: ${(t * 1e6).toFixed(0)} us (${
-          row.weight_gb_per_s.toFixed(2)
-        } GB/s), f16 ${(t16 * 1e6).toFixed(0)} us, f16/quant ${(t16 / t).toFixed(2)}`,
-      );
+      for (const tpr of PATHS) {
+        const d = await prepareQuantMatvec(
+          device,
+          { x, w, y, m, n, k, type, threadsPerRow: tpr },
+          "bench:quant",
+        );
+        const t = await timer.time(d, iters(n, tpr));
+        const yv = await readF32(device, y, m * n);
+        if (!yv.every(Number.isFinite)) throw new Error(`${type} ${n}x${k}: non-finite output`);
+        const row = {
+          type,
+          n,
+          k,
+          m,
+          threads_per_row: tpr,
+          iterations: iters(n, tpr),
+          bytes: bytes.byteLength,
+          bytes_per_weight: f.blockBytes / f.blockSize,
+          us_per_matvec: t * 1e6,
+          weight_gb_per_s: bytes.byteLength / t / 1e9,
+          f16_bytes: n * k * 2,
+          f16_us_per_matvec: t16 * 1e6,
+          f16_weight_gb_per_s: (n * k * 2) / t16 / 1e9,
+          f16_time_over_quant_time: t16 / t,
+        };
+        results.push(row);
+        console.error(
+          `${type} ${n}x${k} m=${m} tpr=${tpr}: ${(t * 1e6).toFixed(0)} us (${
+            row.weight_gb_per_s.toFixed(3)
+          } GB/s), f16 ${(t16 * 1e6).toFixed(0)} us (${
+            row.f16_weight_gb_per_s.toFixed(3)
+          } GB/s), f16/quant ${(t16 / t).toFixed(2)}`,
+        );
+      }
       [x, y].forEach((b) => b.destroy());
     }
     w.destroy();
@@ -105,7 +125,7 @@ const report = {
   date: new Date().toISOString(),
   timer: timer.kind,
   note:
-    "m = 8 is one pass over the weights with 8 activation rows; F16 uses prepareLinear (matvec.wgsl, or matvec_subgroups.wgsl where the device has subgroups).",
+    "threads_per_row 1: one thread per output row, 8 rows per thread at m = 1 (the CPU-adapter default); 32: 32 threads per row reduced in workgroup memory (the GPU default). F16 uses prepareLinear (matvec.wgsl, its default path for this adapter). K-quants use k = 512 for SmolLM2's k = 576.",
   results,
 };
 console.log(JSON.stringify(report, null, 2));

@@ -31,7 +31,7 @@
 // Work unit: a "slice" of 32 weights whose quants fit in at most 8 words: a whole Q8_0/Q4_0/Q4_1
 // block; for Q4_K and Q5_K half of a 64-weight chunk (16 nibble bytes giving 16 weights of each
 // of its two sub-blocks); for Q6_K 8 positions of a 128-weight half, in each of its 4 groups.
-// A thread issues the loads of several slices (LOADS raw slices) before decoding any of them.
+// On the GPU path a thread issues the loads of several slices before decoding any of them.
 // FORMAT is fixed per pipeline, so the per-format branches below fold away.
 
 override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K
@@ -44,9 +44,8 @@ override RPT: u32 = 1u; // 1..8
 
 const MAX_M: u32 = 8u;
 const MAX_RPT: u32 = 8u;
-// Raw slices loaded before decoding: LOADS / (RPT * ROWS) positions along k (at least one) for RPT
-// weight rows each. Dividing by ROWS too bounds the unrolled code (and so the compile time, seconds
-// on a CPU adapter) when several activation rows already give each load more work.
+// Raw slices loaded before decoding (several threads per row only): LOADS / ROWS positions along
+// k, at least one; several activation rows already give each load more work.
 const LOADS: u32 = 4u;
 const MAX_LOADS: u32 = 8u;
 const EMBED_WG: u32 = 64u;
@@ -109,6 +108,29 @@ fn word_at(off: u32) -> u32 {
   return select(lo, (lo >> 16u) | (hi << 16u), (off & 2u) != 0u);
 }
 
+// The 16 bits at even byte offset `off`, in the low half: one load.
+fn half_at(off: u32) -> u32 {
+  return (w[off >> 2u] >> (8u * (off & 2u))) & 0xffffu;
+}
+
+// The `n` (≤ 8) words starting at even byte offset `off`, from n + 1 aligned loads (`word_at`
+// would take two loads a word).
+fn span(off: u32, n: u32) -> array<u32, 8> {
+  var a: array<u32, 9>;
+  let i0 = off >> 2u;
+  // Clamped so the last word of the buffer never reads past it (its upper half is then unused).
+  let last = arrayLength(&w) - 1u;
+  for (var i = 0u; i <= n; i++) {
+    a[i] = w[min(i0 + i, last)];
+  }
+  let odd = (off & 2u) != 0u;
+  var out: array<u32, 8>;
+  for (var i = 0u; i < n; i++) {
+    out[i] = select(a[i], (a[i] >> 16u) | (a[i + 1u] << 16u), odd);
+  }
+  return out;
+}
+
 // Byte j of four words.
 fn byte_of(v: vec4<u32>, j: u32) -> u32 {
   return (v[j >> 2u] >> (8u * (j & 3u))) & 0xffu;
@@ -142,16 +164,20 @@ fn load_slice(b: u32, s: u32) -> Raw {
   var r: Raw;
   switch FORMAT {
     case 0u: { // Q8_0: d at 0, int8 quants at 2
-      r.h.x = word_at(b);
-      for (var i = 0u; i < 8u; i++) {
-        r.q[i] = word_at(b + 2u + 4u * i);
+      r.h.x = half_at(b);
+      r.q = span(b + 2u, 8u);
+    }
+    case 1u: { // Q4_0: d at 0, nibbles at 2
+      r.h.x = half_at(b);
+      let q = span(b + 2u, 4u);
+      for (var i = 0u; i < 4u; i++) {
+        r.q[i] = q[i];
       }
     }
-    case 1u, 2u: { // Q4_0: d at 0, nibbles at 2; Q4_1: d, m at 0, nibbles at 4
+    case 2u: { // Q4_1: d, m at 0, nibbles at 4 (20-byte blocks: every field word-aligned)
       r.h.x = word_at(b);
-      let qs = b + select(2u, 4u, FORMAT == 2u);
       for (var i = 0u; i < 4u; i++) {
-        r.q[i] = word_at(qs + 4u * i);
+        r.q[i] = word_at(b + 4u + 4u * i);
       }
     }
     case 3u, 4u: { // d, dmin at 0, scales at 4..15, (Q5_K: qh at 16), nibbles at 16 or 48
@@ -169,13 +195,16 @@ fn load_slice(b: u32, s: u32) -> Raw {
     default: { // Q6_K: ql at 0, qh at 128, int8 scales at 192, d at 208
       let half = s >> 2u;
       let l = 8u * (s & 3u);
+      let ql0 = span(b + 64u * half + l, 2u);
+      let ql1 = span(b + 64u * half + 32u + l, 2u);
+      let qh = span(b + 128u + 32u * half + l, 2u);
+      let sc = span(b + 192u + 8u * half, 2u);
       for (var i = 0u; i < 2u; i++) {
-        r.q[i] = word_at(b + 64u * half + l + 4u * i);
-        r.q[2u + i] = word_at(b + 64u * half + 32u + l + 4u * i);
-        r.q[4u + i] = word_at(b + 128u + 32u * half + l + 4u * i);
+        r.q[i] = ql0[i];
+        r.q[2u + i] = ql1[i];
+        r.q[4u + i] = qh[i];
       }
-      r.h = vec4<u32>(word_at(b + 206u), word_at(b + 192u + 8u * half),
-                      word_at(b + 196u + 8u * half), 0u);
+      r.h = vec4<u32>(half_at(b + 208u), sc[0], sc[1], 0u);
     }
   }
   return r;
@@ -226,7 +255,7 @@ fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8> {
       }
     }
     default: {
-      let d = unpack2x16float(r.h.x).y;
+      let d = unpack2x16float(r.h.x).x;
       for (var c = 0u; c < 4u; c++) {
         let sb = ((s & 3u) >> 1u) + 2u * c;
         let sc = d * f32(bitcast<i32>(byte_of(r.h, 4u + sb) << 24u) >> 24u);
@@ -299,7 +328,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let per = block_elems() / 32u;
   let slices = p.k / 32u;
   let row_bytes = (p.k / block_elems()) * block_bytes();
-  let positions = max(1u, LOADS / (RPT * ROWS));
+  let positions = select(1u, max(1u, LOADS / ROWS), TPR > 1u);
   var acc: array<array<f32, MAX_M>, MAX_RPT>;
   var acc2: array<array<f32, MAX_M>, MAX_RPT>; // SWIGLU: the up rows
   var ss: array<f32, MAX_M>; // norm: this thread's sums of squares of x
@@ -318,12 +347,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (j >= slices) {
         break;
       }
-      // Issue the loads of this round before decoding any of them.
+      // With several threads per row (a GPU), issue the loads of this round before decoding any
+      // of them; one thread per row (a CPU adapter) loads each slice as it decodes it, which
+      // keeps far less alive (and the shader's compile time, seconds there, down).
       var raw: array<Raw, MAX_LOADS>;
       var raw2: array<Raw, MAX_LOADS>;
       for (var u = 0u; u < positions; u++) {
         let ju = j + u * TPR;
-        if (ju < slices) {
+        if (TPR > 1u && ju < slices) {
           let off = (ju / per) * block_bytes();
           for (var i = 0u; i < RPT; i++) {
             raw[u * RPT + i] = load_slice(base[i] + off, ju % per);
@@ -338,7 +369,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (ju < slices) {
           let s = ju % per;
           let e0 = (ju / per) * block_elems();
-          // This slice's 32 activations of every row, normalised by g (s[m] comes at the end).
+          // This slice's 32 activations of every row, normalised by g (s[m] comes at the end),
+          // then each weight row's slice decoded and dotted with all of them: one load of x
+          // serves RPT weight rows, and one decoded slice (two with SwiGLU) is live at a time.
           var g: array<vec4<f32>, 8>;
           if (norm) {
             for (var q = 0u; q < 8u; q++) {
@@ -359,8 +392,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               }
             }
           }
+          let off = (ju / per) * block_bytes();
           for (var i = 0u; i < RPT; i++) {
-            let v = decode(raw[u * RPT + i], s);
+            var ri = raw[u * RPT + i];
+            if (TPR == 1u) {
+              ri = load_slice(base[i] + off, s);
+            }
+            let v = decode(ri, s);
             for (var r = 0u; r < ROWS; r++) {
               var d = 0.0;
               for (var q = 0u; q < 8u; q++) {
@@ -369,7 +407,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               acc[i][r] += d;
             }
             if (SWIGLU) {
-              let v2 = decode(raw2[u * RPT + i], s);
+              var ri2 = raw2[u * RPT + i];
+              if (TPR == 1u) {
+                ri2 = load_slice(base[i] + up + off, s);
+              }
+              let v2 = decode(ri2, s);
               for (var r = 0u; r < ROWS; r++) {
                 var d = 0.0;
                 for (var q = 0u; q < 8u; q++) {

@@ -29,27 +29,34 @@ interface Case {
 }
 
 /**
- * Ten cases per format on two pipelines (each pipeline compiled costs seconds on lavapipe, a
- * dispatch of these shapes milliseconds): store and accumulate, each with and without norm and
- * bias, at m = 1, or m = 9 (two z-slices) for Q8_0 and Q4_0; SwiGLU with and without norm at
- * m = 3. The two thread paths swap between formats, so that every thread path sees every
- * epilogue and m (m = 9 is only on two formats: its pipelines take 5-10 s each to compile on
- * lavapipe, and nothing of the z-slicing depends on the format). n, and writing into the middle
- * of a wider output, alternate by case.
+ * Per format: threads per row and m for the store and accumulate cases, and for the SwiGLU cases.
+ * Each pipeline compiled costs seconds on lavapipe (more with more rows), a dispatch of these
+ * shapes milliseconds, so each format gets two pipelines, and the thread paths, m = 1, 3 and 9
+ * (two z-slices) and the epilogues are spread over the formats: every thread path sees every
+ * epilogue and every m, every format both thread paths and every epilogue.
  */
+const PLAN: readonly (readonly [number, number, number, number])[] = [
+  [1, 9, 32, 3],
+  [32, 9, 1, 1],
+  [1, 3, 32, 3],
+  [32, 1, 1, 1],
+  [1, 1, 32, 3],
+  [32, 3, 1, 1],
+];
+
+/** Store and accumulate, each with and without norm and bias, then SwiGLU with and without norm. */
 function cases(format: number): Case[] {
-  const [tprA, tprB] = format % 2 ? [32, 1] : [1, 32];
-  const m = format < 2 ? 9 : 1;
+  const [tprA, mA, tprB, mB] = PLAN[format]!;
   const out: Case[] = [];
   const push = (c: Omit<Case, "n" | "window">) =>
     out.push({ ...c, n: out.length % 2 ? 37 : 13, window: out.length % 4 < 2 });
   for (const epilogue of ["store", "accumulate"] as const) {
     for (const norm of [false, true]) {
-      for (const bias of [false, true]) push({ epilogue, norm, bias, tpr: tprA, m });
+      for (const bias of [false, true]) push({ epilogue, norm, bias, tpr: tprA, m: mA });
     }
   }
   for (const norm of [false, true]) {
-    push({ epilogue: "swiglu", norm, bias: false, tpr: tprB, m: 3 });
+    push({ epilogue: "swiglu", norm, bias: false, tpr: tprB, m: mB });
   }
   return out;
 }
