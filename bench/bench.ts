@@ -8,7 +8,10 @@
  *
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
- *     [--probe-mib 1024] [--peers] [--quick] [--out FILE]
+ *     [--probe-mib 1024] [--peers] [--quick] [--quant q8_0,q4_k_m] [--out FILE]
+ *
+ * `--quant`: also run each shape as GGUF files quantized by Kiln's converter (cached beside the
+ * checkpoint), and hand llama.cpp the very same file.
  *
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
@@ -18,6 +21,8 @@ import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { modelName } from "../src/model/source.ts";
+import { type GgufMix, parseMix } from "../src/model/gguf/quant_mix.ts";
+import { describeReport, quantizeToFile } from "../src/adapters/deno/quantize.ts";
 import { ensureCheckpoint, listShapes, readManifest } from "./checkpoint.ts";
 import { elements, tensorSpecs } from "./random_weights.ts";
 import { forwardStats, weightBytes } from "./forward_stats.ts";
@@ -60,6 +65,7 @@ const probeMiB = int("probe-mib", quick ? 256 : 1024);
 const maxBatched = opt("max-batched-tokens");
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = opt("model");
+const mixes = (opt("quant")?.split(",") ?? []).map(parseMix);
 const shapes = modelDir ? [modelName(modelDir)] : (opt("shapes")?.split(",") ?? await listShapes());
 const log = (l: string) => console.error(l);
 
@@ -80,11 +86,29 @@ if (flag("peers")) {
   log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
 }
 
-/** Fill `result` for one shape (what was measured before a failure stays in it). */
-async function benchShape(shape: string, result: ShapeResult): Promise<void> {
+/** The shape's checkpoint folder, or with `mix` a GGUF of it quantized so (made once). */
+async function shapeModel(shape: string, mix?: GgufMix): Promise<string> {
   const dir = modelDir ?? await ensureCheckpoint(shape, { log });
+  if (mix === undefined) return dir;
+  // Beside the generated checkpoints (never in a model folder the user gave); delete it to
+  // quantize again after the source changed.
+  const cache = new URL(`../.cache/kiln-bench/${shape}/`, import.meta.url).pathname;
+  await Deno.mkdir(cache, { recursive: true });
+  const file = `${cache}kiln-${mix}.gguf`;
+  try {
+    await Deno.stat(file);
+  } catch {
+    log(`${shape}: quantizing to ${mix}`);
+    for (const line of describeReport(file, await quantizeToFile(dir, file, mix))) log(line);
+  }
+  return file;
+}
+
+/** Fill `result` for one shape (what was measured before a failure stays in it). */
+async function benchShape(shape: string, result: ShapeResult, mix?: GgufMix): Promise<void> {
+  const dir = await shapeModel(shape, mix);
   result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
-  const manifest = await readManifest(dir);
+  const manifest = mix ? undefined : await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
   const files = dirFiles(dir);
   const { config } = await openCheckpoint(files);
@@ -190,13 +214,16 @@ async function benchShape(shape: string, result: ShapeResult): Promise<void> {
 
 const results: ShapeResult[] = [];
 for (const shape of shapes) {
-  const result: ShapeResult = { shape, model_dir: modelDir ?? "", skipped: [] };
-  results.push(result);
-  try {
-    await benchShape(shape, result);
-  } catch (e) {
-    log(`${shape}: ${(e as Error).message}`);
-    result.error = (e as Error).message;
+  for (const mix of [undefined, ...mixes]) {
+    const name = mix ? `${shape}-${mix}` : shape;
+    const result: ShapeResult = { shape: name, model_dir: modelDir ?? "", skipped: [] };
+    results.push(result);
+    try {
+      await benchShape(shape, result, mix);
+    } catch (e) {
+      log(`${name}: ${(e as Error).message}`);
+      result.error = (e as Error).message;
+    }
   }
 }
 // What the full run measures that this one did not.

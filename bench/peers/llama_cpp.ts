@@ -177,7 +177,8 @@ export class LlamaCppPeer implements Peer {
     }
     let gguf: string;
     try {
-      gguf = await ggufFor(modelDir);
+      // A GGUF file is run as it is (the same file Kiln runs); a folder is converted once.
+      gguf = modelDir.endsWith(".gguf") ? modelDir : await ggufFor(modelDir);
     } catch (e) {
       return `GGUF conversion failed: ${(e as Error).message}`;
     }

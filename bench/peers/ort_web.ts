@@ -57,6 +57,9 @@ export class OrtWebGpuPeer implements Peer {
     if (!("gpu" in navigator) || !navigator.gpu) {
       return "no navigator.gpu in this runtime";
     }
+    if (modelDir.endsWith(".gguf")) {
+      return "runs an ONNX export of a safetensors folder; a GGUF has no ONNX export here";
+    }
     try {
       await ensurePeerDeps(); // onnx-proto, for the export
     } catch (e) {

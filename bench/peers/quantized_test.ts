@@ -5,7 +5,12 @@
  * dtype) is the baseline: its tokens must equal the fixture's HF reference where the reference
  * margin is clear, and each quantized file's agreement with it is printed, and with its weights
  * dequantized (by Kiln) into an F32 GGUF, which shows llama.cpp reads the blocks as Kiln
- * writes them (it quantizes activations for quantized products, so near-ties may flip). Dev-only (not in
+ * writes them (it quantizes activations for quantized products, so near-ties may flip).
+ *
+ * Kiln runs every quantized file too, on the WebGPU adapter Deno finds: its greedy tokens must
+ * equal the float64 reference's on the dequantized weights, and llama.cpp's, up to the first
+ * step whose reference margin is under 0.05 logits (llama.cpp rounds activations to 8 bits for
+ * quantized products; on these models that moves logits by up to ~1e-2). Dev-only (not in
  * `npm test`): needs bench/peers' packages and Node.
  *
  *   node_modules/.bin/deno test -A bench/peers/quantized_test.ts
@@ -26,6 +31,28 @@ import { encodeGguf, GgmlType } from "../../src/model/gguf/writer.ts";
 import { gpt2Json, read, TEXTS } from "../../src/text/test_tokenizers.ts";
 import { parseTokenizer } from "../../src/text/tokenizer.ts";
 import { llamaCppGreedyEach, llamaCppTokenize } from "./llama_cpp.ts";
+import { acquireGpu } from "../../src/gpu/device.ts";
+import { openCheckpoint } from "../../src/model/checkpoint.ts";
+import { generateTokens } from "../../src/model/generate.ts";
+import { GpuModel } from "../../src/model/gpu_model.ts";
+import { ReferenceModel } from "../../src/model/reference_model.ts";
+
+/** Kiln's greedy tokens on `file`, and the float64 reference's (with its margins). */
+async function kilnGreedy(file: string, prompt: number[], n: number) {
+  const checkpoint = await openCheckpoint(dirFiles(file));
+  const ref = (await ReferenceModel.load(checkpoint.config, checkpoint.weights)).greedy(prompt, n);
+  const gpu = await acquireGpu({ label: "quantized-test" });
+  const model = await GpuModel.fromCheckpoint(gpu, checkpoint, { kvBlocks: 4, kvDtype: "f32" });
+  const tokens: number[] = [];
+  try {
+    const opts = { maxTokens: n, temperature: 0, topP: 1, topK: 0, minP: 0, seed: 0 };
+    for await (const t of generateTokens(model, prompt, opts)) tokens.push(t.token);
+  } finally {
+    model.destroy();
+    gpu.device.destroy();
+  }
+  return { tokens, reference: ref.tokens, margins: ref.margins };
+}
 import { writeTinyCheckpoint } from "./tiny_checkpoint.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -144,6 +171,14 @@ async function run(name: string, c: Case): Promise<void> {
         got.every((t) => Number.isInteger(t) && t >= 0 && t < c.vocab),
         "ids in the vocabulary",
       );
+      const kiln = await kilnGreedy(`${tmp}/${mix}.gguf`, c.prompt, N);
+      console.log(
+        `${name} ${mix}: Kiln ${JSON.stringify(kiln.tokens)}, float64 ${
+          JSON.stringify(kiln.reference)
+        }, margins ${JSON.stringify(kiln.margins.map((m) => +m.toFixed(3)))}`,
+      );
+      ok(agreeUntilTie(kiln.tokens, kiln.reference, kiln.margins, 1e-3), "Kiln = float64");
+      ok(agreeUntilTie(got, kiln.tokens, kiln.margins, 0.05), "llama.cpp = Kiln");
       if (name === "fortune" && mix === "q8_0") deepStrictEqual(got, base);
     }
   } finally {
