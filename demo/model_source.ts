@@ -98,7 +98,7 @@ export async function filesFromUrl(base: string, onProgress: Progress): Promise<
     ...(gguf ? [] : OPTIONAL.map((n) => [n, true] as const)),
     ...weights.map((n) => [n, false] as const),
   ];
-  const responses: { name: string; res: Response; cached: boolean }[] = [];
+  const responses: { name: string; href: string; res: Response; cached: boolean }[] = [];
   for (const [url, optional] of wanted) {
     const href = new URL(url, base).href;
     const got = await get(href, cache, optional);

@@ -6,7 +6,7 @@ import { equal, ok } from "node:assert/strict";
 import { ABORT_FINISH } from "./app.ts";
 import { clip } from "./errors.ts";
 import { keyMatches } from "./guard.ts";
-import { mockServer } from "./testing.ts";
+import { mockServer } from "../../test/support/server.ts";
 
 const json = { "content-type": "application/json" };
 const body = (extra: Record<string, unknown>) =>

@@ -3,7 +3,7 @@
  * against a careless server that answers 200 to everything, the probe reports the failures.
  */
 import { deepStrictEqual, ok } from "node:assert/strict";
-import { mockServer } from "../../server/testing.ts";
+import { mockServer } from "../../../test/support/server.ts";
 import { type CaseResult, probe } from "./probe.ts";
 
 Deno.test("every probe case holds against KilnServer", async () => {

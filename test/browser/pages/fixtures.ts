@@ -2,11 +2,16 @@
  * In Chromium (SwiftShader WebGPU: subgroups, no f16): the linear kernels (the subgroup
  * matrix-vector path, which Deno's adapters never take) against their reference, every
  * reference model loaded over HTTP with Range requests, its logits compared with HF's, and the
- * sampler against the shared cases.
+ * sampler against the shared cases; and fortune quantized to GGUF Q4_K_M in the page, loaded from
+ * a `File` and checked against float64 logits on its dequantized weights.
  */
 import { acquireGpu } from "../../../src/gpu/device.ts";
 import { GpuModel } from "../../../src/model/gpu_model.ts";
-import { urlFiles } from "../../../src/model/source.ts";
+import { fileListFiles, urlFiles } from "../../../src/model/source.ts";
+import { openCheckpoint } from "../../../src/model/checkpoint.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../../src/model/gguf/convert.ts";
+import { buildReference } from "../../../src/model/reference_file.ts";
+import { ReferenceModel } from "../../../src/model/reference_model.ts";
 import { parseReference, verifyModel } from "../../../src/model/verify.ts";
 import { Sampler } from "../../../src/gpu/kernels/sampling.ts";
 import { uploadBuffer } from "../../../src/gpu/buffers.ts";
@@ -41,6 +46,33 @@ const modelCheck = (dir: string) =>
       model.destroy();
     }
   }] as const;
+
+const ggufCheck = [
+  "fortune as GGUF Q4_K_M from a File: logits match float64 on the dequantized weights",
+  async () => {
+    const parts: Uint8Array[] = [];
+    const source = await readHfCheckpoint(
+      urlFiles(new URL("/models/fortune/", location.href).href),
+    );
+    await writeHfAsGguf(source, (b) => void parts.push(b.slice()), { mix: "q4_k_m" });
+    const file = new File(parts as BlobPart[], "fortune-q4_k_m.gguf");
+    const checkpoint = await openCheckpoint(fileListFiles([file]));
+    const ref = await ReferenceModel.load(checkpoint.config, checkpoint.weights);
+    const reference = buildReference(ref, checkpoint.weights, "fortune", [[256, 89, 111, 117]], 4);
+    const model = await GpuModel.fromCheckpoint(gpu, checkpoint, { kvDtype: "f32" });
+    try {
+      const { passed, results } = await verifyModel(model, reference);
+      const r = results[0]!;
+      const summary = `${model.dtype}: ${r.max_abs_err.toExponential(1)} / ${
+        r.rel_l2.toExponential(1)
+      } / ${r.greedy_agree}/${r.greedy_checked}`;
+      if (!passed) throw new Error(summary);
+      return summary;
+    } finally {
+      model.destroy();
+    }
+  },
+] as const;
 
 const samplerCheck = [
   "sampler distributions match the shared HF cases",
@@ -89,5 +121,6 @@ await runChecks([
   ],
   linearCheck(gpu.device),
   ...MODELS.map(modelCheck),
+  ggufCheck,
   samplerCheck,
 ]);

@@ -2,12 +2,12 @@
  * For tests: a `KilnServer` over the mock engine with the fortune model's tokenizer, listening
  * on a free loopback port (`Deno.serve`), so hostile requests can go over real sockets.
  */
-import { MockEngine, type MockEngineOptions } from "../engines/mock/mod.ts";
-import { EngineMetrics } from "../metrics/engine_metrics.ts";
-import { RequestMetrics } from "../metrics/request_metrics.ts";
-import { specFiles } from "../adapters/deno/file_source.ts";
-import { loadText } from "../text/load.ts";
-import { KilnServer, type ServerOptions } from "./app.ts";
+import { MockEngine, type MockEngineOptions } from "../../src/engines/mock/mod.ts";
+import { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
+import { RequestMetrics } from "../../src/metrics/request_metrics.ts";
+import { specFiles } from "../../src/adapters/deno/file_source.ts";
+import { loadText } from "../../src/text/load.ts";
+import { KilnServer, type ServerOptions } from "../../src/server/app.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 
