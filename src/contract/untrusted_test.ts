@@ -1,24 +1,10 @@
 /** Issue 12: hostile values on the wire get `InvalidArgument` with a useful message. */
 import { ok, throws } from "node:assert/strict";
 import { describe } from "./describe.ts";
-import { EngineError } from "./errors.ts";
 import { validateRequest } from "./validate.ts";
 import { parseOutput, parseRequest } from "./wire.ts";
 import type { PreprocessedRequest } from "./types.ts";
-
-/** An array nested `n` deep, as JSON.parse builds it from untrusted text. */
-export function deepArray(n = 2750): unknown {
-  return JSON.parse("[".repeat(n) + "]".repeat(n));
-}
-const TO_STRING = JSON.parse('{"toString":1}');
-
-function invalid(...needles: string[]) {
-  return (e: unknown) => {
-    ok(e instanceof EngineError && e.type === "InvalidArgument", `not InvalidArgument: ${e}`);
-    for (const n of needles) ok(e.message.includes(n), `${e.message} should mention ${n}`);
-    return true;
-  };
-}
+import { deepArray, invalid, TO_STRING } from "../../test/support/untrusted.ts";
 
 Deno.test("describe: bounded and throw-free on deep arrays, toString objects, proxies, long strings", () => {
   const deep = describe(deepArray(10_000));

@@ -1,21 +1,10 @@
 /** Issue 12: hostile config.json, safetensors headers, indexes and paths give `EngineError`. */
 import { ok, rejects, throws } from "node:assert/strict";
-import { EngineError } from "../contract/errors.ts";
 import { dirFiles, fileSource } from "../adapters/deno/file_source.ts";
 import { parseConfig } from "./config.ts";
 import { readCheckpoint, readSafetensorsHeader } from "./safetensors.ts";
 import { blobSource, type ByteSource } from "./source.ts";
-
-const deep = (n = 2750): unknown => JSON.parse("[".repeat(n) + "]".repeat(n));
-const TO_STRING = JSON.parse('{"toString":1}');
-
-function invalid(...needles: string[]) {
-  return (e: unknown) => {
-    ok(e instanceof EngineError && e.type === "InvalidArgument", `not InvalidArgument: ${e}`);
-    for (const n of needles) ok(e.message.includes(n), `${e.message} should mention ${n}`);
-    return true;
-  };
-}
+import { deepArray, invalid, TO_STRING } from "../../test/support/untrusted.ts";
 
 const CONFIG = {
   architectures: ["LlamaForCausalLM"],
@@ -53,7 +42,7 @@ function files(entries: Record<string, Uint8Array<ArrayBuffer> | string>) {
 
 Deno.test("config: deep arrays and {toString:1} in architectures, rope_type, torch_dtype", () => {
   parseConfig(CONFIG);
-  for (const bad of [deep(), TO_STRING]) {
+  for (const bad of [deepArray(), TO_STRING]) {
     throws(() => config({ architectures: [bad] }), invalid("config.architectures"));
     throws(() => config({ rope_scaling: { rope_type: bad } }), invalid("rope_scaling.rope_type"));
     throws(() => config({ torch_dtype: bad }), invalid("config.torch_dtype"));
@@ -80,7 +69,7 @@ Deno.test("config: integers above 2^53 or 2^31 and out-of-range BOS/EOS ids are 
 });
 
 Deno.test("safetensors: dtype or entries of the wrong shape are InvalidArgument", async () => {
-  for (const dtype of [deep(), TO_STRING, "constructor", "__proto__"]) {
+  for (const dtype of [deepArray(), TO_STRING, "constructor", "__proto__"]) {
     await rejects(
       readSafetensorsHeader(
         source(safetensors({ w: { dtype, shape: [0], data_offsets: [0, 0] } })),
@@ -88,7 +77,7 @@ Deno.test("safetensors: dtype or entries of the wrong shape are InvalidArgument"
       invalid("tensor w: unsupported dtype"),
     );
   }
-  for (const entry of [null, 5, [], deep()]) {
+  for (const entry of [null, 5, [], deepArray()]) {
     await rejects(
       readSafetensorsHeader(source(safetensors({ w: entry }))),
       invalid("tensor w: expected an object"),
@@ -96,7 +85,7 @@ Deno.test("safetensors: dtype or entries of the wrong shape are InvalidArgument"
   }
   const huge = { dtype: "F32", shape: [2 ** 40, 2 ** 40], data_offsets: [0, 0] };
   await rejects(readSafetensorsHeader(source(safetensors({ w: huge }))), invalid("tensor w"));
-  const shape = { dtype: "F32", shape: deep(), data_offsets: [0, 0] };
+  const shape = { dtype: "F32", shape: deepArray(), data_offsets: [0, 0] };
   await rejects(readSafetensorsHeader(source(safetensors({ w: shape }))), invalid("bad shape"));
 });
 
@@ -109,7 +98,7 @@ Deno.test("index: weight_map values and shard names that are not plain file name
   const open = (map: unknown) =>
     files({ "model.safetensors.index.json": index(map), "a.st": shard });
   ok((await readCheckpoint(open({ w: "a.st" }))).has("w"));
-  for (const bad of [deep(), TO_STRING, 3, null]) {
+  for (const bad of [deepArray(), TO_STRING, 3, null]) {
     await rejects(readCheckpoint(open({ w: bad })), invalid('weight_map["w"]', "not a string"));
   }
   for (
@@ -124,7 +113,7 @@ Deno.test("index: weight_map values and shard names that are not plain file name
       ["sub\\a.st", "outside the model"],
     ]
   ) await rejects(readCheckpoint(open({ w: name })), invalid(why!));
-  for (const bad of [deep(), TO_STRING, "x", [], null]) {
+  for (const bad of [deepArray(), TO_STRING, "x", [], null]) {
     await rejects(readCheckpoint(open(bad)), invalid("weight_map"));
   }
   await rejects(

@@ -6,9 +6,7 @@ import { blobSource } from "../model/source.ts";
 import { ChatTemplate } from "./chat.ts";
 import { encodeChat, loadText } from "./load.ts";
 import { parseTokenizer } from "./tokenizer.ts";
-
-const TO_STRING = JSON.parse('{"toString":1}');
-const deep = (n = 2750): unknown => JSON.parse("[".repeat(n) + "]".repeat(n));
+import { deepArray, TO_STRING } from "../../test/support/untrusted.ts";
 
 function typed(type: string, ...needles: string[]) {
   return (e: unknown) => {
@@ -48,7 +46,7 @@ const TOKENIZER = JSON.stringify(tinyTokenizer());
 Deno.test("tokenizer.json: added_tokens that is a string, bad ids, vocab ids out of range", () => {
   equal(tok({}).vocabSize, 4);
   throws(() => tok({ added_tokens: "<s>" }), invalid("added_tokens: expected a list", '"<s>"'));
-  for (const id of ["3", -1, 1.5, null, 2 ** 32, TO_STRING, deep()]) {
+  for (const id of ["3", -1, 1.5, null, 2 ** 32, TO_STRING, deepArray()]) {
     throws(
       () => tok({ added_tokens: [{ id, content: "<s>" }] }),
       invalid("added_tokens[0].id"),
@@ -93,7 +91,7 @@ Deno.test("encode ids outside the vocabulary and the library's own throws are In
     tok({ pre_tokenizer: { type: "Split", pattern: { String: 5 }, behavior: "Isolated" } });
   throws(() => split().encode("ab"), invalid("tokenizer"));
   throws(() => tok({}).decode([0.5]), invalid("tokenizer: decode failed"));
-  throws(() => tok({}).encode(TO_STRING), invalid("encode: expected a string"));
+  throws(() => tok({}).encode(TO_STRING as string), invalid("encode: expected a string"));
   equal(tok({}).decode(tok({}).encode("abab")), "ab ab");
 });
 
@@ -107,7 +105,7 @@ Deno.test("loadText: null or wrong-typed generation_config, config, tokenizer_co
     }
     await rejects(load({ [name]: "{" }), invalid(name, "not JSON"));
   }
-  for (const id of [-1, 1e300, "2", TO_STRING, [deep()]]) {
+  for (const id of [-1, 1e300, "2", TO_STRING, [deepArray()]]) {
     await rejects(
       load({ "generation_config.json": JSON.stringify({ eos_token_id: id }) }),
       invalid("generation_config.json: eos_token_id"),
@@ -122,7 +120,9 @@ Deno.test("loadText: null or wrong-typed generation_config, config, tokenizer_co
 });
 
 Deno.test("chat_template of the wrong shape is InvalidArgument", async () => {
-  for (const t of [[null], [], [{ name: "default" }], [{ template: 5 }], 5, TO_STRING, deep()]) {
+  for (
+    const t of [[null], [], [{ name: "default" }], [{ template: 5 }], 5, TO_STRING, deepArray()]
+  ) {
     throws(() => ChatTemplate.fromConfig({ chat_template: t }), invalid("chat_template"));
   }
   await rejects(
