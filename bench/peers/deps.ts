@@ -27,7 +27,14 @@ export function ensurePeerDeps(): Promise<void> {
     const out = await new Deno.Command("npm", {
       // Not `npm ci`: it refuses this lock, which (written with --omit=optional) lacks the other
       // platforms' optional builds. `npm install` installs the locked versions all the same.
-      args: ["install", "--prefix", here, "--omit=optional", "--no-audit", "--no-fund"],
+      args: [
+        "install",
+        "--prefix",
+        here,
+        "--omit=optional",
+        "--no-audit",
+        "--no-fund",
+      ],
       stdout: "piped",
       stderr: "piped",
     }).output();

@@ -136,6 +136,35 @@ export async function llamaCppGreedyEach(
   }
 }
 
+/**
+ * llama.cpp's teacher-forced logits for `promptIds` on each file (CPU build): one row per
+ * position, the logits after that prefix, for the whole vocabulary.
+ */
+export async function llamaCppLogitsEach(
+  files: readonly string[],
+  promptIds: number[],
+  vocab: number,
+): Promise<number[][][]> {
+  await ensurePeerDeps();
+  const driver = new Driver({});
+  try {
+    const out: number[][][] = [];
+    for (const file of files) {
+      await driver.call({ op: "setup", model: file, gpu: false });
+      out.push(
+        (await driver.call<{ logits: number[][] }>({
+          op: "logits",
+          ids: promptIds,
+          vocab,
+        })).logits,
+      );
+    }
+    return out;
+  } finally {
+    await driver.close();
+  }
+}
+
 /** llama.cpp's tokenization of each text (no BOS) with the tokenizer stored in `file`. */
 export async function llamaCppTokenize(
   file: string,
@@ -170,7 +199,9 @@ export class LlamaCppPeer implements Peer {
     try {
       await ensurePeerDeps();
     } catch (e) {
-      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
+      return `npm packages not installable: ${
+        (e as Error).message.split("\n")[0]
+      }`;
     }
     if (!(await hasNode())) {
       return "node is not on PATH (node-llama-cpp runs in Node)";

@@ -7,6 +7,7 @@
 //   {"op":"decode","ids":[...],"n":N,"batch":B}           -> {"ok":{"tokens":T,"seconds":S}}
 //   {"op":"prefill","ids":[...]}                          -> {"ok":{"seconds":S}}
 //   {"op":"tokenize","text":"..."}                        -> {"ok":{"tokens":[...]}} (no BOS)
+//   {"op":"logits","ids":[...],"vocab":V}                 -> {"ok":{"logits":[[...V], ...]}}
 //   {"op":"close"}                                        -> {"ok":true}, then exit
 import { createInterface } from "node:readline";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
@@ -104,12 +105,35 @@ async function prefill({ ids }) {
   }
 }
 
+/**
+ * Teacher-forced logits: the raw next-token logits llama.cpp computes after each prefix of `ids`
+ * (one row per position, the whole vocabulary, indexed by token id).
+ */
+async function logits({ ids, vocab }) {
+  const ctx = await context(ids.length, 1);
+  try {
+    const want = { generateNext: { logits: true } };
+    const out = await ctx.getSequence().controlledEvaluate(
+      ids.map((t) => [t, want]),
+    );
+    return {
+      logits: out.map((r) => {
+        const row = new Array(vocab).fill(0);
+        for (const [t, v] of r?.next?.logits ?? []) row[t] = v;
+        return row;
+      }),
+    };
+  } finally {
+    await ctx.dispose();
+  }
+}
+
 /** The model's own tokenizer on `text`, special-token text kept as text, no BOS added. */
 function tokenize({ text }) {
   return { tokens: [...model.tokenize(text, false)] };
 }
 
-const ops = { setup, greedy, decode, prefill, tokenize };
+const ops = { setup, greedy, decode, prefill, tokenize, logits };
 const lines = createInterface({ input: process.stdin });
 for await (const line of lines) {
   if (!line.trim()) continue;

@@ -22,7 +22,10 @@ interface Shape {
 }
 
 /** The ONNX export of a checkpoint folder, made on first use. */
-export async function onnxFor(modelDir: string, dtype: OnnxDtype = "checkpoint"): Promise<string> {
+export async function onnxFor(
+  modelDir: string,
+  dtype: OnnxDtype = "checkpoint",
+): Promise<string> {
   const dir = await cacheDir(modelDir);
   const { toOnnx } = await import("./to_onnx.ts");
   const version = await sourceHash([
@@ -51,7 +54,10 @@ export class OrtWebGpuPeer implements Peer {
   #session: Session | undefined;
   #shape: Shape | undefined;
 
-  constructor(readonly name = "onnxruntime-web", readonly options: OrtPeerOptions = {}) {}
+  constructor(
+    readonly name = "onnxruntime-web",
+    readonly options: OrtPeerOptions = {},
+  ) {}
 
   async setup(modelDir: string): Promise<string | undefined> {
     if (!("gpu" in navigator) || !navigator.gpu) {
@@ -63,7 +69,9 @@ export class OrtWebGpuPeer implements Peer {
     try {
       await ensurePeerDeps(); // onnx-proto, for the export
     } catch (e) {
-      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
+      return `npm packages not installable: ${
+        (e as Error).message.split("\n")[0]
+      }`;
     }
     let ort: typeof Ort;
     try {
@@ -71,14 +79,16 @@ export class OrtWebGpuPeer implements Peer {
     } catch (e) {
       return `onnxruntime-web not importable: ${(e as Error).message}`;
     }
-    const dist = new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href;
+    const dist =
+      new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href;
     ort.env.wasm.wasmPaths = dist;
     ort.env.wasm.numThreads = 1;
     ort.env.logLevel = "error";
     const cfg = JSON.parse(await Deno.readTextFile(`${modelDir}/config.json`));
     let path: string;
     try {
-      path = this.options.onnxPath ?? await onnxFor(modelDir, this.options.dtype);
+      path = this.options.onnxPath ??
+        await onnxFor(modelDir, this.options.dtype);
     } catch (e) {
       return `ONNX export failed: ${(e as Error).message}`;
     }
@@ -98,7 +108,9 @@ export class OrtWebGpuPeer implements Peer {
     } catch (e) {
       return `session creation failed: ${(e as Error).message}`;
     }
-    const input = this.#session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
+    const input = this.#session.inputMetadata.find((m) =>
+      m.name === "past_key_values.0.key"
+    );
     const f16 = input !== undefined && input.isTensor &&
       input.type === "float16";
     this.#ort = ort;
@@ -156,7 +168,9 @@ export class OrtWebGpuPeer implements Peer {
         });
         const logits = floats(result.logits!);
         const seq = step[0]!.length;
-        const next = out.map((_, b) => argmax(logits, (b * seq + seq - 1) * s.vocab, s.vocab));
+        const next = out.map((_, b) =>
+          argmax(logits, (b * seq + seq - 1) * s.vocab, s.vocab)
+        );
         onToken?.(performance.now());
         result.logits!.dispose();
         disposeAll(past);

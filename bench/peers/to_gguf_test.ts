@@ -48,7 +48,9 @@ Deno.test("a Llama checkpoint as GGUF: llama.cpp's names, dims, types and metada
     const q = parsed.tensorInfos.find((t) => t.name === "blk.0.attn_q.weight")!;
     deepStrictEqual(q.shape, [16n, 16n]);
     equal(Number(q.dtype), 1); // F16
-    const norm = parsed.tensorInfos.find((t) => t.name === "blk.0.attn_norm.weight")!;
+    const norm = parsed.tensorInfos.find((t) =>
+      t.name === "blk.0.attn_norm.weight"
+    )!;
     equal(Number(norm.dtype), 0); // F32
     // q row 1 of head 0 in llama.cpp's order is HF row 2 (head_dim 4: half 0, i 1 -> [i][half]).
     const hf = await tensorBytes(ck.weights.layers[0]!.q);
@@ -109,7 +111,10 @@ Deno.test("llama3 RoPE scaling becomes rope_freqs.weight: 1 for high frequencies
     const file = await Deno.readFile(`${dir}/model.gguf`);
     const at = Number(parsed.tensorDataOffset + info.offset);
     // head_dim 4, theta 1e5: wavelengths 2π (< 64/4, unscaled) and 2π·316 (> 64/1, scaled by 8).
-    deepStrictEqual([...new Float32Array(file.slice(at, at + 8).buffer)], [1, 8]);
+    deepStrictEqual([...new Float32Array(file.slice(at, at + 8).buffer)], [
+      1,
+      8,
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
