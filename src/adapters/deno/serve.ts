@@ -1,5 +1,5 @@
 /**
- * `deno task serve --model DIR|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
+ * `deno task serve --model DIR|FILE.gguf|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
  * a `WorkerEngine` (the WebGPU engine in a Deno Worker) behind the OpenAI-compatible server,
  * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain (`/health` 503, requests in
  * flight finish or are cut at `--drain-timeout` seconds), then clean up; a second signal cuts at
@@ -25,11 +25,12 @@ for (let i = 0; i < Deno.args.length; i += 2) {
   args.set(k.slice(2), v);
 }
 const dir = args.get("model") ?? new URL("../../../models/fortune/", import.meta.url).pathname;
-// A checkpoint directory, or a base URL (an HF repo's `resolve/main/`) read with Range requests.
+// A checkpoint directory or GGUF file, or a base URL (an HF repo's `resolve/main/`) or a `.gguf`
+// file's URL, read with Range requests.
 const isUrl = /^https?:\/\//.test(dir);
 const name = args.get("name") ?? modelName(dir);
 const model: ModelSpec = isUrl
-  ? { kind: "url", base: dir.endsWith("/") ? dir : `${dir}/`, name }
+  ? { kind: "url", base: dir.endsWith("/") || dir.endsWith(".gguf") ? dir : `${dir}/`, name }
   : { kind: "dir", path: dir, name };
 const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
 
