@@ -119,9 +119,7 @@ for (const peer of [...peers, ...extra]) {
       const k = want.tokens.findIndex((t, j) => got[j] !== t);
       const margin = k < 0 ? Infinity : want.margins[k]!;
       const verdict = k < 0 ? "same" : margin < tie ? "TIE " : "DIFF";
-      const where = k < 0
-        ? ""
-        : ` from step ${k} (Kiln's margin there ${margin.toFixed(4)})`;
+      const where = k < 0 ? "" : ` from step ${k} (Kiln's margin there ${margin.toFixed(4)})`;
       console.log(`${verdict} prompt ${i} (${p.length} ids)${where}`);
       console.log(`  ${"kiln".padEnd(16)} ${want.tokens.join(" ")}`);
       console.log(`  ${peer.name.padEnd(16)} ${got.join(" ")}`);
@@ -132,12 +130,8 @@ for (const peer of [...peers, ...extra]) {
     await peer.close();
   }
 }
-const note = ties > 0
-  ? `; ${ties} diverged at a near tie (margin < ${tie})`
-  : "";
+const note = ties > 0 ? `; ${ties} diverged at a near tie (margin < ${tie})` : "";
 console.log(
-  failed === 0
-    ? `check: PASS (${checked} peers${note})`
-    : `check: FAIL (${failed} differ${note})`,
+  failed === 0 ? `check: PASS (${checked} peers${note})` : `check: FAIL (${failed} differ${note})`,
 );
 Deno.exit(failed === 0 ? 0 : 1);

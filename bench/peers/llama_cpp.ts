@@ -199,9 +199,7 @@ export class LlamaCppPeer implements Peer {
     try {
       await ensurePeerDeps();
     } catch (e) {
-      return `npm packages not installable: ${
-        (e as Error).message.split("\n")[0]
-      }`;
+      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
     }
     if (!(await hasNode())) {
       return "node is not on PATH (node-llama-cpp runs in Node)";

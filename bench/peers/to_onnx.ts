@@ -41,9 +41,7 @@ export async function onnxDecoder(
 ): Promise<Uint8Array> {
   const { config: c, weights: w } = ck;
   const g = new GraphBuilder();
-  const A: Elem = w.embed.dtype === "f16" && opts.dtype !== "f32"
-    ? Elem.F16
-    : Elem.F32;
+  const A: Elem = w.embed.dtype === "f16" && opts.dtype !== "f32" ? Elem.F16 : Elem.F32;
   const elemBytes = A === Elem.F16 ? 2 : 4;
   const { numHeads: nh, numKvHeads: nkv, headDim: hd } = c;
   const group = nh / nkv;
