@@ -2,7 +2,10 @@
  * `WorkerEngine`: the `LLMEngine` interface on the main thread, the engine in a Web Worker (or a
  * Deno Worker) behind comlink. Each request streams over its own MessagePort in batches; an
  * AbortSignal here cancels there; errors keep their EngineError type. If the worker dies, every
- * open stream ends with `Disconnected` and later calls fail with `EngineShutdown`.
+ * open stream ends with `Disconnected` and later calls fail with `EngineShutdown`. A worker dies
+ * loudly (an uncaught error) or silently (terminated, closed, its thread gone: no event at all);
+ * a heartbeat catches the second kind: once started, the worker is pinged every `intervalMs`,
+ * and one that has not answered for `timeoutMs` is declared dead.
  */
 import * as Comlink from "comlink";
 import type {
@@ -18,6 +21,14 @@ import type { LoadProgress } from "../model/gpu_model.ts";
 import type { EngineHost } from "./host.ts";
 import { type HostOptions, installErrorTransfer, type StreamMessage } from "./protocol.ts";
 
+/** Heartbeat timing (defaults: a ping a second, dead after 15 s without an answer). */
+export interface Liveness {
+  intervalMs: number;
+  timeoutMs: number;
+}
+
+const DEFAULT_LIVENESS: Liveness = { intervalMs: 1000, timeoutMs: 15_000 };
+
 export class WorkerEngine implements LLMEngine {
   #worker: Worker | undefined;
   #host: Comlink.Remote<EngineHost> | undefined;
@@ -25,6 +36,8 @@ export class WorkerEngine implements LLMEngine {
   #dead: EngineError | undefined;
   #streams = new Set<(e: EngineError) => void>();
   #onDeath: ((e: EngineError) => void)[] = [];
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  #deathListeners: ((e: EngineError) => void)[] = [];
 
   /** `makeWorker` creates the worker running an `exposeHost` module (runtime-specific). */
   /** `onLoadProgress` hears the weight upload in the worker during `start()`. */
@@ -32,7 +45,42 @@ export class WorkerEngine implements LLMEngine {
     readonly makeWorker: () => Worker,
     readonly options: HostOptions,
     readonly onLoadProgress?: LoadProgress,
+    readonly liveness: Liveness = DEFAULT_LIVENESS,
   ) {}
+
+  /** Hear the worker's death (once; not called for `cleanup`). */
+  onDeath(listener: (error: EngineError) => void): void {
+    if (this.#dead) listener(this.#dead);
+    else this.#deathListeners.push(listener);
+  }
+
+  /** Ping the worker; declare it dead when no answer came for `timeoutMs`. */
+  #startHeartbeat(host: Comlink.Remote<EngineHost>): void {
+    let answered = performance.now();
+    let waiting = false;
+    this.#heartbeat = setInterval(() => {
+      if (performance.now() - answered > this.liveness.timeoutMs) {
+        this.#die(
+          new EngineError(
+            "Disconnected",
+            `engine worker stopped answering (no reply in ${this.liveness.timeoutMs} ms)`,
+          ),
+        );
+        return;
+      }
+      if (waiting) return;
+      waiting = true;
+      host.ping().then(() => {
+        answered = performance.now();
+        waiting = false;
+      }, () => {});
+    }, this.liveness.intervalMs);
+  }
+
+  #stopHeartbeat(): void {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
 
   #remote(): Comlink.Remote<EngineHost> {
     if (this.#dead) throw this.#dead;
@@ -54,9 +102,11 @@ export class WorkerEngine implements LLMEngine {
   }
 
   #die(error: EngineError): void {
-    if (this.#state === "stopped") return;
+    if (this.#state === "stopped" || this.#state === "dead") return;
+    this.#stopHeartbeat();
     this.#dead = error;
     this.#state = "dead";
+    for (const listener of this.#deathListeners.splice(0)) listener(error);
     for (const reject of this.#onDeath.splice(0)) reject(error);
     for (const end of this.#streams) end(error);
     this.#streams.clear();
@@ -81,11 +131,14 @@ export class WorkerEngine implements LLMEngine {
     }
     this.#state = "running";
     const progress = this.onLoadProgress;
-    return await this.#call((h) =>
+    const config = await this.#call((h) =>
       progress
         ? h.start(this.options, workerId, Comlink.proxy(progress))
         : h.start(this.options, workerId)
     );
+    // Only once started: a model load may keep the worker busy for long stretches.
+    if (this.#state === "running") this.#startHeartbeat(this.#remote());
+    return config;
   }
 
   generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
@@ -151,6 +204,7 @@ export class WorkerEngine implements LLMEngine {
   async cleanup(): Promise<void> {
     const state = this.#state;
     this.#state = "stopped";
+    this.#stopHeartbeat();
     if (state === "running" && this.#host) {
       await this.#call((h) => h.cleanup()).catch(() => {});
     }

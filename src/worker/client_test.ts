@@ -86,3 +86,31 @@ Deno.test("a dying worker ends open streams with Disconnected; a new WorkerEngin
   );
   await fresh.cleanup();
 });
+
+Deno.test("a worker terminated without an event is caught by the heartbeat: streams end Disconnected", async () => {
+  let worker: Worker | undefined;
+  const make = () => (worker = hostWorker());
+  const e = new WorkerEngine(make, options, undefined, { intervalMs: 50, timeoutMs: 500 });
+  const deaths: EngineError[] = [];
+  e.onDeath((err) => deaths.push(err));
+  await e.start(0n);
+  const streams = Array.from(
+    { length: 8 },
+    (_, i) => collect(e.generate(request([256, 65 + i], 400), new RequestContext())),
+  );
+  await new Promise((r) => setTimeout(r, 300));
+  worker!.terminate(); // no error event reaches the engine: only the heartbeat can tell
+  for (const s of streams) {
+    await rejects(s, (err: unknown) => {
+      ok(err instanceof EngineError && err.type === "Disconnected", String(err));
+      ok(/stopped answering/.test(err.message), err.message);
+      return true;
+    });
+  }
+  equal(deaths.length, 1);
+  await rejects(
+    collect(e.generate(request([256]), new RequestContext())),
+    (err: unknown) => err instanceof EngineError && err.type === "Disconnected",
+  );
+  await e.cleanup();
+});

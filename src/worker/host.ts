@@ -26,6 +26,11 @@ export class EngineHost {
 
   constructor(readonly filesFor: FilesFor) {}
 
+  /** Liveness: answered as long as the worker's event loop runs. */
+  ping(): boolean {
+    return true;
+  }
+
   /** `onProgress` (a comlink proxy) hears the weight upload. */
   async start(
     options: HostOptions,

@@ -9,7 +9,7 @@ import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { KilnServer } from "../../server/app.ts";
-import { loadText } from "../../text/load.ts";
+import { loadText, type ModelText } from "../../text/load.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
@@ -36,15 +36,17 @@ const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
 
 /** Weight bytes on the GPU so far, as the worker reports them. */
 let progress = { loaded: 0, total: 0 };
-const engine = new WorkerEngine(
-  () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
-  {
-    model,
-    kvBlocks: Number(args.get("kv-blocks") ?? 256),
-    maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
-  },
-  (loaded, total) => (progress = { loaded, total }),
-);
+const newEngine = () =>
+  new WorkerEngine(
+    () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
+    {
+      model,
+      kvBlocks: Number(args.get("kv-blocks") ?? 256),
+      maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
+    },
+    (loaded, total) => (progress = { loaded, total }),
+  );
+let engine = newEngine();
 const hierarchy = { namespace: "kiln", component: "serve", endpoint: "generate", workerId: 1n };
 let metrics = EngineMetrics.fromHierarchy(hierarchy);
 const requests = new RequestMetrics();
@@ -87,12 +89,41 @@ try {
   server.ready(config, text, metrics);
   clearInterval(bar);
   console.error(`\rloaded ${name} in ${loaded.toFixed(2)} s: ready`);
+  engine.onDeath((e) => void restart(e, text));
 } catch (e) {
   clearInterval(bar);
   console.error(`\nfailed to load ${dir}: ${(e as Error).message}`);
   await engine.cleanup();
   await http.shutdown();
   Deno.exit(1);
+}
+
+/**
+ * The worker died (its streams have ended with `Disconnected`): `/health` says 503 while a new
+ * worker loads the model, then the server takes requests again, without a process restart.
+ */
+async function restart(error: Error, text: ModelText): Promise<void> {
+  if (stopping) return;
+  server.unavailable(`engine worker died: ${error.message}; restarting`);
+  console.error(`engine worker died (${error.message}): starting a new one`);
+  await engine.cleanup();
+  for (let attempt = 1; !stopping; attempt++) {
+    const next = newEngine();
+    try {
+      const t = performance.now();
+      const config = await next.start(1n);
+      metrics = await engineMetrics(next, hierarchy, config, (performance.now() - t) / 1000);
+      engine = next;
+      server.ready(config, text, metrics, next);
+      next.onDeath((e) => void restart(e, text));
+      console.error(`new engine worker ready (attempt ${attempt})`);
+      return;
+    } catch (e) {
+      await next.cleanup();
+      console.error(`restart attempt ${attempt} failed: ${(e as Error).message}; retrying in 5 s`);
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+  }
 }
 
 let stopping = false;

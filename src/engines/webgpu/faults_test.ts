@@ -1,0 +1,38 @@
+/**
+ * GPU device loss in the middle of eight streams: every stream ends with a typed error (none
+ * hangs, none is lost), and the engine refuses what comes after instead of hanging.
+ */
+import { ok, rejects } from "node:assert/strict";
+import { RequestContext } from "../../contract/engine.ts";
+import { EngineError } from "../../contract/errors.ts";
+import { dirFiles } from "../../adapters/deno/file_source.ts";
+import { acquireGpu } from "../../gpu/device.ts";
+import { WebGpuEngine } from "./engine.ts";
+import { collect, FORTUNE, request } from "../../../test/support/fortune_engine.ts";
+
+Deno.test("device.destroy() mid-stream: all eight streams end with EngineShutdown; later requests too", async () => {
+  // A device of its own: destroying the shared test device would break the other tests.
+  const gpu = await acquireGpu({ label: "kiln-faults-test" });
+  const engine = new WebGpuEngine({ files: dirFiles(FORTUNE), name: "fortune", gpu, kvBlocks: 64 });
+  await engine.start(0n);
+  try {
+    const streams = Array.from(
+      { length: 8 },
+      (_, i) => collect(engine, request([256, 65 + i], { stop_conditions: { max_tokens: 400 } })),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    gpu.device.destroy();
+    const shutdown = (e: unknown) => {
+      ok(e instanceof EngineError && e.type === "EngineShutdown", String(e));
+      ok(/device lost/i.test(e.message), e.message);
+      return true;
+    };
+    for (const s of streams) await rejects(s, shutdown);
+    await rejects(
+      collect(engine, request([256, 66]), new RequestContext()),
+      (e: unknown) => e instanceof EngineError,
+    );
+  } finally {
+    await engine.cleanup();
+  }
+});
