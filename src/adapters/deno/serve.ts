@@ -9,7 +9,8 @@ import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { KilnServer } from "../../server/app.ts";
-import { loadText, type ModelText } from "../../text/load.ts";
+import { loadText } from "../../text/load.ts";
+import { WorkerSupervisor } from "../../server/supervisor.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
@@ -46,7 +47,8 @@ const newEngine = () =>
     },
     (loaded, total) => (progress = { loaded, total }),
   );
-let engine = newEngine();
+const engine = newEngine();
+let supervisor: WorkerSupervisor | undefined;
 const hierarchy = { namespace: "kiln", component: "serve", endpoint: "generate", workerId: 1n };
 let metrics = EngineMetrics.fromHierarchy(hierarchy);
 const requests = new RequestMetrics();
@@ -89,41 +91,20 @@ try {
   server.ready(config, text, metrics);
   clearInterval(bar);
   console.error(`\rloaded ${name} in ${loaded.toFixed(2)} s: ready`);
-  engine.onDeath((e) => void restart(e, text));
+  supervisor = new WorkerSupervisor({
+    server,
+    text,
+    make: newEngine,
+    metricsFor: async (next, config, seconds) =>
+      metrics = await engineMetrics(next, hierarchy, config, seconds),
+    log: (l) => console.error(l),
+  }, engine);
 } catch (e) {
   clearInterval(bar);
   console.error(`\nfailed to load ${dir}: ${(e as Error).message}`);
   await engine.cleanup();
   await http.shutdown();
   Deno.exit(1);
-}
-
-/**
- * The worker died (its streams have ended with `Disconnected`): `/health` says 503 while a new
- * worker loads the model, then the server takes requests again, without a process restart.
- */
-async function restart(error: Error, text: ModelText): Promise<void> {
-  if (stopping) return;
-  server.unavailable(`engine worker died: ${error.message}; restarting`);
-  console.error(`engine worker died (${error.message}): starting a new one`);
-  await engine.cleanup();
-  for (let attempt = 1; !stopping; attempt++) {
-    const next = newEngine();
-    try {
-      const t = performance.now();
-      const config = await next.start(1n);
-      metrics = await engineMetrics(next, hierarchy, config, (performance.now() - t) / 1000);
-      engine = next;
-      server.ready(config, text, metrics, next);
-      next.onDeath((e) => void restart(e, text));
-      console.error(`new engine worker ready (attempt ${attempt})`);
-      return;
-    } catch (e) {
-      await next.cleanup();
-      console.error(`restart attempt ${attempt} failed: ${(e as Error).message}; retrying in 5 s`);
-      await new Promise((r) => setTimeout(r, 5000));
-    }
-  }
 }
 
 let stopping = false;
@@ -134,11 +115,12 @@ const stop = async () => {
     return;
   }
   stopping = true;
+  supervisor?.stop();
   const inFlight = server.inFlight;
   console.error(`draining ${inFlight} request(s), at most ${drainSeconds} s`);
   const { cut } = await server.drain(drainSeconds * 1000);
   if (cut > 0) console.error(`cut ${cut} request(s) at the drain deadline (finish_reason "abort")`);
-  await shutDown(engine, metrics);
+  await shutDown(supervisor?.engine ?? engine, metrics);
   console.error(
     metrics.render().body.split("\n").filter((l) => /_time_seconds\{/.test(l)).join("\n"),
   );
