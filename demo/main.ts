@@ -29,6 +29,7 @@ const ui = {
   files: $<HTMLInputElement>("model-files"),
   drop: $("drop-zone"),
   clearCache: $<HTMLButtonElement>("clear-cache"),
+  reload: $<HTMLButtonElement>("reload"),
   form: $<HTMLFormElement>("generate-form"),
   prompt: $<HTMLTextAreaElement>("prompt"),
   temperature: $<HTMLInputElement>("temperature"),
@@ -77,6 +78,7 @@ const worker = () =>
 
 /** Replace the current model with `files`. */
 async function load(files: File[], name: string): Promise<void> {
+  ui.reload.hidden = true;
   setState("loading", `starting ${name}…`);
   const previous = loaded;
   loaded = undefined;
@@ -103,6 +105,16 @@ async function load(files: File[], name: string): Promise<void> {
     loadTime,
   );
   loaded = { engine, config, text, metrics, requests: new RequestMetrics(metrics.registry) };
+  // A worker that dies (a crash, the GPU process gone) ends its streams with `Disconnected`;
+  // offer to load the same files into a new one.
+  engine.onDeath((e) => {
+    if (loaded?.engine !== engine) return;
+    loaded = undefined;
+    showError(`the engine worker died: ${e.message}`);
+    setState("error", "no model loaded");
+    ui.reload.hidden = false;
+    ui.reload.onclick = () => void guarded(`reloading ${name}`, () => load(files, name));
+  });
   ui.modelName.textContent = `${name} (${config.context_length} tokens of context)`;
   ui.chat.disabled = text.chat.isDefault;
   ui.chat.checked = ui.chat.checked && !text.chat.isDefault;
