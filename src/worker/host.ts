@@ -20,11 +20,28 @@ import {
 
 export type FilesFor = (spec: ModelSpec) => ModelFiles;
 
+/**
+ * What a worker does when its GPU device is lost, after the engine has failed every request with
+ * `EngineShutdown`: fail loudly (an uncaught error), so the `WorkerEngine` that owns it hears an
+ * `error` event at once, ends what is left with `Disconnected`, and its owner (`serve`'s
+ * supervisor, the demo) brings up a new worker on a new device.
+ */
+const failLoudly = (e: EngineError): void => {
+  setTimeout(() => {
+    throw e;
+  });
+};
+
 export class EngineHost {
   #engine: WebGpuEngine | undefined;
   #contexts = new Map<string, RequestContext>();
 
-  constructor(readonly filesFor: FilesFor) {}
+  constructor(readonly filesFor: FilesFor, readonly onDeviceLost = failLoudly) {}
+
+  /** The engine, once started (for tests in the same thread; not for comlink callers). */
+  get engine(): WebGpuEngine | undefined {
+    return this.#engine;
+  }
 
   /** Liveness: answered as long as the worker's event loop runs. */
   ping(): boolean {
@@ -49,7 +66,9 @@ export class EngineHost {
       ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
       ...(onProgress ? { onLoadProgress: onProgress } : {}),
     });
-    return await this.#engine.start(workerId);
+    const config = await this.#engine.start(workerId);
+    this.#engine.gpu?.lost.then(this.onDeviceLost);
+    return config;
   }
 
   /** Start streaming `request` into `port`; returns at once. */

@@ -409,6 +409,11 @@ export class WebGpuEngine implements LLMEngine {
     return Promise.resolve({ dp_ranks: [0] });
   }
 
+  /** The GPU the engine runs on (once started): its device and the promise of its loss. */
+  get gpu(): Gpu | undefined {
+    return this.#gpu;
+  }
+
   /** KV blocks held by running sequences (0 when idle). */
   get usedBlocks(): number {
     return this.#blocks?.used ?? 0;

@@ -1,0 +1,23 @@
+import { ok } from "node:assert/strict";
+import { EngineError } from "../contract/errors.ts";
+import { specFiles } from "../adapters/deno/file_source.ts";
+import { EngineHost } from "./host.ts";
+import { MODELS } from "../../test/support/models.ts";
+
+const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
+
+Deno.test("a worker's host reports its GPU device lost (in a worker: an uncaught error, so the owner replaces it)", async () => {
+  let lost: EngineError | undefined;
+  const host = new EngineHost(specFiles, (e) => (lost = e));
+  await host.start({ model: { kind: "dir", path: fortune, name: "fortune" }, kvBlocks: 16 }, 0n);
+  try {
+    host.engine!.gpu!.device.destroy();
+    for (let i = 0; i < 100 && lost === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    ok(lost instanceof EngineError && lost.type === "EngineShutdown", String(lost));
+    ok(/device lost/i.test(lost.message), lost.message);
+  } finally {
+    await host.cleanup();
+  }
+});
