@@ -1,8 +1,8 @@
 /**
- * The soak: rounds of concurrent requests (random lengths; 60% get a cancel at a random moment in
- * their first 300 ms, which ends those still running)
- * against one engine; after every round nothing is held and the counters balance, and the heap
- * after the last round is within a bound of the heap after the first. 400 requests in `npm test`;
+ * The soak: rounds of concurrent requests against one engine (random lengths; 60% get a cancel
+ * at a random moment in their first 300 ms, which ends those still running). After every round nothing is held and the counters balance, the heap after
+ * the last round is within a bound of the heap after the first, and live GPU buffers stop growing
+ * once the step shapes' plans are built. 400 requests in `npm test`;
  * `KILN_SOAK_REQUESTS=2000` (`deno task soak`) for the full run.
  */
 import { equal, ok } from "node:assert/strict";
@@ -12,12 +12,35 @@ import { testGpu } from "../../../test/support/gpu.ts";
 import { MODELS } from "../../../test/support/models.ts";
 import { soak } from "../../../test/support/soak.ts";
 
+/**
+ * Live GPU buffers on `device` from now on (created minus destroyed), counted by wrapping
+ * `createBuffer`: WebGPU itself cannot list them.
+ */
+function countLiveBuffers(device: GPUDevice): () => number {
+  let live = 0;
+  const create = device.createBuffer.bind(device);
+  device.createBuffer = (desc: GPUBufferDescriptor) => {
+    const b = create(desc);
+    live++;
+    const destroy = b.destroy.bind(b);
+    let gone = false;
+    b.destroy = () => {
+      if (!gone) live--;
+      gone = true;
+      destroy();
+    };
+    return b;
+  };
+  return () => live;
+}
+
 const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
 const TOTAL = Number(Deno.env.get("KILN_SOAK_REQUESTS") ?? 400);
 const ROUNDS = 4;
 
 Deno.test(`soak: ${TOTAL} requests in ${ROUNDS} rounds; no blocks held, counters balance, heap bounded`, async () => {
   const gpu = await testGpu();
+  const live = countLiveBuffers(gpu.device);
   const engine = new WebGpuEngine({
     files: dirFiles(fortune),
     name: "fortune",
@@ -28,6 +51,7 @@ Deno.test(`soak: ${TOTAL} requests in ${ROUNDS} rounds; no blocks held, counters
   });
   await engine.start(0n);
   const heap: number[] = [];
+  const buffers: number[] = [];
   let cancelled = 0, tokens = 0;
   try {
     for (let round = 0; round < ROUNDS; round++) {
@@ -36,6 +60,7 @@ Deno.test(`soak: ${TOTAL} requests in ${ROUNDS} rounds; no blocks held, counters
       cancelled += r.cancelled;
       tokens += r.tokens;
       heap.push(Deno.memoryUsage().heapUsed);
+      buffers.push(live());
     }
     equal(engine.stats.started, TOTAL);
     equal(engine.stats.cancelled, cancelled);
@@ -44,9 +69,13 @@ Deno.test(`soak: ${TOTAL} requests in ${ROUNDS} rounds; no blocks held, counters
     console.log(
       `  soak: ${TOTAL} requests, ${cancelled} cancelled, ${tokens} tokens; heap after each round ${
         heap.map((h) => (h / 2 ** 20).toFixed(1)).join(", ")
-      } MiB`,
+      } MiB; live GPU buffers ${buffers.join(", ")}`,
     );
     ok(growth < 32 * 2 ** 20, `heap grew ${(growth / 2 ** 20).toFixed(1)} MiB over the rounds`);
+    // Round 1 and 2 build plans for new step shapes (their uniforms are buffers); after that a
+    // leak of one buffer per request would add 2 * TOTAL / ROUNDS over the last two rounds.
+    const late = buffers.at(-1)! - buffers[1]!;
+    ok(late < TOTAL / ROUNDS, `${late} GPU buffers more after the last two rounds`);
   } finally {
     await engine.cleanup();
   }
