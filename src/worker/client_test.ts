@@ -90,7 +90,7 @@ Deno.test("a dying worker ends open streams with Disconnected; a new WorkerEngin
 Deno.test("a worker terminated without an event is caught by the heartbeat: streams end Disconnected", async () => {
   let worker: Worker | undefined;
   const make = () => (worker = hostWorker());
-  const e = new WorkerEngine(make, options, undefined, { intervalMs: 50, timeoutMs: 500 });
+  const e = new WorkerEngine(make, options, undefined, { intervalMs: 100, timeoutMs: 3000 });
   const deaths: EngineError[] = [];
   e.onDeath((err) => deaths.push(err));
   await e.start(0n);
