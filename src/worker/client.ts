@@ -21,13 +21,17 @@ import type { LoadProgress } from "../model/gpu_model.ts";
 import type { EngineHost } from "./host.ts";
 import { type HostOptions, installErrorTransfer, type StreamMessage } from "./protocol.ts";
 
-/** Heartbeat timing (defaults: a ping a second, dead after 15 s without an answer). */
+/**
+ * Heartbeat timing. Defaults: a ping a second, dead after 30 s without an answer, well beyond the
+ * longest a live worker's event loop was seen blocked (a pipeline compile on lavapipe, ~10 s). A
+ * worker that dies loudly (an uncaught error) is noticed at once, whatever these are.
+ */
 export interface Liveness {
   intervalMs: number;
   timeoutMs: number;
 }
 
-const DEFAULT_LIVENESS: Liveness = { intervalMs: 1000, timeoutMs: 15_000 };
+const DEFAULT_LIVENESS: Liveness = { intervalMs: 1000, timeoutMs: 30_000 };
 
 export class WorkerEngine implements LLMEngine {
   #worker: Worker | undefined;
