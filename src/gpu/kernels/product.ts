@@ -13,7 +13,7 @@ import { EngineError } from "../../contract/errors.ts";
 import { isFloatDtype, type TensorDtype } from "../dtype.ts";
 import { prepareSwiGluHalves } from "./dense.ts";
 import type { KernelDispatch } from "./kernel.ts";
-import { type Epilogue, type LinearScratch, prepareFusedLinear, prepareMatvec } from "./linear.ts";
+import { type Epilogue, type LinearScratch, prepareFusedLinear } from "./linear.ts";
 import { prepareQuantMatvec } from "./matvec_quant.ts";
 
 /** `rows` consecutive rows of a weight, in one buffer of `dtype`. */
@@ -65,13 +65,13 @@ async function partProduct(
     m,
     n: out.n,
     k,
-    ...(a.b ? (out.epilogue === "swiglu" ? {} : { b: a.b }) : {}),
+    ...(a.b ? { b: a.b } : {}),
     ...(a.norm ? { norm: a.norm } : {}),
     ...placed,
   };
   if (isFloatDtype(part.dtype)) {
+    // An output window (ldy/y0) takes the matrix-vector kernel at any M; prepareFusedLinear knows.
     const args = { ...common, w: part.buffer, dtype: part.dtype, epilogue: out.epilogue };
-    if (out.ldy !== undefined) return [await prepareMatvec(device, args, label, true)];
     return (await prepareFusedLinear(device, args, scratch, label)).dispatches;
   }
   const { b, ...rest } = common;

@@ -18,7 +18,7 @@ import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { MODELS } from "../../../test/support/models.ts";
 
 /** `dir` converted to a GGUF `File` with `mix`, never touching the disk. */
-export async function quantizedFile(dir: string, mix: GgufMix, name: string): Promise<File> {
+async function quantizedFile(dir: string, mix: GgufMix, name: string): Promise<File> {
   const parts: Uint8Array[] = [];
   const ck = await readHfCheckpoint(dirFiles(dir));
   await writeHfAsGguf(ck, (b) => void parts.push(b.slice()), { name, mix });
