@@ -53,7 +53,8 @@ export function modelLabels(config?: EngineConfig): Record<string, string> {
 }
 
 export class EngineMetrics {
-  readonly registry = new Registry();
+  /** The registry holding every metric of this engine. */
+  readonly registry: Registry = new Registry();
   readonly hierarchy: MetricsHierarchy;
   /** The hierarchy labels injected into every component metric. */
   readonly injected: Readonly<Record<string, string>>;

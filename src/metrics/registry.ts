@@ -42,7 +42,8 @@ export function checkLabelName(name: string): void {
 }
 
 export class MetricFamily {
-  readonly series = new Map<string, Series>();
+  /** The family's series, keyed by the JSON array of their label values. */
+  readonly series: Map<string, Series> = new Map();
 
   constructor(
     readonly type: MetricType,
@@ -121,7 +122,8 @@ export class Histogram {
 export type ExpfmtCallback = () => string;
 
 export class Registry {
-  readonly families = new Map<string, MetricFamily>();
+  /** The registered families, keyed by family name (a counter's without `_total`). */
+  readonly families: Map<string, MetricFamily> = new Map();
   readonly callbacks: ExpfmtCallback[] = [];
 
   #register(

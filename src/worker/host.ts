@@ -36,7 +36,15 @@ export class EngineHost {
   #engine: WebGpuEngine | undefined;
   #contexts = new Map<string, RequestContext>();
 
-  constructor(readonly filesFor: FilesFor, readonly onDeviceLost = failLoudly) {}
+  /**
+   * @param filesFor Maps the `ModelSpec` a `start` call names to the model's files.
+   * @param onDeviceLost Called once the GPU device is lost and every request has failed; the
+   *   default rethrows the error outside any promise, so the worker dies with an `error` event.
+   */
+  constructor(
+    readonly filesFor: FilesFor,
+    readonly onDeviceLost: (e: EngineError) => void = failLoudly,
+  ) {}
 
   /** The engine, once started (for tests in the same thread; not for comlink callers). */
   get engine(): WebGpuEngine | undefined {
