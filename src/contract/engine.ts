@@ -5,7 +5,9 @@ import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "./types
 
 /** Per-request context: identity, cancellation and the first-token hook. */
 export interface GenerateContext {
+  /** Identifies the request in logs and metrics. */
   readonly requestId: string;
+  /** Aborts when the request is cancelled; the engine then ends the stream with `cancelled`. */
   readonly signal: AbortSignal;
   /** Engines call this once, when the first token is known (time-to-first-token). */
   notifyFirstToken(): void;
@@ -13,14 +15,19 @@ export interface GenerateContext {
 
 /** What setupMetrics() receives: the model identity and a metrics handle to register on. */
 export interface MetricsContext {
+  /** The served model name, used as the metrics' model label. */
   model: string;
+  /** The Dynamo component name (the metrics' component label). */
   component: string;
+  /** Seconds the model took to load. */
   model_load_time_seconds: number;
+  /** Where the engine registers its gauges. */
   metrics: EngineMetrics;
 }
 
 /** What setupMetrics() returns: the data-parallel ranks the engine reports gauges for. */
 export interface MetricsBindings {
+  /** The data-parallel ranks the engine reports gauges for (`[0]` for a single-rank engine). */
   dp_ranks: number[];
 }
 
@@ -54,12 +61,20 @@ let nextRequest = 0;
 
 /** A {@linkcode GenerateContext} that owns its AbortController; `stop()` cancels it. */
 export class RequestContext implements GenerateContext {
+  /** The request's id (given, or `req-<n>` numbered per process). */
   readonly requestId: string;
   readonly #controller = new AbortController();
+  /** Aborts on `stop()` or when the signal given to the constructor aborts. */
   readonly signal: AbortSignal;
   #firstTokenAt: number | undefined;
   readonly #onFirstToken: (() => void) | undefined;
 
+  /**
+   * A context with its own controller, also cancelled by `options.signal` if given.
+   *
+   * @param options `requestId` (default `req-<n>`), an outside `signal` that also cancels, and
+   * `onFirstToken`, called once by `notifyFirstToken()`.
+   */
   constructor(
     options: { requestId?: string; signal?: AbortSignal; onFirstToken?: () => void } = {},
   ) {

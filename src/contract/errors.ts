@@ -18,34 +18,53 @@ export const ERROR_TYPES = [
   "StreamIncomplete",
 ] as const;
 
+/** One of Dynamo's error types, e.g. `InvalidArgument`. */
 export type ErrorType = typeof ERROR_TYPES[number];
 
 /** Plain-data form of an {@linkcode EngineError} (structured-clone and JSON safe). */
 export interface SerializedError {
+  /** The original error's class name (`EngineError`, `TypeError`, ...). */
   name: string;
+  /** Dynamo error type; `Unknown` for anything not an `EngineError`. */
   type: ErrorType;
+  /** The error message. */
   message: string;
+  /** The stack trace, when the runtime recorded one. */
   stack?: string;
+  /** The serialised `cause` chain (at most 8 levels deep). */
   cause?: SerializedError;
 }
 
+/** Whether `value` is one of {@linkcode ERROR_TYPES}. */
 export function isErrorType(value: unknown): value is ErrorType {
   return typeof value === "string" && (ERROR_TYPES as readonly string[]).includes(value);
 }
 
+/** An error with a Dynamo error type: what engines throw and streams end with. */
 export class EngineError extends Error {
+  /** Always `"EngineError"`. */
   override readonly name = "EngineError";
+  /** Dynamo error type of the failure. */
   readonly type: ErrorType;
 
+  /**
+   * An error of Dynamo type `type`.
+   *
+   * @param type Dynamo error type.
+   * @param message Human-readable description.
+   * @param options `cause`: the underlying error, if any.
+   */
   constructor(type: ErrorType, message: string, options?: { cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.type = type;
   }
 
+  /** An `InvalidArgument` error: the caller's input was rejected. */
   static invalidArgument(message: string, cause?: unknown): EngineError {
     return new EngineError("InvalidArgument", message, { cause });
   }
 
+  /** An `EngineShutdown` error: the engine is not running (not started, stopped or drained). */
   static shutdown(message: string): EngineError {
     return new EngineError("EngineShutdown", message);
   }
@@ -61,6 +80,7 @@ export class EngineError extends Error {
     return new EngineError(type, typeof error === "string" ? error : describe(error, 200));
   }
 
+  /** The plain-data form, so `JSON.stringify` keeps type, message, stack and cause. */
   toJSON(): SerializedError {
     return serializeError(this);
   }
@@ -95,6 +115,7 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
   };
 }
 
+/** Whether `value` has the shape of a {@linkcode SerializedError}. */
 export function isSerializedError(value: unknown): value is SerializedError {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;

@@ -4,28 +4,42 @@
  * to the worker that already holds their prefix.
  */
 
+/** Blocks of a prefix were stored in the KV cache. */
 export interface BlockStored {
+  /** The event's kind. */
   type: "BlockStored";
+  /** Hashes of the stored blocks, in prefix order. */
   block_hashes: bigint[];
+  /** Hash of the block before the first stored one; `null` at the start of a sequence. */
   parent_block_hash: bigint | null;
+  /** The tokens of the stored blocks, concatenated (`block_size` per block). */
   token_ids: number[];
+  /** Tokens per block. */
   block_size: number;
+  /** The LoRA adapter the blocks belong to; absent or `null` for the base model. */
   lora_id?: number | null;
 }
 
+/** Blocks were evicted from the KV cache. */
 export interface BlockRemoved {
+  /** The event's kind. */
   type: "BlockRemoved";
+  /** Hashes of the evicted blocks. */
   block_hashes: bigint[];
 }
 
+/** Every block was evicted (e.g. on cleanup). */
 export interface AllBlocksCleared {
+  /** The event's kind. */
   type: "AllBlocksCleared";
 }
 
+/** Any KV cache event, discriminated by `type`. */
 export type KvCacheEvent = BlockStored | BlockRemoved | AllBlocksCleared;
 
 /** Where a published event goes; the framework hands one to a push source. */
 export interface KvEventPublisher {
+  /** Send one event to the router. */
   publish(event: KvCacheEvent): void;
 }
 

@@ -7,6 +7,10 @@ export * from "./errors.ts";
 export { describe } from "./describe.ts";
 export * from "./engine.ts";
 export * from "./kv_events.ts";
+/**
+ * Constructors for stream chunks: `token`, `stop`, `length`, `eos`, `cancelled`, `error`,
+ * `withTokens`, `withUsage`, `usage`.
+ */
 export * as output from "./output.ts";
 export { finishKind, isTerminal, usage } from "./output.ts";
 export { parseFinishReason, parseOutput, parseRequest, requestToWire, toWire } from "./wire.ts";

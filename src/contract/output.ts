@@ -12,10 +12,15 @@ function terminal(finish_reason: FinishReason): LLMEngineOutput {
   return { token_ids: [], finish_reason };
 }
 
+/** A terminal chunk finishing with `stop` (a stop string or stop token matched). */
 export const stop = (): LLMEngineOutput => terminal("stop");
+/** A terminal chunk finishing with `length` (`max_tokens` or the context was reached). */
 export const length = (): LLMEngineOutput => terminal("length");
+/** A terminal chunk finishing with `eos` (the model produced an EOS token). */
 export const eos = (): LLMEngineOutput => terminal("eos");
+/** A terminal chunk finishing with `cancelled`. */
 export const cancelled = (): LLMEngineOutput => terminal("cancelled");
+/** A terminal chunk finishing with `{ error: message }`. */
 export const error = (message: string): LLMEngineOutput => terminal({ error: message });
 
 /** The chunk with `ids` as its tokens. */
@@ -37,6 +42,7 @@ export function usage(prompt: number, completion: number): CompletionUsage {
   };
 }
 
+/** Whether the chunk ends its stream (it has a `finish_reason`). */
 export function isTerminal(chunk: LLMEngineOutput): boolean {
   return chunk.finish_reason !== undefined;
 }

@@ -143,8 +143,16 @@ export function validateRequest(request: PreprocessedRequest): void {
 /** What a stream did wrong. */
 export type StreamViolation = "ChunkAfterTerminal" | "NoTerminalChunk" | "UsageMismatch";
 
+/** A stream broke the contract's stream rules; `kind` names the rule. */
 export class StreamContractError extends Error {
+  /** Always `"StreamContractError"`. */
   override readonly name = "StreamContractError";
+  /**
+   * An error naming the broken rule.
+   *
+   * @param kind The rule that was broken.
+   * @param message What the stream did.
+   */
   constructor(readonly kind: StreamViolation, message: string) {
     super(`${kind}: ${message}`);
   }

@@ -189,7 +189,7 @@ export function parseRequest(json: string | unknown): PreprocessedRequest {
 }
 
 /** The request as Dynamo's JSON, unknown fields restored where they were. */
-export function requestToWire(request: PreprocessedRequest): Json {
+export function requestToWire(request: PreprocessedRequest): Record<string, unknown> {
   const { is_probe, stop_conditions, sampling_options, output_options, ...rest } = request;
   const out = compact({
     ...rest,
@@ -218,7 +218,7 @@ export function parseFinishReason(value: unknown, path = "finish_reason"): Finis
 }
 
 /** Write an output chunk as Dynamo's JSON (absent fields omitted). */
-export function toWire(output: LLMEngineOutput): Json {
+export function toWire(output: LLMEngineOutput): Record<string, unknown> {
   const { completion_usage, ...rest } = output;
   const out = compact({ ...rest });
   if (completion_usage !== undefined) out.completion_usage = compact({ ...completion_usage });
