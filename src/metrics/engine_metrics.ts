@@ -9,6 +9,7 @@ import { EngineError } from "../contract/errors.ts";
 import { negotiate, render } from "./exposition.ts";
 import { type ExpfmtCallback, type Gauge, type Labels, Registry } from "./registry.ts";
 
+/** The label names Dynamo's metrics use (hierarchy, `dp_rank`, model identity). */
 export const LABELS = {
   namespace: "dynamo_namespace",
   component: "dynamo_component",
@@ -23,9 +24,13 @@ const COMPONENT_PREFIX = "dynamo_component_";
 
 /** Where an engine sits: Dynamo's namespace / component / endpoint and its worker (lease) id. */
 export interface MetricsHierarchy {
+  /** Dynamo namespace (label `dynamo_namespace`; omitted when empty). */
   namespace: string;
+  /** Dynamo component (label `dynamo_component`; omitted when empty). */
   component: string;
+  /** Dynamo endpoint (label `dynamo_endpoint`; omitted when empty). */
   endpoint: string;
+  /** The worker's lease id (label `worker_id`, written in hex). */
   workerId: bigint;
 }
 
@@ -52,14 +57,20 @@ export function modelLabels(config?: EngineConfig): Record<string, string> {
   return out;
 }
 
+/**
+ * The metrics handle of one engine: component gauges named `dynamo_component_<name>` with the
+ * hierarchy (and model) labels injected.
+ */
 export class EngineMetrics {
   /** The registry holding every metric of this engine. */
   readonly registry: Registry = new Registry();
+  /** Where the engine sits in Dynamo's hierarchy. */
   readonly hierarchy: MetricsHierarchy;
   /** The hierarchy labels injected into every component metric. */
   readonly injected: Readonly<Record<string, string>>;
   /** Model identity labels (`model`, `model_name`), possibly empty. */
   readonly model: Readonly<Record<string, string>>;
+  /** The framework's cleanup, drain and model-load time gauges. */
   readonly lifecycle: LifecycleGauges;
   readonly #components = new Map<number, ComponentGauges>();
   #componentFamilies: { total: Gauge; usage: Gauge; hitRate: Gauge } | undefined;
@@ -71,6 +82,7 @@ export class EngineMetrics {
     this.lifecycle = new LifecycleGauges(this);
   }
 
+  /** A handle for an engine at `hierarchy`; `config` adds the `model` / `model_name` labels. */
   static fromHierarchy(hierarchy: MetricsHierarchy, config?: EngineConfig): EngineMetrics {
     return new EngineMetrics(hierarchy, config);
   }
@@ -153,6 +165,7 @@ export class LifecycleGauges {
   readonly #drain: Gauge;
   readonly #load: Gauge;
 
+  /** Registers the three gauges on `metrics`. */
   constructor(metrics: EngineMetrics) {
     const labels = Object.fromEntries(
       Object.entries({ ...metrics.injected, ...metrics.model }).filter(([k]) =>
@@ -176,12 +189,15 @@ export class LifecycleGauges {
     );
   }
 
+  /** Set `dynamo_component_cleanup_time_seconds`. */
   setCleanupTime(seconds: number): void {
     this.#cleanup.set(seconds);
   }
+  /** Set `dynamo_component_drain_time_seconds` (0 when there was no drain). */
   setDrainTime(seconds: number): void {
     this.#drain.set(seconds);
   }
+  /** Set `dynamo_component_model_load_time_seconds`. */
   setModelLoadTime(seconds: number): void {
     this.#load.set(seconds);
   }
@@ -189,14 +205,22 @@ export class LifecycleGauges {
 
 /** KV cache gauges of one `dp_rank`. */
 export class ComponentGauges {
+  /**
+   * Made by {@linkcode EngineMetrics.componentGauges}.
+   *
+   * @param families The shared gauge families.
+   * @param labels The rank's `dp_rank` label.
+   */
   constructor(
     private readonly families: { total: Gauge; usage: Gauge; hitRate: Gauge },
     private readonly labels: Labels,
   ) {}
 
+  /** Set `dynamo_component_total_blocks`: KV cache blocks on the worker. */
   setTotalBlocks(n: number): void {
     this.families.total.set(n, this.labels);
   }
+  /** Set `dynamo_component_gpu_cache_usage_percent`: the fraction (0 to 1) of blocks in use. */
   setGpuCacheUsagePercent(fraction: number): void {
     this.families.usage.set(fraction, this.labels);
   }

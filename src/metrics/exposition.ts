@@ -3,8 +3,10 @@
  */
 import type { Labels, MetricFamily, Registry } from "./registry.ts";
 
+/** The two exposition formats. */
 export type Format = "prometheus" | "openmetrics";
 
+/** The `Content-Type` header of each format. */
 export const CONTENT_TYPES: Record<Format, string> = {
   prometheus: "text/plain; version=0.0.4; charset=utf-8",
   openmetrics: "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -30,6 +32,7 @@ function escapeHelp(text: string, format: Format): string {
   return out;
 }
 
+/** A label value escaped for exposition text (backslash, double quote, newline). */
 export function escapeLabelValue(value: string): string {
   return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 }

@@ -71,18 +71,32 @@ export const TOKEN_BUCKETS = [
   131072,
 ] as const;
 
+/** How a request ended, the `status` label of `dynamo_frontend_requests_total`. */
 export type RequestStatus = "success" | "error" | "cancelled";
 
+/** The `dynamo_frontend_*` request metrics of a serving frontend, every one labelled by `model`. */
 export class RequestMetrics {
+  /** The registry the metrics are registered on. */
   readonly registry: Registry;
+  /** `dynamo_frontend_requests_total`, by `model`, `status` and `error_type`. */
   readonly requests: Counter;
+  /** `dynamo_frontend_inflight_requests`. */
   readonly inflight: Gauge;
+  /** `dynamo_frontend_time_to_first_token_seconds`. */
   readonly ttft: Histogram;
+  /** `dynamo_frontend_inter_token_latency_seconds`. */
   readonly itl: Histogram;
+  /** `dynamo_frontend_request_duration_seconds`. */
   readonly duration: Histogram;
+  /** `dynamo_frontend_input_sequence_tokens` (prompt length). */
   readonly inputTokens: Histogram;
+  /** `dynamo_frontend_output_sequence_tokens` (generated length). */
   readonly outputTokens: Histogram;
 
+  /**
+   * Registers the metrics on `registry` (a new one by default); throws `InvalidArgument` if they
+   * are already registered there.
+   */
   constructor(registry: Registry = new Registry()) {
     this.registry = registry;
     const model = ["model"];
@@ -138,12 +152,21 @@ export class RequestMetrics {
   }
 }
 
+/** Tracks one request's timing and token counts into {@linkcode RequestMetrics}. */
 export class RequestTracker {
   readonly #start: number;
   #last: number | undefined;
   #tokens = 0;
   #done = false;
 
+  /**
+   * Counts the request in flight. Made by {@linkcode RequestMetrics.startRequest}.
+   *
+   * @param m The metrics to record into.
+   * @param model The `model` label.
+   * @param inputTokens The prompt's length in tokens.
+   * @param now Clock in milliseconds.
+   */
   constructor(
     private readonly m: RequestMetrics,
     private readonly model: string,
