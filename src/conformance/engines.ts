@@ -14,10 +14,12 @@ export type EngineMaker = (
 
 const makers = new Map<string, EngineMaker>([["mock", () => () => new MockEngine()]]);
 
+/** Make `name` available to {@linkcode engineFactory} (replacing an engine of the same name). */
 export function registerEngine(name: string, maker: EngineMaker): void {
   makers.set(name, maker);
 }
 
+/** Every engine name {@linkcode engineFactory} knows, `broken:<Kind>` ones included. */
 export function engineNames(): string[] {
   return [...makers.keys(), ...FAILURE_KINDS.map((k) => `broken:${k}`)];
 }

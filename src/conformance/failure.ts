@@ -1,5 +1,6 @@
 /** The ways an engine can break the contract, as the conformance kit names them. */
 
+/** Every way the kit can fail an engine, by name. */
 export const FAILURE_KINDS = [
   "StartFailed",
   "EmptyModelInConfig",
@@ -21,8 +22,10 @@ export const FAILURE_KINDS = [
   "CompletionTokensMismatch",
 ] as const;
 
+/** One of {@linkcode FAILURE_KINDS}. */
 export type FailureKind = typeof FAILURE_KINDS[number];
 
+/** Whether `value` is one of {@linkcode FAILURE_KINDS}. */
 export function isFailureKind(value: string): value is FailureKind {
   return (FAILURE_KINDS as readonly string[]).includes(value);
 }
@@ -63,7 +66,9 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
 
 /** The kit's verdict: exactly one kind, with an explanation. */
 export class ConformanceFailure extends Error {
+  /** Always `"ConformanceFailure"`. */
   override readonly name = "ConformanceFailure";
+  /** A failure of `kind`; the message explains the rule, with `detail` (what the engine did). */
   constructor(readonly kind: FailureKind, readonly detail = "") {
     super(`${kind}: ${EXPLAIN[kind](detail)}`);
   }

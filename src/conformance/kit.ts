@@ -7,6 +7,7 @@ import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../cont
 import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
 import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
 
+/** Tuning of a conformance run. */
 export interface ConformanceOptions {
   /** How long a cancelled stream may take to end (default 2000 ms, as the seed). */
   cancelDeadlineMs?: number;
@@ -16,16 +17,25 @@ export interface ConformanceOptions {
   prompt?: number[];
 }
 
+/** The outcome of one check. */
 export interface CheckReport {
+  /** The check's name, one of {@linkcode CHECKS}. */
   name: string;
+  /** Whether the check passed. */
   passed: boolean;
+  /** Time the check took, in milliseconds. */
   ms: number;
+  /** The failure's explanation, on a failed check. */
   message?: string;
 }
 
+/** The outcome of a conformance run: the checks that ran, in order. */
 export interface ConformanceReport {
+  /** Whether every check passed. */
   passed: boolean;
+  /** The checks that ran; the run stops after the first failure. */
   checks: CheckReport[];
+  /** The first broken rule and its explanation, when a check failed. */
   failure?: { kind: FailureKind; message: string };
 }
 
