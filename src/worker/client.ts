@@ -27,12 +27,18 @@ import { type HostOptions, installErrorTransfer, type StreamMessage } from "./pr
  * worker that dies loudly (an uncaught error) is noticed at once, whatever these are.
  */
 export interface Liveness {
+  /** Milliseconds between pings. */
   intervalMs: number;
+  /** Milliseconds without an answer after which the worker is declared dead. */
   timeoutMs: number;
 }
 
 const DEFAULT_LIVENESS: Liveness = { intervalMs: 1000, timeoutMs: 30_000 };
 
+/**
+ * An {@linkcode LLMEngine} on the main thread whose engine (a `WebGpuEngine`) runs in a worker;
+ * streams, cancellation, errors and metrics cross the boundary.
+ */
 export class WorkerEngine implements LLMEngine {
   #worker: Worker | undefined;
   #host: Comlink.Remote<EngineHost> | undefined;
@@ -43,8 +49,14 @@ export class WorkerEngine implements LLMEngine {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   #deathListeners: ((e: EngineError) => void)[] = [];
 
-  /** `makeWorker` creates the worker running an `exposeHost` module (runtime-specific). */
-  /** `onLoadProgress` hears the weight upload in the worker during `start()`. */
+  /**
+   * An engine whose worker is created on `start()`.
+   *
+   * @param makeWorker Creates the worker running an `exposeHost` module (runtime-specific).
+   * @param options The model to load and the engine's settings, sent to the worker.
+   * @param onLoadProgress Hears the weight upload in the worker during `start()`.
+   * @param liveness Heartbeat timing (default: a ping a second, dead after 30 s).
+   */
   constructor(
     readonly makeWorker: () => Worker,
     readonly options: HostOptions,

@@ -18,6 +18,7 @@ import {
   type StreamMessage,
 } from "./protocol.ts";
 
+/** Maps the model a `start()` call names to the files the engine reads. */
 export type FilesFor = (spec: ModelSpec) => ModelFiles;
 
 /**
@@ -32,11 +33,16 @@ const failLoudly = (e: EngineError): void => {
   });
 };
 
+/**
+ * The worker side of {@linkcode WorkerEngine}: owns a `WebGpuEngine` and serves it over comlink.
+ */
 export class EngineHost {
   #engine: WebGpuEngine | undefined;
   #contexts = new Map<string, RequestContext>();
 
   /**
+   * A host with no engine yet; `start()` creates it.
+   *
    * @param filesFor Maps the `ModelSpec` a `start` call names to the model's files.
    * @param onDeviceLost Called once the GPU device is lost and every request has failed; the
    *   default rethrows the error outside any promise, so the worker dies with an `error` event.
@@ -114,19 +120,26 @@ export class EngineHost {
     })();
   }
 
+  /** Cancel the request `requestId`, if it is still running. */
   abort(requestId: string): void {
     this.#contexts.get(requestId)?.stop();
   }
 
+  /** Stop admitting requests and wait for the running ones (no-op before `start()`). */
   async drain(): Promise<void> {
     await this.#engine?.drain();
   }
 
+  /** Cancel every running request and release the engine (no-op before `start()`). */
   async cleanup(): Promise<void> {
     for (const ctx of this.#contexts.values()) ctx.stop();
     await this.#engine?.cleanup();
   }
 
+  /**
+   * Connect the engine's KV event sources to `publish` (a comlink proxy); returns their
+   * data-parallel ranks.
+   */
   async kvEventSources(
     publish: (event: Parameters<KvEventPublisher["publish"]>[0]) => void,
   ): Promise<number[]> {

@@ -3,6 +3,6 @@
  * `WorkerEngine` with the same `LLMEngine` interface.
  * @module
  */
-export { WorkerEngine } from "./client.ts";
+export { type Liveness, WorkerEngine } from "./client.ts";
 export { EngineHost, exposeHost, type FilesFor } from "./host.ts";
-export type { HostOptions, ModelSpec } from "./protocol.ts";
+export type { GaugeValues, HostOptions, ModelSpec } from "./protocol.ts";

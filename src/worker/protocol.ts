@@ -7,6 +7,7 @@ import * as Comlink from "comlink";
 import { EngineError, isSerializedError, type SerializedError } from "../contract/errors.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
 
+/** The model a worker loads, named by how its files are reached. */
 export type ModelSpec =
   /** A checkpoint directory on disk (Deno workers). */
   | { kind: "dir"; path: string; name: string }
@@ -15,12 +16,19 @@ export type ModelSpec =
   /** Checkpoint files picked, dropped or fetched in a page (`File`s are structured-cloneable). */
   | { kind: "files"; files: File[]; name: string };
 
+/** What `WorkerEngine` asks its worker to start: the model and the engine's settings. */
 export interface HostOptions {
+  /** The model to load. */
   model: ModelSpec;
+  /** Tokens per KV cache block (engine default 16). */
   blockSize?: number;
+  /** KV cache blocks (engine default: four full contexts). */
   kvBlocks?: number;
+  /** Most sequences per forward step (engine default 16). */
   maxNumSeqs?: number;
+  /** Most tokens per forward step (engine default 256). */
   maxNumBatchedTokens?: number;
+  /** Reported as `EngineConfig.served_model_name`. */
   servedModelName?: string;
 }
 
@@ -32,8 +40,11 @@ export type StreamMessage =
 
 /** Gauge values the worker pushes after each step. */
 export interface GaugeValues {
+  /** KV blocks in the cache. */
   totalBlocks: number;
+  /** Fraction (0 to 1) of blocks in use. */
   usagePercent: number;
+  /** Prefix cache hit rate; `undefined` before any lookup. */
   hitRate: number | undefined;
 }
 

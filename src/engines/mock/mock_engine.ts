@@ -17,15 +17,21 @@ import { validateRequest } from "../../contract/validate.ts";
 import { FakeKvCache } from "./fake_kv.ts";
 import { mockToken, promptSeed } from "./tokens.ts";
 
+/** Settings of a {@linkcode MockEngine}; every field has a default. */
 export interface MockEngineOptions {
+  /** The model name reported by `start()` (default `kiln-mock`). */
   model?: string;
+  /** Token ids are drawn from `[0, vocabSize)` (default 32000). */
   vocabSize?: number;
   /** Milliseconds to wait before each token (0: yield to the event loop only). */
   delayMs?: number;
   /** `max_tokens` when a request gives none. */
   defaultMaxTokens?: number;
+  /** Reported as `context_length` (default 4096). */
   contextLength?: number;
+  /** Tokens per fake KV block (default 16). */
   blockSize?: number;
+  /** Blocks of the fake KV cache (default 1024). */
   totalBlocks?: number;
 }
 
@@ -52,12 +58,18 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * A CPU {@linkcode LLMEngine} with deterministic output: the tokens depend only on the prompt, so
+ * two runs of a request agree.
+ */
 export class MockEngine implements LLMEngine {
+  /** The options with their defaults filled in. */
   readonly options: Required<MockEngineOptions>;
   #state: State = "new";
   #inflight = new Map<string, InFlight>();
   #kv: FakeKvCache;
 
+  /** An engine in the `new` state; nothing is allocated until `start()`. */
   constructor(options: MockEngineOptions = {}) {
     this.options = {
       model: options.model ?? "kiln-mock",

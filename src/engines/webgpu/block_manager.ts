@@ -7,9 +7,13 @@
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import { blockHash } from "../block_hash.ts";
 
+/** Size and event hook of a {@linkcode BlockManager}. */
 export interface BlockManagerOptions {
+  /** Blocks in the KV cache. */
   numBlocks: number;
+  /** Tokens per block. */
   blockSize: number;
+  /** Hears `BlockStored` / `BlockRemoved` events as prefix blocks are cached and evicted. */
   onEvent?: (event: KvCacheEvent) => void;
 }
 
@@ -23,13 +27,17 @@ interface Block {
 
 /** A sequence's blocks, in order, and how many of its tokens are in full, hashed blocks. */
 export interface SeqBlocks {
+  /** Ids of the sequence's blocks, in token order. */
   blocks: number[];
   /** Hash of each full block registered so far (the chain's parents). */
   hashes: bigint[];
 }
 
+/** Allocates the paged KV cache's blocks to sequences, sharing cached prefix blocks. */
 export class BlockManager {
+  /** Blocks in the cache. */
   readonly numBlocks: number;
+  /** Tokens per block. */
   readonly blockSize: number;
   readonly #blocks: Block[];
   /** Blocks with no references and no cached prefix. */
@@ -38,9 +46,12 @@ export class BlockManager {
   readonly #cached = new Map<bigint, Block>();
   readonly #onEvent: ((e: KvCacheEvent) => void) | undefined;
   #clock = 0;
+  /** Full prompt blocks looked up in the prefix cache so far. */
   queries = 0;
+  /** Of those lookups, the ones found cached. */
   hits = 0;
 
+  /** A cache with every block free. */
   constructor(options: BlockManagerOptions) {
     this.numBlocks = options.numBlocks;
     this.blockSize = options.blockSize;

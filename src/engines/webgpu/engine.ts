@@ -33,15 +33,21 @@ import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 
+/** Settings of a {@linkcode WebGpuEngine}. */
 export interface WebGpuEngineOptions {
+  /** Where the checkpoint (config, tokenizer, weights) is read from. */
   files: ModelFiles;
   /** The model name reported in `EngineConfig.model`. */
   name: string;
+  /** Reported as `EngineConfig.served_model_name`. */
   servedModelName?: string;
+  /** Tokens per KV cache block (default 16). */
   blockSize?: number;
   /** KV cache blocks (default: four full contexts). */
   kvBlocks?: number;
+  /** Most sequences per forward step (default 16). */
   maxNumSeqs?: number;
+  /** Most tokens per forward step (default 256, at least `maxNumSeqs`). */
   maxNumBatchedTokens?: number;
   /** An already acquired device (tests share one); otherwise the engine acquires and owns one. */
   gpu?: Gpu;
@@ -66,6 +72,10 @@ interface InFlight {
 
 type State = "new" | "starting" | "running" | "draining" | "stopped";
 
+/**
+ * An {@linkcode LLMEngine} running a Llama-family checkpoint on WebGPU, with continuous batching
+ * over a paged, prefix-cached KV cache.
+ */
 export class WebGpuEngine implements LLMEngine {
   #state: State = "new";
   #gpu: Gpu | undefined;
@@ -98,6 +108,7 @@ export class WebGpuEngine implements LLMEngine {
    */
   readonly steps = { submitted: 0, maxInFlight: 0, discardedTokens: 0, preemptions: 0 };
 
+  /** An engine in the `new` state; `start()` loads the model and acquires the device. */
   constructor(readonly options: WebGpuEngineOptions) {
     this.#depth = new PipelineDepth(options.pipelineDepth);
   }

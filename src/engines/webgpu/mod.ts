@@ -3,4 +3,4 @@
  * @module
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
-export { BlockManager, type BlockManagerOptions } from "./block_manager.ts";
+export { BlockManager, type BlockManagerOptions, type SeqBlocks } from "./block_manager.ts";
