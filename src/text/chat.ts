@@ -9,16 +9,20 @@ import { type RenderBudget, renderWithBudget } from "./template_budget.ts";
 
 export { DEFAULT_RENDER_BUDGET, type RenderBudget } from "./template_budget.ts";
 
+/** One message of a conversation. */
 export interface ChatMessage {
+  /** Who speaks: `system`, `user`, `assistant`, ... */
   role: string;
+  /** The message's text. */
   content: string;
 }
 
 /** `role: content` lines, then `assistant: ` when a reply is wanted. */
-export const DEFAULT_CHAT_TEMPLATE =
+export const DEFAULT_CHAT_TEMPLATE: string =
   "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" +
   "{% if add_generation_prompt %}assistant: {% endif %}";
 
+/** A chat template compiled once; renders messages into a prompt string under a budget. */
 export class ChatTemplate {
   readonly #template: Template;
 

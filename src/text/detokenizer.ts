@@ -10,11 +10,19 @@ import type { TextTokenizer } from "./tokenizer.ts";
 /** Prompt tokens decoded as context before the first output token. */
 const CONTEXT = 5;
 
+/** Turns a stream of token ids into a stream of complete UTF-8 text pieces. */
 export class IncrementalDetokenizer {
   readonly #ids: number[];
   #prefix: number;
   #read: number;
 
+  /**
+   * A detokenizer whose first piece is decoded after the last tokens of `prompt`.
+   *
+   * @param tokenizer Decodes the ids.
+   * @param prompt The prompt's ids; its last 5 serve as context.
+   * @param options `skipSpecial`: leave special tokens out of the text.
+   */
   constructor(
     readonly tokenizer: TextTokenizer,
     prompt: readonly number[] = [],

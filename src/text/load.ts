@@ -8,8 +8,11 @@ import { type ChatMessage, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
 import { isTokenId } from "../contract/fields.ts";
 
+/** A model's tokenizer and chat template. */
 export interface ModelText {
+  /** Encodes prompts and decodes output. */
   tokenizer: TextTokenizer;
+  /** The model's chat template, or the plain default. */
   chat: ChatTemplate;
 }
 

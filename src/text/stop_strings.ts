@@ -8,6 +8,12 @@ export class StopStrings {
   #stopped: string | undefined;
   readonly #longest: number;
 
+  /**
+   * A matcher for `stops` (empty strings are ignored).
+   *
+   * @param stops The stop strings.
+   * @param includeStop Keep the matched stop string in the text.
+   */
   constructor(readonly stops: readonly string[], readonly includeStop = false) {
     this.stops = stops.filter((s) => s.length > 0);
     this.#longest = Math.max(0, ...this.stops.map((s) => s.length));

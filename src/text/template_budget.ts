@@ -11,6 +11,7 @@
 import { Environment, Interpreter, type Template } from "@huggingface/jinja";
 import { EngineError } from "../contract/errors.ts";
 
+/** Limits on one chat-template render; exceeding one throws `InvalidArgument`. */
 export interface RenderBudget {
   /** Template nodes evaluated, loop iterations included. */
   maxSteps?: number;

@@ -8,10 +8,13 @@ import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
 
+/** What the engine needs from a tokenizer. */
 export interface TextTokenizer {
+  /** Ids are in `[0, vocabSize)`. */
   readonly vocabSize: number;
   /** Ids the model ends a sequence with. */
   readonly eosTokenIds: readonly number[];
+  /** The id encode() puts first when `addSpecial`, if the tokenizer has one. */
   readonly bosTokenId: number | undefined;
   /** Special tokens' strings by name (`bos_token`, `eos_token`, ...) for chat templates. */
   readonly specialTokens: Readonly<Record<string, string>>;
@@ -19,6 +22,7 @@ export interface TextTokenizer {
   encode(text: string, options?: { addSpecial?: boolean }): number[];
   /** Text of `ids`; may end in U+FFFD when the ids stop inside a UTF-8 character. */
   decode(ids: readonly number[], options?: { skipSpecial?: boolean }): string;
+  /** Whether `id` is a special (control) token. */
   isSpecial(id: number): boolean;
 }
 
@@ -107,12 +111,18 @@ function guarded<T>(what: string, f: () => T): T {
 
 /** `fortune`'s tokenizer: ids 0-255 are UTF-8 bytes, then a few special tokens. */
 export class ByteTokenizer implements TextTokenizer {
+  /** 256 byte tokens plus the special tokens. */
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
+  /** From `bos_token_id`, if present. */
   readonly bosTokenId: number | undefined;
   readonly specialTokens: Readonly<Record<string, string>>;
   readonly #names = new Map<number, string>();
 
+  /**
+   * A tokenizer from the fortune model's `tokenizer.json` (`vocab_size`, `bos_token_id`,
+   * `eos_token_id`, `pad_token_id`); a malformed one is `InvalidArgument`.
+   */
   constructor(json: Json) {
     const size = json.vocab_size ?? 256;
     if (!isTokenId(size) || size < 256) {
@@ -164,6 +174,7 @@ export class ByteTokenizer implements TextTokenizer {
     return out;
   }
 
+  /** Ids from 256 up are special. */
   isSpecial(id: number): boolean {
     return id >= 256;
   }
@@ -171,13 +182,20 @@ export class ByteTokenizer implements TextTokenizer {
 
 /** An HF `tokenizer.json` (+ `tokenizer_config.json`) through `@huggingface/tokenizers`. */
 export class HfTextTokenizer implements TextTokenizer {
+  /** The size of the vocabulary, added tokens included. */
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
+  /** The BOS token's id, if the tokenizer has one. */
   readonly bosTokenId: number | undefined;
   readonly specialTokens: Readonly<Record<string, string>>;
   readonly #tok: HfTokenizer;
   readonly #special: Set<number>;
 
+  /**
+   * A tokenizer from a parsed `tokenizer.json` and `tokenizer_config.json`; `eosFromModel` (the
+   * model config's EOS ids) joins the tokenizer's own. A malformed or unsupported tokenizer is
+   * `InvalidArgument`.
+   */
   constructor(json: Json, config: Json = {}, eosFromModel: readonly number[] = []) {
     if (!isJson(json)) throw refuse("tokenizer.json", `expected an object, got ${describe(json)}`);
     if (!isJson(config)) {
@@ -247,6 +265,7 @@ export class HfTextTokenizer implements TextTokenizer {
       }));
   }
 
+  /** Whether `id` is one of the tokenizer's special (added) tokens. */
   isSpecial(id: number): boolean {
     return this.#special.has(id);
   }
@@ -258,7 +277,7 @@ export class HfTextTokenizer implements TextTokenizer {
  */
 export function parseTokenizer(
   tokenizerJson: string,
-  configJson?: string | Json,
+  configJson?: string | Record<string, unknown>,
   eosFromModel: readonly number[] = [],
 ): TextTokenizer {
   let json: unknown, config: unknown;
