@@ -8,25 +8,42 @@ import { isTokenId } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import type { RopeScaling } from "./rope.ts";
 
+/** The `model_type`s Kiln runs. */
 export type Architecture = "llama" | "mistral" | "qwen2";
 
+/** The hyperparameters of a checkpoint, from its HF `config.json` (or GGUF metadata). */
 export interface ModelConfig {
+  /** The model family. */
   arch: Architecture;
+  /** Rows of the embedding and the LM head. */
   vocabSize: number;
+  /** Width of the residual stream. */
   hiddenSize: number;
+  /** Width of the MLP's gate and up projections. */
   intermediateSize: number;
+  /** Transformer layers. */
   numLayers: number;
+  /** Query heads. */
   numHeads: number;
+  /** Key/value heads (fewer than `numHeads` with grouped-query attention). */
   numKvHeads: number;
+  /** Width of one attention head. */
   headDim: number;
+  /** Epsilon added to the mean square in RMSNorm. */
   rmsNormEps: number;
+  /** RoPE base frequency. */
   ropeTheta: number;
+  /** RoPE frequency scaling (none, linear, Llama 3, ...). */
   ropeScaling: RopeScaling;
+  /** Longest sequence (prompt plus output) the model supports, in tokens. */
   maxPositionEmbeddings: number;
+  /** The LM head reuses the embedding matrix. */
   tieWordEmbeddings: boolean;
   /** q/k/v projections carry biases (Qwen2 always; Llama with `attention_bias`). */
   attentionBias: boolean;
+  /** The config's BOS token id, if any. */
   bosTokenId?: number;
+  /** The config's EOS token ids (`eos_token_id`, one or a list), possibly empty. */
   eosTokenIds: number[];
   /** The dtype the config declares (`torch_dtype` / `dtype`), if any. */
   dtype?: WeightDtype;

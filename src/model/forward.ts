@@ -31,11 +31,13 @@ import type { GpuModel } from "./gpu_model.ts";
 export interface StepBatch {
   /** Token ids; with a forward over a token store, each token's index in the store instead. */
   tokens: ArrayLike<number>;
+  /** Position of each token in its sequence (0-based), for RoPE and the causal mask. */
   positions: ArrayLike<number>;
   /** KV cache slot per token (`block * blockSize + offset`). */
   slots: ArrayLike<number>;
   /** Offset of each token's sequence block table in `blockTable`. */
   tableOffsets: ArrayLike<number>;
+  /** The block tables of the step's sequences, concatenated (KV block ids in order). */
   blockTable: ArrayLike<number>;
   /** Rows (token indices) whose logits to compute, in output order. */
   logitRows: readonly number[];
@@ -74,6 +76,7 @@ interface Plan {
 /** Plans kept per forward (one per step shape); the least recently used is dropped beyond this. */
 const MAX_PLANS = 64;
 
+/** How a {@linkcode Forward} reads its tokens and splits decode attention. */
 export interface ForwardOptions {
   /**
    * A token store on the GPU (u32 ids): a step's `tokens` are then indices into it, gathered on
@@ -87,12 +90,17 @@ export interface ForwardOptions {
   attentionSplits?: number;
 }
 
+/**
+ * The forward pass of a {@linkcode GpuModel}: encodes a step's dispatches (plans cached per step
+ * shape) and returns logits.
+ */
 export class Forward {
   #scratch: Scratch | undefined;
   #plans = new Map<string, Plan>();
   readonly #store: GPUBuffer | undefined;
   readonly #splits: number | undefined;
 
+  /** A forward over `model`; scratch buffers are allocated on the first step. */
   constructor(readonly model: GpuModel, options: ForwardOptions = {}) {
     this.#store = options.tokensFrom;
     this.#splits = options.attentionSplits;
@@ -372,6 +380,7 @@ export class Forward {
     }
   }
 
+  /** Free the scratch buffers and cached plans (the model's own buffers are untouched). */
   destroy(): void {
     this.#release();
   }

@@ -8,10 +8,13 @@ import { Sampler, type SeqSampling } from "../gpu/kernels/sampling.ts";
 import { Forward } from "./forward.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
+/** Sampling settings and limits of {@linkcode generateTokens}. */
 export interface GenerateOptions extends Omit<SeqSampling, "history" | "step" | "u"> {
+  /** Most tokens to generate; prompt plus `maxTokens` must fit the context and the KV cache. */
   maxTokens: number;
   /** Stop after any of these tokens (it is yielded first). */
   stopTokens?: readonly number[];
+  /** Stops generation before the next step once aborted. */
   signal?: AbortSignal;
 }
 

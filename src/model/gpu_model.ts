@@ -25,20 +25,26 @@ export type { GpuWeight };
 export interface GpuLayer {
   /** RMSNorm weights, f32. */
   inputNorm: GPUBuffer;
+  /** RMSNorm weights before the MLP, f32. */
   postNorm: GPUBuffer;
   /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
   qkv: GpuWeight;
   /** [q; k; v] biases: f32 when q/k/v are quantized, else their dtype. */
   qkvBias?: GPUBuffer;
+  /** Attention output projection: [hidden, heads·head_dim]. */
   o: GpuWeight;
   /** [gate; up] stacked: [2·intermediate, hidden]. */
   gateUp: GpuWeight;
+  /** MLP down projection: [hidden, intermediate]. */
   down: GpuWeight;
 }
 
+/** Hears the weight upload: bytes uploaded so far, bytes in all, and the tensor being uploaded. */
 export type LoadProgress = (loadedBytes: number, totalBytes: number, tensor: string) => void;
 
+/** How {@linkcode GpuModel.load} sizes the KV cache and reports progress. */
 export interface LoadOptions {
+  /** Called as weights reach the GPU. */
   onProgress?: LoadProgress;
   /** KV cache blocks to allocate (default: enough for one full context). */
   kvBlocks?: number;
@@ -53,23 +59,34 @@ export interface LoadOptions {
   weightBudget?: number;
 }
 
+/**
+ * A checkpoint's weights, RoPE frequencies and KV cache on one GPU device; the buffers it owns are
+ * freed by `destroy()`.
+ */
 export class GpuModel {
   readonly #owned: GPUBuffer[] = [];
+  /** Per-layer weights, in order. */
   readonly layers: GpuLayer[] = [];
+  /** Token embedding: [vocab, hidden]. */
   embed!: GpuWeight;
+  /** LM head: [vocab, hidden] (the embedding itself when tied). */
   lmHead!: GpuWeight;
   /** The final RMSNorm weight, f32. */
   finalNorm!: GPUBuffer;
+  /** Key cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
   readonly kCache: GPUBuffer[] = [];
+  /** Value cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
   readonly vCache: GPUBuffer[] = [];
+  /** RoPE inverse frequencies (with the config's scaling), f32, `headDim / 2` of them. */
   readonly invFreq: GPUBuffer;
   /** The format the weights came in, and the dtype that holds most of their bytes. */
-  readonly format: Checkpoint["format"];
+  readonly format: "safetensors" | "gguf";
+  /** The dtype holding most of the weights' bytes. */
   readonly dtype: TensorDtype;
 
   private constructor(
     readonly gpu: Gpu,
-    readonly checkpoint: Checkpoint,
+    private readonly checkpoint: Checkpoint,
     readonly blockSize: number,
     readonly kvBlocks: number,
     readonly kvDtype: KvDtype,
@@ -87,10 +104,12 @@ export class GpuModel {
     );
   }
 
+  /** The checkpoint's config. */
   get config(): ModelConfig {
     return this.checkpoint.config;
   }
 
+  /** The checkpoint's tensor descriptions (not the GPU copies). */
   get weights(): ModelWeights<WeightInfo> {
     return this.checkpoint.weights;
   }
@@ -100,6 +119,10 @@ export class GpuModel {
     return await GpuModel.fromCheckpoint(gpu, await openCheckpoint(files), options);
   }
 
+  /**
+   * Check an already opened checkpoint against the device's limits, upload its weights and allocate
+   * the KV cache. Throws `InvalidArgument` when it does not fit.
+   */
   static async fromCheckpoint(
     gpu: Gpu,
     checkpoint: Checkpoint,
@@ -180,6 +203,7 @@ export class GpuModel {
     this.lmHead = w.lmHead === w.embed ? this.embed : await weight(w.lmHead.name, [w.lmHead]);
   }
 
+  /** Register `buffer` to be destroyed with the model; returns it. */
   own(buffer: GPUBuffer): GPUBuffer {
     this.#owned.push(buffer);
     return buffer;

@@ -9,13 +9,19 @@ import type { WeightDtype } from "../gpu/dtype.ts";
 import { DTYPE_BYTES } from "../gpu/dtype.ts";
 import type { ByteSource } from "./source.ts";
 
+/** One tensor of a safetensors file. */
 export interface TensorInfo {
+  /** The tensor's name in the header. */
   name: string;
+  /** Element type (F32, F16 or BF16). */
   dtype: WeightDtype;
+  /** Dimensions, outermost first. */
   shape: number[];
-  /** Absolute offset of the data in the file, and its length in bytes. */
+  /** Absolute byte offset of the data in the file. */
   offset: number;
+  /** Length of the data in bytes. */
   length: number;
+  /** The file holding the data. */
   source: ByteSource;
 }
 

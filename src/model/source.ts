@@ -5,12 +5,17 @@
  */
 import { EngineError } from "../contract/errors.ts";
 
+/** Random access to the bytes of one file. */
 export interface ByteSource {
+  /** The file's name, for messages. */
   readonly name: string;
+  /** The file's size in bytes. */
   readonly size: number;
+  /** `length` bytes from `offset`. */
   read(offset: number, length: number): Promise<Uint8Array>;
 }
 
+/** The files of one checkpoint, opened by name (`config.json`, `model.safetensors`, ...). */
 export interface ModelFiles {
   /** Where the files are, for messages. */
   readonly location: string;
@@ -32,12 +37,14 @@ export function missingFile(files: ModelFiles, name: string): EngineError {
   );
 }
 
+/** The UTF-8 text of file `name`, or undefined when the checkpoint has no such file. */
 export async function readText(files: ModelFiles, name: string): Promise<string | undefined> {
   const src = await files.open(name);
   if (src === undefined) return undefined;
   return new TextDecoder().decode(await src.read(0, src.size));
 }
 
+/** A `ByteSource` over a `Blob` or `File`, reading slices on demand. */
 export function blobSource(blob: Blob, name = (blob as File).name ?? "blob"): ByteSource {
   return {
     name,

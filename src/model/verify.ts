@@ -10,33 +10,55 @@ import type { KvDtype } from "../gpu/kernels/attention.ts";
 import { Forward } from "./forward.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
+/** One prompt of a reference file, with float64 reference logits. */
 export interface ReferencePrompt {
+  /** The prompt's token ids. */
   input_ids: number[];
+  /** Logits at every prompt position (`vocab_size` per row). */
   logits: number[][];
+  /** The reference's greedy continuation. */
   greedy_tokens: number[];
+  /** At each greedy step, the gap between the best and second-best logit. */
   greedy_margins: number[];
+  /** Logits at each greedy step, teacher-forced with `greedy_tokens`. */
   greedy_step_logits: number[][];
 }
 
+/** A reference file (`reference.json`): logits a checkpoint must reproduce. */
 export interface Reference {
+  /** The checkpoint's name. */
   name?: string;
+  /** The dtype the reference was computed from. */
   dtype?: string;
+  /** Vocabulary size (the length of every logit row). */
   vocab_size?: number;
+  /** The prompts to check. */
   prompts: ReferencePrompt[];
 }
 
+/** How one prompt compared with its reference. */
 export interface PromptResult {
+  /** Index of the prompt in the reference. */
   prompt: number;
+  /** Prompt length in tokens. */
   tokens: number;
+  /** Largest absolute logit difference, over prompt positions and greedy steps. */
   max_abs_err: number;
+  /** `‖got − ref‖₂ / ‖ref‖₂` over the same logits. */
   rel_l2: number;
+  /** Greedy steps where the GPU's argmax matched the reference token. */
   greedy_agree: number;
+  /** Greedy steps checked: those whose reference margin exceeds twice the absolute bound. */
   greedy_checked: number;
+  /** Both errors within tolerance and every checked greedy step agreed. */
   passed: boolean;
 }
 
+/** The bounds a prompt's logits must meet. */
 export interface Tolerance {
+  /** Bound on the largest absolute logit difference. */
   maxAbs: number;
+  /** Bound on the relative L2 error. */
   relL2: number;
   /** `maxAbs` is relative to the logits' magnitude: times max(1, max |reference logit|). */
   scaled?: boolean;
@@ -60,6 +82,10 @@ export function tolerance(dtype: TensorDtype, kvDtype: KvDtype = "f32"): Toleran
   return { maxAbs: kvDtype === "f32" ? 3e-2 : 6e-2, relL2: 1e-2 };
 }
 
+/**
+ * Parse a reference file's text; `InvalidArgument` when a prompt lacks a field (`SyntaxError` when
+ * not JSON).
+ */
 export function parseReference(text: string): Reference {
   const r = JSON.parse(text) as Reference;
   if (!Array.isArray(r?.prompts)) throw EngineError.invalidArgument("reference: no prompts array");

@@ -11,7 +11,9 @@ import type { TensorInfo } from "./safetensors.ts";
 
 /** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order (GGUF files). */
 export interface RopeInterleave {
+  /** Query (or key) heads of the projection. */
   heads: number;
+  /** Width of one head. */
   headDim: number;
 }
 
@@ -21,33 +23,57 @@ export interface RopeInterleave {
  * may be stored in llama.cpp's order (`ropeInterleave`; see `unpermuteQkRows`).
  */
 export interface WeightInfo {
+  /** The tensor's HF name (e.g. `model.layers.0.self_attn.q_proj.weight`). */
   name: string;
+  /** Element type, possibly a block-quantized GGUF type. */
   dtype: TensorDtype;
+  /** Dimensions, outermost first. */
   shape: number[];
+  /** Byte offset of the data in `source`. */
   offset: number;
+  /** Length of the data in bytes. */
   length: number;
+  /** The file holding the data. */
   source: ByteSource;
+  /** Set when q/k rows are stored in llama.cpp's interleaved RoPE order. */
   ropeInterleave?: RopeInterleave;
 }
 
+/** The tensors of one transformer layer (HF names in brackets). */
 export interface LayerWeights<T extends WeightInfo = TensorInfo> {
+  /** RMSNorm weight before attention (`input_layernorm`). */
   inputNorm: T;
+  /** Query projection (`self_attn.q_proj`). */
   q: T;
+  /** Key projection (`self_attn.k_proj`). */
   k: T;
+  /** Value projection (`self_attn.v_proj`). */
   v: T;
+  /** Attention output projection (`self_attn.o_proj`). */
   o: T;
+  /** Query bias, when the config has attention biases. */
   qBias?: T;
+  /** Key bias, when the config has attention biases. */
   kBias?: T;
+  /** Value bias, when the config has attention biases. */
   vBias?: T;
+  /** RMSNorm weight before the MLP (`post_attention_layernorm`). */
   postNorm: T;
+  /** MLP gate projection (`mlp.gate_proj`). */
   gate: T;
+  /** MLP up projection (`mlp.up_proj`). */
   up: T;
+  /** MLP down projection (`mlp.down_proj`). */
   down: T;
 }
 
+/** Every tensor a checkpoint needs, checked against its config. */
 export interface ModelWeights<T extends WeightInfo = TensorInfo> {
+  /** Token embedding (`model.embed_tokens`). */
   embed: T;
+  /** The layers, in order. */
   layers: LayerWeights<T>[];
+  /** Final RMSNorm weight (`model.norm`). */
   norm: T;
   /** The LM head: `lm_head.weight`, or the embedding when tied. */
   lmHead: T;
