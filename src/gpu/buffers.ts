@@ -1,7 +1,10 @@
 /** Labelled buffer helpers: upload, allocate, read back. */
 
-export const STORAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-export const UNIFORM = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
+/** Usage of storage buffers: STORAGE, COPY_SRC, COPY_DST. */
+export const STORAGE: number = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
+  GPUBufferUsage.COPY_DST;
+/** Usage of uniform buffers: UNIFORM, COPY_DST. */
+export const UNIFORM: number = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
 
 /** A storage buffer of `size` bytes (rounded up to 4, at least 4). */
 export function storageBuffer(device: GPUDevice, label: string, size: number): GPUBuffer {
@@ -46,6 +49,7 @@ export async function readBuffer(
   return out;
 }
 
+/** Read `count` f32 values (default: the whole buffer) back to the CPU. */
 export async function readF32(
   device: GPUDevice,
   src: GPUBuffer,
@@ -54,6 +58,7 @@ export async function readF32(
   return new Float32Array(await readBuffer(device, src, (count ?? src.size / 4) * 4));
 }
 
+/** Read `count` u32 values (default: the whole buffer) back to the CPU. */
 export async function readU32(
   device: GPUDevice,
   src: GPUBuffer,

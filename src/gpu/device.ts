@@ -6,29 +6,43 @@ import { EngineError } from "../contract/errors.ts";
 
 /** Which compute paths the device supports; reported in `EngineConfig.runtime_data`. */
 export interface GpuCapabilities {
+  /** `shader-f16` is enabled. */
   f16: boolean;
+  /** `subgroups` is enabled. */
   subgroups: boolean;
+  /** `timestamp-query` is enabled. */
   timestamps: boolean;
+  /** The adapter's vendor / architecture / description, for reports. */
   adapter: string;
+  /** The device's `maxBufferSize` limit, in bytes. */
   maxBufferSize: number;
+  /** The device's `maxStorageBufferBindingSize` limit, in bytes. */
   maxStorageBufferBindingSize: number;
+  /** The device's `maxComputeWorkgroupStorageSize` limit, in bytes. */
   maxComputeWorkgroupStorageSize: number;
+  /** The device's `maxComputeInvocationsPerWorkgroup` limit. */
   maxComputeInvocationsPerWorkgroup: number;
   /** A CPU implementation of WebGPU (see `isCpuAdapter`). */
   cpuAdapter: boolean;
 }
 
+/** An acquired device and what it can do. */
 export interface Gpu {
+  /** The WebGPU device. */
   device: GPUDevice;
+  /** Its features and limits. */
   caps: GpuCapabilities;
   /** Resolves with an EngineShutdown error when the device is lost. */
   lost: Promise<EngineError>;
 }
 
+/** How {@linkcode acquireGpu} picks the adapter and device. */
 export interface AcquireOptions {
+  /** Passed to `requestAdapter`. */
   powerPreference?: GPUPowerPreference;
   /** Turn off optional features (to test the fallback paths). */
   disable?: ReadonlyArray<"shader-f16" | "subgroups" | "timestamp-query">;
+  /** The device's label (default `kiln-device`). */
   label?: string;
 }
 
@@ -48,6 +62,11 @@ const LIMITS = [
   "maxStorageBuffersPerShaderStage",
 ] as const;
 
+/**
+ * Acquire an adapter and a device with every optional feature it has (unless disabled) and the
+ * adapter's largest limits. Throws `CannotConnect` when WebGPU, an adapter or a device is
+ * unavailable.
+ */
 export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   // Typed structurally: pages have Navigator, workers WorkerNavigator, Deno workers neither name.
   const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;

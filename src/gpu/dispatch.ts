@@ -3,9 +3,13 @@
  * `src/gpu/kernels/` build these once for a set of buffers; callers record many into one pass.
  */
 export interface Dispatch {
+  /** Label of the dispatch, for errors and profiles. */
   label: string;
+  /** The compute pipeline to run. */
   pipeline: GPUComputePipeline;
+  /** Bind group 0. */
   bindGroup: GPUBindGroup;
+  /** Workgroup counts in x, y, z (y and z default to 1). */
   workgroups: readonly [number, number?, number?];
 }
 

@@ -4,6 +4,7 @@
  */
 import type { QuantType } from "./quant/formats.ts";
 
+/** Float weight dtypes of safetensors checkpoints. */
 export type WeightDtype = "f32" | "f16" | "bf16";
 
 /** A weight's element type on the GPU: a float dtype, or a GGUF block-quantized type. */
@@ -17,6 +18,7 @@ export function isFloatDtype(d: TensorDtype): d is WeightDtype {
 /** The value of the `WEIGHT_DTYPE` override constant each kernel reads. */
 export const DTYPE_CODE: Record<WeightDtype, number> = { f32: 0, f16: 1, bf16: 2 };
 
+/** Bytes per element of each float dtype. */
 export const DTYPE_BYTES: Record<WeightDtype, number> = { f32: 4, f16: 2, bf16: 2 };
 
 const f32 = new Float32Array(1);

@@ -6,6 +6,8 @@
 export * from "./device.ts";
 export * from "./buffers.ts";
 export * from "./dtype.ts";
+export type { QuantType } from "./quant/formats.ts";
+export type { History, SamplingParams } from "./reference/sampling.ts";
 export * from "./dispatch.ts";
 export * from "./shader.ts";
 export * from "./kernels/mod.ts";

@@ -20,7 +20,6 @@ export function shaderSource(name: string): Promise<string> {
   return src;
 }
 
-type Constants = Record<string, number>;
 const modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
 const pipelines = new WeakMap<GPUDevice, Map<string, Promise<GPUComputePipeline>>>();
 
@@ -43,7 +42,7 @@ export function computePipeline(
   device: GPUDevice,
   name: string,
   entryPoint: string,
-  constants: Constants = {},
+  constants: Record<string, number> = {},
 ): Promise<GPUComputePipeline> {
   let perDevice = pipelines.get(device);
   if (perDevice === undefined) pipelines.set(device, perDevice = new Map());

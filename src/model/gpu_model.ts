@@ -19,7 +19,7 @@ import type { ModelFiles } from "./source.ts";
 import { type BufferPlan, planStack, uploadPlan } from "./upload.ts";
 import { checkFits, type ModelWeights, type WeightInfo, weightList } from "./weights.ts";
 
-export type { GpuWeight };
+export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
 
 /** One decoder layer's weights as the forward pass reads them. */
 export interface GpuLayer {

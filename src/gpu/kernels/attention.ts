@@ -29,14 +29,23 @@ function checkHeads(what: string, heads: number, kvHeads: number, headDim: numbe
   if (headDim % 2 !== 0) throw invalid(what, `head_dim ${headDim} is odd (pairs are required)`);
 }
 
+/** Buffers and shape of {@linkcode prepareKvWrite}. */
 export interface KvWriteArgs {
+  /** Keys, f32 [tokens, kvHeads, headDim]. */
   k: GPUBuffer;
+  /** Values, f32 [tokens, kvHeads, headDim]. */
   v: GPUBuffer;
+  /** u32 per token: cache slot (block * blockSize + offset). */
   slots: GPUBuffer;
+  /** Key cache, [blocks, blockSize, kvHeads, headDim] in `kvDtype`. */
   kCache: GPUBuffer;
+  /** Value cache, same layout as `kCache`. */
   vCache: GPUBuffer;
+  /** Number of tokens. */
   tokens: number;
+  /** Key/value heads per token. */
   kvHeads: number;
+  /** Width of a head (even for an f16 cache). */
   headDim: number;
   /** Cache element type (default f32). */
   kvDtype?: KvDtype;
@@ -62,6 +71,7 @@ export async function prepareKvWrite(
   });
 }
 
+/** Buffers and shape of {@linkcode prepareRopeKv}. */
 export interface RopeKvArgs {
   /** [tokens, (heads + 2 kvHeads) * headDim] f32: per token q, then k, then v. */
   qkv: GPUBuffer;
@@ -73,12 +83,19 @@ export interface RopeKvArgs {
   invFreq: GPUBuffer;
   /** u32 per token: cache slot (block * blockSize + offset); 0xFFFFFFFF = padding, skipped. */
   slots: GPUBuffer;
+  /** Key cache, [blocks, blockSize, kvHeads, headDim] in `kvDtype`. */
   kCache: GPUBuffer;
+  /** Value cache, same layout as `kCache`. */
   vCache: GPUBuffer;
+  /** Number of tokens. */
   tokens: number;
+  /** Query heads per token. */
   heads: number;
+  /** Key/value heads per token (divides `heads`). */
   kvHeads: number;
+  /** Width of a head (even). */
   headDim: number;
+  /** Cache element type. */
   kvDtype: KvDtype;
 }
 
@@ -112,20 +129,31 @@ export async function prepareRopeKv(
   });
 }
 
+/** Buffers and shape of {@linkcode prepareAttention}. */
 export interface AttentionArgs {
+  /** Queries, f32 [tokens, heads, headDim], already rotated. */
   q: GPUBuffer;
+  /** Key cache, [blocks, blockSize, kvHeads, headDim] in `kvDtype`. */
   kCache: GPUBuffer;
+  /** Value cache, same layout as `kCache`. */
   vCache: GPUBuffer;
   /** u32 per query token: its position (it attends to keys 0..=position). */
   positions: GPUBuffer;
   /** u32 per query token: offset of its sequence's block table in `blockTable`. */
   tableOffsets: GPUBuffer;
+  /** The block tables of the step's sequences, concatenated (u32 block ids). */
   blockTable: GPUBuffer;
+  /** Output, f32 [tokens, heads, headDim]. */
   out: GPUBuffer;
+  /** Number of query tokens. */
   tokens: number;
+  /** Query heads per token. */
   heads: number;
+  /** Key/value heads (divides `heads`; grouped-query attention). */
   kvHeads: number;
+  /** Width of a head (even, at most 256). */
   headDim: number;
+  /** Tokens per KV cache block. */
   blockSize: number;
   /** Key-axis splits (1: single pass). */
   splits?: number;
@@ -133,7 +161,9 @@ export interface AttentionArgs {
   kvDtype?: KvDtype;
 }
 
+/** The dispatches of one attention call and the buffers they own. */
 export interface AttentionDispatch {
+  /** Run in order: the attention pass, then (with splits) the merge of the partial results. */
   dispatches: Dispatch[];
   /** Buffers owned by these dispatches (uniforms, split partials); destroy with them. */
   owned: GPUBuffer[];
@@ -167,6 +197,7 @@ export interface AttentionLayout {
   pairsPerThread: number;
 }
 
+/** The workgroup layout {@linkcode prepareAttention} uses for these head counts. */
 export function attentionLayout(heads: number, kvHeads: number, headDim: number): AttentionLayout {
   const perKv = heads / kvHeads;
   const cap = Math.min(MAX_GROUP, Math.floor(Q_FLOATS / headDim));
@@ -183,6 +214,11 @@ export function attentionLayout(heads: number, kvHeads: number, headDim: number)
   };
 }
 
+/**
+ * Causal attention over the paged KV cache, scaled by `1/sqrt(headDim)`, in one pass or split over
+ * the key axis and merged. Throws `InvalidArgument` on head counts that do not divide, an odd head
+ * dim or one above 256.
+ */
 export async function prepareAttention(
   device: GPUDevice,
   a: AttentionArgs,

@@ -6,19 +6,28 @@ import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
 import { grid } from "../dispatch.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 
+/** Buffers and shape of {@linkcode prepareEmbedding}. */
 export interface EmbeddingArgs {
+  /** Token ids, u32 [tokens]. */
   ids: GPUBuffer;
+  /** Embedding rows in `dtype` (rows `rowStart..rowEnd` of [vocab, hidden]). */
   table: GPUBuffer;
+  /** Output, f32 [tokens, hidden]. */
   out: GPUBuffer;
+  /** Number of tokens. */
   tokens: number;
+  /** Width of a row. */
   hidden: number;
+  /** Rows of the whole table. */
   vocab: number;
+  /** Element type of `table`. */
   dtype: WeightDtype;
   /**
    * The rows `table` holds, when the table is split by rows over several buffers (default: all
    * of them). Tokens whose id is elsewhere are left for the other chunks' dispatches.
    */
   rowStart?: number;
+  /** End (exclusive) of the rows `table` holds (default `vocab`). */
   rowEnd?: number;
 }
 
@@ -39,16 +48,25 @@ export function prepareEmbedding(
   });
 }
 
+/** Buffers and shape of {@linkcode prepareRmsNorm}. */
 export interface RmsNormArgs {
+  /** Input, f32 [rows, dim]. */
   x: GPUBuffer;
+  /** Norm weight, `dtype` [dim]. */
   weight: GPUBuffer;
+  /** Output, f32 [rows, dim]. */
   y: GPUBuffer;
+  /** Number of rows. */
   rows: number;
+  /** Width of a row. */
   dim: number;
+  /** Added to the mean square before the square root. */
   eps: number;
+  /** Element type of `weight`. */
   dtype: WeightDtype;
 }
 
+/** `y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight`, one workgroup per row. */
 export function prepareRmsNorm(
   device: GPUDevice,
   a: RmsNormArgs,
@@ -66,15 +84,26 @@ export function prepareRmsNorm(
   });
 }
 
+/** Buffers and shape of {@linkcode prepareRope}. */
 export interface RopeArgs {
+  /** Queries or keys, f32 [tokens, heads, headDim], rotated in place. */
   x: GPUBuffer;
+  /** Position of each token, u32 [tokens]. */
   positions: GPUBuffer;
+  /** Inverse frequencies, f32 [headDim / 2]. */
   invFreq: GPUBuffer;
+  /** Number of tokens. */
   tokens: number;
+  /** Heads per token. */
   heads: number;
+  /** Width of a head (even). */
   headDim: number;
 }
 
+/**
+ * Rotary position embedding in place, HF rotate-half convention: `(x[i], x[i + headDim/2])` rotates
+ * by `position * invFreq[i]`.
+ */
 export function prepareRope(
   device: GPUDevice,
   a: RopeArgs,

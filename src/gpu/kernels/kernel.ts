@@ -6,13 +6,19 @@ import { computePipeline } from "../shader.ts";
 
 /** A dispatch plus the uniform buffer it owns (destroy it with the dispatch). */
 export interface KernelDispatch extends Dispatch {
+  /** The buffer holding the kernel's uniform parameters (binding 0). */
   uniform: GPUBuffer;
 }
 
+/** What {@linkcode prepareKernel} needs to build one dispatch. */
 export interface KernelSpec {
+  /** Label of the dispatch and of the GPU objects it creates. */
   label: string;
+  /** The shader file's name under `shaders/`, without `.wgsl`. */
   shader: string;
+  /** The entry point. */
   entry: string;
+  /** Values of the shader's `override` constants. */
   constants?: Record<string, number>;
   /** Uniform words at binding 0 (u32 unless listed in `floats`). */
   uniform: readonly number[];
@@ -20,9 +26,11 @@ export interface KernelSpec {
   floats?: readonly number[];
   /** Storage buffers by binding number. */
   buffers: Readonly<Record<number, GPUBuffer>>;
+  /** Workgroup counts in x, y, z. */
   workgroups: readonly [number, number?, number?];
 }
 
+/** Build the pipeline (cached per device), upload the uniform words and bind the buffers. */
 export async function prepareKernel(device: GPUDevice, spec: KernelSpec): Promise<KernelDispatch> {
   const pipeline = await computePipeline(device, spec.shader, spec.entry, spec.constants);
   const words = new ArrayBuffer(Math.ceil(spec.uniform.length / 4) * 16);

@@ -16,20 +16,30 @@ import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 import { prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
 import { prepareGemm } from "./gemm.ts";
 
+/** Buffers and shape of a product `y = x·Wᵀ (+ b)`. */
 export interface LinearArgs {
+  /** Activations, f32 [m, k]. */
   x: GPUBuffer;
+  /** Weight, `dtype` [n, k] (row-major, one output per row). */
   w: GPUBuffer;
+  /** Bias, [n], in the same element type as `w`. */
   b?: GPUBuffer;
+  /** Output, f32 [m, n]. */
   y: GPUBuffer;
+  /** Rows of activations (tokens). */
   m: number;
   /** Output columns (with `swiglu`: of each of gate and up; W then has 2n rows). */
   n: number;
+  /** Inner dimension (columns of x and of W). */
   k: number;
+  /** Element type of `w`. */
   dtype: WeightDtype;
 }
 
+/** What a fused product does with its result `r`: store it, add it to y, or apply SwiGLU. */
 export type Epilogue = "store" | "accumulate" | "swiglu";
 
+/** A product with the RMSNorm before it and the epilogue after it fused in. */
 export interface FusedLinearArgs extends LinearArgs {
   /** RMSNorm of x folded in: its weight as f32 [k], and epsilon. */
   norm?: { weight: GPUBuffer; eps: number };
@@ -46,6 +56,7 @@ export interface FusedLinearArgs extends LinearArgs {
    * split by rows writes its columns of the whole output so. Matrix-vector kernel only.
    */
   ldy?: number;
+  /** Column offset into each output row (default 0); see `ldy`. */
   y0?: number;
 }
 
@@ -163,11 +174,15 @@ export function prepareLinear(
 
 /** Scratch the unfused path needs: f32 buffers of at least m·k (normed x) and m·2n (SwiGLU). */
 export interface LinearScratch {
+  /** f32, at least m·k: the normed activations. */
   normed: GPUBuffer;
+  /** f32, at least m·2n: the gate/up product before SwiGLU. */
   product: GPUBuffer;
 }
 
+/** The dispatches of a fused product, in the order they run. */
 export interface LinearDispatches {
+  /** One dispatch (matrix-vector path) or up to three (norm, product, SwiGLU). */
   dispatches: KernelDispatch[];
 }
 

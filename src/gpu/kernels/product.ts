@@ -18,13 +18,17 @@ import { prepareQuantMatvec } from "./matvec_quant.ts";
 
 /** `rows` consecutive rows of a weight, in one buffer of `dtype`. */
 export interface WeightPart {
+  /** The buffer holding the rows. */
   buffer: GPUBuffer;
+  /** Element type of the rows (float or GGUF block-quantized). */
   dtype: TensorDtype;
+  /** Number of rows. */
   rows: number;
 }
 
 /** A weight matrix on the GPU: its rows, in order, over one or more buffers. */
 export interface GpuWeight {
+  /** The parts, in row order; their `rows` sum to the weight's. */
   parts: WeightPart[];
 }
 

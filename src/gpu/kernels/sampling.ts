@@ -9,6 +9,7 @@ import { type Dispatch, encodeDispatches } from "../dispatch.ts";
 import { bannedByBadWords, type History, type SamplingParams } from "../reference/sampling.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 
+/** The most alternatives a step reports logprobs for. */
 export const MAX_TOP_LOGPROBS = 20;
 /**
  * The largest vocabulary the sampler takes: top-p sums masses as 64-bit fixed point with 44
@@ -20,9 +21,11 @@ const FLAG_GIVEN_U = 1, FLAG_ALLOWED = 2, FLAG_BANNED = 4;
 
 /** One sequence's sampling step. */
 export interface SeqSampling extends SamplingParams {
+  /** The sequence's tokens so far, for penalties and bad words. */
   history: History;
   /** 64-bit seed as a safe integer; with `step` it fixes the draw. */
   seed?: number;
+  /** Index of the draw in the sequence (the RNG counter). */
   step?: number;
   /** The uniform draw itself (tests): overrides seed/step. */
   u?: number;
@@ -37,16 +40,25 @@ export interface SeqSampling extends SamplingParams {
   historyAt?: { start: number; outputStart: number; end: number };
 }
 
+/** One sequence's sampled token. */
 export interface SampledToken {
+  /** The token id. */
   token: number;
+  /** Its natural-log probability under the final distribution. */
   logprob: number;
+  /** The most likely alternatives and their logprobs, when asked for. */
   top?: { ids: Uint32Array; logprobs: Float32Array };
 }
 
+/** A batch's results, as read back. */
 export interface SampleResult {
+  /** Sampled token id per sequence. */
   tokens: Uint32Array;
+  /** Natural-log probability of each sampled token. */
   logprobs: Float32Array;
+  /** Per sequence, `MAX_TOP_LOGPROBS` alternative ids. */
   topIds: Uint32Array;
+  /** Per sequence, the logprobs of `topIds`. */
   topLogprobs: Float32Array;
   /** Final distributions `[seqs * vocab]`, when asked for. */
   probs?: Float32Array;
@@ -102,9 +114,16 @@ export function decodeSampled(
   });
 }
 
+/**
+ * Samples one token per sequence on the GPU from a batch's logits; owns its buffers until
+ * `destroy()`.
+ */
 export class Sampler {
+  /** u32 words of one token bitmap (`ceil(vocab / 32)`). */
   readonly words: number;
+  /** Per sequence: the sampling parameters (16 words). */
   readonly params: GPUBuffer;
+  /** Per sequence and token: u32 occurrence counts for the penalties, [maxSeqs, vocab]. */
   readonly counts: GPUBuffer;
   /** Per sequence: the allowed bitmap, then the banned one. */
   readonly masks: GPUBuffer;
@@ -114,6 +133,7 @@ export class Sampler {
   readonly result: GPUBuffer;
   /** Per sequence: 20 ids, then 20 logprob bits. */
   readonly top: GPUBuffer;
+  /** Per sequence: where its tokens lie in the history buffer (4 u32). */
   readonly ranges: GPUBuffer;
   #history: GPUBuffer;
   #historyCapacity = 0;
@@ -316,6 +336,7 @@ export class Sampler {
     return decodeSampled(buf, top, n);
   }
 
+  /** Destroy the buffers the sampler owns (not an external history store). */
   destroy(): void {
     const owned = [
       this.params,

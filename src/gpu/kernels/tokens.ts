@@ -4,6 +4,7 @@
  */
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 
+/** Buffers and size of {@linkcode prepareGather}. */
 export interface GatherArgs {
   /** Token ids of every sequence (u32). */
   store: GPUBuffer;
@@ -11,9 +12,11 @@ export interface GatherArgs {
   index: GPUBuffer;
   /** Output ids (u32), `count` of them. */
   ids: GPUBuffer;
+  /** Number of ids to gather. */
   count: number;
 }
 
+/** `ids[i] = store[index[i]]` for `i < count`. */
 export function prepareGather(
   device: GPUDevice,
   a: GatherArgs,
@@ -29,15 +32,22 @@ export function prepareGather(
   });
 }
 
+/** Buffers and size of {@linkcode prepareAppend}. */
 export interface AppendArgs {
   /** The sampler's result: per sequence a token id, then its logprob bits. */
   result: GPUBuffer;
   /** Per sequence: where its token goes in `store` (0xffffffff: nowhere). */
   at: GPUBuffer;
+  /** Token ids of every sequence (u32). */
   store: GPUBuffer;
+  /** Number of sequences. */
   count: number;
 }
 
+/**
+ * `store[at[s]] = token of sequence s` for each of `count` sequences, skipping `at[s] =
+ * 0xffffffff`.
+ */
 export function prepareAppend(
   device: GPUDevice,
   a: AppendArgs,

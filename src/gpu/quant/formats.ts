@@ -9,6 +9,7 @@ import { EngineError } from "../../contract/errors.ts";
 import { type BlockCodec, Q4_0, Q4_1, Q8_0 } from "./legacy.ts";
 import { Q4_K, Q5_K, Q6_K } from "./kquants.ts";
 
+/** The GGUF/ggml block-quantized types Kiln reads. */
 export type QuantType = "Q8_0" | "Q4_0" | "Q4_1" | "Q4_K" | "Q5_K" | "Q6_K";
 
 export interface QuantFormat {

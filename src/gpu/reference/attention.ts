@@ -2,13 +2,19 @@
 import { f16ToNumber, numberToF16 } from "../dtype.ts";
 import { ropeRef } from "./dense.ts";
 
+/** A paged KV cache as plain arrays, with one sequence's block table. */
 export interface PagedKv {
   /** [blocks, blockSize, kvHeads, headDim] */
   k: ArrayLike<number>;
+  /** Values, same layout as `k`. */
   v: ArrayLike<number>;
+  /** Tokens per block. */
   blockSize: number;
+  /** Key/value heads. */
   kvHeads: number;
+  /** Width of a head. */
   headDim: number;
+  /** Block ids of the step's sequences, concatenated (indexed through `tableOffsets`). */
   blockTable: ArrayLike<number>;
 }
 
@@ -69,10 +75,15 @@ export function decodeKv(bytes: ArrayBuffer, kvDtype: "f16" | "f32"): Float64Arr
   return Float64Array.from(new Uint16Array(bytes), f16ToNumber);
 }
 
+/** Head counts and cache type of {@linkcode ropeKvRef}. */
 export interface RopeKvShape {
+  /** Query heads per token. */
   heads: number;
+  /** Key/value heads per token. */
   kvHeads: number;
+  /** Width of a head. */
   headDim: number;
+  /** Element type of the cache (f16 values are rounded as the GPU stores them). */
   kvDtype: "f16" | "f32";
 }
 

@@ -16,6 +16,7 @@ export function embeddingRef(
   return out;
 }
 
+/** `x[r, :] / sqrt(mean(x[r, :]²) + eps) * w` for each row of width `dim`. */
 export function rmsNormRef(
   x: ArrayLike<number>,
   w: ArrayLike<number>,
@@ -77,6 +78,7 @@ export function ropeRef(
   return out;
 }
 
+/** `silu(gate[i]) * up[i]`, where `silu(g) = g / (1 + e^-g)`. */
 export function swiGluRef(gate: ArrayLike<number>, up: ArrayLike<number>): Float64Array {
   return Float64Array.from(
     { length: gate.length },

@@ -4,12 +4,19 @@
  */
 
 export interface SamplingParams {
+  /** Softmax temperature; 0 is greedy. */
   temperature?: number;
+  /** Keep the `top_k` most likely tokens; 0 or less keeps all. */
   top_k?: number;
+  /** Keep the smallest set of most likely tokens whose probability reaches `top_p`. */
   top_p?: number;
+  /** Drop tokens below `min_p` times the largest probability. */
   min_p?: number;
+  /** Divides positive logits (multiplies negative ones) of tokens seen in prompt or output. */
   repetition_penalty?: number;
+  /** Subtracted from a logit once per occurrence in the output. */
   frequency_penalty?: number;
+  /** Subtracted once from the logit of a token present in the output. */
   presence_penalty?: number;
   /** Only these tokens may be drawn. */
   allowed?: readonly number[];
@@ -17,6 +24,7 @@ export interface SamplingParams {
   banned?: readonly number[];
 }
 
+/** A sequence's tokens, for penalties. */
 export interface History {
   /** Prompt then output tokens. */
   tokens: readonly number[];
@@ -36,6 +44,7 @@ export function rngUniform(seedLo: number, seedHi: number, step: number): number
   return (h >>> 8) * (1 / 16777216);
 }
 
+/** Whether the parameters ask for the argmax (temperature 0 or top-k 1). */
 export function isGreedy(p: SamplingParams): boolean {
   return p.temperature === 0 || p.top_k === 1;
 }
