@@ -12,6 +12,7 @@ const GATE: readonly [string, string[]][] = [
   ["fmt --check", ["fmt", "--check"]],
   ["lint", ["lint"]],
   ["typecheck (deno, dom, webworker)", ["run", "-A", "scripts/typecheck.ts"]],
+  ["jsr (publish --dry-run, doc --lint)", ["run", "-A", "scripts/jsr_check.ts"]],
 ];
 
 async function runGate(): Promise<Counts> {
