@@ -101,6 +101,9 @@ export class OrtEngine implements LLMEngine {
     const o = this.options;
     try {
       const ep = o.executionProvider ?? (hasWebGpu() ? "webgpu" : "wasm");
+      if (ep !== "webgpu" && ep !== "wasm") {
+        throw EngineError.invalidArgument(`executionProvider: ${ep} is not webgpu or wasm`);
+      }
       if (ep === "webgpu" && !hasWebGpu()) {
         throw EngineError.invalidArgument("executionProvider webgpu: no navigator.gpu here");
       }
