@@ -107,6 +107,7 @@ export function sessionError(file: string, ep: ExecutionProvider, e: unknown): E
   if (e instanceof EngineError) return e;
   const text = e instanceof Error ? e.message : describe(e, 500);
   const op = /implementation for (\S+?)\(/.exec(text)?.[1] ??
+    /No Op registered for (\S+)/.exec(text)?.[1] ??
     /[Uu]nsupported (?:op|operator|node)[^A-Za-z0-9]*([A-Za-z0-9_.]+)/.exec(text)?.[1];
   if (op !== undefined) {
     return EngineError.invalidArgument(
