@@ -21,10 +21,17 @@ async function exists(path: string): Promise<boolean> {
 
 let made: Promise<string> | undefined;
 
-/** The export folder (ending in `/`): `config.json` and `onnx/model.onnx`, `onnx/model_fp16.onnx`. */
-export function onnxFortune(): Promise<string> {
+/**
+ * The export folder (ending in `/`): `config.json` and `onnx/model.onnx`, `onnx/model_fp16.onnx`;
+ * the shared fixture when present, else `cachedOnnxFortune()`.
+ */
+export async function onnxFortune(): Promise<string> {
+  return await exists(`${SHARED}onnx/model.onnx`) ? SHARED : await cachedOnnxFortune();
+}
+
+/** Kiln's own export of `models/fortune` in `.cache/onnx/fortune/` (made on first use). */
+export function cachedOnnxFortune(): Promise<string> {
   return made ??= (async () => {
-    if (await exists(`${SHARED}onnx/model.onnx`)) return SHARED;
     if (await exists(`${CACHE}onnx/model_fp16.onnx`)) return CACHE;
     const { toOnnx } = await import("../../bench/peers/to_onnx.ts");
     await Deno.mkdir(`${CACHE}onnx`, { recursive: true });
