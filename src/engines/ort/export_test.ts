@@ -64,7 +64,9 @@ for (const [variant, maxTol, l2Tol] of VARIANTS) {
         }
         const l2 = Math.sqrt(num / den);
         console.log(
-          `${what} ${variant}: max |error| ${worst.toExponential(2)}, relative L2 ${l2.toExponential(2)}`,
+          `${what} ${variant}: max |error| ${worst.toExponential(2)}, relative L2 ${
+            l2.toExponential(2)
+          }`,
         );
         ok(worst <= maxTol, `max |error| ${worst} > ${maxTol}`);
         ok(l2 <= l2Tol, `relative L2 ${l2} > ${l2Tol}`);
