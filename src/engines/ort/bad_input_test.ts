@@ -3,7 +3,7 @@ import { ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { blobSource, type ModelFiles } from "../../model/source.ts";
 import { onnxFortune } from "../../../test/support/onnx_fortune.ts";
-import { badGraph } from "./bad_graph.ts";
+import { badGraph } from "../../../test/support/onnx_bad_graph.ts";
 import { OrtEngine } from "./engine.ts";
 import { isOnnxExport } from "./session.ts";
 
