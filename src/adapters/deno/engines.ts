@@ -1,12 +1,14 @@
 /**
  * Engines the Deno CLIs can name: `webgpu` (a checkpoint directory or a GGUF file, on the GPU
- * Deno finds) and `worker` (the same engine in a Deno Worker behind comlink).
+ * Deno finds), `worker` (the same engine in a Deno Worker behind comlink) and `ort` (an ONNX
+ * export on onnxruntime-web; `--variant`, `--ep webgpu|wasm`).
  */
 import { registerEngine } from "../../conformance/engines.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { dirFiles } from "./file_source.ts";
 import { modelName } from "../../model/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
+import { OrtEngine } from "../../engines/ort/engine.ts";
 
 const DEFAULT_MODEL = new URL("../../../models/fortune/", import.meta.url).pathname;
 
@@ -28,4 +30,20 @@ registerEngine("worker", (options) => {
         kvBlocks: Number(options["kv-blocks"] ?? 256),
       },
     );
+});
+
+registerEngine("ort", async (options) => {
+  // Default: the fortune model as an ONNX export (the shared fixture, else exported once into
+  // .cache/onnx/fortune by the test support module; this CLI runs from a checkout).
+  const dir = options.model ??
+    await (await import("../../../test/support/onnx_fortune.ts")).onnxFortune();
+  const name = options.model === undefined ? "fortune" : modelName(dir);
+  const ep = options.ep as "webgpu" | "wasm" | undefined; // anything else: start() refuses it
+  return () =>
+    new OrtEngine({
+      files: dirFiles(dir),
+      name,
+      ...(options.variant === undefined ? {} : { variant: options.variant }),
+      ...(ep === undefined ? {} : { executionProvider: ep }),
+    });
 });
