@@ -6,3 +6,11 @@
 export { WorkerEngine } from "./client.ts";
 export { EngineHost, exposeHost, type FilesFor } from "./host.ts";
 export type { HostOptions, ModelSpec } from "./protocol.ts";
+export {
+  type GenerateOptions,
+  KilnModel,
+  kilnWorker,
+  openModel,
+  type OpenModelOptions,
+} from "./open.ts";
+export * from "./openai.ts";
