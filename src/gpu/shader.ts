@@ -3,17 +3,15 @@
  * (file: URLs under Deno, http under a browser or Vite) and compiled once per device.
  */
 
+import { loadShaderText } from "./shader_text.ts";
+
 const sources = new Map<string, Promise<string>>();
 
 /** The text of `shaders/<name>.wgsl`. */
 export function shaderSource(name: string): Promise<string> {
   let src = sources.get(name);
   if (src === undefined) {
-    const url = new URL(`../../shaders/${name}.wgsl`, import.meta.url);
-    src = fetch(url).then(async (r) => {
-      if (!r.ok) throw new Error(`shader ${name}: ${r.status} ${r.statusText} (${url})`);
-      return await r.text();
-    });
+    src = loadShaderText(name);
     src.catch(() => sources.delete(name));
     sources.set(name, src);
   }

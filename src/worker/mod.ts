@@ -6,3 +6,11 @@
 export { type Liveness, WorkerEngine } from "./client.ts";
 export { EngineHost, exposeHost, type FilesFor } from "./host.ts";
 export type { GaugeValues, HostOptions, ModelSpec } from "./protocol.ts";
+export {
+  type GenerateOptions,
+  KilnModel,
+  kilnWorker,
+  openModel,
+  type OpenModelOptions,
+} from "./open.ts";
+export * from "./openai.ts";

@@ -1,0 +1,156 @@
+/**
+ * One call from a model to a running engine on the page: `openModel` starts a `WorkerEngine`
+ * (the engine in a module Web Worker shipped with Kiln) for a model URL or picked `File`s, with
+ * load progress, and returns a `KilnModel`: `generate` with an `AbortSignal`, the OpenAI-shaped
+ * `chat.completions.create` and `completions.create`, and the engine's metrics as Prometheus text.
+ */
+import type { EngineConfig } from "../contract/types.ts";
+import { engineMetrics, shutDown } from "../metrics/engine_lifecycle.ts";
+import type { EngineMetrics } from "../metrics/engine_metrics.ts";
+import type { Format } from "../metrics/exposition.ts";
+import { RequestMetrics } from "../metrics/request_metrics.ts";
+import type { LoadProgress } from "../model/gpu_model.ts";
+import { fileListFiles, ggufEntry, type ModelFiles, modelName, urlFiles } from "../model/source.ts";
+import { loadText, type ModelText } from "../text/load.ts";
+import { type Liveness, WorkerEngine } from "./client.ts";
+import {
+  ChatCompletions,
+  type CompletionRequest,
+  Completions,
+  generateText,
+  type OpenAITarget,
+  type TextPiece,
+} from "./openai.ts";
+import type { HostOptions, ModelSpec } from "./protocol.ts";
+
+/** What `openModel` loads, and how. */
+export interface OpenModelOptions {
+  /**
+   * A base URL of an HF-layout checkpoint (`config.json`, `tokenizer.json`,
+   * `model.safetensors` or a sharded index), a `.gguf` URL, or the `File`s of either.
+   */
+  model: string | URL | readonly File[];
+  /** The served model name (default: from the URL or the file names). */
+  name?: string;
+  /** Bytes of weights uploaded to the GPU so far, during the load. */
+  onProgress?: LoadProgress;
+  /** The worker to run the engine in (default: Kiln's browser worker module). */
+  makeWorker?: () => Worker;
+  /** Engine sizes: KV blocks, block size, batch limits. */
+  engine?: Omit<HostOptions, "model">;
+  /** Heartbeat timing of the worker (see `WorkerEngine`). */
+  liveness?: Liveness;
+  /** Labels of the metrics (default namespace `kiln`, component `page`, endpoint `generate`). */
+  metrics?: { namespace?: string; component?: string; endpoint?: string };
+}
+
+/** Sampling options of `generate` (a `/v1/completions` body without the prompt). */
+export type GenerateOptions = Omit<CompletionRequest, "prompt" | "stream" | "logprobs"> & {
+  /** Cancels the request; the stream then ends with a piece whose `finish` is `cancelled`. */
+  signal?: AbortSignal;
+};
+
+/**
+ * Kiln's own module Web Worker (`src/adapters/browser/worker.ts`). The `new Worker(new URL(...))`
+ * form is the one bundlers (Vite, webpack, Parcel) recognise and bundle the worker for.
+ */
+export function kilnWorker(): Worker {
+  return new Worker(new URL("../adapters/browser/worker.ts", import.meta.url), {
+    type: "module",
+    name: "kiln-engine",
+  });
+}
+
+/** A started model on the page. */
+export class KilnModel {
+  /** `chat.completions.create({ messages, stream }, { signal })`, as the `openai` client has it. */
+  readonly chat: { completions: ChatCompletions };
+  /** `completions.create({ prompt, stream }, { signal })`. */
+  readonly completions: Completions;
+  readonly #target: OpenAITarget;
+
+  constructor(
+    readonly engine: WorkerEngine,
+    readonly config: EngineConfig,
+    readonly text: ModelText,
+    readonly metrics: EngineMetrics,
+  ) {
+    this.#target = {
+      engine,
+      text,
+      model: config.model,
+      contextLength: config.context_length ?? Number.MAX_SAFE_INTEGER,
+      requests: new RequestMetrics(metrics.registry),
+    };
+    this.chat = { completions: new ChatCompletions(this.#target) };
+    this.completions = new Completions(this.#target);
+  }
+
+  /** Stream the continuation of `prompt` (text or token ids) as text pieces. */
+  generate(prompt: string | number[], options: GenerateOptions = {}): AsyncGenerator<TextPiece> {
+    const { signal, ...body } = options;
+    return generateText(this.#target, prompt, body, signal ?? new AbortController().signal);
+  }
+
+  /** The engine's and the requests' metrics: Prometheus text 0.0.4, or OpenMetrics 1.0. */
+  metricsText(format: Format = "prometheus"): string {
+    return this.metrics.render(format === "openmetrics" ? "application/openmetrics-text" : null)
+      .body;
+  }
+
+  /** Drain, stop the engine and end its worker. */
+  async close(): Promise<void> {
+    await shutDown(this.engine, this.metrics);
+  }
+}
+
+function source(model: OpenModelOptions["model"]): { spec: ModelSpec; files: ModelFiles } {
+  if (typeof model === "string" || model instanceof URL) {
+    const base = new URL(model, globalThis.location?.href).href;
+    return { spec: { kind: "url", base, name: modelName(base) }, files: urlFiles(base) };
+  }
+  const files = [...model];
+  const weights = ggufEntry(files.map((f) => f.name)) ??
+    files.find((f) => f.name.endsWith(".safetensors"))?.name ?? "model";
+  return {
+    spec: { kind: "files", files, name: modelName(weights.replace(/\.safetensors$/, "")) },
+    files: fileListFiles(files),
+  };
+}
+
+/**
+ * Start an engine for `options.model` in a Web Worker and load the model's text side (tokenizer,
+ * chat template) on this thread. Rejects with an `EngineError` naming what failed.
+ */
+export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
+  const { spec, files } = source(options.model);
+  if (options.name !== undefined) spec.name = options.name;
+  const text = await loadText(files);
+  const engine = new WorkerEngine(
+    options.makeWorker ?? kilnWorker,
+    { ...options.engine, model: spec },
+    options.onProgress,
+    ...(options.liveness ? [options.liveness] : []),
+  );
+  const t0 = performance.now();
+  let config: EngineConfig;
+  try {
+    config = await engine.start(0n);
+  } catch (e) {
+    await engine.cleanup();
+    throw e;
+  }
+  const m = options.metrics ?? {};
+  const metrics = await engineMetrics(
+    engine,
+    {
+      namespace: m.namespace ?? "kiln",
+      component: m.component ?? "page",
+      endpoint: m.endpoint ?? "generate",
+      workerId: 0n,
+    },
+    config,
+    (performance.now() - t0) / 1000,
+  );
+  return new KilnModel(engine, config, text, metrics);
+}

@@ -1,0 +1,71 @@
+import { equal, match, ok, rejects } from "node:assert/strict";
+import { EngineError } from "../contract/errors.ts";
+import { rangeServer } from "../../test/support/range_server.ts";
+import { openModel } from "./open.ts";
+import type { ChatCompletionChunk } from "./openai.ts";
+
+const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
+
+Deno.test("openModel: Kiln's worker module, URL load with progress, generate, chat, stop, metrics", async () => {
+  const server = rangeServer(FORTUNE);
+  const progress: number[] = [];
+  const model = await openModel({
+    model: server.base,
+    onProgress: (n, total) => progress.push(n / total),
+    engine: { kvBlocks: 64 },
+  });
+  try {
+    equal(model.config.model, "m");
+    ok(progress.length > 0 && progress.at(-1) === 1, `progress ${progress.slice(-3)}`);
+
+    let text = "", finish: string | undefined;
+    for await (const p of model.generate("You will", { max_tokens: 12, seed: 7 })) {
+      text += p.text;
+      finish = p.finish ?? finish;
+    }
+    ok(text.length > 0, "generated text");
+    equal(finish, "length");
+
+    const stop = new AbortController();
+    let pieces = 0;
+    finish = undefined;
+    for await (const p of model.generate("A", { max_tokens: 500, signal: stop.signal })) {
+      if (++pieces === 2) stop.abort();
+      finish = p.finish ?? finish;
+    }
+    equal(finish, "cancelled");
+
+    const chunks: ChatCompletionChunk[] = [];
+    const stream = await model.chat.completions.create({
+      messages: [{ role: "user", content: "Tell me a fortune" }],
+      max_tokens: 8,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    for await (const c of stream) chunks.push(c);
+    equal(chunks[0]?.object, "chat.completion.chunk");
+    equal(chunks[0]?.choices[0]?.delta.role, "assistant");
+    equal(chunks.at(-2)?.choices[0]?.finish_reason, "length");
+    equal(chunks.at(-1)?.usage?.completion_tokens, 8);
+
+    const whole = await model.chat.completions.create({
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 4,
+    });
+    equal(whole.object, "chat.completion");
+    equal(whole.usage.completion_tokens, 4);
+
+    await rejects(
+      model.chat.completions.create({ messages: [], max_tokens: 4 }),
+      (e) => e instanceof EngineError && e.type === "InvalidArgument",
+    );
+    const scrape = model.metricsText();
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 3\n/);
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 1\n/);
+    match(scrape, /dynamo_component_total_blocks\{[^}]*\} 64\n/);
+    match(model.metricsText("openmetrics"), /# EOF\n$/);
+  } finally {
+    await model.close();
+    await server.shutdown();
+  }
+});
