@@ -41,9 +41,13 @@ function chatLogprobs(lp: TokenLogprob[]) {
   };
 }
 
+/** Token counts of a request, as OpenAI reports them. */
 export interface Usage {
+  /** Tokens of the prompt (after the chat template, for chat). */
   prompt_tokens: number;
+  /** Tokens generated. */
   completion_tokens: number;
+  /** `prompt_tokens + completion_tokens`. */
   total_tokens: number;
 }
 

@@ -69,10 +69,15 @@ export class KilnModel {
   readonly completions: Completions;
   readonly #target: OpenAITarget;
 
+  /** Wraps a started engine; `openModel` builds it (call that instead). */
   constructor(
+    /** The engine in its worker (started): the `LLMEngine` the helpers run on. */
     readonly engine: WorkerEngine,
+    /** What the engine reported at start: model name, context length, KV-cache and batch sizes. */
     readonly config: EngineConfig,
+    /** The tokenizer and chat template, on this thread. */
     readonly text: ModelText,
+    /** The engine's metrics; `generate` and the helpers add `dynamo_frontend_*` to its registry. */
     readonly metrics: EngineMetrics,
   ) {
     this.#target = {
@@ -86,7 +91,11 @@ export class KilnModel {
     this.completions = new Completions(this.#target);
   }
 
-  /** Stream the continuation of `prompt` (text or token ids) as text pieces. */
+  /**
+   * Stream the continuation of `prompt` (text without template, or token ids) as text pieces;
+   * the last carries `finish`. Throws `EngineError` (`InvalidArgument`) on the first `next()` for
+   * bad options.
+   */
   generate(prompt: string | number[], options: GenerateOptions = {}): AsyncGenerator<TextPiece> {
     const { signal, ...body } = options;
     return generateText(this.#target, prompt, body, signal ?? new AbortController().signal);

@@ -7,6 +7,7 @@ import type { LLMEngine } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import { chunkBody, responseBody, type Usage, usage, usageChunk } from "../server/format.ts";
+export type { Usage } from "../server/format.ts";
 import { type Piece, runChoice } from "../server/generation.ts";
 import { HttpError } from "../server/errors.ts";
 import { type Job, parseJob } from "../server/requests.ts";
@@ -14,96 +15,159 @@ import type { ModelText } from "../text/load.ts";
 
 /** Sampling and stop fields shared by both request forms (OpenAI's names, plus vLLM's). */
 export interface SamplingFields {
-  /** The served model's name; defaults to it. */
+  /** Echoed as the responses' `model` (default: the served model's name); selects nothing. */
   model?: string;
+  /** `true`: `create` resolves to an async iterable of chunks; otherwise to the whole response. */
   stream?: boolean;
+  /** `include_usage: true` adds a last chunk with empty `choices` and the token counts. */
   stream_options?: { include_usage?: boolean };
+  /**
+   * Most tokens to generate, an integer >= 0 (default 16 for completions; for chat, what is left
+   * of the context). Must fit in the context after the prompt.
+   */
   max_tokens?: number;
+  /** Softmax temperature in [0, 2]; 0 is greedy. */
   temperature?: number;
+  /** Nucleus sampling: the smallest set of tokens whose probability reaches `top_p`, in [0, 1]. */
   top_p?: number;
+  /** Keep only the `top_k` most likely tokens, an integer >= -1; -1 or 0 disables the cut. */
   top_k?: number;
+  /** Drop tokens less likely than `min_p` times the most likely one, in [0, 1]. */
   min_p?: number;
+  /** Subtracted once from the logit of every token already in the output, in [-2, 2]. */
   presence_penalty?: number;
+  /** Subtracted from a token's logit per earlier occurrence in the output, in [-2, 2]. */
   frequency_penalty?: number;
+  /** Multiplicative penalty on tokens seen before, in [0.01, 10]; 1 is none. */
   repetition_penalty?: number;
+  /** Integer seed of the random draws, for reproducible sampling. */
   seed?: number;
+  /** Up to 4 strings that end the text (not included in it); the finish is then `stop`. */
   stop?: string | string[];
+  /** Tokens to generate before an EOS token may end the text, in [0, max_tokens]. */
   min_tokens?: number;
+  /** Keep generating past EOS tokens, until `max_tokens` or a stop string. */
   ignore_eos?: boolean;
 }
 
 /** A `/v1/chat/completions` body (one choice: `n` is 1 here). */
 export interface ChatCompletionRequest extends SamplingFields {
+  /** The conversation, non-empty, rendered with the model's chat template. */
   messages: { role: string; content: string }[];
+  /** OpenAI's newer name for `max_tokens`; wins over it when both are given. */
   max_completion_tokens?: number;
+  /** `true`: each choice carries the log-probability of every generated token. */
   logprobs?: boolean;
+  /** With `logprobs`: also the `top_logprobs` most likely alternatives per token, in [0, 20]. */
   top_logprobs?: number;
 }
 
 /** A `/v1/completions` body (one choice). */
 export interface CompletionRequest extends SamplingFields {
+  /** Text (tokenized with the model's tokenizer, no template) or a non-empty array of token ids. */
   prompt: string | number[];
+  /** Log-probabilities of the generated tokens with this many alternatives each, in [0, 20]. */
   logprobs?: number;
 }
 
-/** How a choice ended: OpenAI's reasons, and `cancelled` when the caller's signal fired. */
+/**
+ * How a choice ended: `stop` (an EOS token or a `stop` string), `length` (`max_tokens` reached),
+ * or `cancelled` (the caller's signal fired, or the engine cancelled the request). An engine
+ * error is thrown as an `EngineError` instead.
+ */
 export type FinishReasonText = "stop" | "length" | "cancelled";
 
 /** One streamed chat chunk (`object: "chat.completion.chunk"`). */
 export interface ChatCompletionChunk {
+  /** `chatcmpl-` or `cmpl-` and a random hex id, the same in every chunk of a stream. */
   id: string;
+  /** The type tag, as OpenAI's. */
   object: "chat.completion.chunk";
+  /** Creation time, in whole seconds since the Unix epoch. */
   created: number;
+  /** The request's `model`, or the served model's name. */
   model: string;
+  /** One entry per chunk; empty in the `include_usage` chunk. */
   choices: {
+    /** The choice's index: always 0 (one choice per request). */
     index: number;
+    /** The new text; `role` only on the first chunk. */
     delta: { role?: "assistant"; content?: string };
+    /** Log-probabilities in OpenAI's shape when the request asked for them, else `null`. */
     logprobs: unknown;
+    /** Set on the last chunk of the choice; `null` before it. */
     finish_reason: FinishReasonText | null;
   }[];
+  /** Token counts, only on the last chunk and only with `stream_options.include_usage`. */
   usage?: Usage;
 }
 
 /** A whole chat response (`object: "chat.completion"`). */
 export interface ChatCompletion {
+  /** `chatcmpl-` or `cmpl-` and a random hex id, the same in every chunk of a stream. */
   id: string;
+  /** The type tag, as OpenAI's. */
   object: "chat.completion";
+  /** Creation time, in whole seconds since the Unix epoch. */
   created: number;
+  /** The request's `model`, or the served model's name. */
   model: string;
+  /** The one choice. */
   choices: {
+    /** The choice's index: always 0 (one choice per request). */
     index: number;
+    /** The generated reply. */
     message: { role: "assistant"; content: string };
+    /** Log-probabilities in OpenAI's shape when the request asked for them, else `null`. */
     logprobs: unknown;
+    /** How the choice ended. */
     finish_reason: FinishReasonText | null;
   }[];
+  /** Prompt and generated token counts. */
   usage: Usage;
 }
 
 /** A completion, whole or one streamed chunk (`object: "text_completion"`). */
 export interface Completion {
+  /** `chatcmpl-` or `cmpl-` and a random hex id, the same in every chunk of a stream. */
   id: string;
+  /** The type tag, as OpenAI's. */
   object: "text_completion";
+  /** Creation time, in whole seconds since the Unix epoch. */
   created: number;
+  /** The request's `model`, or the served model's name. */
   model: string;
+  /** The one choice; empty in a stream's `include_usage` chunk. */
   choices: {
+    /** The choice's index: always 0 (one choice per request). */
     index: number;
+    /** The generated text (whole, or this chunk's part of it). */
     text: string;
+    /** Log-probabilities in OpenAI's shape when the request asked for them, else `null`. */
     logprobs: unknown;
+    /** How the choice ended; in a stream, only on its last chunk (`null` before). */
     finish_reason: FinishReasonText | null;
   }[];
+  /** Token counts: always on a whole response; in a stream only with `include_usage`. */
   usage?: Usage;
 }
 
 /** Per-call options: `signal` cancels the request (a stream then ends with `cancelled`). */
 export interface RequestOptions {
+  /** Cancels the request: a stream ends with `finish_reason: "cancelled"`; a whole answer
+   * resolves with the text so far and that reason. */
   signal?: AbortSignal;
 }
 
 /** What the helper runs on: the engine, the model's text side, and its served name. */
 export interface OpenAITarget {
+  /** The engine that generates (started). */
   engine: LLMEngine;
+  /** The model's tokenizer and chat template. */
   text: ModelText;
+  /** The served model's name, the default `model` of requests. */
   model: string;
+  /** The context length in tokens: the prompt plus `max_tokens` must fit in it. */
   contextLength: number;
   /** Counts each request in `dynamo_frontend_*` when given. */
   requests?: RequestMetrics;
@@ -187,13 +251,21 @@ const signalOf = (options: RequestOptions) => options.signal ?? new AbortControl
 
 /** `chat.completions.create`, shaped like the `openai` client's. */
 export class ChatCompletions {
+  /** The engine, text side and name the requests run on. */
   constructor(readonly target: OpenAITarget) {}
 
-  /** Stream chunks (`stream: true`) or answer whole. */
+  /**
+   * Stream (`stream: true`): resolves to an async iterable of chunks, whose iteration throws the
+   * engine's error if generation fails. Both forms reject with an `EngineError`
+   * (`InvalidArgument`) for a bad body (a field out of range, a prompt that leaves no room in the
+   * context).
+   */
   create(
     body: ChatCompletionRequest & { stream: true },
     options?: RequestOptions,
   ): Promise<AsyncIterable<ChatCompletionChunk>>;
+  /** Answer whole (`stream` false or absent): resolves to the `ChatCompletion`, or rejects with
+   * the engine's error. */
   create(
     body: ChatCompletionRequest & { stream?: false },
     options?: RequestOptions,
@@ -216,13 +288,20 @@ export class ChatCompletions {
 
 /** `completions.create` (prompt in, text out), shaped like the `openai` client's. */
 export class Completions {
+  /** The engine, text side and name the requests run on. */
   constructor(readonly target: OpenAITarget) {}
 
-  /** Stream chunks (`stream: true`) or answer whole. */
+  /**
+   * Stream (`stream: true`): resolves to an async iterable of chunks, whose iteration throws the
+   * engine's error if generation fails. Both forms reject with an `EngineError`
+   * (`InvalidArgument`) for a bad body.
+   */
   create(
     body: CompletionRequest & { stream: true },
     options?: RequestOptions,
   ): Promise<AsyncIterable<Completion>>;
+  /** Answer whole (`stream` false or absent): resolves to the `Completion`, or rejects with the
+   * engine's error. */
   create(
     body: CompletionRequest & { stream?: false },
     options?: RequestOptions,
@@ -245,12 +324,18 @@ export class Completions {
 
 /** A text piece of `generate`: `finish` on the last one. */
 export interface TextPiece {
+  /** New text, decoded; may be empty while a multi-byte character or a stop string is pending. */
   text: string;
+  /** Tokens generated behind this piece. */
   tokens: number;
+  /** How the completion ended, on the last piece only. */
   finish?: FinishReasonText;
 }
 
-/** The pieces of one completion of `prompt` (a `/v1/completions` body without `prompt`). */
+/**
+ * The pieces of one completion of `prompt` (a `/v1/completions` body without `prompt`). Throws
+ * `EngineError` (`InvalidArgument`) on the first `next()` for a bad body.
+ */
 export async function* generateText(
   target: OpenAITarget,
   prompt: string | number[],
