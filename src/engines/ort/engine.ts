@@ -31,6 +31,7 @@ import { GpuRowSampler } from "./sampling.ts";
 import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
 import { OrtRequest, step, type StepContext } from "./stepper.ts";
 
+/** What `OrtEngine` loads and how it runs it. */
 export interface OrtEngineOptions {
   /**
    * An ONNX export folder: config.json and onnx/<variant>.onnx (+ onnx/<variant>.onnx_data when
@@ -40,13 +41,17 @@ export interface OrtEngineOptions {
   files: ModelFiles;
   /** `EngineConfig.model`. */
   name: string;
+  /** `EngineConfig.served_model_name`, when clients use another name than `name`. */
   servedModelName?: string;
   /**
    * "model" (f32), "model_fp16", "model_q4f16", "model_quantized", ...; default: model_fp16
    * where the device has shader-f16 and the file exists, else model, else the first present.
    */
   variant?: string;
-  /** Default "webgpu" where navigator.gpu exists, else "wasm". */
+  /**
+   * Default "webgpu" where navigator.gpu exists, else "wasm". "webgpu" without navigator.gpu, or
+   * any other value, makes `start()` reject with `InvalidArgument`.
+   */
   executionProvider?: ExecutionProvider;
   /** Requests stepped at once (default 16); more wait in arrival order. */
   maxNumSeqs?: number;
@@ -71,6 +76,11 @@ async function adapterHasF16(): Promise<boolean> {
   }
 }
 
+/**
+ * The `LLMEngine` over an onnxruntime-web session of an ONNX decoder export. Construct, then
+ * `start()`; requests are stepped round-robin (not batched), at most `maxNumSeqs` at once.
+ * onnxruntime-web is loaded by a dynamic import at `start()`, so it is needed only then.
+ */
 export class OrtEngine implements LLMEngine {
   #state: State = "new";
   #opened: OpenedSession | undefined;
@@ -90,8 +100,14 @@ export class OrtEngine implements LLMEngine {
   /** `session.run` calls made (one per request step). */
   readonly steps = { runs: 0 };
 
+  /** Keeps `options`; nothing is loaded before `start()`. */
   constructor(readonly options: OrtEngineOptions) {}
 
+  /**
+   * Load onnxruntime-web, pick the variant, open the session and check its layout. Rejects with
+   * an `EngineError`: `InvalidArgument` for a missing or unusable export (naming the file, input
+   * or unsupported op) or a bad `executionProvider`, `EngineShutdown` when called twice.
+   */
   async start(_workerId: bigint): Promise<EngineConfig> {
     if (this.#state !== "new") {
       throw EngineError.shutdown(`start() called on a ${this.#state} engine`);
@@ -153,6 +169,11 @@ export class OrtEngine implements LLMEngine {
     return this.#config;
   }
 
+  /**
+   * Stream the tokens of `request`. Past `maxNumSeqs` live requests it waits in arrival order;
+   * bad token ids or a request that does not fit the context fail with `InvalidArgument`, a
+   * call before `start()` or after `drain()` with `EngineShutdown`.
+   */
   generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
     return this.#stream(request, ctx);
   }
@@ -252,17 +273,27 @@ export class OrtEngine implements LLMEngine {
     for (const cb of this.#gaugeListeners) cb(values);
   }
 
-  /** Call `cb` with the gauges after every step (the worker host forwards them). */
-  onGauges(cb: (values: GaugeValues) => void): void {
+  /**
+   * Call `cb` with the gauges after every step (the worker host forwards them). ORT's KV is per
+   * request, not paged: `totalBlocks` is `maxNumSeqs`, `usagePercent` the fraction (0 to 1) of
+   * those slots in use, `hitRate` always `undefined` (no prefix cache).
+   */
+  onGauges(
+    cb: (
+      values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
+    ) => void,
+  ): void {
     this.#gaugeListeners.push(cb);
     this.#report();
   }
 
+  /** End the request of `ctx`; its stream finishes `cancelled`. */
   abort(ctx: GenerateContext): Promise<void> {
     this.#inflight.get(ctx.requestId)?.abort();
     return Promise.resolve();
   }
 
+  /** Refuse new requests and wait for the in-flight ones, at most `drainTimeoutMs`. */
   async drain(): Promise<void> {
     if (this.#state === "running") this.#state = "draining";
     const deadline = this.options.drainTimeoutMs ?? 30_000;
@@ -272,6 +303,7 @@ export class OrtEngine implements LLMEngine {
     clearTimeout(timer);
   }
 
+  /** Cancel what is in flight and release the session and Kiln's GPU buffers. Idempotent. */
   async cleanup(): Promise<void> {
     if (this.#state === "stopped" || this.#state === "new") {
       this.#state = "stopped";
@@ -294,6 +326,7 @@ export class OrtEngine implements LLMEngine {
     await session?.release().catch(() => {});
   }
 
+  /** Bind the KV gauges (see `onGauges`) to `ctx`'s component metrics, data-parallel rank 0. */
   setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
     this.#gauges = ctx.metrics.componentGauges(0);
     this.#report();

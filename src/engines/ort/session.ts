@@ -11,6 +11,7 @@ import { EngineError } from "../../contract/errors.ts";
 import { missingFile, type ModelFiles, readText } from "../../model/source.ts";
 
 export type OrtModule = typeof Ort;
+/** onnxruntime-web's execution provider: WebGPU, or the CPU (WebAssembly, one thread). */
 export type ExecutionProvider = "webgpu" | "wasm";
 
 /** Variant names transformers.js exports use, in the order "the first present" takes them. */
