@@ -9,9 +9,12 @@
 // - `gpu/shader_text.js`, which fetches `shaders/<name>.wgsl` in the sources, is replaced by a
 //   module holding the text of every `shaders/*.wgsl`: no WGSL file has to be located at run time.
 // - `.d.ts` files that name WebGPU types reference `@webgpu/types` (a dependency of the package).
+// - `dist/pkg/browser/`: the self-contained build for pages without a bundler, bundled from the
+//   compiled modules by scripts/build_browser.mjs (the package export `./browser`).
 //
-// package.json's `exports` must be what `packageExports()` derives from deno.json; the build
-// fails otherwise, and `node scripts/build_package.mjs --write-exports` rewrites them.
+// package.json's `exports` must be what `packageExports()` derives from deno.json plus the
+// build-only `BUILD_EXPORTS`; the build fails otherwise, and
+// `node scripts/build_package.mjs --write-exports` rewrites them.
 // `tsc` is `node_modules/.bin/tsc` (the `typescript` devDependency) unless `KILN_TSC` names one.
 import { execFileSync } from "node:child_process";
 import {
@@ -33,13 +36,28 @@ const URL_ENTRIES = ["./src/adapters/browser/worker.ts"];
 
 const readJson = (name) => JSON.parse(readFileSync(join(ROOT, name), "utf8"));
 
-/** package.json's `exports` for deno.json's: `./src/x/mod.ts` gives `./dist/pkg/x/mod.{js,d.ts}`. */
+/**
+ * Exports of the npm package that deno.json cannot have, because they are build artifacts: the
+ * self-contained browser build (scripts/build_browser.mjs).
+ */
+export const BUILD_EXPORTS = {
+  "./browser": { types: `./${OUT_DIR}/browser/kiln.d.ts`, import: `./${OUT_DIR}/browser/kiln.js` },
+};
+
+/**
+ * package.json's `exports`: deno.json's (`./src/x/mod.ts` gives `./dist/pkg/x/mod.{js,d.ts}`),
+ * then `BUILD_EXPORTS`.
+ */
 export function packageExports(denoExports) {
   const out = {};
   for (const [name, path] of Object.entries(denoExports)) {
     const m = /^\.\/src\/(.+)\.ts$/.exec(path);
     if (!m) throw new Error(`deno.json export ${name}: ${path} is not a .ts file under src/`);
     out[name] = { types: `./${OUT_DIR}/${m[1]}.d.ts`, import: `./${OUT_DIR}/${m[1]}.js` };
+  }
+  for (const [name, entry] of Object.entries(BUILD_EXPORTS)) {
+    if (Object.hasOwn(out, name)) throw new Error(`export ${name}: in deno.json and built too`);
+    out[name] = entry;
   }
   return out;
 }
@@ -143,7 +161,7 @@ function checkExports(write) {
   if (JSON.stringify(pkg.exports) === JSON.stringify(want)) return;
   if (!write) {
     throw new Error(
-      "package.json's exports do not match deno.json's: run node scripts/build_package.mjs --write-exports",
+      "package.json's exports do not match deno.json's plus BUILD_EXPORTS: run node scripts/build_package.mjs --write-exports",
     );
   }
   pkg.exports = want;
@@ -151,8 +169,8 @@ function checkExports(write) {
   console.log("package.json: exports rewritten from deno.json");
 }
 
-/** Build dist/pkg/; returns its path. */
-export function buildPackage({ writeExports = false } = {}) {
+/** Build dist/pkg/ (the browser build's file sizes are logged); returns its path. */
+export async function buildPackage({ writeExports = false } = {}) {
   checkExports(writeExports);
   const denoExports = readJson("deno.json").exports;
   const entries = [...Object.values(denoExports), ...URL_ENTRIES];
@@ -161,11 +179,17 @@ export function buildPackage({ writeExports = false } = {}) {
   mkdirSync(dirname(outDir), { recursive: true });
   compile(entries, outDir);
   postProcess(outDir);
+  // Imported here, not at the top: test/exports_test.ts imports this module under Deno.
+  const { buildBrowser } = await import("./build_browser.mjs");
+  const sizes = await buildBrowser(outDir);
+  for (const [file, size] of Object.entries(sizes)) {
+    console.log(`${relative(ROOT, outDir)}/browser/${file}: ${(size / 1024).toFixed(0)} KiB`);
+  }
   return outDir;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const t0 = performance.now();
-  const out = buildPackage({ writeExports: process.argv.includes("--write-exports") });
+  const out = await buildPackage({ writeExports: process.argv.includes("--write-exports") });
   console.log(`built ${relative(ROOT, out)}/ in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }

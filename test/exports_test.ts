@@ -1,5 +1,5 @@
 import { deepStrictEqual, ok } from "node:assert/strict";
-import { packageExports } from "../scripts/build_package.mjs";
+import { BUILD_EXPORTS, packageExports } from "../scripts/build_package.mjs";
 
 const root = new URL("../", import.meta.url);
 const readJson = async (name: string) =>
@@ -10,6 +10,14 @@ Deno.test("package.json exports deno.json's entry points, built (types and impor
   const deno = await readJson("deno.json");
   ok(deno.exports && Object.keys(deno.exports).length > 0, "deno.json has exports");
   deepStrictEqual(pkg.exports, packageExports(deno.exports));
+});
+
+Deno.test("the only exports deno.json lacks are the named build-only ones", async () => {
+  const pkg = await readJson("package.json");
+  const deno = await readJson("deno.json");
+  const buildOnly = Object.keys(pkg.exports ?? {}).filter((n) => !Object.hasOwn(deno.exports!, n));
+  deepStrictEqual(buildOnly, ["./browser"]);
+  deepStrictEqual(Object.keys(BUILD_EXPORTS), ["./browser"]);
 });
 
 Deno.test("every exported entry point exists and imports with named exports", async () => {

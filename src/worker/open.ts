@@ -22,6 +22,9 @@ import {
   type TextPiece,
 } from "./openai.ts";
 import type { HostOptions, ModelSpec } from "./protocol.ts";
+import { kilnWorker } from "./worker_module.ts";
+
+export { kilnWorker };
 
 /** What `openModel` loads, and how. */
 export interface OpenModelOptions {
@@ -49,17 +52,6 @@ export type GenerateOptions = Omit<CompletionRequest, "prompt" | "stream" | "log
   /** Cancels the request; the stream then ends with a piece whose `finish` is `cancelled`. */
   signal?: AbortSignal;
 };
-
-/**
- * Kiln's own module Web Worker (`src/adapters/browser/worker.ts`). The `new Worker(new URL(...))`
- * form is the one bundlers (Vite, webpack, Parcel) recognise and bundle the worker for.
- */
-export function kilnWorker(): Worker {
-  return new Worker(new URL("../adapters/browser/worker.ts", import.meta.url), {
-    type: "module",
-    name: "kiln-engine",
-  });
-}
 
 /** A started model on the page. */
 export class KilnModel {

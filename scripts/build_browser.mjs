@@ -1,0 +1,123 @@
+// deno-lint-ignore-file explicit-module-boundary-types
+// The npm package's self-contained browser build, `dist/pkg/browser/` (run by
+// scripts/build_package.mjs after tsc): two ES modules with every dependency inlined, for pages
+// without a bundler.
+//
+// - `kiln.js`: the main-thread API of `@kiln/kiln/worker` (`openModel`, `WorkerEngine`, the
+//   OpenAI-shaped helpers): every export of the compiled `worker/mod.js` but the engine host's
+//   (`HOST_ONLY`, which would pull the whole engine onto the page; checked here). Its `kilnWorker` starts
+//   `new URL("./kiln_worker.js", import.meta.url)`: the compiled `worker/worker_module.js` is
+//   replaced here by `browserWorkerModule()`, so copying the folder anywhere keeps the pair found.
+// - `kiln_worker.js`: Kiln's browser worker (the engine host), bundled from the compiled
+//   `adapters/browser/worker.js`; its shaders are already inlined (`gpu/shader_text.js`).
+// - `kiln.d.ts`: its types, from the package's `worker/*.d.ts`.
+//
+// `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
+// import: it is not inlined. The bundler is rolldown, the one Vite 8 is built on.
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { build } from "rolldown";
+
+export const BROWSER_DIR = "browser";
+/** Module ids that stay imports in the bundles (optional peers). */
+const EXTERNAL = /^onnxruntime-web(\/.*)?$/;
+/**
+ * Modules whose top level does nothing but define: `@huggingface/gguf` takes one enum from
+ * `@huggingface/tasks`, whose package does not say it is free of side effects, so without this
+ * all of its tables (~280 KB) would be kept in both files.
+ */
+const PURE = /\/node_modules\/@huggingface\/tasks\//;
+
+/** What replaces `worker/worker_module.js` in `kiln.js`. */
+function browserWorkerModule() {
+  return [
+    "// kiln.js's worker is kiln_worker.js beside it. A worker must be same-origin with the page, so",
+    "// when kiln.js is served from another origin (a CDN), the worker is a same-origin blob module",
+    "// that imports kiln_worker.js (which the CDN must serve with CORS, as jsDelivr and unpkg do).",
+    "export function kilnWorker() {",
+    '  const url = new URL("./kiln_worker.js", import.meta.url);',
+    '  const options = { type: "module", name: "kiln-engine" };',
+    "  if (globalThis.location === undefined || url.origin === globalThis.location.origin) {",
+    "    return new Worker(url, options);",
+    "  }",
+    '  const shim = new Blob([`import ${JSON.stringify(url.href)};`], { type: "text/javascript" });',
+    "  const blobUrl = URL.createObjectURL(shim);",
+    "  try {",
+    "    return new Worker(blobUrl, options);",
+    "  } finally {",
+    "    setTimeout(() => URL.revokeObjectURL(blobUrl), 60_000);",
+    "  }",
+    "}",
+    "",
+  ].join("\n");
+}
+
+/** Exports of `@kiln/kiln/worker` that run in a worker only: not in kiln.js. */
+const HOST_ONLY = ["EngineHost", "exposeHost"];
+const ENTRY = "\0kiln-browser-entry";
+const entryModule = (outDir) =>
+  [
+    `export * from ${JSON.stringify(join(outDir, "worker/openai.js"))};`,
+    `export { WorkerEngine } from ${JSON.stringify(join(outDir, "worker/client.js"))};`,
+    `export { KilnModel, kilnWorker, openModel } from ${
+      JSON.stringify(join(outDir, "worker/open.js"))
+    };`,
+    "",
+  ].join("\n");
+const DTS = [
+  "// The types of kiln.js: @kiln/kiln/worker's, less the engine host's.",
+  'export * from "../worker/openai.js";',
+  'export { type Liveness, WorkerEngine } from "../worker/client.js";',
+  "export {",
+  "  type GenerateOptions,",
+  "  KilnModel,",
+  "  kilnWorker,",
+  "  openModel,",
+  "  type OpenModelOptions,",
+  '} from "../worker/open.js";',
+  'export type { GaugeValues, HostOptions, ModelSpec } from "../worker/protocol.js";',
+  "",
+].join("\n");
+
+/** Bundle `input` into `file` (or only return the chunk, when `file` is null). */
+async function bundle(input, file, replace = {}) {
+  const out = await build({
+    input,
+    write: file !== null,
+    platform: "browser",
+    external: EXTERNAL,
+    logLevel: "warn",
+    treeshake: { moduleSideEffects: (id) => !PURE.test(id) },
+    plugins: [{
+      name: "kiln-browser-seams",
+      resolveId(id) {
+        return Object.hasOwn(replace, id) ? id : null;
+      },
+      load(id) {
+        return Object.hasOwn(replace, id) ? replace[id] : null;
+      },
+    }],
+    output: { ...(file ? { file } : {}), format: "esm", minify: true, codeSplitting: false },
+  });
+  return out.output[0];
+}
+
+/** Build `<outDir>/browser/` from the compiled package in `outDir`; returns the files' sizes. */
+export async function buildBrowser(outDir) {
+  const dir = join(outDir, BROWSER_DIR);
+  mkdirSync(dir, { recursive: true });
+  const main = await bundle(ENTRY, join(dir, "kiln.js"), {
+    [ENTRY]: entryModule(outDir),
+    [join(outDir, "worker/worker_module.js")]: browserWorkerModule(),
+  });
+  const all = await bundle(join(outDir, "worker/mod.js"), null);
+  const want = all.exports.filter((n) => !HOST_ONLY.includes(n)).sort();
+  if (JSON.stringify([...main.exports].sort()) !== JSON.stringify(want)) {
+    throw new Error(`kiln.js exports ${main.exports.sort()}, not worker/mod.js's ${want}`);
+  }
+  await bundle(join(outDir, "adapters/browser/worker.js"), join(dir, "kiln_worker.js"));
+  writeFileSync(join(dir, "kiln.d.ts"), DTS);
+  return Object.fromEntries(
+    ["kiln.js", "kiln_worker.js"].map((f) => [f, statSync(join(dir, f)).size]),
+  );
+}

@@ -1,0 +1,141 @@
+// Kiln with no bundler: `npm pack`, the tarball's `package/dist/pkg/browser/` copied as `kiln/`
+// beside a copy of examples/static/ and the fortune model, all served by a plain static file
+// server (no Vite, no npm install), and the page driven in Chromium (SwiftShader WebGPU):
+// generate, then Stop. A second origin serves the same folder with CORS, as a CDN would, and
+// kiln.js imported from there runs its worker through the same-origin shim.
+import { after, before, test } from "node:test";
+import assert, { ok } from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join, normalize } from "node:path";
+import { launchBrowser } from "../support/browser.mjs";
+import { packKiln, ROOT } from "../support/package.mjs";
+
+const TYPES = {
+  ".html": "text/html",
+  ".js": "text/javascript",
+  ".json": "application/json",
+  ".safetensors": "application/octet-stream",
+};
+
+/**
+ * A static file server over `root` on 127.0.0.1 (ephemeral port), with HEAD and single byte
+ * ranges as any file host or CDN has them; returns its port.
+ */
+async function serve(root, headers = {}) {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    let file = normalize(join(root, path));
+    try {
+      if (!file.startsWith(root)) throw new Error("outside");
+      if (statSync(file).isDirectory()) file = join(file, "index.html");
+      let body = readFileSync(file);
+      const type = { "content-type": TYPES[extname(file)] ?? "text/plain", ...headers };
+      const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
+      if (range) {
+        const [start, end] = [Number(range[1]), Math.min(Number(range[2]), body.length - 1)];
+        type["content-range"] = `bytes ${start}-${end}/${body.length}`;
+        body = body.subarray(start, end + 1);
+      }
+      res.writeHead(range ? 206 : 200, { ...type, "content-length": body.length });
+      res.end(req.method === "HEAD" ? undefined : body);
+    } catch {
+      res.writeHead(404, headers).end();
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push(server);
+  return server.address().port;
+}
+
+const servers = [];
+let site, origin, browser, page;
+const pageErrors = [];
+const workers = [];
+
+before(async () => {
+  const tgz = packKiln();
+  const unpacked = mkdtempSync(join(tmpdir(), "kiln-static-tgz-"));
+  execFileSync("tar", ["-xzf", tgz, "-C", unpacked]);
+  site = join(mkdtempSync(join(tmpdir(), "kiln-static-")), "site");
+  cpSync(join(ROOT, "examples/static"), site, { recursive: true });
+  cpSync(join(unpacked, "package/dist/pkg/browser"), join(site, "kiln"), { recursive: true });
+  mkdirSync(join(site, "models/fortune"), { recursive: true });
+  for (const f of ["config.json", "tokenizer.json", "model.safetensors"]) {
+    cpSync(join(ROOT, "models/fortune", f), join(site, "models/fortune", f));
+  }
+  // localhost is a secure context, so navigator.gpu exists there.
+  origin = `http://localhost:${await serve(site)}`;
+  browser = await launchBrowser();
+  page = await browser.newPage();
+  page.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+  page.on("worker", (w) => workers.push(w.url()));
+  await page.goto(`${origin}/`);
+}, { timeout: 120_000 });
+
+after(async () => {
+  await browser?.close();
+  for (const s of servers) s.close();
+});
+
+const ready = () => page.waitForSelector("body[data-state=ready]", { timeout: 60_000 });
+
+async function generate(prompt, maxTokens) {
+  await page.fill("#prompt", prompt);
+  await page.fill("#max-tokens", String(maxTokens));
+  await page.click("#generate");
+}
+
+async function finished() {
+  await page.waitForSelector("#finish[data-finish]", { timeout: 60_000 });
+  await ready();
+  return {
+    output: await page.locator("#output").textContent(),
+    finish: await page.getAttribute("#finish", "data-finish"),
+  };
+}
+
+test("the tarball's browser build, served as static files, loads fortune and streams text", async () => {
+  await ready();
+  assert.equal(await page.locator("#status").textContent(), "ready: fortune");
+  await generate("You will", 24);
+  const { output, finish } = await finished();
+  ok(output.startsWith("You will") && output.length > "You will".length + 5, output);
+  assert.equal(finish, "length");
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(workers, [`${origin}/kiln/kiln_worker.js`]);
+});
+
+test("Stop ends a long generation midway with finish cancelled", async () => {
+  await generate("A", 900);
+  await page.waitForSelector("body[data-state=generating]");
+  await page.click("#stop");
+  const { output, finish } = await finished();
+  assert.equal(finish, "cancelled");
+  ok(output.length < 900, `${output.length} characters`);
+  assert.deepEqual(pageErrors, []);
+});
+
+test("kiln.js from another origin (a CDN with CORS) starts its worker and generates", async () => {
+  const cdn = `http://127.0.0.1:${await serve(join(site, "kiln"), {
+    "access-control-allow-origin": "*",
+  })}/kiln.js`;
+  const out = await page.evaluate(async (url) => {
+    const { openModel } = await import(url);
+    const model = await openModel({ model: new URL("models/fortune/", location.href) });
+    let text = "", finish;
+    for await (const piece of model.generate("You will", { max_tokens: 8 })) {
+      text += piece.text;
+      finish = piece.finish ?? finish;
+    }
+    await model.close();
+    return { text, finish };
+  }, cdn);
+  assert.equal(out.finish, "length");
+  ok(out.text.length > 0, out.text);
+  assert.deepEqual(pageErrors, []);
+  assert.equal(workers.length, 2);
+  assert.match(workers[1], new RegExp(`^blob:${origin}/`), "the worker is a same-origin blob shim");
+});
