@@ -15,8 +15,22 @@ export type ModelSpec =
   /** Checkpoint files picked, dropped or fetched in a page (`File`s are structured-cloneable). */
   | { kind: "files"; files: File[]; name: string };
 
+/** Which engine a worker's host builds (default `webgpu`: Kiln's own kernels). */
+export type HostEngineKind = "webgpu" | "ort";
+
+/** Options of the onnxruntime-web engine (`engine: "ort"`); the model is an ONNX export. */
+export interface OrtHostOptions {
+  /** `model`, `model_fp16`, `model_q4f16`, ...: which `onnx/<variant>.onnx` to run. */
+  variant?: string;
+  executionProvider?: "webgpu" | "wasm";
+  /** Where onnxruntime-web finds its `.wasm` files (`env.wasm.wasmPaths`). */
+  wasmPaths?: string;
+}
+
 export interface HostOptions {
   model: ModelSpec;
+  engine?: HostEngineKind;
+  ort?: OrtHostOptions;
   blockSize?: number;
   kvBlocks?: number;
   maxNumSeqs?: number;
