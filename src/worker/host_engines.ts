@@ -15,7 +15,7 @@ import type { GaugeValues, HostEngineKind, HostOptions } from "./protocol.ts";
 /** An engine a host runs, and what it offers besides `LLMEngine`. */
 export interface HostedEngine {
   engine: LLMEngine;
-  /** After `start`: resolves when the engine's own GPU device is lost (none for ORT's). */
+  /** After `start`: resolves when the engine's GPU device is lost (the host then fails loudly). */
   deviceLost(): Promise<EngineError> | undefined;
   /** Call `cb` with the KV gauges after every step; false when the engine keeps none. */
   onGauges(cb: (values: GaugeValues) => void): boolean;
@@ -60,7 +60,15 @@ const ort: HostEngineMaker = async (o, files) => {
     ...(x.executionProvider ? { executionProvider: x.executionProvider } : {}),
     ...(x.wasmPaths ? { wasmPaths: x.wasmPaths } : {}),
   });
-  return { engine, deviceLost: () => undefined, onGauges: () => false };
+  return {
+    engine,
+    // ORT creates its own device and fails every request itself when that device is lost.
+    deviceLost: () => undefined,
+    onGauges: (cb) => {
+      engine.onGauges(cb);
+      return true;
+    },
+  };
 };
 
 export const HOST_ENGINES: Record<HostEngineKind, HostEngineMaker> = { webgpu, ort };

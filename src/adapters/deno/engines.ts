@@ -6,6 +6,7 @@
 import { registerEngine } from "../../conformance/engines.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { dirFiles } from "./file_source.ts";
+import { ortWasmPaths } from "./ort_wasm.ts";
 import { modelName } from "../../model/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import type { OrtHostOptions } from "../../worker/protocol.ts";
@@ -39,6 +40,7 @@ registerEngine("ort-worker", (options) => {
   const name = modelName(dir);
   const ep = options.ep;
   const ort: OrtHostOptions = {
+    wasmPaths: ortWasmPaths(),
     ...(options.variant ? { variant: options.variant } : {}),
     ...(ep === "wasm" || ep === "webgpu" ? { executionProvider: ep } : {}),
   };

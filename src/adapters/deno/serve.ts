@@ -15,6 +15,7 @@ import { loadText } from "../../text/load.ts";
 import { WorkerSupervisor } from "../../server/supervisor.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
+import { ortWasmPaths } from "./ort_wasm.ts";
 import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
 import { modelName } from "../../model/source.ts";
 
@@ -47,6 +48,7 @@ const engineOptions: Pick<HostOptions, "engine" | "ort"> = engineKind === "ort"
   ? {
     engine: "ort",
     ort: {
+      wasmPaths: ortWasmPaths(),
       ...(variant ? { variant } : {}),
       ...(ep === "webgpu" || ep === "wasm" ? { executionProvider: ep } : {}),
     },
