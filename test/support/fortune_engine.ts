@@ -1,5 +1,5 @@
 /** Helpers for WebGpuEngine tests on the fortune model: an engine, requests and collected streams. */
-import { RequestContext } from "../../src/contract/engine.ts";
+import { type LLMEngine, RequestContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";
 import { validateStream } from "../../src/contract/validate.ts";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
@@ -48,7 +48,7 @@ export interface Collected {
 
 /** Run a request to its end through `validateStream`. */
 export async function collect(
-  e: WebGpuEngine,
+  e: LLMEngine,
   req: PreprocessedRequest,
   ctx: RequestContext = new RequestContext(),
 ): Promise<Collected> {

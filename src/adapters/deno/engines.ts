@@ -1,7 +1,8 @@
 /**
  * Engines the Deno CLIs can name: `webgpu` (a checkpoint directory or a GGUF file, on the GPU
- * Deno finds), `worker` (the same engine in a Deno Worker behind comlink) and `ort-worker`
- * (onnxruntime-web's engine on an ONNX export, in a Deno Worker).
+ * Deno finds), `worker` (the same engine in a Deno Worker behind comlink), `ort` (an ONNX
+ * export on onnxruntime-web; `--variant`, `--ep webgpu|wasm`) and `ort-worker` (that engine in a
+ * Deno Worker).
  */
 import { registerEngine } from "../../conformance/engines.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
@@ -10,8 +11,16 @@ import { ortWasmPaths } from "./ort_wasm.ts";
 import { modelName } from "../../model/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import type { OrtHostOptions } from "../../worker/protocol.ts";
+import { OrtEngine } from "../../engines/ort/engine.ts";
 
 const DEFAULT_MODEL = new URL("../../../models/fortune/", import.meta.url).pathname;
+
+/**
+ * The fortune model as an ONNX export (the shared fixture, else exported once into
+ * .cache/onnx/fortune by the test support module; these CLIs run from a checkout).
+ */
+const onnxFortune = async () =>
+  await (await import("../../../test/support/onnx_fortune.ts")).onnxFortune();
 
 registerEngine("webgpu", (options) => {
   const dir = options.model ?? DEFAULT_MODEL;
@@ -33,11 +42,23 @@ registerEngine("worker", (options) => {
     );
 });
 
-/** `ort-worker`: onnxruntime-web's engine in a Deno Worker (`--model` an ONNX export folder). */
-registerEngine("ort-worker", (options) => {
-  const dir = options.model;
-  if (dir === undefined) throw new Error("--engine ort-worker needs --model DIR (an ONNX export)");
-  const name = modelName(dir);
+registerEngine("ort", async (options) => {
+  const dir = options.model ?? await onnxFortune();
+  const name = options.model === undefined ? "fortune" : modelName(dir);
+  const ep = options.ep as "webgpu" | "wasm" | undefined; // anything else: start() refuses it
+  return () =>
+    new OrtEngine({
+      files: dirFiles(dir),
+      name,
+      ...(options.variant === undefined ? {} : { variant: options.variant }),
+      ...(ep === undefined ? {} : { executionProvider: ep }),
+    });
+});
+
+/** `ort-worker`: the `ort` engine in a Deno Worker (`--model` an ONNX export, default fortune's). */
+registerEngine("ort-worker", async (options) => {
+  const dir = options.model ?? await onnxFortune();
+  const name = options.model === undefined ? "fortune" : modelName(dir);
   const ep = options.ep;
   const ort: OrtHostOptions = {
     wasmPaths: ortWasmPaths(),

@@ -3,17 +3,17 @@ import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { validateRequest } from "../../contract/validate.ts";
 import { MAX_TOP_LOGPROBS } from "../../gpu/kernels/sampling.ts";
-import type { BlockManager } from "./block_manager.ts";
 
 /**
  * Throw `InvalidArgument` (or `ResourceExhausted` when the whole cache could not hold the
- * prompt) naming the field; nothing is queued for a request that fails.
+ * prompt) naming the field; nothing is queued for a request that fails. `blocks`: a paged KV
+ * cache's geometry, when the engine has one.
  */
 export function checkRequest(
   request: PreprocessedRequest,
   vocabSize: number,
   context: number,
-  blocks: BlockManager,
+  blocks?: { readonly blockSize: number; readonly numBlocks: number },
 ): void {
   validateRequest(request);
   const prompt = request.token_ids;
@@ -29,7 +29,7 @@ export function checkRequest(
       `request.token_ids: ${prompt.length} tokens leave no room in the context of ${context}`,
     );
   }
-  if (Math.ceil((prompt.length + 1) / blocks.blockSize) > blocks.numBlocks) {
+  if (blocks && Math.ceil((prompt.length + 1) / blocks.blockSize) > blocks.numBlocks) {
     throw new EngineError(
       "ResourceExhausted",
       `the prompt needs more KV blocks than the cache has (${blocks.numBlocks})`,

@@ -1,0 +1,312 @@
+/**
+ * `OrtEngine`: the `LLMEngine` contract over an onnxruntime-web `InferenceSession` running an
+ * ONNX decoder export (transformers.js layout) on the WebGPU execution provider, or on the wasm
+ * EP where there is no WebGPU.
+ *
+ * On WebGPU the logits and every request's KV (`present.*`) stay on ORT's device as GPU
+ * buffers; Kiln's WGSL sampler, built on the device ORT created (an app-created device is not
+ * reliably honoured by onnxruntime-web yet), samples the last logits row there. On wasm the
+ * logits are sampled on the CPU with the float64 reference sampler's semantics.
+ *
+ * Concurrent requests are interleaved fairly, not batched: the loop runs one step (the whole
+ * prompt at first, then one token) of each live request in turn, round-robin. Requests at
+ * different past lengths cannot share one batched run without padding every past to the longest
+ * one (and masking it), which the export's `[batch, heads, past, dim]` KV makes a copy of every
+ * request's cache per step; and an ORT session runs one `run()` at a time anyway. Requests past
+ * `maxNumSeqs` wait in arrival order.
+ */
+import type {
+  GenerateContext,
+  LLMEngine,
+  MetricsBindings,
+  MetricsContext,
+} from "../../contract/engine.ts";
+import { EngineError } from "../../contract/errors.ts";
+import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
+import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import type { ModelFiles } from "../../model/source.ts";
+import { checkRequest } from "../webgpu/admission.ts";
+import { Sequence } from "../webgpu/sequence.ts";
+import { GpuRowSampler } from "./sampling.ts";
+import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
+import { OrtRequest, step, type StepContext } from "./stepper.ts";
+
+export interface OrtEngineOptions {
+  /**
+   * An ONNX export folder: config.json and onnx/<variant>.onnx (+ onnx/<variant>.onnx_data when
+   * the weights are external). Files picked in a browser come by base name, so `<variant>.onnx`
+   * at the top is accepted too.
+   */
+  files: ModelFiles;
+  /** `EngineConfig.model`. */
+  name: string;
+  servedModelName?: string;
+  /**
+   * "model" (f32), "model_fp16", "model_q4f16", "model_quantized", ...; default: model_fp16
+   * where the device has shader-f16 and the file exists, else model, else the first present.
+   */
+  variant?: string;
+  /** Default "webgpu" where navigator.gpu exists, else "wasm". */
+  executionProvider?: ExecutionProvider;
+  /** Requests stepped at once (default 16); more wait in arrival order. */
+  maxNumSeqs?: number;
+  /** How long drain() waits for in-flight requests (default 30 s). */
+  drainTimeoutMs?: number;
+  /** onnxruntime-web's `env.wasm.wasmPaths`; default: its own resolution. */
+  wasmPaths?: string;
+}
+
+type State = "new" | "starting" | "running" | "draining" | "stopped";
+type GaugeValues = { totalBlocks: number; usagePercent: number; hitRate: number | undefined };
+
+function hasWebGpu(): boolean {
+  return typeof navigator !== "undefined" && "gpu" in navigator && navigator.gpu !== undefined;
+}
+
+async function adapterHasF16(): Promise<boolean> {
+  try {
+    return (await navigator.gpu.requestAdapter())?.features.has("shader-f16") ?? false;
+  } catch {
+    return false;
+  }
+}
+
+export class OrtEngine implements LLMEngine {
+  #state: State = "new";
+  #opened: OpenedSession | undefined;
+  #ctx: StepContext | undefined;
+  #device: GPUDevice | undefined;
+  #config: EngineConfig | undefined;
+  #gauges: ComponentGauges | undefined;
+  #gaugeListeners: ((values: GaugeValues) => void)[] = [];
+  #loop: Promise<void> | undefined;
+  #waiting: OrtRequest[] = [];
+  #active: OrtRequest[] = [];
+  #inflight = new Map<string, Sequence>();
+  /** Time start() took, in seconds. */
+  modelLoadTime = 0;
+  /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
+  readonly stats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
+  /** `session.run` calls made (one per request step). */
+  readonly steps = { runs: 0 };
+
+  constructor(readonly options: OrtEngineOptions) {}
+
+  async start(_workerId: bigint): Promise<EngineConfig> {
+    if (this.#state !== "new") {
+      throw EngineError.shutdown(`start() called on a ${this.#state} engine`);
+    }
+    this.#state = "starting";
+    const t0 = performance.now();
+    const o = this.options;
+    try {
+      const ep = o.executionProvider ?? (hasWebGpu() ? "webgpu" : "wasm");
+      if (ep !== "webgpu" && ep !== "wasm") {
+        throw EngineError.invalidArgument(`executionProvider: ${ep} is not webgpu or wasm`);
+      }
+      if (ep === "webgpu" && !hasWebGpu()) {
+        throw EngineError.invalidArgument("executionProvider webgpu: no navigator.gpu here");
+      }
+      const ort = await loadOrt(o.wasmPaths);
+      const preferF16 = ep === "webgpu" && await adapterHasF16();
+      const opened = this.#opened = await openSession(ort, {
+        files: o.files,
+        ...(o.variant === undefined ? {} : { variant: o.variant }),
+        ep,
+        preferF16,
+      });
+      const layout = opened.layout;
+      let gpu: GpuRowSampler | undefined;
+      if (ep === "webgpu") {
+        // The device ORT created for this session: Kiln's kernels run on it, beside ORT's.
+        const device = this.#device = await ort.env.webgpu.device as GPUDevice;
+        gpu = new GpuRowSampler(device, layout.vocab);
+        device.lost.then((info) =>
+          this.#failAll(new EngineError("Unknown", `GPU device lost: ${info.message}`))
+        );
+      }
+      this.#ctx = { ort, session: opened.session, layout, gpu };
+      const maxNumSeqs = o.maxNumSeqs ?? 16;
+      this.#config = {
+        model: o.name,
+        ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
+        context_length: layout.context,
+        max_num_seqs: maxNumSeqs,
+        runtime_data: {
+          engine: "ort",
+          execution_provider: ep,
+          variant: opened.variant,
+          onnx_file: opened.file,
+          kv_dtype: layout.kvType,
+          sampler: gpu === undefined ? "cpu-reference" : "wgsl",
+          scheduling: "round-robin",
+          ...(this.#device ? { adapter: describeAdapter(this.#device) } : {}),
+        },
+      };
+    } catch (e) {
+      await this.#release();
+      this.#state = "stopped";
+      throw EngineError.from(e);
+    }
+    this.modelLoadTime = (performance.now() - t0) / 1000;
+    this.#state = "running";
+    return this.#config;
+  }
+
+  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
+    return this.#stream(request, ctx);
+  }
+
+  async *#stream(
+    request: PreprocessedRequest,
+    ctx: GenerateContext,
+  ): AsyncGenerator<LLMEngineOutput> {
+    if (this.#state !== "running") {
+      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
+    }
+    const layout = this.#ctx!.layout;
+    checkRequest(request, layout.vocab, layout.context);
+    const seq = new Sequence(request, ctx, layout.context);
+    this.#inflight.set(ctx.requestId, seq);
+    this.stats.started++;
+    try {
+      if (seq.maxTokens === 0) seq.finishEmpty();
+      else {
+        this.#waiting.push(new OrtRequest(seq));
+        // End the stream at once, not when the step in flight returns; the loop releases the
+        // request's KV after that step.
+        seq.signal.addEventListener("abort", () => seq.cancel(), { once: true });
+        this.#loop ??= this.#run();
+      }
+      yield* seq.channel.drain();
+    } finally {
+      if (!seq.finished) seq.cancel();
+      this.stats[seq.outcome ?? "cancelled"]++;
+      this.#inflight.delete(ctx.requestId);
+    }
+  }
+
+  async #run(): Promise<void> {
+    const max = this.#config!.max_num_seqs ?? 16;
+    // Not synchronously: `this.#loop ??= this.#run()` must be assigned before this can end.
+    await Promise.resolve();
+    try {
+      while (this.#state === "running" || this.#state === "draining") {
+        this.#prune();
+        while (this.#active.length < max && this.#waiting.length > 0) {
+          this.#active.push(this.#waiting.shift()!);
+        }
+        this.#report();
+        const r = this.#active.shift();
+        if (r === undefined) return;
+        try {
+          this.steps.runs++;
+          const t = await step(this.#ctx!, r);
+          if (r.seq.signal.aborted) r.seq.cancel();
+          else r.seq.accept(t.token, t.logprob, t.top);
+        } catch (e) {
+          r.seq.fail(EngineError.from(e));
+        }
+        if (r.seq.finished) r.dispose();
+        else this.#active.push(r); // to the back: round-robin
+      }
+    } finally {
+      this.#loop = undefined;
+      if (this.#state === "stopped") this.#prune();
+      this.#report();
+      // A request that arrived while the loop was ending starts a new one.
+      if ((this.#state === "running" || this.#state === "draining") && this.#waiting.length > 0) {
+        this.#loop ??= this.#run();
+      }
+    }
+  }
+
+  /** Drop requests that ended (cancelled, failed) and release their KV. */
+  #prune(): void {
+    const keep = (r: OrtRequest) => {
+      if (r.seq.signal.aborted) r.seq.cancel();
+      if (!r.seq.finished && this.#state !== "stopped") return true;
+      r.seq.cancel();
+      r.dispose();
+      return false;
+    };
+    this.#active = this.#active.filter(keep);
+    this.#waiting = this.#waiting.filter(keep);
+  }
+
+  #failAll(error: EngineError): void {
+    for (const seq of this.#inflight.values()) seq.fail(error);
+  }
+
+  /** KV gauges: one "block" per request slot (ORT's KV is per request, not paged). */
+  #report(): void {
+    const max = this.#config?.max_num_seqs ?? 0;
+    if (max === 0) return;
+    const values: GaugeValues = {
+      totalBlocks: max,
+      usagePercent: this.#active.length / max,
+      hitRate: undefined,
+    };
+    this.#gauges?.setTotalBlocks(values.totalBlocks);
+    this.#gauges?.setGpuCacheUsagePercent(values.usagePercent);
+    for (const cb of this.#gaugeListeners) cb(values);
+  }
+
+  /** Call `cb` with the gauges after every step (the worker host forwards them). */
+  onGauges(cb: (values: GaugeValues) => void): void {
+    this.#gaugeListeners.push(cb);
+    this.#report();
+  }
+
+  abort(ctx: GenerateContext): Promise<void> {
+    this.#inflight.get(ctx.requestId)?.abort();
+    return Promise.resolve();
+  }
+
+  async drain(): Promise<void> {
+    if (this.#state === "running") this.#state = "draining";
+    const deadline = this.options.drainTimeoutMs ?? 30_000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = Promise.all([...this.#inflight.values()].map((s) => s.done));
+    await Promise.race([done, new Promise((r) => (timer = setTimeout(r, deadline)))]);
+    clearTimeout(timer);
+  }
+
+  async cleanup(): Promise<void> {
+    if (this.#state === "stopped" || this.#state === "new") {
+      this.#state = "stopped";
+      return;
+    }
+    this.#state = "stopped";
+    for (const seq of this.#inflight.values()) seq.cancel();
+    await this.#loop?.catch(() => {});
+    this.#prune();
+    await this.#release();
+  }
+
+  async #release(): Promise<void> {
+    this.#ctx?.gpu?.destroy();
+    const session = this.#opened?.session;
+    this.#ctx = undefined;
+    this.#opened = undefined;
+    this.#device = undefined;
+    // ORT's device is ORT's: it is not destroyed here.
+    await session?.release().catch(() => {});
+  }
+
+  setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
+    this.#gauges = ctx.metrics.componentGauges(0);
+    this.#report();
+    return Promise.resolve({ dp_ranks: [0] });
+  }
+
+  /** The device ORT runs on and Kiln's sampler shares (WebGPU EP, once started). */
+  get device(): GPUDevice | undefined {
+    return this.#device;
+  }
+}
+
+function describeAdapter(device: GPUDevice): string {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return info ? [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") : "";
+}

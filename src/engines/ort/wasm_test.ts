@@ -1,0 +1,174 @@
+/**
+ * OrtEngine on onnxruntime-web's wasm EP (CPU; sampled with the float64 reference semantics):
+ * WebGpuEngine's greedy and seeded tokens, the conformance kit, stop conditions, logprobs,
+ * usage, round-robin interleaving, cancellation, drain and cleanup.
+ */
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { dirFiles } from "../../adapters/deno/file_source.ts";
+import { RequestContext } from "../../contract/engine.ts";
+import { EngineError } from "../../contract/errors.ts";
+import { formatReport, runConformanceReport } from "../../conformance/kit.ts";
+import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
+import { onnxFortune } from "../../../test/support/onnx_fortune.ts";
+import { OrtEngine } from "./engine.ts";
+
+async function wasmEngine(variant = "model"): Promise<OrtEngine> {
+  const files = dirFiles(await onnxFortune());
+  return new OrtEngine({ files, name: "fortune", variant, executionProvider: "wasm" });
+}
+
+Deno.test("wasm EP: WebGpuEngine's greedy and seeded tokens; runtime_data names the CPU sampler", async () => {
+  const prompts = [bytes("The quick brown fox"), bytes("Love"), bytes("You will be")];
+  const reqs = [
+    ...prompts.map((p) => request(p, { stop_conditions: { max_tokens: 16 } })),
+    ...prompts.map((p, i) =>
+      request(p, {
+        stop_conditions: { max_tokens: 16 },
+        sampling_options: { temperature: 0.8, top_p: 0.9, top_k: 40, seed: 77 + i },
+      })
+    ),
+  ];
+  const kiln = await fortuneEngine();
+  await kiln.start(0n);
+  const want = [];
+  for (const r of reqs) want.push((await collect(kiln, r)).ids);
+  await kiln.cleanup();
+  const e = await wasmEngine();
+  const config = await e.start(0n);
+  try {
+    deepStrictEqual(
+      [config.runtime_data?.engine, config.runtime_data?.execution_provider],
+      ["ort", "wasm"],
+    );
+    equal(config.runtime_data?.sampler, "cpu-reference");
+    equal(config.runtime_data?.variant, "model");
+    equal(config.context_length, 1024);
+    const got = [];
+    for (const r of reqs) got.push((await collect(e, r)).ids);
+    deepStrictEqual(got, want);
+  } finally {
+    await e.cleanup();
+  }
+});
+
+Deno.test("wasm EP: OrtEngine passes the conformance kit", async () => {
+  const files = dirFiles(await onnxFortune());
+  const report = await runConformanceReport(() =>
+    new OrtEngine({ files, name: "fortune", variant: "model", executionProvider: "wasm" })
+  );
+  ok(report.passed, formatReport(report));
+});
+
+Deno.test("wasm EP: stop conditions, logprobs, usage, bad requests", async () => {
+  const e = await wasmEngine();
+  await e.start(0n);
+  try {
+    const p = bytes("The ");
+    const free = await collect(e, request(p, { stop_conditions: { max_tokens: 12 } }));
+    equal(free.last.finish_reason, "length");
+    deepStrictEqual(free.last.completion_usage, {
+      prompt_tokens: p.length,
+      completion_tokens: 12,
+      total_tokens: p.length + 12,
+    });
+    const stopAt = free.ids[4]!;
+    const cut = free.ids.indexOf(stopAt);
+    const shown = await collect(
+      e,
+      request(p, { stop_conditions: { max_tokens: 12, stop_token_ids: [stopAt] } }),
+    );
+    deepStrictEqual(shown.ids, free.ids.slice(0, cut + 1));
+    equal(shown.last.finish_reason, "stop");
+    const hidden = await collect(
+      e,
+      request(p, { stop_conditions: { max_tokens: 12, stop_token_ids_hidden: [stopAt] } }),
+    );
+    deepStrictEqual(hidden.ids, free.ids.slice(0, cut));
+    equal(hidden.last.completion_usage?.completion_tokens, cut);
+    const eos = await collect(e, request(p, { eos_token_ids: [stopAt] }));
+    equal(eos.last.finish_reason, "eos");
+    const late = await collect(
+      e,
+      request(p, { eos_token_ids: [stopAt], stop_conditions: { max_tokens: 12, min_tokens: 12 } }),
+    );
+    equal(late.last.finish_reason, "length");
+    ok(!late.ids.includes(stopAt), "EOS banned until min_tokens");
+    const zero = await collect(e, request(p, { stop_conditions: { max_tokens: 0 } }));
+    deepStrictEqual([zero.chunks.length, zero.last.finish_reason], [1, "length"]);
+    const lp = await collect(
+      e,
+      request(p, { output_options: { logprobs: 3 }, stop_conditions: { max_tokens: 3 } }),
+    );
+    for (const c of lp.chunks.filter((c) => c.token_ids.length > 0)) {
+      const top = c.top_logprobs![0]!;
+      equal(top.length, 3);
+      equal(top[0]!.token_id, c.token_ids[0], "greedy: the chosen token is the top one");
+      ok(Math.abs(top[0]!.logprob - c.log_probs![0]!) < 1e-6);
+      ok(top[0]!.logprob >= top[1]!.logprob && top[1]!.logprob >= top[2]!.logprob);
+    }
+    const invalid = (what: string) => (err: unknown) =>
+      err instanceof EngineError && err.type === "InvalidArgument" && err.message.includes(what);
+    await rejects(collect(e, request([256, 300])), invalid("vocab"));
+    await rejects(collect(e, request(new Array(1024).fill(65))), invalid("context"));
+    equal((await collect(e, request(p))).last.finish_reason, "length");
+  } finally {
+    await e.cleanup();
+  }
+  await rejects(
+    collect(e, request([256])),
+    (err: unknown) => err instanceof EngineError && err.type === "EngineShutdown",
+  );
+  deepStrictEqual(e.stats, { started: 8, finished: 8, cancelled: 0, failed: 0 });
+});
+
+Deno.test("wasm EP: two concurrent requests step in turn; cancellation; drain", async () => {
+  const e = await wasmEngine();
+  await e.start(0n);
+  try {
+    const order: string[] = [];
+    const track = async (name: string, prompt: number[]) => {
+      const ctx = new RequestContext();
+      const ids = [];
+      for await (
+        const c of e.generate(request(prompt, { stop_conditions: { max_tokens: 10 } }), ctx)
+      ) {
+        if (c.token_ids.length > 0) order.push(name);
+        ids.push(...c.token_ids);
+      }
+      return ids;
+    };
+    const alone =
+      (await collect(e, request(bytes("Love"), { stop_conditions: { max_tokens: 10 } }))).ids;
+    const [a, b] = await Promise.all([track("a", bytes("Love")), track("b", bytes("Fortune"))]);
+    deepStrictEqual(a, alone, "interleaving changes no tokens");
+    equal(b.length, 10);
+    // Round-robin: neither request runs ahead of the other by more than a step.
+    let diff = 0, lead = 0;
+    for (const n of order) lead = Math.max(lead, Math.abs(diff += n === "a" ? 1 : -1));
+    ok(lead <= 1, `order ${order.join("")}`);
+
+    // Cancellation: the stream ends with a terminal cancelled chunk; the engine goes on.
+    const ctx = new RequestContext();
+    const chunks = [];
+    for await (
+      const c of e.generate(request(bytes("You"), { stop_conditions: { max_tokens: 50 } }), ctx)
+    ) {
+      chunks.push(c);
+      if (chunks.length === 2) ctx.stop();
+    }
+    equal(chunks.at(-1)!.finish_reason, "cancelled");
+    ok(chunks.length <= 3);
+
+    // Drain waits for the requests in flight, then refuses new ones.
+    const running = collect(e, request(bytes("A"), { stop_conditions: { max_tokens: 6 } }));
+    await e.drain();
+    equal((await running).last.finish_reason, "length");
+    await rejects(
+      collect(e, request([256])),
+      (err: unknown) => err instanceof EngineError && err.type === "EngineShutdown",
+    );
+  } finally {
+    await e.cleanup();
+    await e.cleanup(); // idempotent
+  }
+});
