@@ -81,13 +81,12 @@ const worker = () =>
 let f16 = false;
 
 /**
- * Kiln's own engine, or for an ONNX export onnxruntime-web's, with its `.wasm` from `ort/`
- * beside the page (`vite.config.ts` copies it there).
+ * Kiln's own engine, or for an ONNX export onnxruntime-web's (its `.wasm` is an asset of the
+ * build: see `vite.config.ts`).
  */
 function engineFor(files: readonly File[]): Pick<HostOptions, "engine" | "ort"> {
   const variant = onnxVariant(files);
-  if (variant === undefined) return {};
-  return { engine: "ort", ort: { variant, wasmPaths: new URL("ort/", document.baseURI).href } };
+  return variant === undefined ? {} : { engine: "ort", ort: { variant } };
 }
 
 /** Replace the current model with `files`. */

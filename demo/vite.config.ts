@@ -1,8 +1,7 @@
 /**
  * The demo's Vite build: `demo/` is the root, the engine worker is bundled as an ES module
  * worker, WGSL files referenced by `new URL(..., import.meta.url)` become assets, and the embedded
- * fortune model is copied to `models/fortune/` next to the page, and onnxruntime-web's `.wasm`
- * to `ort/` (the worker's ort engine gets that folder as `wasmPaths`, for ONNX exports).
+ * fortune model is copied to `models/fortune/` next to the page.
  */
 import { defineConfig, type Plugin } from "vite";
 import { readdirSync, readFileSync } from "node:fs";
@@ -10,27 +9,6 @@ import { fileURLToPath } from "node:url";
 
 const FORTUNE = fileURLToPath(new URL("../models/fortune/", import.meta.url));
 const FILES = ["config.json", "tokenizer.json", "model.safetensors", "README.md"];
-
-const ORT_DIST = fileURLToPath(
-  new URL("../node_modules/onnxruntime-web/dist/", import.meta.url),
-);
-/** The runtime `onnxruntime-web/webgpu` (the ort engine's import) loads. */
-const ORT_WASM = ["ort-wasm-simd-threaded.asyncify.wasm"];
-
-function ortWasm(): Plugin {
-  return {
-    name: "kiln-ort-wasm",
-    generateBundle() {
-      for (const name of ORT_WASM) {
-        this.emitFile({
-          type: "asset",
-          fileName: `ort/${name}`,
-          source: readFileSync(ORT_DIST + name),
-        });
-      }
-    },
-  };
-}
 
 function embeddedModel(): Plugin {
   return {
@@ -61,5 +39,10 @@ export default defineConfig({
     chunkSizeWarningLimit: 4096,
   },
   worker: { format: "es" },
-  plugins: [embeddedModel(), ortWasm()],
+  // onnxruntime-web (the worker's ort engine, for ONNX exports) finds its .wasm through
+  // `new URL("ort-wasm-simd-threaded.asyncify.wasm", import.meta.url)`: the build emits that file
+  // as an asset and rewrites the URL, so it needs no `wasmPaths`. Pre-bundling it for the dev
+  // server would move the module away from the file; serve it as it is.
+  optimizeDeps: { exclude: ["onnxruntime-web"] },
+  plugins: [embeddedModel()],
 });
