@@ -9,7 +9,7 @@
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
  *     [--probe-mib 1024] [--peers] [--quick] [--quant q8_0,q4_k_m] [--out FILE]
- *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]]
+ *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
  *
  * `--engine ort`: also time onnxruntime-web's `OrtEngine` (`ort_runner.ts`) on an ONNX export of
  * the same weights (`--onnx DIR`; for `--model models/fortune` its export by the fixture
@@ -283,6 +283,7 @@ const report: BenchReport = {
     decode_prompt_tokens: PROMPT,
     peers: peers.map((p) => p.name),
     engine: engineOpt ?? "webgpu",
+    ...(opt("caption") ? { caption: opt("caption") } : {}),
   },
   probe,
   shapes: results,

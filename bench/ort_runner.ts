@@ -23,7 +23,8 @@ export class OrtRunner extends EngineRunner<OrtEngine> {
   constructor(readonly options: OrtRunnerOptions) {
     super();
     const o = options;
-    this.name = `ort-engine:${o.variant ?? "model"}:${o.executionProvider ?? "webgpu"}`;
+    // Short: the chart labels bars with it. The wasm EP says so; WebGPU is the default.
+    this.name = `ort:${o.variant ?? "model"}${o.executionProvider === "wasm" ? ":wasm" : ""}`;
   }
 
   /** Loads the export; `_modelDir` (Kiln's checkpoint) only names the weights it was made of. */
