@@ -9,6 +9,11 @@
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
  *     [--probe-mib 1024] [--peers] [--quick] [--quant q8_0,q4_k_m] [--out FILE]
+ *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
+ *
+ * `--engine ort`: also time onnxruntime-web's `OrtEngine` (`ort_runner.ts`) on an ONNX export of
+ * the same weights (`--onnx DIR`; for `--model models/fortune` its export by the fixture
+ * helper), same prompts, interleaved with Kiln like a peer, after its greedy tokens match.
  *
  * `--quant`: also run each shape as GGUF files quantized by Kiln's converter (cached beside the
  * checkpoint), and hand llama.cpp the very same file.
@@ -84,6 +89,32 @@ if (flag("peers")) {
     throw new Error(`--peers: ${url} could not be loaded: ${(e as Error).message}`);
   }
   log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
+}
+const engineOpt = opt("engine");
+if (engineOpt !== undefined && engineOpt !== "ort") {
+  throw new Error(`--engine: ort, got ${engineOpt}`);
+}
+if (engineOpt === "ort") peers.push(await ortRunner());
+
+/** OrtEngine on `--onnx DIR`, or on fortune's own export when the model is fortune. */
+async function ortRunner(): Promise<Peer> {
+  let onnxDir = opt("onnx");
+  if (onnxDir === undefined) {
+    if (modelDir === undefined || modelName(modelDir) !== "fortune") {
+      throw new Error("--engine ort: --onnx DIR (an ONNX export of --model) is needed");
+    }
+    const { onnxFortune } = await import("../test/support/onnx_fortune.ts");
+    onnxDir = await onnxFortune();
+  }
+  const { OrtRunner } = await import("./ort_runner.ts");
+  const ep = opt("ep");
+  const variant = opt("variant");
+  return new OrtRunner({
+    onnxDir,
+    maxNumSeqs: Math.max(...batches),
+    ...(variant ? { variant } : {}),
+    ...(ep === "wasm" || ep === "webgpu" ? { executionProvider: ep } : {}),
+  });
 }
 
 /** The shape's checkpoint folder, or with `mix` a GGUF of it quantized so (made once). */
@@ -251,6 +282,8 @@ const report: BenchReport = {
     encode_iters: encodeIters,
     decode_prompt_tokens: PROMPT,
     peers: peers.map((p) => p.name),
+    engine: engineOpt ?? "webgpu",
+    ...(opt("caption") ? { caption: opt("caption") } : {}),
   },
   probe,
   shapes: results,

@@ -83,7 +83,13 @@ function panels(r: BenchReport): Panel[] {
 
 /** The SVG document for a report. */
 export function renderBenchChart(r: BenchReport): string {
-  const W = 820, left = 210, right = 230, barH = 16, gap = 4, top = 52;
+  const caption = typeof r.options.caption === "string" ? r.options.caption : undefined;
+  const W = 820, left = 210, right = 230, barH = 16, gap = 4, top = caption ? 70 : 52;
+  // Generated checkpoints carry a manifest hash; a model folder given with --model does not.
+  const random = r.shapes.every((s) => s.checkpoint_sha256 !== undefined || s.error);
+  const title = random
+    ? "Kiln benchmark: random-weight checkpoints of real model shapes"
+    : `Kiln benchmark: ${r.shapes.map((s) => s.shape).join(", ")}`;
   const parts: string[] = [];
   let y = top;
   for (const p of panels(r)) {
@@ -123,12 +129,15 @@ export function renderBenchChart(r: BenchReport): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="10" y="20" font-size="14" font-weight="bold">Kiln benchmark: random-weight checkpoints of real model shapes</text>`,
+    `<text x="10" y="20" font-size="14" font-weight="bold">${esc(title)}</text>`,
     `<text x="10" y="38" fill="#555">${esc(`${r.adapter}, ${r.date.slice(0, 10)}`)}</text>`,
+    ...(caption ? [`<text x="10" y="56" fill="#555">${esc(caption)}</text>`] : []),
     ...parts,
     `<text x="10" y="${H - 10}" fill="#555">${
       esc(
-        `F16 weights; decode: greedy, ignore_eos, first token to last; read probe: ${
+        `${
+          random ? "F16 weights; " : ""
+        }decode: greedy, ignore_eos, first token to last; read probe: ${
           r.probe.bytes / 2 ** 20
         } MiB, ${r.probe.gb_per_s.toFixed(2)} GB/s`,
       )

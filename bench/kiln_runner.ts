@@ -2,8 +2,9 @@
  * Kiln's `WebGpuEngine` behind the same calls a peer answers (`peers/peer.ts`), so the
  * benchmark times Kiln and its peers the same way: greedy tokens, decode throughput over
  * `batch` concurrent streams (first generated token to last), and time to first token.
+ * `EngineRunner` does that for any `LLMEngine` (`ort_runner.ts`: onnxruntime-web's engine).
  */
-import { RequestContext } from "../src/contract/engine.ts";
+import { type LLMEngine, RequestContext } from "../src/contract/engine.ts";
 import type { EngineConfig, PreprocessedRequest } from "../src/contract/types.ts";
 import type { Gpu } from "../src/gpu/device.ts";
 import { WebGpuEngine } from "../src/engines/webgpu/engine.ts";
@@ -28,35 +29,18 @@ export interface StreamTiming {
   ids: number[];
 }
 
-export class KilnRunner implements Peer {
-  readonly name = "kiln";
-  engine: WebGpuEngine | undefined;
+/** Times any started `LLMEngine` through the `Peer` calls; subclasses load it in `setup`. */
+export abstract class EngineRunner<E extends LLMEngine> implements Peer {
+  abstract readonly name: string;
+  engine: E | undefined;
   config: EngineConfig | undefined;
 
-  constructor(readonly options: KilnRunnerOptions) {}
-
-  async setup(modelDir: string): Promise<string | undefined> {
-    const o = this.options;
-    const blockSize = 16;
-    this.engine = new WebGpuEngine({
-      files: dirFiles(modelDir),
-      name: modelDir,
-      gpu: o.gpu,
-      blockSize,
-      kvBlocks: Math.ceil(o.kvPositions / blockSize),
-      maxNumSeqs: o.maxNumSeqs,
-      ...(o.maxNumBatchedTokens === undefined
-        ? {}
-        : { maxNumBatchedTokens: o.maxNumBatchedTokens }),
-    });
-    this.config = await this.engine.start(0n);
-    return undefined;
-  }
+  abstract setup(modelDir: string): Promise<string | undefined>;
 
   /** `prompts.length` concurrent greedy streams of `n` tokens each. */
   async run(prompts: number[][], n: number): Promise<StreamTiming> {
     const engine = this.engine, config = this.config;
-    if (!engine || !config) throw new Error("KilnRunner: setup() first");
+    if (!engine || !config) throw new Error(`${this.name}: setup() first`);
     const request = (ids: number[]): PreprocessedRequest => ({
       model: config.model,
       token_ids: ids,
@@ -100,14 +84,40 @@ export class KilnRunner implements Peer {
     return { seconds: (await this.run([promptIds], 1)).ttft };
   }
 
-  /** Steps the engine kept in flight at most so far. */
-  get maxInFlight(): number {
-    return this.engine?.steps.maxInFlight ?? 0;
-  }
-
   async close(): Promise<void> {
     await this.engine?.cleanup();
     this.engine = undefined;
+  }
+}
+
+export class KilnRunner extends EngineRunner<WebGpuEngine> {
+  readonly name = "kiln";
+
+  constructor(readonly options: KilnRunnerOptions) {
+    super();
+  }
+
+  async setup(modelDir: string): Promise<string | undefined> {
+    const o = this.options;
+    const blockSize = 16;
+    this.engine = new WebGpuEngine({
+      files: dirFiles(modelDir),
+      name: modelDir,
+      gpu: o.gpu,
+      blockSize,
+      kvBlocks: Math.ceil(o.kvPositions / blockSize),
+      maxNumSeqs: o.maxNumSeqs,
+      ...(o.maxNumBatchedTokens === undefined
+        ? {}
+        : { maxNumBatchedTokens: o.maxNumBatchedTokens }),
+    });
+    this.config = await this.engine.start(0n);
+    return undefined;
+  }
+
+  /** Steps the engine kept in flight at most so far. */
+  get maxInFlight(): number {
+    return this.engine?.steps.maxInFlight ?? 0;
   }
 }
 

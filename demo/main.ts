@@ -15,7 +15,8 @@ import { IncrementalDetokenizer } from "../src/text/detokenizer.ts";
 import { encodeChat, loadText, type ModelText } from "../src/text/load.ts";
 import { WorkerEngine } from "../src/worker/client.ts";
 import { MetricsPanel } from "./metrics_panel.ts";
-import { checkFiles, clearModelCache, filesFromUrl } from "./model_source.ts";
+import { checkFiles, clearModelCache, filesFromUrl, onnxVariant } from "./model_source.ts";
+import type { HostOptions } from "../src/worker/protocol.ts";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const ui = {
@@ -76,6 +77,18 @@ const worker = () =>
     name: "kiln-engine",
   });
 
+/** The adapter has `shader-f16` (an ONNX export's f16 graph can run); set by `main`. */
+let f16 = false;
+
+/**
+ * Kiln's own engine, or for an ONNX export onnxruntime-web's (its `.wasm` is an asset of the
+ * build: see `vite.config.ts`).
+ */
+function engineFor(files: readonly File[]): Pick<HostOptions, "engine" | "ort"> {
+  const variant = onnxVariant(files);
+  return variant === undefined ? {} : { engine: "ort", ort: { variant } };
+}
+
 /** Replace the current model with `files`. */
 async function load(files: File[], name: string): Promise<void> {
   ui.reload.hidden = true;
@@ -86,7 +99,7 @@ async function load(files: File[], name: string): Promise<void> {
   const text = await loadText(fileListFiles(files));
   const engine = new WorkerEngine(
     worker,
-    { model: { kind: "files", files, name } },
+    { model: { kind: "files", files, name }, ...engineFor(files) },
     (n, total) => progress(n, total, "weights to the GPU"),
   );
   const t0 = performance.now();
@@ -151,6 +164,7 @@ function loadUrl(base: string): Promise<void> {
     const files = await filesFromUrl(
       base,
       (n, total, file) => progress(n, total, `downloading ${file}`),
+      f16,
     );
     const name = modelName(base);
     await load(files, name);
@@ -161,10 +175,8 @@ function loadFiles(list: FileList | null): Promise<void> {
   const files = [...(list ?? [])];
   return guarded("loading the files", async () => {
     checkFiles(files);
-    await load(
-      files,
-      files.find((f) => f.name.endsWith(".safetensors"))!.name.replace(/\..*$/, ""),
-    );
+    const weights = files.find((f) => /\.(safetensors|onnx|gguf)$/.test(f.name));
+    await load(files, weights?.name.replace(/\..*$/, "") ?? "model");
   });
 }
 
@@ -269,11 +281,15 @@ function wire(): void {
 }
 
 async function main(): Promise<void> {
-  const reason = !("gpu" in navigator) || navigator.gpu === undefined
+  const adapter = !("gpu" in navigator) || navigator.gpu === undefined
+    ? undefined
+    : await navigator.gpu.requestAdapter().catch(() => null);
+  const reason = adapter === undefined
     ? "navigator.gpu is missing."
-    : (await navigator.gpu.requestAdapter().catch(() => null)) === null
+    : adapter === null
     ? "navigator.gpu exists but offers no adapter (WebGPU is disabled or the GPU is blocklisted)."
     : undefined;
+  f16 = adapter?.features.has("shader-f16") ?? false;
   if (reason !== undefined) {
     $("no-webgpu").hidden = false;
     $("no-webgpu-reason").textContent = reason;

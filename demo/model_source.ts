@@ -2,7 +2,8 @@
  * Where the demo's checkpoints come from: a base URL (an HF repo's `resolve/main/` layout, or the
  * embedded fortune model next to the page), downloaded whole with byte progress and kept in the
  * browser's Cache Storage so a reload does not fetch again; or files the user picked or dropped.
- * Either way the worker receives `File`s.
+ * Either way the worker receives `File`s. A folder with `onnx/model*.onnx` (an ONNX export, the
+ * layout transformers.js reads) runs on onnxruntime-web instead of Kiln's kernels.
  */
 
 import { splitNames } from "../src/model/gguf/load.ts";
@@ -83,15 +84,47 @@ async function weightNames(
 }
 
 /**
- * Download (or take from the cache) every file of the checkpoint at `base`: a folder's config,
- * tokenizer and safetensors, or a `.gguf` file's URL (and, for a split model, its other splits).
+ * The ONNX graph of an export at `base`, if there is one: `onnx/model_fp16.onnx` first when the
+ * adapter has `shader-f16`, else `onnx/model.onnx` (f32) first; whichever exists.
  */
-export async function filesFromUrl(base: string, onProgress: Progress): Promise<File[]> {
+async function onnxGraph(
+  base: string,
+  cache: Cache | undefined,
+  f16: boolean,
+): Promise<string | undefined> {
+  const variants = f16 ? ["model_fp16", "model"] : ["model", "model_fp16"];
+  for (const v of variants) {
+    const href = new URL(`onnx/${v}.onnx`, base).href;
+    if (await cache?.match(href)) return `onnx/${v}.onnx`;
+    const head = await fetch(href, { method: "HEAD" }).catch(() => undefined);
+    if (head?.ok) return `onnx/${v}.onnx`;
+  }
+  return undefined;
+}
+
+/** The ONNX graph among `files` (its base name is the variant the ort engine runs). */
+export function onnxVariant(files: readonly File[]): string | undefined {
+  return files.find((f) => f.name.endsWith(".onnx"))?.name.replace(/\.onnx$/, "");
+}
+
+/**
+ * Download (or take from the cache) every file of the checkpoint at `base`: a folder's config,
+ * tokenizer and safetensors (or ONNX graph), or a `.gguf` file's URL (and, for a split model,
+ * its other splits). `f16`: the adapter has `shader-f16` (an ONNX export's f16 graph runs).
+ */
+export async function filesFromUrl(
+  base: string,
+  onProgress: Progress,
+  f16 = false,
+): Promise<File[]> {
   const cache = await openCache();
   const gguf = isGgufUrl(base);
   if (!gguf && !base.endsWith("/")) base += "/";
+  const onnx = gguf ? undefined : await onnxGraph(base, cache, f16);
   const { names: weights, index } = gguf
     ? { names: splitNames(base) }
+    : onnx
+    ? { names: [onnx] }
     : await weightNames(base, cache);
   const wanted = [
     ...(gguf ? [] : REQUIRED.map((n) => [n, false] as const)),
@@ -128,7 +161,7 @@ const isGgufUrl = (url: string): boolean => {
 
 /**
  * Files the user picked or dropped must be a GGUF model (one `.gguf`, or every split of one), or
- * include a config, a tokenizer and safetensors weights.
+ * include a config, a tokenizer and safetensors weights or one ONNX graph.
  */
 export function checkFiles(files: readonly File[], where = "the chosen files"): void {
   const names = new Set(files.map((f) => f.name));
@@ -146,7 +179,13 @@ export function checkFiles(files: readonly File[], where = "the chosen files"): 
     return;
   }
   const missing = REQUIRED.filter((n) => !names.has(n));
-  if (![...names].some((n) => n.endsWith(".safetensors"))) missing.push("*.safetensors");
+  const onnx = [...names].filter((n) => n.endsWith(".onnx"));
+  if (onnx.length > 1) {
+    throw new ModelSourceError(`${where}: pick one ONNX graph, not ${onnx.length}`);
+  }
+  if (onnx.length === 0 && ![...names].some((n) => n.endsWith(".safetensors"))) {
+    missing.push("*.safetensors");
+  }
   if (missing.length > 0) {
     throw new ModelSourceError(`${where}: not a model (missing ${missing.join(", ")})`);
   }

@@ -39,5 +39,10 @@ export default defineConfig({
     chunkSizeWarningLimit: 4096,
   },
   worker: { format: "es" },
+  // onnxruntime-web (the worker's ort engine, for ONNX exports) finds its .wasm through
+  // `new URL("ort-wasm-simd-threaded.asyncify.wasm", import.meta.url)`: the build emits that file
+  // as an asset and rewrites the URL, so it needs no `wasmPaths`. Pre-bundling it for the dev
+  // server would move the module away from the file; serve it as it is.
+  optimizeDeps: { exclude: ["onnxruntime-web"] },
   plugins: [embeddedModel()],
 });

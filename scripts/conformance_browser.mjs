@@ -1,7 +1,8 @@
 // `npm run conformance:browser`: the conformance kit in Chromium (SwiftShader WebGPU) against the
-// mock engine and against WorkerEngine on the fortune model, one line per check, exit 0 when all
-// pass.
+// mock engine, against WorkerEngine on the fortune model, and against the ort engine (onnxruntime-
+// web) in a Web Worker on fortune's ONNX export; one line per check, exit 0 when all pass.
 import { launchBrowser, runPage, startServer } from "../test/support/browser.mjs";
+import { onnxFortunePath } from "../test/support/onnx_web.mjs";
 
 const { server, origin } = await startServer();
 const browser = await launchBrowser();
@@ -10,7 +11,7 @@ try {
   const { results } = await runPage(
     browser,
     origin,
-    "test/browser/pages/conformance.html",
+    `test/browser/pages/conformance.html?onnx=${encodeURIComponent(onnxFortunePath())}`,
     900_000,
   );
   for (const r of results) {

@@ -1,13 +1,13 @@
 /**
- * The engine host: the object a worker exposes with comlink. It owns a `WebGpuEngine` and
- * streams each request's chunks over its own `MessagePort`, batching what is ready.
+ * The engine host: the object a worker exposes with comlink. It owns the engine the options
+ * name (`WebGpuEngine`, or onnxruntime-web's `OrtEngine`: see `host_engines.ts`) and streams
+ * each request's chunks over its own `MessagePort`, batching what is ready.
  */
 import * as Comlink from "comlink";
-import { RequestContext } from "../contract/engine.ts";
+import { type LLMEngine, RequestContext } from "../contract/engine.ts";
 import { EngineError, serializeError } from "../contract/errors.ts";
 import type { KvEventPublisher } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
-import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import type { ModelFiles } from "../model/source.ts";
 import {
@@ -17,6 +17,7 @@ import {
   type ModelSpec,
   type StreamMessage,
 } from "./protocol.ts";
+import { HOST_ENGINES, type HostedEngine } from "./host_engines.ts";
 
 /** Maps the model a `start()` call names to the files the engine reads. */
 export type FilesFor = (spec: ModelSpec) => ModelFiles;
@@ -37,7 +38,8 @@ const failLoudly = (e: EngineError): void => {
  * The worker side of {@linkcode WorkerEngine}: owns a `WebGpuEngine` and serves it over comlink.
  */
 export class EngineHost {
-  #engine: WebGpuEngine | undefined;
+  #hosted: HostedEngine | undefined;
+  #starting = false;
   #contexts = new Map<string, RequestContext>();
 
   /**
@@ -53,8 +55,8 @@ export class EngineHost {
   ) {}
 
   /** The engine, once started (for tests in the same thread; not for comlink callers). */
-  get engine(): WebGpuEngine | undefined {
-    return this.#engine;
+  get engine(): LLMEngine | undefined {
+    return this.#hosted?.engine;
   }
 
   /** Liveness: answered as long as the worker's event loop runs. */
@@ -68,20 +70,15 @@ export class EngineHost {
     workerId: bigint,
     onProgress?: LoadProgress,
   ): Promise<EngineConfig> {
-    if (this.#engine) throw EngineError.shutdown("start() called twice");
-    const o = options;
-    this.#engine = new WebGpuEngine({
-      files: this.filesFor(o.model),
-      name: o.model.name,
-      ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
-      ...(o.blockSize ? { blockSize: o.blockSize } : {}),
-      ...(o.kvBlocks ? { kvBlocks: o.kvBlocks } : {}),
-      ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
-      ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
-      ...(onProgress ? { onLoadProgress: onProgress } : {}),
-    });
-    const config = await this.#engine.start(workerId);
-    this.#engine.gpu?.lost.then(this.onDeviceLost);
+    if (this.#starting) throw EngineError.shutdown("start() called twice");
+    this.#starting = true;
+    const kind = options.engine ?? "webgpu";
+    const make = Object.hasOwn(HOST_ENGINES, kind) ? HOST_ENGINES[kind] : undefined;
+    if (!make) throw EngineError.invalidArgument(`unknown engine ${JSON.stringify(kind)}`);
+    const hosted = await make(options, this.filesFor(options.model), onProgress);
+    this.#hosted = hosted;
+    const config = await hosted.engine.start(workerId);
+    hosted.deviceLost()?.then(this.onDeviceLost);
     return config;
   }
 
@@ -89,7 +86,7 @@ export class EngineHost {
   generate(request: PreprocessedRequest, requestId: string, port: MessagePort): void {
     const ctx = new RequestContext({ requestId });
     this.#contexts.set(requestId, ctx);
-    const engine = this.#engine;
+    const engine = this.#hosted?.engine;
     const send = (m: StreamMessage) => port.postMessage(m);
     (async () => {
       try {
@@ -127,13 +124,13 @@ export class EngineHost {
 
   /** Stop admitting requests and wait for the running ones (no-op before `start()`). */
   async drain(): Promise<void> {
-    await this.#engine?.drain();
+    await this.#hosted?.engine.drain?.();
   }
 
   /** Cancel every running request and release the engine (no-op before `start()`). */
   async cleanup(): Promise<void> {
     for (const ctx of this.#contexts.values()) ctx.stop();
-    await this.#engine?.cleanup();
+    await this.#hosted?.engine.cleanup();
   }
 
   /**
@@ -143,16 +140,14 @@ export class EngineHost {
   async kvEventSources(
     publish: (event: Parameters<KvEventPublisher["publish"]>[0]) => void,
   ): Promise<number[]> {
-    const sources = await this.#engine?.kvEventSources() ?? [];
+    const sources = await this.#hosted?.engine.kvEventSources?.() ?? [];
     for (const s of sources) if (s.kind === "push") s.onReady({ publish: (e) => void publish(e) });
     return sources.map((s) => s.dp_rank);
   }
 
   /** Push the engine's KV gauges to the main thread after every step. */
   setupMetrics(onGauges: (values: GaugeValues) => void): number[] {
-    if (!this.#engine) return [];
-    this.#engine.onGauges((v) => void onGauges(v));
-    return [0];
+    return this.#hosted?.onGauges((v) => void onGauges(v)) ? [0] : [];
   }
 }
 

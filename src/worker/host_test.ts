@@ -1,7 +1,8 @@
-import { ok } from "node:assert/strict";
+import { ok, rejects } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { EngineHost } from "./host.ts";
+import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import { MODELS } from "../../test/support/models.ts";
 
 const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
@@ -11,7 +12,9 @@ Deno.test("a worker's host reports its GPU device lost (in a worker: an uncaught
   const host = new EngineHost(specFiles, (e) => (lost = e));
   await host.start({ model: { kind: "dir", path: fortune, name: "fortune" }, kvBlocks: 16 }, 0n);
   try {
-    host.engine!.gpu!.device.destroy();
+    const engine = host.engine;
+    ok(engine instanceof WebGpuEngine, "the default engine is Kiln's own");
+    engine.gpu!.device.destroy();
     for (let i = 0; i < 100 && lost === undefined; i++) {
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -20,4 +23,17 @@ Deno.test("a worker's host reports its GPU device lost (in a worker: an uncaught
   } finally {
     await host.cleanup();
   }
+});
+
+Deno.test("a host refuses an engine it does not know, with a typed error", async () => {
+  const host = new EngineHost(specFiles);
+  const options = {
+    model: { kind: "dir" as const, path: fortune, name: "fortune" },
+    engine: "tensorrt" as "webgpu",
+  };
+  await rejects(
+    host.start(options, 0n),
+    (e) => e instanceof EngineError && e.type === "InvalidArgument",
+  );
+  await host.cleanup();
 });

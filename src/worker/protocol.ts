@@ -16,10 +16,26 @@ export type ModelSpec =
   /** Checkpoint files picked, dropped or fetched in a page (`File`s are structured-cloneable). */
   | { kind: "files"; files: File[]; name: string };
 
+/** Which engine a worker's host builds (default `webgpu`: Kiln's own kernels). */
+export type HostEngineKind = "webgpu" | "ort";
+
+/** Options of the onnxruntime-web engine (`engine: "ort"`); the model is an ONNX export. */
+export interface OrtHostOptions {
+  /** `model`, `model_fp16`, `model_q4f16`, ...: which `onnx/<variant>.onnx` to run. */
+  variant?: string;
+  executionProvider?: "webgpu" | "wasm";
+  /** Where onnxruntime-web finds its `.wasm` files (`env.wasm.wasmPaths`). */
+  wasmPaths?: string;
+}
+
 /** What `WorkerEngine` asks its worker to start: the model and the engine's settings. */
 export interface HostOptions {
   /** The model to load. */
   model: ModelSpec;
+  /** Which engine the worker builds (default `webgpu`). */
+  engine?: HostEngineKind;
+  /** Settings of the `ort` engine. */
+  ort?: OrtHostOptions;
   /** Tokens per KV cache block (engine default 16). */
   blockSize?: number;
   /** KV cache blocks (engine default: four full contexts). */

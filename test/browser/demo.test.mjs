@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { build, preview } from "vite";
 import { launchBrowser } from "../support/browser.mjs";
+import { onnxFortunePath } from "../support/onnx_web.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const ARTIFACTS = `${ROOT}test/artifacts/`;
@@ -147,6 +148,24 @@ test("a model loaded from local files generates the same seeded text as the embe
   await generate({ prompt: "Luck", maxTokens: 32, seed: 11 });
   const fromFiles = (await finished()).output;
   assert.equal(fromFiles, fromUrl);
+});
+
+test("fortune's ONNX export picked as files runs on onnxruntime-web in the worker and generates", async () => {
+  const onnx = `${ROOT}${onnxFortunePath().slice(1)}`;
+  await page.setInputFiles("#model-files", [
+    `${onnx}config.json`,
+    `${onnx}tokenizer.json`,
+    `${onnx}onnx/model.onnx`,
+  ]);
+  await page.waitForSelector("body[data-state=loading]");
+  await ready();
+  assert.match(await text("#model-name"), /^model \(1024 tokens/);
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "You will", maxTokens: 16, seed: 7 });
+  const { output, finish, line } = await finished();
+  ok(output.startsWith("You will") && output.length > "You will".length, output);
+  ok(finish === "length" || finish === "eos", line);
+  assert.deepEqual(pageErrors, []);
 });
 
 test("chat mode is offered for a model with a chat template and renders through it", async () => {

@@ -1,6 +1,7 @@
 /**
- * Start `serve.ts` on a free port with a copy of the fortune model whose chat template refuses
- * system messages (so a template error can be tested), and stop it with SIGTERM.
+ * Start `serve.ts` on a free port with a copy of the fortune model (or of its ONNX export) whose
+ * chat template refuses system messages (so a template error can be tested), and stop it with
+ * SIGTERM.
  */
 const ROOT = new URL("../../", import.meta.url);
 
@@ -13,10 +14,26 @@ const TEMPLATE = "{% for m in messages %}{% if m.role == 'system' %}" +
   "{{ raise_exception('system messages are not supported') }}{% endif %}" +
   "{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}";
 
-export async function startServer(extra: string[] = []): Promise<RunningServer> {
+/** The model folder to copy, and the files (relative paths) to copy from it. */
+export interface ServedModel {
+  dir: string;
+  files: string[];
+}
+
+const FORTUNE: ServedModel = {
+  dir: new URL("models/fortune/", ROOT).pathname,
+  files: ["config.json", "model.safetensors", "tokenizer.json"],
+};
+
+export async function startServer(
+  extra: string[] = [],
+  source: ServedModel = FORTUNE,
+): Promise<RunningServer> {
   const dir = await Deno.makeTempDir({ prefix: "kiln-serve-" });
-  for (const f of ["config.json", "model.safetensors", "tokenizer.json"]) {
-    await Deno.copyFile(new URL(`models/fortune/${f}`, ROOT), `${dir}/${f}`);
+  for (const f of source.files) {
+    const to = `${dir}/${f}`;
+    await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
+    await Deno.copyFile(`${source.dir.replace(/\/?$/, "/")}${f}`, to);
   }
   await Deno.writeTextFile(
     `${dir}/tokenizer_config.json`,

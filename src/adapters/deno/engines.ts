@@ -1,16 +1,26 @@
 /**
  * Engines the Deno CLIs can name: `webgpu` (a checkpoint directory or a GGUF file, on the GPU
- * Deno finds), `worker` (the same engine in a Deno Worker behind comlink) and `ort` (an ONNX
- * export on onnxruntime-web; `--variant`, `--ep webgpu|wasm`).
+ * Deno finds), `worker` (the same engine in a Deno Worker behind comlink), `ort` (an ONNX
+ * export on onnxruntime-web; `--variant`, `--ep webgpu|wasm`) and `ort-worker` (that engine in a
+ * Deno Worker).
  */
 import { registerEngine } from "../../conformance/engines.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { dirFiles } from "./file_source.ts";
+import { ortWasmPaths } from "./ort_wasm.ts";
 import { modelName } from "../../model/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
+import type { OrtHostOptions } from "../../worker/protocol.ts";
 import { OrtEngine } from "../../engines/ort/engine.ts";
 
 const DEFAULT_MODEL = new URL("../../../models/fortune/", import.meta.url).pathname;
+
+/**
+ * The fortune model as an ONNX export (the shared fixture, else exported once into
+ * .cache/onnx/fortune by the test support module; these CLIs run from a checkout).
+ */
+const onnxFortune = async () =>
+  await (await import("../../../test/support/onnx_fortune.ts")).onnxFortune();
 
 registerEngine("webgpu", (options) => {
   const dir = options.model ?? DEFAULT_MODEL;
@@ -33,10 +43,7 @@ registerEngine("worker", (options) => {
 });
 
 registerEngine("ort", async (options) => {
-  // Default: the fortune model as an ONNX export (the shared fixture, else exported once into
-  // .cache/onnx/fortune by the test support module; this CLI runs from a checkout).
-  const dir = options.model ??
-    await (await import("../../../test/support/onnx_fortune.ts")).onnxFortune();
+  const dir = options.model ?? await onnxFortune();
   const name = options.model === undefined ? "fortune" : modelName(dir);
   const ep = options.ep as "webgpu" | "wasm" | undefined; // anything else: start() refuses it
   return () =>
@@ -46,4 +53,21 @@ registerEngine("ort", async (options) => {
       ...(options.variant === undefined ? {} : { variant: options.variant }),
       ...(ep === undefined ? {} : { executionProvider: ep }),
     });
+});
+
+/** `ort-worker`: the `ort` engine in a Deno Worker (`--model` an ONNX export, default fortune's). */
+registerEngine("ort-worker", async (options) => {
+  const dir = options.model ?? await onnxFortune();
+  const name = options.model === undefined ? "fortune" : modelName(dir);
+  const ep = options.ep;
+  const ort: OrtHostOptions = {
+    wasmPaths: ortWasmPaths(),
+    ...(options.variant ? { variant: options.variant } : {}),
+    ...(ep === "wasm" || ep === "webgpu" ? { executionProvider: ep } : {}),
+  };
+  return () =>
+    new WorkerEngine(
+      () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
+      { model: { kind: "dir", path: dir, name }, engine: "ort", ort },
+    );
 });

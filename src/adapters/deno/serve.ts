@@ -1,6 +1,8 @@
 /**
- * `deno task serve --model DIR|FILE.gguf|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]`:
- * a `WorkerEngine` (the WebGPU engine in a Deno Worker) behind the OpenAI-compatible server,
+ * `deno task serve --model DIR|FILE.gguf|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]
+ *   [--engine webgpu|ort] [--variant model_fp16] [--ep webgpu|wasm]`:
+ * a `WorkerEngine` (the WebGPU engine, or with `--engine ort` onnxruntime-web on an ONNX export
+ * folder, in a Deno Worker) behind the OpenAI-compatible server,
  * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain (`/health` 503, requests in
  * flight finish or are cut at `--drain-timeout` seconds), then clean up; a second signal cuts at
  * once.
@@ -13,7 +15,8 @@ import { loadText } from "../../text/load.ts";
 import { WorkerSupervisor } from "../../server/supervisor.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
-import type { ModelSpec } from "../../worker/protocol.ts";
+import { ortWasmPaths } from "./ort_wasm.ts";
+import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
 import { modelName } from "../../model/source.ts";
 
 const args = new Map<string, string>();
@@ -34,6 +37,23 @@ const model: ModelSpec = isUrl
   ? { kind: "url", base: dir.endsWith("/") || dir.endsWith(".gguf") ? dir : `${dir}/`, name }
   : { kind: "dir", path: dir, name };
 const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
+const engineKind = args.get("engine") ?? "webgpu";
+const ep = args.get("ep");
+if ((engineKind !== "webgpu" && engineKind !== "ort") || (ep && ep !== "webgpu" && ep !== "wasm")) {
+  console.error(`serve: --engine is webgpu or ort, --ep webgpu or wasm`);
+  Deno.exit(2);
+}
+const variant = args.get("variant");
+const engineOptions: Pick<HostOptions, "engine" | "ort"> = engineKind === "ort"
+  ? {
+    engine: "ort",
+    ort: {
+      wasmPaths: ortWasmPaths(),
+      ...(variant ? { variant } : {}),
+      ...(ep === "webgpu" || ep === "wasm" ? { executionProvider: ep } : {}),
+    },
+  }
+  : {};
 
 /** Weight bytes on the GPU so far, as the worker reports them. */
 let progress = { loaded: 0, total: 0 };
@@ -42,6 +62,7 @@ const newEngine = () =>
     () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
     {
       model,
+      ...engineOptions,
       kvBlocks: Number(args.get("kv-blocks") ?? 256),
       maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
     },

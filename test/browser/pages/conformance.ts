@@ -1,6 +1,8 @@
 /**
- * The conformance kit in the browser: against the mock engine, and against the WebGPU engine
- * on the fortune model inside a Web Worker (`WorkerEngine`, SwiftShader WebGPU).
+ * The conformance kit in the browser: against the mock engine, against the WebGPU engine on the
+ * fortune model inside a Web Worker (`WorkerEngine`, SwiftShader WebGPU), and, when the page's
+ * `?onnx=PATH` names fortune's ONNX export, against onnxruntime-web's engine in a Web Worker
+ * (its f32 graph: SwiftShader has no `shader-f16`).
  */
 import {
   type ConformanceReport,
@@ -38,4 +40,19 @@ const mock = await runConformanceReport(() => new MockEngine());
 const inWorker = await runConformanceReport(() =>
   new WorkerEngine(worker, { model: fortune, kvBlocks: 64 })
 );
-await runChecks([...checks("mock", mock), ...checks("worker:fortune", inWorker)]);
+const onnx = new URLSearchParams(location.search).get("onnx");
+const ort = onnx === null ? undefined : await runConformanceReport(() =>
+  new WorkerEngine(worker, {
+    model: { kind: "url", base: new URL(onnx, location.href).href, name: "fortune" },
+    engine: "ort",
+    ort: {
+      variant: "model",
+      wasmPaths: new URL("/node_modules/onnxruntime-web/dist/", location.href).href,
+    },
+  })
+);
+await runChecks([
+  ...checks("mock", mock),
+  ...checks("worker:fortune", inWorker),
+  ...(ort ? checks("ort-worker:fortune", ort) : []),
+]);

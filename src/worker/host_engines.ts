@@ -1,0 +1,74 @@
+/**
+ * The engines a worker's host can build, by `HostOptions.engine`: Kiln's `WebGpuEngine`
+ * (`webgpu`, the default) and onnxruntime-web (`ort`). Each maker returns the engine with the
+ * two hooks the host needs besides `LLMEngine`: the GPU device's loss, and the KV gauges it
+ * pushes to the main thread. onnxruntime-web is imported only when `ort` is chosen, so a
+ * WebGPU worker never loads it.
+ */
+import type { LLMEngine } from "../contract/engine.ts";
+import type { EngineError } from "../contract/errors.ts";
+import { WebGpuEngine } from "../engines/webgpu/engine.ts";
+import type { LoadProgress } from "../model/gpu_model.ts";
+import type { ModelFiles } from "../model/source.ts";
+import type { GaugeValues, HostEngineKind, HostOptions } from "./protocol.ts";
+
+/** An engine a host runs, and what it offers besides `LLMEngine`. */
+export interface HostedEngine {
+  engine: LLMEngine;
+  /** After `start`: resolves when the engine's GPU device is lost (the host then fails loudly). */
+  deviceLost(): Promise<EngineError> | undefined;
+  /** Call `cb` with the KV gauges after every step; false when the engine keeps none. */
+  onGauges(cb: (values: GaugeValues) => void): boolean;
+}
+
+export type HostEngineMaker = (
+  options: HostOptions,
+  files: ModelFiles,
+  onProgress?: LoadProgress,
+) => Promise<HostedEngine>;
+
+const webgpu: HostEngineMaker = (o, files, onProgress) => {
+  const engine = new WebGpuEngine({
+    files,
+    name: o.model.name,
+    ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
+    ...(o.blockSize ? { blockSize: o.blockSize } : {}),
+    ...(o.kvBlocks ? { kvBlocks: o.kvBlocks } : {}),
+    ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
+    ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
+    ...(onProgress ? { onLoadProgress: onProgress } : {}),
+  });
+  return Promise.resolve({
+    engine,
+    deviceLost: () => engine.gpu?.lost,
+    onGauges: (cb) => {
+      engine.onGauges(cb);
+      return true;
+    },
+  });
+};
+
+const ort: HostEngineMaker = async (o, files) => {
+  const { OrtEngine } = await import("../engines/ort/mod.ts");
+  const x = o.ort ?? {};
+  const engine = new OrtEngine({
+    files,
+    name: o.model.name,
+    ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
+    ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
+    ...(x.variant ? { variant: x.variant } : {}),
+    ...(x.executionProvider ? { executionProvider: x.executionProvider } : {}),
+    ...(x.wasmPaths ? { wasmPaths: x.wasmPaths } : {}),
+  });
+  return {
+    engine,
+    // ORT creates its own device and fails every request itself when that device is lost.
+    deviceLost: () => undefined,
+    onGauges: (cb) => {
+      engine.onGauges(cb);
+      return true;
+    },
+  };
+};
+
+export const HOST_ENGINES: Record<HostEngineKind, HostEngineMaker> = { webgpu, ort };
