@@ -62,8 +62,8 @@ const ort: HostEngineMaker = async (o, files) => {
   });
   return {
     engine,
-    // ORT creates its own device and fails every request itself when that device is lost.
-    deviceLost: () => undefined,
+    // The device ORT created (WebGPU EP); the wasm EP has none to lose.
+    deviceLost: () => engine.lost,
     onGauges: (cb) => {
       engine.onGauges(cb);
       return true;

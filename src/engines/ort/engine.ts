@@ -26,6 +26,7 @@ import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../c
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import { checkRequest } from "../webgpu/admission.ts";
+import { LiveRequests } from "../live_requests.ts";
 import { Sequence } from "../webgpu/sequence.ts";
 import { GpuRowSampler } from "./sampling.ts";
 import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
@@ -86,13 +87,14 @@ export class OrtEngine implements LLMEngine {
   #opened: OpenedSession | undefined;
   #ctx: StepContext | undefined;
   #device: GPUDevice | undefined;
+  #lost: Promise<EngineError> | undefined;
   #config: EngineConfig | undefined;
   #gauges: ComponentGauges | undefined;
   #gaugeListeners: ((values: GaugeValues) => void)[] = [];
   #loop: Promise<void> | undefined;
   #waiting: OrtRequest[] = [];
   #active: OrtRequest[] = [];
-  #inflight = new Map<string, Sequence>();
+  #inflight = new LiveRequests();
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
@@ -137,9 +139,15 @@ export class OrtEngine implements LLMEngine {
         // The device ORT created for this session: Kiln's kernels run on it, beside ORT's.
         const device = this.#device = await ort.env.webgpu.device as GPUDevice;
         gpu = new GpuRowSampler(device, layout.vocab);
-        device.lost.then((info) =>
-          this.#failAll(new EngineError("Unknown", `GPU device lost: ${info.message}`))
-        );
+        // EngineShutdown, as WebGpuEngine's: the host then replaces the worker.
+        this.#lost = device.lost.then((info) => {
+          const e = new EngineError(
+            "EngineShutdown",
+            `GPU device lost (${info.reason}): ${info.message}`,
+          );
+          this.#failAll(e);
+          return e;
+        });
       }
       this.#ctx = { ort, session: opened.session, layout, gpu };
       const maxNumSeqs = o.maxNumSeqs ?? 16;
@@ -188,7 +196,7 @@ export class OrtEngine implements LLMEngine {
     const layout = this.#ctx!.layout;
     checkRequest(request, layout.vocab, layout.context);
     const seq = new Sequence(request, ctx, layout.context);
-    this.#inflight.set(ctx.requestId, seq);
+    this.#inflight.add(ctx.requestId, seq);
     this.stats.started++;
     try {
       if (seq.maxTokens === 0) seq.finishEmpty();
@@ -256,7 +264,7 @@ export class OrtEngine implements LLMEngine {
   }
 
   #failAll(error: EngineError): void {
-    for (const seq of this.#inflight.values()) seq.fail(error);
+    this.#inflight.failAll(error);
   }
 
   /** KV gauges: one "block" per request slot (ORT's KV is per request, not paged). */
@@ -289,18 +297,14 @@ export class OrtEngine implements LLMEngine {
 
   /** End the request of `ctx`; its stream finishes `cancelled`. */
   abort(ctx: GenerateContext): Promise<void> {
-    this.#inflight.get(ctx.requestId)?.abort();
+    this.#inflight.abort(ctx.requestId);
     return Promise.resolve();
   }
 
   /** Refuse new requests and wait for the in-flight ones, at most `drainTimeoutMs`. */
   async drain(): Promise<void> {
     if (this.#state === "running") this.#state = "draining";
-    const deadline = this.options.drainTimeoutMs ?? 30_000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = Promise.all([...this.#inflight.values()].map((s) => s.done));
-    await Promise.race([done, new Promise((r) => (timer = setTimeout(r, deadline)))]);
-    clearTimeout(timer);
+    await this.#inflight.settle(this.options.drainTimeoutMs ?? 30_000);
   }
 
   /** Cancel what is in flight and release the session and Kiln's GPU buffers. Idempotent. */
@@ -310,7 +314,7 @@ export class OrtEngine implements LLMEngine {
       return;
     }
     this.#state = "stopped";
-    for (const seq of this.#inflight.values()) seq.cancel();
+    this.#inflight.cancelAll();
     await this.#loop?.catch(() => {});
     this.#prune();
     await this.#release();
@@ -336,6 +340,14 @@ export class OrtEngine implements LLMEngine {
   /** The device ORT runs on and Kiln's sampler shares (WebGPU EP, once started). */
   get device(): GPUDevice | undefined {
     return this.#device;
+  }
+
+  /**
+   * WebGPU EP, once started: resolves with an `EngineShutdown` error when ORT's device is lost,
+   * after every live request has failed with it. Undefined on the wasm EP.
+   */
+  get lost(): Promise<EngineError> | undefined {
+    return this.#lost;
   }
 }
 

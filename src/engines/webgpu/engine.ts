@@ -29,6 +29,7 @@ import { BlockManager } from "./block_manager.ts";
 import { Readback } from "./readback.ts";
 import { Scheduler, type Step } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
+import { LiveRequests } from "../live_requests.ts";
 import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
@@ -94,7 +95,7 @@ export class WebGpuEngine implements LLMEngine {
   #readback: Readback | undefined;
   #pipe: InFlight[] = [];
   #depth: PipelineDepth;
-  #inflight = new Map<string, Sequence>();
+  #inflight = new LiveRequests();
   #gaugeListeners: ((
     values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
   ) => void)[] = [];
@@ -195,7 +196,7 @@ export class WebGpuEngine implements LLMEngine {
     checkRequest(request, this.#model!.config.vocabSize, context, this.#blocks!);
     const seq = new Sequence(request, ctx, context);
     const signal = seq.signal;
-    this.#inflight.set(ctx.requestId, seq);
+    this.#inflight.add(ctx.requestId, seq);
     this.stats.started++;
     try {
       if (seq.maxTokens === 0) seq.finishEmpty();
@@ -354,24 +355,20 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   #failAll(error: EngineError): void {
-    for (const seq of this.#inflight.values()) seq.fail(error);
+    this.#inflight.failAll(error);
     for (const seq of [...(this.#scheduler?.running ?? []), ...(this.#scheduler?.waiting ?? [])]) {
       this.#scheduler!.remove(seq);
     }
   }
 
   abort(ctx: GenerateContext): Promise<void> {
-    this.#inflight.get(ctx.requestId)?.abort();
+    this.#inflight.abort(ctx.requestId);
     return Promise.resolve();
   }
 
   async drain(): Promise<void> {
     if (this.#state === "running") this.#state = "draining";
-    const deadline = this.options.drainTimeoutMs ?? 30_000;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = Promise.all([...this.#inflight.values()].map((s) => s.done));
-    await Promise.race([done, new Promise((r) => (timer = setTimeout(r, deadline)))]);
-    clearTimeout(timer);
+    await this.#inflight.settle(this.options.drainTimeoutMs ?? 30_000);
   }
 
   async cleanup(): Promise<void> {
@@ -380,7 +377,7 @@ export class WebGpuEngine implements LLMEngine {
       return;
     }
     this.#state = "stopped";
-    for (const seq of this.#inflight.values()) seq.cancel();
+    this.#inflight.cancelAll();
     this.#wake?.();
     await this.#loop?.catch(() => {});
     this.#blocks?.clear();
