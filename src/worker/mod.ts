@@ -5,7 +5,13 @@
  */
 export { type Liveness, WorkerEngine } from "./client.ts";
 export { EngineHost, exposeHost, type FilesFor } from "./host.ts";
-export type { GaugeValues, HostOptions, ModelSpec } from "./protocol.ts";
+export type {
+  GaugeValues,
+  HostEngineKind,
+  HostOptions,
+  ModelSpec,
+  OrtHostOptions,
+} from "./protocol.ts";
 export {
   type GenerateOptions,
   KilnModel,

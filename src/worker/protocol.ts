@@ -23,6 +23,7 @@ export type HostEngineKind = "webgpu" | "ort";
 export interface OrtHostOptions {
   /** `model`, `model_fp16`, `model_q4f16`, ...: which `onnx/<variant>.onnx` to run. */
   variant?: string;
+  /** onnxruntime-web's execution provider (default `webgpu` where there is WebGPU). */
   executionProvider?: "webgpu" | "wasm";
   /** Where onnxruntime-web finds its `.wasm` files (`env.wasm.wasmPaths`). */
   wasmPaths?: string;
