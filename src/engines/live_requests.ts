@@ -3,20 +3,45 @@
  * every engine built on `Sequence` do to them.
  */
 import type { EngineError } from "../contract/errors.ts";
+import type { LLMEngineOutput } from "../contract/types.ts";
 import type { Sequence } from "./webgpu/sequence.ts";
+
+/** Requests admitted, and how they ended (finished + cancelled + failed = started once idle). */
+export interface RequestStats {
+  /** Requests admitted. */
+  started: number;
+  /** Ended with a finish reason. */
+  finished: number;
+  /** Cancelled by their caller, or by the engine stopping. */
+  cancelled: number;
+  /** Ended with an error. */
+  failed: number;
+}
 
 /** Live requests by id. */
 export class LiveRequests {
   readonly #seqs = new Map<string, Sequence>();
+  /** Counts over every request `stream` has run. */
+  readonly stats: RequestStats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
 
-  /** Track `seq` under `id` until `delete(id)`. */
-  add(id: string, seq: Sequence): void {
+  /**
+   * A request's stream: track `seq` under `id`, hand it to the engine's loop with `enqueue` (not
+   * for `max_tokens: 0`, which finishes at once), yield its chunks, and on any exit (the end, an
+   * error, a consumer that stops pulling) cancel it if it is still running, count how it ended
+   * and stop tracking it.
+   */
+  async *stream(id: string, seq: Sequence, enqueue: () => void): AsyncGenerator<LLMEngineOutput> {
     this.#seqs.set(id, seq);
-  }
-
-  /** Stop tracking `id` (its stream has ended). */
-  delete(id: string): void {
-    this.#seqs.delete(id);
+    this.stats.started++;
+    try {
+      if (seq.maxTokens === 0) seq.finishEmpty();
+      else enqueue();
+      yield* seq.channel.drain();
+    } finally {
+      if (!seq.finished) seq.cancel();
+      this.stats[seq.outcome ?? "cancelled"]++;
+      this.#seqs.delete(id);
+    }
   }
 
   /** Abort the request `id` if it is live (its stream ends as cancelled). */

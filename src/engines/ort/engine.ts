@@ -26,7 +26,7 @@ import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../c
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import { checkRequest } from "../webgpu/admission.ts";
-import { LiveRequests } from "../live_requests.ts";
+import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "../webgpu/sequence.ts";
 import { GpuRowSampler } from "./sampling.ts";
 import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
@@ -98,7 +98,9 @@ export class OrtEngine implements LLMEngine {
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
-  readonly stats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
+  get stats(): RequestStats {
+    return this.#inflight.stats;
+  }
   /** `session.run` calls made (one per request step). */
   readonly steps = { runs: 0 };
 
@@ -196,23 +198,13 @@ export class OrtEngine implements LLMEngine {
     const layout = this.#ctx!.layout;
     checkRequest(request, layout.vocab, layout.context);
     const seq = new Sequence(request, ctx, layout.context);
-    this.#inflight.add(ctx.requestId, seq);
-    this.stats.started++;
-    try {
-      if (seq.maxTokens === 0) seq.finishEmpty();
-      else {
-        this.#waiting.push(new OrtRequest(seq));
-        // End the stream at once, not when the step in flight returns; the loop releases the
-        // request's KV after that step.
-        seq.signal.addEventListener("abort", () => seq.cancel(), { once: true });
-        this.#loop ??= this.#run();
-      }
-      yield* seq.channel.drain();
-    } finally {
-      if (!seq.finished) seq.cancel();
-      this.stats[seq.outcome ?? "cancelled"]++;
-      this.#inflight.delete(ctx.requestId);
-    }
+    yield* this.#inflight.stream(ctx.requestId, seq, () => {
+      this.#waiting.push(new OrtRequest(seq));
+      // End the stream at once, not when the step in flight returns; the loop releases the
+      // request's KV after that step.
+      seq.signal.addEventListener("abort", () => seq.cancel(), { once: true });
+      this.#loop ??= this.#run();
+    });
   }
 
   async #run(): Promise<void> {

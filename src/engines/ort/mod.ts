@@ -18,4 +18,5 @@
  * @module
  */
 export { OrtEngine, type OrtEngineOptions } from "./engine.ts";
+export type { RequestStats } from "../live_requests.ts";
 export { type ExecutionProvider, isOnnxExport, VARIANTS } from "./session.ts";

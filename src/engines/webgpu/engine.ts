@@ -29,7 +29,7 @@ import { BlockManager } from "./block_manager.ts";
 import { Readback } from "./readback.ts";
 import { Scheduler, type Step } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
-import { LiveRequests } from "../live_requests.ts";
+import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
@@ -102,7 +102,9 @@ export class WebGpuEngine implements LLMEngine {
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
-  readonly stats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
+  get stats(): RequestStats {
+    return this.#inflight.stats;
+  }
   /**
    * Steps submitted, the most in flight at once, sampled tokens dropped (read back after their
    * sequence had ended or been preempted) and preemptions.
@@ -195,29 +197,17 @@ export class WebGpuEngine implements LLMEngine {
     const context = this.#model!.config.maxPositionEmbeddings;
     checkRequest(request, this.#model!.config.vocabSize, context, this.#blocks!);
     const seq = new Sequence(request, ctx, context);
-    const signal = seq.signal;
-    this.#inflight.add(ctx.requestId, seq);
-    this.stats.started++;
-    try {
-      if (seq.maxTokens === 0) seq.finishEmpty();
-      else {
-        this.#scheduler!.waiting.push(seq);
-        // End the stream at once, not when the step in flight is read back (a slow device
-        // may take seconds per step); the loop frees its blocks at its next turn, and tokens
-        // still in flight for it are dropped.
-        signal.addEventListener("abort", () => {
-          seq.cancel();
-          this.#wake?.();
-        }, { once: true });
-        this.#kick();
-      }
-      yield* seq.channel.drain();
-    } finally {
-      // A consumer that stops pulling still frees its sequence.
-      if (!seq.finished) seq.cancel();
-      this.stats[seq.outcome ?? "cancelled"]++;
-      this.#inflight.delete(ctx.requestId);
-    }
+    yield* this.#inflight.stream(ctx.requestId, seq, () => {
+      this.#scheduler!.waiting.push(seq);
+      // End the stream at once, not when the step in flight is read back (a slow device may
+      // take seconds per step); the loop frees its blocks at its next turn, and tokens still
+      // in flight for it are dropped.
+      seq.signal.addEventListener("abort", () => {
+        seq.cancel();
+        this.#wake?.();
+      }, { once: true });
+      this.#kick();
+    });
   }
 
   #kick(): void {

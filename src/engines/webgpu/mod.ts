@@ -3,4 +3,5 @@
  * @module
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
+export type { RequestStats } from "../live_requests.ts";
 export { BlockManager, type BlockManagerOptions, type SeqBlocks } from "./block_manager.ts";
