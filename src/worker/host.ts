@@ -40,6 +40,7 @@ const failLoudly = (e: EngineError): void => {
 export class EngineHost {
   #hosted: HostedEngine | undefined;
   #starting = false;
+  #cleaning = false;
   #contexts = new Map<string, RequestContext>();
 
   /**
@@ -78,7 +79,10 @@ export class EngineHost {
     const hosted = await make(options, this.filesFor(options.model), onProgress);
     this.#hosted = hosted;
     const config = await hosted.engine.start(workerId);
-    hosted.deviceLost()?.then(this.onDeviceLost);
+    // A loss after cleanup() began is the engine destroying its own device, not a failure.
+    hosted.deviceLost()?.then((e) => {
+      if (!this.#cleaning) this.onDeviceLost(e);
+    });
     return config;
   }
 
@@ -129,6 +133,7 @@ export class EngineHost {
 
   /** Cancel every running request and release the engine (no-op before `start()`). */
   async cleanup(): Promise<void> {
+    this.#cleaning = true;
     for (const ctx of this.#contexts.values()) ctx.stop();
     await this.#hosted?.engine.cleanup();
   }

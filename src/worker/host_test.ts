@@ -37,3 +37,16 @@ Deno.test("a host refuses an engine it does not know, with a typed error", async
   );
   await host.cleanup();
 });
+
+Deno.test("a host's own cleanup (which destroys the device) is not reported as a device loss", async () => {
+  let lost: EngineError | undefined;
+  const host = new EngineHost(specFiles, (e) => (lost = e));
+  await host.start({ model: { kind: "dir", path: fortune, name: "fortune" }, kvBlocks: 16 }, 0n);
+  const engine = host.engine;
+  ok(engine instanceof WebGpuEngine);
+  const gpu = engine.gpu!;
+  await host.cleanup();
+  await gpu.lost; // the engine destroyed its device
+  await new Promise((r) => setTimeout(r, 50));
+  ok(lost === undefined, `reported: ${lost}`);
+});
