@@ -9,6 +9,7 @@ import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { formatReport, runConformanceReport } from "../../conformance/kit.ts";
 import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
+import { checkStopsUsageAndBadInput } from "../../../test/support/engine_checks.ts";
 import { onnxFortune } from "../../../test/support/onnx_fortune.ts";
 import { OrtEngine } from "./engine.ts";
 
@@ -63,54 +64,7 @@ Deno.test("wasm EP: stop conditions, logprobs, usage, bad requests", async () =>
   const e = await wasmEngine();
   await e.start(0n);
   try {
-    const p = bytes("The ");
-    const free = await collect(e, request(p, { stop_conditions: { max_tokens: 12 } }));
-    equal(free.last.finish_reason, "length");
-    deepStrictEqual(free.last.completion_usage, {
-      prompt_tokens: p.length,
-      completion_tokens: 12,
-      total_tokens: p.length + 12,
-    });
-    const stopAt = free.ids[4]!;
-    const cut = free.ids.indexOf(stopAt);
-    const shown = await collect(
-      e,
-      request(p, { stop_conditions: { max_tokens: 12, stop_token_ids: [stopAt] } }),
-    );
-    deepStrictEqual(shown.ids, free.ids.slice(0, cut + 1));
-    equal(shown.last.finish_reason, "stop");
-    const hidden = await collect(
-      e,
-      request(p, { stop_conditions: { max_tokens: 12, stop_token_ids_hidden: [stopAt] } }),
-    );
-    deepStrictEqual(hidden.ids, free.ids.slice(0, cut));
-    equal(hidden.last.completion_usage?.completion_tokens, cut);
-    const eos = await collect(e, request(p, { eos_token_ids: [stopAt] }));
-    equal(eos.last.finish_reason, "eos");
-    const late = await collect(
-      e,
-      request(p, { eos_token_ids: [stopAt], stop_conditions: { max_tokens: 12, min_tokens: 12 } }),
-    );
-    equal(late.last.finish_reason, "length");
-    ok(!late.ids.includes(stopAt), "EOS banned until min_tokens");
-    const zero = await collect(e, request(p, { stop_conditions: { max_tokens: 0 } }));
-    deepStrictEqual([zero.chunks.length, zero.last.finish_reason], [1, "length"]);
-    const lp = await collect(
-      e,
-      request(p, { output_options: { logprobs: 3 }, stop_conditions: { max_tokens: 3 } }),
-    );
-    for (const c of lp.chunks.filter((c) => c.token_ids.length > 0)) {
-      const top = c.top_logprobs![0]!;
-      equal(top.length, 3);
-      equal(top[0]!.token_id, c.token_ids[0], "greedy: the chosen token is the top one");
-      ok(Math.abs(top[0]!.logprob - c.log_probs![0]!) < 1e-6);
-      ok(top[0]!.logprob >= top[1]!.logprob && top[1]!.logprob >= top[2]!.logprob);
-    }
-    const invalid = (what: string) => (err: unknown) =>
-      err instanceof EngineError && err.type === "InvalidArgument" && err.message.includes(what);
-    await rejects(collect(e, request([256, 300])), invalid("vocab"));
-    await rejects(collect(e, request(new Array(1024).fill(65))), invalid("context"));
-    equal((await collect(e, request(p))).last.finish_reason, "length");
+    await checkStopsUsageAndBadInput(e);
   } finally {
     await e.cleanup();
   }
