@@ -8,8 +8,24 @@ import type { LLMEngine } from "../../src/contract/engine.ts";
 import { EngineError } from "../../src/contract/errors.ts";
 import { bytes, collect, request } from "./fortune_engine.ts";
 
-/** Run the checks on a started engine serving fortune (context 1024). */
+/**
+ * Start `e` (an engine serving fortune, context 1024), run the checks, clean it up, and check that
+ * a request after cleanup fails with `EngineShutdown`.
+ */
 export async function checkStopsUsageAndBadInput(e: LLMEngine): Promise<void> {
+  await e.start(0n);
+  try {
+    await checks(e);
+  } finally {
+    await e.cleanup();
+  }
+  await rejects(
+    collect(e, request([256])),
+    (err: unknown) => err instanceof EngineError && err.type === "EngineShutdown",
+  );
+}
+
+async function checks(e: LLMEngine): Promise<void> {
   const p = bytes("The ");
   const free = await collect(e, request(p, { stop_conditions: { max_tokens: 12 } }));
   equal(free.last.finish_reason, "length");
