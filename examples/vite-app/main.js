@@ -48,6 +48,7 @@ $("chat").addEventListener("click", async () => {
   const stream = await model.chat.completions.create({
     messages: [{ role: "user", content: $("prompt").value }],
     max_tokens: Number($("max-tokens").value),
+    ...($("seed").value === "" ? {} : { seed: Number($("seed").value) }),
     stream: true,
   }, { signal: running.signal });
   void show((async function* () {
