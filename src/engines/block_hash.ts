@@ -4,7 +4,7 @@
  * keys mean equal prefixes unless SHA-256 collides. KV events publish a 64-bit id per key
  * ({@linkcode publishedHash}); the cache itself keys by the whole digest.
  */
-import { sha256 } from "./sha256.ts";
+import { sha256 } from "@noble/hashes/sha2.js";
 
 /** A block's prefix-cache key: the SHA-256 digest as 64 lowercase hex digits. */
 export type BlockKey = string;
