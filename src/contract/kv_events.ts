@@ -2,13 +2,18 @@
  * KV cache events in the shape Dynamo's KV router consumes (vLLM's event schema):
  * a worker publishes which prefix blocks it stored or evicted so requests can be routed
  * to the worker that already holds their prefix.
+ *
+ * Block hashes are u64s, as in vLLM's integer block hashes. Kiln's engines publish the low 64
+ * bits (the last 8 bytes, read big-endian) of each block's SHA-256 prefix-cache key, the key
+ * chained over the parent's key and the block's tokens (`engines/block_hash.ts`). The router
+ * only routes by them; the cache itself keys by the whole digest and checks tokens on a hit.
  */
 
 /** Blocks of a prefix were stored in the KV cache. */
 export interface BlockStored {
   /** The event's kind. */
   type: "BlockStored";
-  /** Hashes of the stored blocks, in prefix order. */
+  /** Hashes (u64) of the stored blocks, in prefix order. */
   block_hashes: bigint[];
   /** Hash of the block before the first stored one; `null` at the start of a sequence. */
   parent_block_hash: bigint | null;

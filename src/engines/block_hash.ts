@@ -1,30 +1,53 @@
-/** Prefix-chained 64-bit hashes of KV blocks (FNV-1a over the parent hash and the tokens). */
+/**
+ * Prefix-chained keys of KV blocks. A block's key is the SHA-256 of its parent's key (32 zero
+ * bytes for a sequence's first block) followed by its token ids as little-endian u32s, so equal
+ * keys mean equal prefixes unless SHA-256 collides. KV events publish a 64-bit id per key
+ * ({@linkcode publishedHash}); the cache itself keys by the whole digest.
+ */
+import { sha256 } from "@noble/hashes/sha2.js";
 
-const FNV64_OFFSET = 0xcbf29ce484222325n;
-const FNV64_PRIME = 0x100000001b3n;
-const MASK64 = (1n << 64n) - 1n;
+/** A block's prefix-cache key: the SHA-256 digest as 64 lowercase hex digits. */
+export type BlockKey = string;
 
-/** 64-bit FNV-1a over a parent hash and a block's tokens: a prefix-chained block hash. */
-export function blockHash(parent: bigint | null, tokens: readonly number[]): bigint {
-  let h = FNV64_OFFSET;
-  const mix = (v: bigint) => {
-    for (let i = 0n; i < 64n; i += 8n) {
-      h ^= (v >> i) & 0xffn;
-      h = (h * FNV64_PRIME) & MASK64;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+/** The value of a lowercase hex digit's char code. */
+const nibble = (c: number) => (c <= 57 ? c - 48 : c - 87);
+
+/** The key of a block of `tokens` whose parent block has key `parent` (`null`: none). */
+export function blockKey(parent: BlockKey | null, tokens: readonly number[]): BlockKey {
+  const message = new Uint8Array(32 + 4 * tokens.length);
+  if (parent !== null) {
+    for (let i = 0; i < 32; i++) {
+      message[i] = (nibble(parent.charCodeAt(2 * i)) << 4) | nibble(parent.charCodeAt(2 * i + 1));
     }
-  };
-  mix(parent ?? 0n);
-  for (const t of tokens) mix(BigInt(t >>> 0));
-  return h;
+  }
+  const view = new DataView(message.buffer);
+  tokens.forEach((t, i) => view.setUint32(32 + 4 * i, t >>> 0, true));
+  let key = "";
+  for (const b of sha256(message)) key += HEX[b]!;
+  return key;
 }
 
-/** Hashes of the full blocks of `tokens`, each chained to its parent. */
-export function blockHashes(tokens: readonly number[], blockSize: number): bigint[] {
-  const out: bigint[] = [];
-  let parent: bigint | null = null;
+/** Keys of the full blocks of `tokens`, each chained to its parent. */
+export function blockKeys(tokens: readonly number[], blockSize: number): BlockKey[] {
+  const out: BlockKey[] = [];
+  let parent: BlockKey | null = null;
   for (let i = 0; i + blockSize <= tokens.length; i += blockSize) {
-    parent = blockHash(parent, tokens.slice(i, i + blockSize));
+    parent = blockKey(parent, tokens.slice(i, i + blockSize));
     out.push(parent);
   }
   return out;
+}
+
+/**
+ * The u64 a KV event carries for a key: the digest's last 8 bytes read big-endian, which is how
+ * vLLM turns its SHA-256 block hashes into integer event hashes for Dynamo's router.
+ */
+export function publishedHash(key: BlockKey): bigint {
+  return BigInt(`0x${key.slice(48)}`);
+}
+
+/** Published hashes ({@linkcode publishedHash}) of the full blocks of `tokens`. */
+export function blockHashes(tokens: readonly number[], blockSize: number): bigint[] {
+  return blockKeys(tokens, blockSize).map(publishedHash);
 }

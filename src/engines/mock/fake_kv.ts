@@ -1,15 +1,16 @@
 /**
  * The mock engine's pretend KV cache: it counts blocks per request, keys full prompt blocks by
- * a hash chain, publishes Dynamo-shaped KV events and feeds the component gauges.
+ * the WebGPU engine's SHA-256 key chain, publishes Dynamo-shaped KV events (with the same
+ * hashes) and feeds the component gauges.
  */
 import type { KvEventPublisher } from "../../contract/kv_events.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
-import { blockHashes } from "./tokens.ts";
+import { type BlockKey, blockKeys, publishedHash } from "../block_hash.ts";
 
 export class FakeKvCache {
   publisher: KvEventPublisher | undefined;
   gauges: ComponentGauges | undefined;
-  #refs = new Map<bigint, number>();
+  #refs = new Map<BlockKey, number>();
   #used = 0;
   #queried = 0;
   #hits = 0;
@@ -28,8 +29,8 @@ export class FakeKvCache {
    * returns everything.
    */
   acquire(prompt: readonly number[]): { update(generated: number): void; release(): void } {
-    const hashes = blockHashes(prompt, this.blockSize);
-    hashes.forEach((h, i) => {
+    const keys = blockKeys(prompt, this.blockSize);
+    keys.forEach((h, i) => {
       this.#queried++;
       const refs = this.#refs.get(h) ?? 0;
       if (refs > 0) this.#hits++;
@@ -37,8 +38,8 @@ export class FakeKvCache {
         this.#used++;
         this.publisher?.publish({
           type: "BlockStored",
-          block_hashes: [h],
-          parent_block_hash: i === 0 ? null : hashes[i - 1]!,
+          block_hashes: [publishedHash(h)],
+          parent_block_hash: i === 0 ? null : publishedHash(keys[i - 1]!),
           token_ids: prompt.slice(i * this.blockSize, (i + 1) * this.blockSize),
           block_size: this.blockSize,
         });
@@ -49,7 +50,7 @@ export class FakeKvCache {
     const epoch = this.#epoch;
     const update = (generated: number) => {
       if (epoch !== this.#epoch) return;
-      const next = Math.ceil((prompt.length + generated) / this.blockSize) - hashes.length;
+      const next = Math.ceil((prompt.length + generated) / this.blockSize) - keys.length;
       this.#used += next - own;
       own = next;
       this.#report();
@@ -63,11 +64,11 @@ export class FakeKvCache {
         released = true;
         this.#used -= own;
         const removed: bigint[] = [];
-        for (const h of hashes) {
+        for (const h of keys) {
           const refs = (this.#refs.get(h) ?? 1) - 1;
           if (refs > 0) this.#refs.set(h, refs);
           else if (this.#refs.delete(h)) {
-            removed.push(h);
+            removed.push(publishedHash(h));
             this.#used--;
           }
         }

@@ -18,4 +18,4 @@ export function mockToken(seed: number, step: number, vocabSize: number): number
   return ((z ^ (z >>> 16)) >>> 0) % vocabSize;
 }
 
-export { blockHash, blockHashes } from "../block_hash.ts";
+export { blockHashes } from "../block_hash.ts";

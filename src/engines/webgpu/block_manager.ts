@@ -1,11 +1,14 @@
 /**
  * The paged KV cache's bookkeeping: which blocks each sequence owns, reference counts, and a
- * prefix cache. A full block is keyed by a hash chained over its tokens and its parent's hash,
- * so a later request with the same prefix reuses it. Released blocks that hold a cached prefix
- * stay resident (evictable, least recently used first) until their space is needed.
+ * prefix cache. A full block is keyed by SHA-256 chained over its tokens and its parent's key
+ * (`block_hash.ts`), so a later request with the same prefix reuses it. A hit never rests on the
+ * key alone: each cached block keeps its tokens and a link to the prefix they follow, and both
+ * are compared, so a key collision costs a miss, never another prompt's KV.
+ * Released blocks that hold a cached prefix stay resident (evictable, least recently used first)
+ * until their space is needed.
  */
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
-import { blockHash } from "../block_hash.ts";
+import { type BlockKey, blockKey, publishedHash } from "../block_hash.ts";
 
 /** Size and event hook of a {@linkcode BlockManager}. */
 export interface BlockManagerOptions {
@@ -15,22 +18,52 @@ export interface BlockManagerOptions {
   blockSize: number;
   /** Hears `BlockStored` / `BlockRemoved` events as prefix blocks are cached and evicted. */
   onEvent?: (event: KvCacheEvent) => void;
+  /**
+   * The key function (default {@linkcode blockKey}: SHA-256). Tests pass a colliding one to
+   * show that a hit checks the tokens and the prefix, not only the key.
+   */
+  blockKey?: (parent: BlockKey | null, tokens: readonly number[]) => BlockKey;
+}
+
+/**
+ * A prefix as a chain of full blocks: a block's tokens after the prefix `parent`. A cached block
+ * holds one; a hit compares the tokens and the chain, the key only finds the candidate.
+ */
+export interface BlockPrefix {
+  /** The block's key: SHA-256 over the parent's key and `tokens`. */
+  readonly key: BlockKey;
+  /** The block's tokens. */
+  readonly tokens: readonly number[];
+  /** The blocks before it; `null` for a sequence's first block. */
+  readonly parent: BlockPrefix | null;
 }
 
 interface Block {
   id: number;
   refs: number;
-  hash: bigint | undefined;
+  /** The prefix the block holds, while it is in the prefix cache. */
+  prefix: BlockPrefix | undefined;
   /** Last release time, for LRU eviction of cached free blocks. */
   lastUse: number;
 }
 
-/** A sequence's blocks, in order, and how many of its tokens are in full, hashed blocks. */
+const sameTokens = (a: readonly number[], b: readonly number[]) =>
+  a.length === b.length && a.every((t, i) => t === b[i]);
+
+/** Whether two chains hold the same tokens: the same objects, or equal block by block. */
+function samePrefix(a: BlockPrefix | null, b: BlockPrefix | null): boolean {
+  for (; a !== b; a = a.parent, b = b.parent) {
+    if (a === null || b === null || !sameTokens(a.tokens, b.tokens)) return false;
+  }
+  return true;
+}
+
+/** A sequence's blocks, in order, and the prefixes of its full, committed blocks. */
 export interface SeqBlocks {
   /** Ids of the sequence's blocks, in token order. */
   blocks: number[];
-  /** Hash of each full block registered so far (the chain's parents). */
-  hashes: bigint[];
+  /** The prefix up to each full block committed so far (each the next one's parent). */
+  prefixes: BlockPrefix[];
 }
 
 /** Allocates the paged KV cache's blocks to sequences, sharing cached prefix blocks. */
@@ -42,23 +75,30 @@ export class BlockManager {
   readonly #blocks: Block[];
   /** Blocks with no references and no cached prefix. */
   readonly #free: number[] = [];
-  /** Blocks with no references that still hold a cached prefix, by hash. */
-  readonly #cached = new Map<bigint, Block>();
+  /** Blocks that hold a cached prefix (referenced or evictable), by key. */
+  readonly #cached = new Map<BlockKey, Block>();
   readonly #onEvent: ((e: KvCacheEvent) => void) | undefined;
+  readonly #key: (parent: BlockKey | null, tokens: readonly number[]) => BlockKey;
   #clock = 0;
   /** Full prompt blocks looked up in the prefix cache so far. */
   queries = 0;
   /** Of those lookups, the ones found cached. */
   hits = 0;
+  /**
+   * Lookups and commits that found their key held by other tokens or another prefix, and so
+   * were not shared: a key collision, not expected with SHA-256 keys.
+   */
+  mismatches = 0;
 
   /** A cache with every block free. */
   constructor(options: BlockManagerOptions) {
     this.numBlocks = options.numBlocks;
     this.blockSize = options.blockSize;
     this.#onEvent = options.onEvent;
+    this.#key = options.blockKey ?? blockKey;
     this.#blocks = Array.from(
       { length: this.numBlocks },
-      (_, id) => ({ id, refs: 0, hash: undefined, lastUse: 0 }),
+      (_, id) => ({ id, refs: 0, prefix: undefined, lastUse: 0 }),
     );
     for (let i = this.numBlocks - 1; i >= 0; i--) this.#free.push(i);
   }
@@ -86,10 +126,21 @@ export class BlockManager {
       if (b.refs === 0 && (victim === undefined || b.lastUse < victim.lastUse)) victim = b;
     }
     if (victim === undefined) return undefined;
-    this.#cached.delete(victim.hash!);
-    this.#onEvent?.({ type: "BlockRemoved", block_hashes: [victim.hash!] });
-    victim.hash = undefined;
+    const { key } = victim.prefix!;
+    this.#cached.delete(key);
+    this.#onEvent?.({ type: "BlockRemoved", block_hashes: [publishedHash(key)] });
+    victim.prefix = undefined;
     return victim;
+  }
+
+  /** The cached block under `key` if it holds exactly `tokens` after `parent`'s tokens. */
+  #match(key: BlockKey, parent: BlockPrefix | null, tokens: readonly number[]): Block | undefined {
+    const b = this.#cached.get(key);
+    if (b === undefined) return undefined;
+    const p = b.prefix!;
+    if (sameTokens(p.tokens, tokens) && samePrefix(p.parent, parent)) return b;
+    this.mismatches++;
+    return undefined;
   }
 
   /**
@@ -104,17 +155,16 @@ export class BlockManager {
     const bs = this.blockSize;
     const needed = Math.ceil((tokens.length + extra) / bs);
     const hits: Block[] = [];
-    const hashes: bigint[] = [];
-    let parent: bigint | null = null;
+    const prefixes: BlockPrefix[] = [];
     // Keep at least one prompt token to compute: a fully cached prompt still needs its logits.
     const fullBlocks = Math.floor(Math.max(0, tokens.length - 1) / bs);
     for (let i = 0; i < fullBlocks; i++) {
-      const h = blockHash(parent, tokens.slice(i * bs, (i + 1) * bs));
-      const b = this.#cached.get(h);
+      const parent = prefixes[i - 1] ?? null;
+      const blockTokens = tokens.slice(i * bs, (i + 1) * bs);
+      const b = this.#match(this.#key(parent?.key ?? null, blockTokens), parent, blockTokens);
       if (b === undefined) break;
       hits.push(b);
-      hashes.push(h);
-      parent = h;
+      prefixes.push(b.prefix!);
     }
     const fresh = needed - hits.length;
     const spare = this.#free.length +
@@ -129,7 +179,7 @@ export class BlockManager {
       b.refs = 1;
       blocks.push(b.id);
     }
-    return { seq: { blocks, hashes }, cachedTokens: hits.length * bs };
+    return { seq: { blocks, prefixes }, cachedTokens: hits.length * bs };
   }
 
   /** Grow `seq` to hold `length` tokens; false when no block is left. */
@@ -149,27 +199,36 @@ export class BlockManager {
    */
   commit(seq: SeqBlocks, tokens: readonly number[], computed: number): void {
     const bs = this.blockSize;
-    while ((seq.hashes.length + 1) * bs <= computed) {
-      const i = seq.hashes.length;
-      const parent = i === 0 ? null : seq.hashes[i - 1]!;
+    while ((seq.prefixes.length + 1) * bs <= computed) {
+      const i = seq.prefixes.length;
+      const parent = seq.prefixes[i - 1] ?? null;
       const blockTokens = tokens.slice(i * bs, (i + 1) * bs);
-      const h = blockHash(parent, blockTokens);
-      seq.hashes.push(h);
+      const key = this.#key(parent?.key ?? null, blockTokens);
       const b = this.#blocks[seq.blocks[i]!]!;
-      if (b.hash !== undefined || this.#cached.has(h)) continue; // shared, or an equal block exists
-      b.hash = h;
-      this.#cached.set(h, b);
+      if (b.prefix !== undefined) { // shared: a prefix hit
+        seq.prefixes.push(b.prefix);
+        continue;
+      }
+      const prefix: BlockPrefix = { key, tokens: blockTokens, parent };
+      if (this.#cached.has(key)) {
+        // An equal block was cached meanwhile: later blocks chain on its prefix. Other tokens
+        // under the same key (a collision): this block stays out of the cache.
+        seq.prefixes.push(this.#match(key, parent, blockTokens)?.prefix ?? prefix);
+        continue;
+      }
+      seq.prefixes.push(b.prefix = prefix);
+      this.#cached.set(key, b);
       this.#onEvent?.({
         type: "BlockStored",
-        block_hashes: [h],
-        parent_block_hash: parent,
+        block_hashes: [publishedHash(key)],
+        parent_block_hash: parent === null ? null : publishedHash(parent.key),
         token_ids: blockTokens,
         block_size: bs,
       });
     }
   }
 
-  /** Drop a sequence's references. Hashed blocks stay cached; the others are freed. */
+  /** Drop a sequence's references. Blocks in the prefix cache stay cached; the others are freed. */
   release(seq: SeqBlocks): void {
     this.#clock++;
     for (const id of seq.blocks) {
@@ -178,17 +237,17 @@ export class BlockManager {
       b.refs--;
       if (b.refs > 0) continue;
       b.lastUse = this.#clock;
-      if (b.hash === undefined) this.#free.push(id);
+      if (b.prefix === undefined) this.#free.push(id);
     }
     seq.blocks = [];
-    seq.hashes = [];
+    seq.prefixes = [];
   }
 
   /** Forget every block (cleanup). */
   clear(): void {
     for (const b of this.#blocks) {
       b.refs = 0;
-      b.hash = undefined;
+      b.prefix = undefined;
     }
     this.#cached.clear();
     this.#free.length = 0;

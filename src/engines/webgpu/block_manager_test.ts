@@ -1,6 +1,12 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
-import type { KvCacheEvent } from "../../contract/kv_events.ts";
+import type { BlockStored, KvCacheEvent } from "../../contract/kv_events.ts";
+import { blockKey, publishedHash } from "../block_hash.ts";
 import { BlockManager } from "./block_manager.ts";
+import {
+  COLLIDING_A,
+  COLLIDING_B,
+  formerBlockKey,
+} from "../../../test/support/colliding_blocks.ts";
 
 const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
 
@@ -30,6 +36,10 @@ Deno.test("a second request with the same prefix reuses committed full blocks", 
   equal(s0!.parent_block_hash, null);
   equal(s1!.parent_block_hash, s0!.block_hashes[0]);
   deepStrictEqual(s0!.token_ids, [100, 101, 102, 103]);
+  // Published: the low 64 bits of the SHA-256 keys the cache uses.
+  const k0 = blockKey(null, range(100, 104));
+  deepStrictEqual(s0!.block_hashes, [publishedHash(k0)]);
+  deepStrictEqual(s1!.block_hashes, [publishedHash(blockKey(k0, range(104, 108)))]);
   const b = m.allocate([...prompt.slice(0, 8), 7, 7])!;
   equal(b.cachedTokens, 8);
   deepStrictEqual(b.seq.blocks.slice(0, 2), a.seq.blocks.slice(0, 2));
@@ -83,4 +93,72 @@ Deno.test("allocation fails cleanly when the cache is full; clear() empties ever
   equal(m.used, 0);
   equal(m.available, 3);
   equal(events.at(-1)?.type, "AllBlocksCleared");
+});
+
+const stored = (events: KvCacheEvent[]) =>
+  events.filter((e): e is BlockStored => e.type === "BlockStored");
+
+Deno.test("with the former colliding key, the issue's pair misses; equal tokens still hit", () => {
+  const events: KvCacheEvent[] = [];
+  const m = new BlockManager({
+    numBlocks: 8,
+    blockSize: 16,
+    blockKey: formerBlockKey,
+    onEvent: (e) => events.push(e),
+  });
+  equal(formerBlockKey(null, COLLIDING_A), formerBlockKey(null, COLLIDING_B), "the keys collide");
+  const a = [...COLLIDING_A, 32], b = [...COLLIDING_B, 32];
+  const first = m.allocate(a)!;
+  m.commit(first.seq, a, a.length);
+  m.release(first.seq);
+  const second = m.allocate(b)!;
+  equal(second.cachedTokens, 0, "other tokens under the same key: a miss");
+  equal(m.mismatches, 1);
+  m.commit(second.seq, b, b.length);
+  equal(m.mismatches, 2, "and B's block does not replace or join A's");
+  deepStrictEqual(stored(events).map((e) => e.token_ids), [COLLIDING_A]);
+  m.release(second.seq);
+  equal(m.allocate(a)!.cachedTokens, 16, "A's own tokens still hit");
+  equal(m.hits, 1);
+});
+
+Deno.test("a hit also needs the same prefix before the block, whatever the key says", () => {
+  // Keys that ignore the parent: block Y after W and Y after X share a key.
+  const m = new BlockManager({
+    numBlocks: 16,
+    blockSize: 2,
+    blockKey: (_parent, tokens) => blockKey(null, tokens),
+  });
+  const wy = [5, 5, 7, 7, 1], x = [6, 6, 1];
+  for (const p of [wy, x]) {
+    const s = m.allocate(p)!;
+    m.commit(s.seq, p, p.length);
+    m.release(s.seq);
+  }
+  const xy = m.allocate([6, 6, 7, 7, 1])!;
+  equal(xy.cachedTokens, 2, "X hits; Y, cached after W, does not");
+  equal(m.mismatches, 1);
+  m.release(xy.seq);
+  equal(m.allocate(wy)!.cachedTokens, 4, "W then Y hits both");
+});
+
+Deno.test("a block whose parent was evicted hits again once that parent is cached anew", () => {
+  const events: KvCacheEvent[] = [];
+  const m = new BlockManager({ numBlocks: 4, blockSize: 2, onEvent: (e) => events.push(e) });
+  const xy = [1, 1, 2, 2, 9];
+  const a = m.allocate(xy)!;
+  m.commit(a.seq, xy, xy.length);
+  m.release(a.seq);
+  // Three blocks: the two free ones and one evicted, X (released with Y, and cached first).
+  m.release(m.allocate([5, 5, 5, 5, 5])!.seq);
+  const x = blockKey(null, [1, 1]);
+  deepStrictEqual(events.filter((e) => e.type === "BlockRemoved"), [
+    { type: "BlockRemoved", block_hashes: [publishedHash(x)] },
+  ]);
+  const c = m.allocate([1, 1, 8])!;
+  equal(c.cachedTokens, 0, "X was evicted");
+  m.commit(c.seq, [1, 1, 8], 3);
+  m.release(c.seq);
+  equal(m.allocate(xy)!.cachedTokens, 4, "the new X, then the Y cached after the old one");
+  equal(m.mismatches, 0);
 });

@@ -4,4 +4,10 @@
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
 export type { RequestStats } from "../live_requests.ts";
-export { BlockManager, type BlockManagerOptions, type SeqBlocks } from "./block_manager.ts";
+export {
+  BlockManager,
+  type BlockManagerOptions,
+  type BlockPrefix,
+  type SeqBlocks,
+} from "./block_manager.ts";
+export type { BlockKey } from "../block_hash.ts";
