@@ -56,7 +56,17 @@ Deno.test("wire fields holding a 2,750-deep array or {toString:1} are InvalidArg
 
 Deno.test("validateRequest refuses hostile values built in code, never a TypeError", () => {
   const req = (extra: Record<string, unknown>) =>
-    ({ token_ids: [1], ...extra }) as unknown as PreprocessedRequest;
+    ({
+      token_ids: [1],
+      stop_conditions: {},
+      sampling_options: {},
+      output_options: {},
+      ...extra,
+    }) as unknown as PreprocessedRequest;
+  // Every engine reads the three sections: a request without one is refused, not a TypeError.
+  for (const k of ["stop_conditions", "sampling_options", "output_options"]) {
+    throws(() => validateRequest(req({ [k]: undefined })), invalid(`request.${k}`, "undefined"));
+  }
   throws(
     () => validateRequest(req({ eos_token_ids: 2 })),
     invalid("request.eos_token_ids", "got 2"),

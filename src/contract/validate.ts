@@ -31,9 +31,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The object at `field`, `{}` when absent; anything else is refused. */
+/** The object at `field` (required: every engine reads it); anything else is refused. */
 function section(v: unknown, field: string): Record<string, unknown> {
-  if (v === undefined) return {};
   if (!isObject(v)) throw invalid(field, `expected an object, got ${describe(v)}`);
   return v;
 }

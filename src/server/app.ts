@@ -10,7 +10,7 @@ import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
 import { HttpError, quote } from "./errors.ts";
 import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
-import { type Choice, chunkBody, responseBody, usage, usageChunk } from "./format.ts";
+import { type Choice, chunkBody, responseBody, textAfter, usage, usageChunk } from "./format.ts";
 import { runChoice } from "./generation.ts";
 import { type Job, parseJob } from "./requests.ts";
 
@@ -310,7 +310,7 @@ export class KilnServer {
         this.#run(job, text, gone, (c) => {
           send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
           started[c.index] = true;
-          offsets[c.index]! += c.text.length;
+          offsets[c.index] = textAfter(offsets[c.index]!, c.logprobs);
         }).then((tokens) => {
           if (job.includeUsage) {
             send(usageChunk(job, id, created, usage(job.prompt.length, tokens)));

@@ -9,8 +9,12 @@ export function clip(s: string, max = MAX_MESSAGE): string {
   return s.length <= max ? s : `${s.slice(0, max)}… (${s.length - max} more characters)`;
 }
 
-/** A client's value as JSON, short enough to quote in a message. */
-export const quote = (v: unknown, max = 64): string => clip(JSON.stringify(v) ?? String(v), max);
+/**
+ * A client's value as JSON, short enough to quote in a message (`NaN` and `Infinity`, which JSON
+ * has no form for, as themselves rather than JSON's `null`).
+ */
+export const quote = (v: unknown, max = 64): string =>
+  clip(typeof v === "number" ? String(v) : JSON.stringify(v) ?? String(v), max);
 
 export class HttpError extends Error {
   override readonly name = "HttpError";

@@ -1,6 +1,7 @@
 /** OpenAI response bodies and stream chunks for completions and chat completions. */
 import type { TokenLogprob } from "./generation.ts";
 import type { Job } from "./requests.ts";
+import { tokenLabel } from "../text/token_bytes.ts";
 
 export interface Choice {
   index: number;
@@ -9,7 +10,12 @@ export interface Choice {
   finish: string | null;
 }
 
-const bytes = (s: string) => [...new TextEncoder().encode(s)];
+/**
+ * Where the text of the tokens after `lp` starts: `text_offset` counts the tokens' own text,
+ * which is not the text sent when a stop string holds some back.
+ */
+export const textAfter = (offset: number, lp: readonly TokenLogprob[]): number =>
+  lp.reduce((at, t) => at + t.token.length, offset);
 
 function completionLogprobs(lp: TokenLogprob[], offset: number) {
   const text_offset: number[] = [];
@@ -19,9 +25,11 @@ function completionLogprobs(lp: TokenLogprob[], offset: number) {
     at += t.token.length;
   }
   return {
-    tokens: lp.map((t) => t.token),
+    tokens: lp.map((t) => tokenLabel(t.token, t.bytes)),
     token_logprobs: lp.map((t) => t.logprob),
-    top_logprobs: lp.map((t) => Object.fromEntries(t.top.map((x) => [x.token, x.logprob]))),
+    top_logprobs: lp.map((t) =>
+      Object.fromEntries(t.top.map((x) => [tokenLabel(x.token, x.bytes), x.logprob]))
+    ),
     text_offset,
   };
 }
@@ -31,11 +39,11 @@ function chatLogprobs(lp: TokenLogprob[]) {
     content: lp.map((t) => ({
       token: t.token,
       logprob: t.logprob,
-      bytes: bytes(t.token),
+      bytes: [...t.bytes],
       top_logprobs: t.top.map((x) => ({
         token: x.token,
         logprob: x.logprob,
-        bytes: bytes(x.token),
+        bytes: [...x.bytes],
       })),
     })),
   };

@@ -12,10 +12,15 @@ import type { ModelText } from "../text/load.ts";
 import { StopStrings } from "../text/stop_strings.ts";
 import type { Job } from "./requests.ts";
 
-export interface TokenLogprob {
+/** A token's text alone, and its bytes (which the text may not show: see `tokenLabel`). */
+export interface TokenText {
   token: string;
+  bytes: Uint8Array;
+}
+
+export interface TokenLogprob extends TokenText {
   logprob: number;
-  top: { token: string; logprob: number }[];
+  top: (TokenText & { logprob: number })[];
 }
 
 export interface Piece {
@@ -47,18 +52,25 @@ export async function* runChoice(
   const tok = text.tokenizer;
   const detok = new IncrementalDetokenizer(tok, job.prompt, { skipSpecial: job.skipSpecial });
   const stops = new StopStrings(job.stop, job.includeStop);
-  const tokenText = (id: number) => tok.decode([id], { skipSpecial: false });
+  const tokenText = (id: number): TokenText => ({
+    token: tok.decode([id], { skipSpecial: false }),
+    bytes: tok.tokenBytes(id),
+  });
+  let generated = 0;
   try {
+    if (job.echo !== undefined) yield { text: job.echo, logprobs: [], tokens: 0 };
     for await (const chunk of engine.generate(job.request(i), ctx)) {
-      let out = stops.push(detok.push(chunk.token_ids));
+      generated += chunk.token_ids.length;
+      // `min_tokens` holds back stop strings as the engine holds back EOS and stop tokens.
+      let out = stops.push(detok.push(chunk.token_ids), generated >= job.minTokens);
       const logprobs: TokenLogprob[] = job.logprobs === undefined ? [] : chunk.token_ids.map((
         id,
         k,
       ) => ({
-        token: tokenText(id),
+        ...tokenText(id),
         logprob: chunk.log_probs?.[k] ?? 0,
         top: (chunk.top_logprobs?.[k] ?? []).map((t) => ({
-          token: tokenText(t.token_id),
+          ...tokenText(t.token_id),
           logprob: t.logprob,
         })),
       }));

@@ -5,6 +5,7 @@
 import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
 import { encodeChat, type ModelText } from "../text/load.ts";
 import { HttpError, quote } from "./errors.ts";
+import { checkFields } from "./request_fields.ts";
 
 export interface Job {
   chat: boolean;
@@ -18,6 +19,10 @@ export interface Job {
   skipSpecial: boolean;
   /** Top alternatives per token (0 = only the chosen token's logprob); undefined: none. */
   logprobs: number | undefined;
+  /** Tokens to generate before a stop string may end the text (`min_tokens`). */
+  minTokens: number;
+  /** `echo` (completions): the prompt's text, put before each choice's text. */
+  echo?: string;
   /** The request for choice `i` (seeds differ per choice). */
   request(i: number): PreprocessedRequest;
 }
@@ -93,16 +98,49 @@ function chatPrompt(b: Body, text: ModelText): number[] {
   return encodeChat(text, messages);
 }
 
+/**
+ * Choice `i`'s seed: the request's own for choice 0, then distinct safe integers for the others
+ * (counting down where counting up would leave the safe range), so no two choices of a request
+ * share a stream whatever the seed.
+ */
+export function choiceSeed(seed: number, i: number): number {
+  return seed <= Number.MAX_SAFE_INTEGER - i ? seed + i : seed - i;
+}
+
+function tokenIdList(b: Body, k: string): number[] | undefined {
+  const v = b[k];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || !v.every((t) => Number.isInteger(t) && t >= 0 && t <= 0xffff_ffff)) {
+    throw HttpError.badRequest(`${k}: expected an array of token ids`, k);
+  }
+  return v as number[];
+}
+
+/** The prompt as `echo` shows it: the text given, or the given token ids decoded. */
+function echoText(b: Body, ids: number[], text: ModelText): string {
+  const p = b.prompt;
+  if (typeof p === "string") return p;
+  if (Array.isArray(p) && typeof p[0] === "string") return p[0];
+  return text.tokenizer.decode(ids, { skipSpecial: false });
+}
+
 /** Check a body and build the job; `chat` picks the chat form. Throws `HttpError` 400. */
 export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw HttpError.badRequest("the body must be a JSON object");
   }
   const b = body as Body;
+  checkFields(b, chat);
   if (typeof b.model !== "string") throw HttpError.badRequest("model: required", "model");
   const ids = chat ? chatPrompt(b, text) : prompt(b, text);
   const n = num(b, "n", 1, Infinity, true) ?? 1;
   if (n > limits.maxN) throw HttpError.badRequest(`n: at most ${limits.maxN}`, "n");
+  const bestOf = num(b, "best_of", 1, Infinity, true);
+  if (bestOf !== undefined && bestOf !== n) {
+    // Ranking candidates by their summed logprobs is not implemented: only best_of = n, which
+    // returns every candidate, is honoured.
+    throw HttpError.badRequest(`best_of: only best_of = n (${n}) is supported`, "best_of");
+  }
   const room = limits.contextLength - ids.length;
   if (room <= 0) {
     throw HttpError.badRequest(
@@ -133,10 +171,17 @@ export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: 
   set("presence_penalty", num(b, "presence_penalty", -2, 2));
   set("frequency_penalty", num(b, "frequency_penalty", -2, 2));
   set("repetition_penalty", num(b, "repetition_penalty", 0.01, 10));
-  const seed = num(b, "seed", -(2 ** 53), 2 ** 53, true);
+  const seed = num(b, "seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true);
   const streamOptions = b.stream_options as Body | undefined;
   const minTokens = num(b, "min_tokens", 0, maxTokens, true);
   const ignoreEos = bool(b, "ignore_eos");
+  const stopTokenIds = tokenIdList(b, "stop_token_ids");
+  const includeStop = bool(b, "include_stop_str_in_output") ?? false;
+  const echo = !chat && bool(b, "echo") === true;
+  if (echo && logprobs !== undefined) {
+    // OpenAI then also scores the prompt's tokens, which needs prompt logprobs.
+    throw HttpError.badRequest("echo with logprobs is not supported", "echo");
+  }
   const job: Job = {
     chat,
     model: b.model,
@@ -145,9 +190,11 @@ export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: 
     stream: bool(b, "stream") ?? false,
     includeUsage: streamOptions?.include_usage === true,
     stop: stops(b),
-    includeStop: bool(b, "include_stop_str_in_output") ?? false,
+    includeStop,
     skipSpecial: bool(b, "skip_special_tokens") ?? true,
     logprobs,
+    minTokens: minTokens ?? 0,
+    ...(echo ? { echo: echoText(b, ids, text) } : {}),
     request: (i) => ({
       model: b.model as string,
       token_ids: ids,
@@ -155,10 +202,13 @@ export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: 
         max_tokens: maxTokens,
         ...(minTokens === undefined ? {} : { min_tokens: minTokens }),
         ...(ignoreEos === undefined ? {} : { ignore_eos: ignoreEos }),
+        ...(stopTokenIds === undefined
+          ? {}
+          : { [includeStop ? "stop_token_ids" : "stop_token_ids_hidden"]: stopTokenIds }),
       },
       sampling_options: {
         ...sampling,
-        ...(seed === undefined ? {} : { seed: Math.abs(seed + i) % 2 ** 52 }),
+        ...(seed === undefined ? {} : { seed: choiceSeed(seed, i) }),
       },
       output_options: logprobs === undefined ? {} : { logprobs },
       eos_token_ids: [...text.tokenizer.eosTokenIds],

@@ -24,10 +24,15 @@ export class StopStrings {
     return this.#stopped;
   }
 
-  /** Add text; returns what can be shown now. After a match, returns "" for everything. */
-  push(text: string): string {
+  /**
+   * Add text; returns what can be shown now. After a match, returns "" for everything. With
+   * `armed` false (before `min_tokens` are generated) the text is shown as it is and no stop
+   * string can match in it, nor start in it.
+   */
+  push(text: string, armed = true): string {
     if (this.#stopped !== undefined) return "";
     if (this.stops.length === 0) return text;
+    if (!armed) return text;
     this.#held += text;
     let at = -1, which = "";
     for (const s of this.stops) {

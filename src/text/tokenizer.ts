@@ -7,6 +7,7 @@ import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
+import { isByteLevelDecoder, pieceBytes } from "./token_bytes.ts";
 
 /** What the engine needs from a tokenizer. */
 export interface TextTokenizer {
@@ -24,6 +25,8 @@ export interface TextTokenizer {
   decode(ids: readonly number[], options?: { skipSpecial?: boolean }): string;
   /** Whether `id` is a special (control) token. */
   isSpecial(id: number): boolean;
+  /** The bytes of token `id` alone (a byte token may be part of a UTF-8 character). */
+  tokenBytes(id: number): Uint8Array;
 }
 
 /** Model types `@huggingface/tokenizers` implements. */
@@ -178,6 +181,11 @@ export class ByteTokenizer implements TextTokenizer {
   isSpecial(id: number): boolean {
     return id >= 256;
   }
+
+  /** A byte token's byte; a special token's name. */
+  tokenBytes(id: number): Uint8Array {
+    return id < 256 ? Uint8Array.of(id) : new TextEncoder().encode(this.#names.get(id) ?? "");
+  }
 }
 
 /** An HF `tokenizer.json` (+ `tokenizer_config.json`) through `@huggingface/tokenizers`. */
@@ -190,6 +198,7 @@ export class HfTextTokenizer implements TextTokenizer {
   readonly specialTokens: Readonly<Record<string, string>>;
   readonly #tok: HfTokenizer;
   readonly #special: Set<number>;
+  readonly #byteLevel: boolean;
 
   /**
    * A tokenizer from a parsed `tokenizer.json` and `tokenizer_config.json`; `eosFromModel` (the
@@ -221,6 +230,7 @@ export class HfTextTokenizer implements TextTokenizer {
       throw EngineError.invalidArgument(`tokenizer.json: ${(e as Error).message}`, e);
     }
     this.#special = new Set(added.filter((t) => t.special).map((t) => t.id));
+    this.#byteLevel = isByteLevelDecoder(json.decoder);
     this.vocabSize = added.reduce((m, t) => Math.max(m, t.id + 1), base);
     const special: Record<string, string> = {};
     for (const k of ["bos_token", "eos_token", "unk_token", "pad_token"]) {
@@ -268,6 +278,15 @@ export class HfTextTokenizer implements TextTokenizer {
   /** Whether `id` is one of the tokenizer's special (added) tokens. */
   isSpecial(id: number): boolean {
     return this.#special.has(id);
+  }
+
+  /** A byte-fallback or byte-level piece's bytes; else the UTF-8 of the token's text. */
+  tokenBytes(id: number): Uint8Array {
+    const piece = this.#special.has(id)
+      ? undefined
+      : guarded("id_to_token", () => this.#tok.id_to_token(id));
+    return (piece === undefined ? undefined : pieceBytes(piece, this.#byteLevel)) ??
+      new TextEncoder().encode(this.decode([id]));
   }
 }
 

@@ -6,7 +6,14 @@
 import type { LLMEngine } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
-import { chunkBody, responseBody, type Usage, usage, usageChunk } from "../server/format.ts";
+import {
+  chunkBody,
+  responseBody,
+  textAfter,
+  type Usage,
+  usage,
+  usageChunk,
+} from "../server/format.ts";
 export type { Usage } from "../server/format.ts";
 import { type Piece, runChoice } from "../server/generation.ts";
 import { HttpError } from "../server/errors.ts";
@@ -44,10 +51,15 @@ export interface SamplingFields {
   seed?: number;
   /** Up to 4 strings that end the text (not included in it); the finish is then `stop`. */
   stop?: string | string[];
-  /** Tokens to generate before an EOS token may end the text, in [0, max_tokens]. */
+  /** Tokens to generate before EOS, a stop token or a stop string may end the text. */
   min_tokens?: number;
   /** Keep generating past EOS tokens, until `max_tokens` or a stop string. */
   ignore_eos?: boolean;
+  /**
+   * Token ids that end the text (finish `stop`; the token's text is left out unless
+   * `include_stop_str_in_output`, as vLLM does); held off until `min_tokens`.
+   */
+  stop_token_ids?: number[];
 }
 
 /** A `/v1/chat/completions` body (one choice: `n` is 1 here). */
@@ -68,6 +80,8 @@ export interface CompletionRequest extends SamplingFields {
   prompt: string | number[];
   /** Log-probabilities of the generated tokens with this many alternatives each, in [0, 20]. */
   logprobs?: number;
+  /** Put the prompt's text before the completion (not with `logprobs`). */
+  echo?: boolean;
 }
 
 /**
@@ -221,7 +235,7 @@ async function* streamed<T>(
     const choice = { index: 0, text: p.text, logprobs: p.logprobs, finish: p.finish ?? null };
     yield chunkBody(job, id, created, choice, first, offset) as T;
     first = false;
-    offset += p.text.length;
+    offset = textAfter(offset, p.logprobs);
   }
   if (job.includeUsage) yield usageChunk(job, id, created, usage(job.prompt.length, tokens)) as T;
 }

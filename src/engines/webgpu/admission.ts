@@ -39,9 +39,30 @@ export function checkRequest(
   if (n !== 1) {
     throw EngineError.invalidArgument(`request.sampling_options.n: ${n} is not supported (1 only)`);
   }
+  refuseUnhonoured(request);
   if ((request.output_options.logprobs ?? 0) > MAX_TOP_LOGPROBS) {
     throw EngineError.invalidArgument(
       `request.output_options.logprobs: at most ${MAX_TOP_LOGPROBS}`,
     );
+  }
+}
+
+/**
+ * Fields of the contract this engine does not act on are refused rather than ignored. Stop
+ * strings, `include_stop_str_in_output` and `skip_special_tokens` are not among them: they act on
+ * text, which the layer above the engine produces (Kiln's server, or Dynamo's frontend).
+ */
+function refuseUnhonoured(request: PreprocessedRequest): void {
+  const s = request.sampling_options, o = request.output_options;
+  const refuse = (field: string, why: string) =>
+    EngineError.invalidArgument(`request.${field}: ${why}`);
+  if ((s.best_of ?? 1) !== 1) {
+    throw refuse("sampling_options.best_of", `${s.best_of} is not supported (1 only)`);
+  }
+  if (s.guided_decoding !== undefined) {
+    throw refuse("sampling_options.guided_decoding", "structured output is not supported yet");
+  }
+  if (o.prompt_logprobs !== undefined) {
+    throw refuse("output_options.prompt_logprobs", "prompt logprobs are not supported");
   }
 }

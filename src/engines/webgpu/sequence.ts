@@ -186,7 +186,7 @@ export class Sequence {
             ? {
               top_logprobs: [
                 Array.from({ length: this.request.output_options.logprobs ?? 0 }, (_, r) => ({
-                  rank: r + 1,
+                  rank: r,
                   token_id: top.ids[r]!,
                   logprob: top.logprobs[r]!,
                 })),

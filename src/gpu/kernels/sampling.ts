@@ -6,7 +6,12 @@
 import { EngineError } from "../../contract/errors.ts";
 import { readBuffer, storageBuffer } from "../buffers.ts";
 import { type Dispatch, encodeDispatches } from "../dispatch.ts";
-import { bannedByBadWords, type History, type SamplingParams } from "../reference/sampling.ts";
+import {
+  bannedByBadWords,
+  type History,
+  MIN_TEMPERATURE,
+  type SamplingParams,
+} from "../reference/sampling.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 
 /** The most alternatives a step reports logprobs for. */
@@ -189,7 +194,9 @@ export class Sampler {
     const history: number[] = [];
     seqs.forEach((s, i) => {
       const o = i * PARAM_WORDS;
-      f32[o] = s.temperature ?? 1;
+      // The shader's greedy test is `temperature == 0`: below the floor, send 0.
+      const t = s.temperature ?? 1;
+      f32[o] = t < MIN_TEMPERATURE ? 0 : t;
       u32[o + 1] = s.top_k !== undefined && s.top_k > 0 ? Math.min(s.top_k, this.vocab) : 0;
       f32[o + 2] = s.top_p ?? 1;
       f32[o + 3] = s.min_p ?? 0;

@@ -44,9 +44,16 @@ export function rngUniform(seedLo: number, seedHi: number, step: number): number
   return (h >>> 8) * (1 / 16777216);
 }
 
-/** Whether the parameters ask for the argmax (temperature 0 or top-k 1). */
+/**
+ * Temperatures below this sample as greedy (vLLM draws the same line). Dividing f32 logits by a
+ * smaller temperature can overflow to infinity (1e-38 does for any logit above ~3.4), which
+ * would drop every token; at 1e-5 a logit gap of 1e-3 is already a factor e^100.
+ */
+export const MIN_TEMPERATURE = 1e-5;
+
+/** Whether the parameters ask for the argmax (a temperature below `MIN_TEMPERATURE`, or top-k 1). */
 export function isGreedy(p: SamplingParams): boolean {
-  return p.temperature === 0 || p.top_k === 1;
+  return (p.temperature ?? 1) < MIN_TEMPERATURE || p.top_k === 1;
 }
 
 /** Logits after masks, penalties and temperature (greedy: no temperature). */
