@@ -67,6 +67,7 @@ function canonicalOrigin(o: string): string | undefined {
   }
 }
 
+/** The policy of one server: `check` and `preflight` before routing, `decorate` on every answer. */
 export class Access {
   /** Whether a canonical Host name is answered; undefined: any. */
   readonly #hostOk: ((name: string) => boolean) | undefined;
