@@ -10,11 +10,20 @@ import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
 import { HttpError, quote } from "./errors.ts";
 import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
+import { Access, type AccessOptions } from "./access.ts";
 import { type Choice, chunkBody, responseBody, textAfter, usage, usageChunk } from "./format.ts";
 import { runChoice } from "./generation.ts";
 import { type Job, parseJob } from "./requests.ts";
 
-export interface ServerOptions {
+/**
+ * What the server runs on and how it answers. The access fields (`access.ts`): `bindHost`, the
+ * address it listens on (loopback, with no `allowedHosts`: only loopback `Host` names are
+ * answered, 421 otherwise); `allowedHosts`, names (no port) answered besides (`["*"]`: any);
+ * `corsOrigins`, exact origins given CORS. A foreign `Origin` gets 403 whenever one of them is
+ * set or the bind address is loopback; with none (in-process, or a non-loopback bind) any `Host`
+ * and `Origin` are answered, as before.
+ */
+export interface ServerOptions extends AccessOptions {
   engine: LLMEngine;
   metrics: EngineMetrics;
   requests: RequestMetrics;
@@ -58,9 +67,12 @@ export class KilnServer {
   /** Aborts every request in flight (the drain deadline passed). */
   #shutdown = new AbortController();
   #metrics: EngineMetrics;
+  #access: Access;
 
+  /** Throws `TypeError` for access options that are not valid (see `Access`). */
   constructor(readonly options: ServerOptions) {
     this.#metrics = options.metrics;
+    this.#access = new Access(options);
   }
 
   /**
@@ -116,15 +128,20 @@ export class KilnServer {
 
   /** The request handler (`Deno.serve(server.fetch)`, or any Web-standard server). */
   fetch = async (req: Request): Promise<Response> => {
+    let res: Response;
     try {
-      return await this.#route(req);
+      res = await this.#route(req);
     } catch (e) {
-      return HttpError.from(e).response();
+      res = HttpError.from(e).response();
     }
+    return this.#access.decorate(req, res);
   };
 
   async #route(req: Request): Promise<Response> {
     checkHost(req);
+    this.#access.check(req);
+    const preflight = this.#access.preflight(req);
+    if (preflight) return preflight;
     const { pathname } = new URL(req.url);
     const get = req.method === "GET" || req.method === "HEAD";
     if (pathname === "/health") {

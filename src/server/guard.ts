@@ -1,6 +1,7 @@
 /**
- * Checks on a request before any route runs: the `Host` header, the body's media type, the API
- * key (compared in constant time) and reading the body under a size limit and a deadline.
+ * Checks on a request before any route runs: the `Host` header's form (which names are answered
+ * is `access.ts`), the body's media type, the API key (compared in constant time) and reading the
+ * body under a size limit and a deadline.
  */
 import { HttpError } from "./errors.ts";
 
@@ -11,10 +12,17 @@ import { HttpError } from "./errors.ts";
  */
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
 
+/**
+ * 400 for a `Host` that is not host[:port] (an empty one included). A request with no `Host` is
+ * served: HTTP/1.0 does not require one, and Deno (whose `Request` carries no HTTP version, and
+ * which accepts HTTP/1.1 without `Host` itself) builds `req.url` from the address it listens on.
+ */
 export function checkHost(req: Request): void {
   const host = req.headers.get("host");
-  if (host === null) throw HttpError.badRequest("a Host header is required");
-  if (!HOST.test(host)) throw HttpError.badRequest("the Host header must be host[:port]");
+  if (host === null) return;
+  if (!HOST.test(host) || !URL.canParse(`http://${host}/`)) {
+    throw HttpError.badRequest("the Host header must be host[:port]");
+  }
 }
 
 /**

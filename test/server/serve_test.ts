@@ -1,15 +1,18 @@
 /**
  * `deno task serve` on the fortune model, driven by real clients: the official `openai` npm
  * package (streaming and not), a real Prometheus server scraping `/metrics` (its query API must
- * return Kiln's series), `promtool` on a live scrape, and SIGTERM draining before exit.
+ * return Kiln's series), `promtool` on a live scrape, DNS rebinding and CORS over raw sockets,
+ * and SIGTERM draining before exit.
  */
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import OpenAI from "openai";
 import { promtoolCheck } from "../support/promtool.ts";
+import { rawRequest } from "../../src/adapters/deno/raw_http.ts";
 import { startServer } from "./server.ts";
 
 const KEY = "test-key";
-const server = await startServer(["--api-key", KEY, "--max-queued", "3"]);
+const APP = "http://app.example:5173";
+const server = await startServer(["--api-key", KEY, "--max-queued", "3", "--cors-origins", APP]);
 const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
 const raw = (path: string, init: RequestInit = {}) =>
   fetch(`${server.url}${path}`, {
@@ -143,6 +146,71 @@ Deno.test("a client that disconnects cancels its request; too many at once get 4
     ),
   );
   ok(results.some((r) => r.status === "fulfilled"));
+});
+
+Deno.test("loopback serve: a rebound Host gets 421, a foreign Origin 403; --cors-origins gets CORS; HTTP/1.0 without Host is served", async () => {
+  const base = new URL(server.url);
+  const body = JSON.stringify({ model: "fortune", prompt: "x", max_tokens: 2 });
+  const post = (host: string, origin: string) =>
+    rawRequest(base, [
+      "POST /v1/completions HTTP/1.1",
+      `Host: ${host}`,
+      `Origin: ${origin}`,
+      `Authorization: Bearer ${KEY}`,
+      "Content-Type: application/json",
+      `Content-Length: ${body.length}`,
+      "Connection: close",
+    ], { pieces: [new TextEncoder().encode(body)] });
+  const evil = `evil.example:${base.port}`;
+  const rebound = await post(evil, `http://${evil}`);
+  equal(rebound?.status, 421);
+  equal(JSON.parse(rebound!.body).error.code, "host_not_allowed");
+  const foreign = await post(base.host, "http://evil.example");
+  equal(foreign?.status, 403);
+  equal(JSON.parse(foreign!.body).error.code, "origin_not_allowed");
+  const preflight = await fetch(`${server.url}/v1/chat/completions`, {
+    method: "OPTIONS",
+    headers: {
+      origin: APP,
+      "access-control-request-method": "POST",
+      "access-control-request-headers": "authorization,content-type",
+    },
+  });
+  equal(preflight.status, 204);
+  equal(preflight.headers.get("access-control-allow-origin"), APP);
+  ok(/authorization/i.test(preflight.headers.get("access-control-allow-headers") ?? ""));
+  const listed = await post(base.host, APP);
+  equal(listed?.status, 200, listed?.body ?? "no response");
+  equal(listed?.headers.get("access-control-allow-origin"), APP);
+  equal(JSON.parse(listed!.body).choices[0].finish_reason, "length");
+  const unlisted = await fetch(`${server.url}/v1/models`, {
+    method: "OPTIONS",
+    headers: { origin: "http://evil.example", "access-control-request-method": "GET" },
+  });
+  equal(unlisted.status, 403);
+  equal(unlisted.headers.get("access-control-allow-origin"), null);
+  await unlisted.body?.cancel();
+  const old = await rawRequest(base, ["GET /health HTTP/1.0"]);
+  equal(old?.status, 200, old?.body ?? "no response");
+  equal(JSON.parse(old!.body).status, "ready");
+});
+
+Deno.test("serve refuses --cors-origins * and a host name with a port, before loading", async () => {
+  for (const flags of [["--cors-origins", "*"], ["--allowed-hosts", "kiln.lan:8080"]]) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("../../src/adapters/deno/serve.ts", import.meta.url).pathname,
+        ...flags,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    equal(out.code, 2, stderr);
+    ok(/^serve: /m.test(stderr) && stderr.includes(JSON.stringify(flags[1])), stderr);
+  }
 });
 
 async function scrape(accept?: string): Promise<Response> {

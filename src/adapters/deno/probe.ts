@@ -1,9 +1,10 @@
 /**
  * `deno task probe --base URL [--api-key KEY] [--model NAME] [--max-body BYTES]
- * [--max-queued N] [--slow-wait SECONDS] [--long-tokens N]`: send a running server the hostile requests of
- * `probe_cases.ts` (wrong content types, Host tricks, oversized and slow bodies, bad JSON,
- * disconnects mid-body and mid-stream, a flood past the queue) and report held / FAILED per
- * case. Exits 1 if any case failed.
+ * [--max-queued N] [--slow-wait SECONDS] [--long-tokens N] [--cors-origin ORIGIN]`: send a running
+ * server the hostile requests of `probe_cases.ts` (wrong content types, Host tricks, DNS
+ * rebinding, foreign origins, oversized and slow bodies, bad JSON, disconnects mid-body and
+ * mid-stream, a flood past the queue) and report held / FAILED per case. Exits 1 if any case
+ * failed.
  */
 import { CASES, Probe, type ProbeOptions } from "./probe_cases.ts";
 
@@ -53,11 +54,13 @@ if (import.meta.main) {
   }
   const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
   const model = args.get("model");
+  const corsOrigin = args.get("cors-origin");
   const results = await probe(
     {
       base: new URL(base),
       ...(apiKey ? { apiKey } : {}),
       ...(model ? { model } : {}),
+      ...(corsOrigin ? { corsOrigin } : {}),
       maxBodyBytes: Number(args.get("max-body") ?? 1 << 20),
       maxQueued: Number(args.get("max-queued") ?? 64),
       slowWaitSeconds: Number(args.get("slow-wait") ?? 30),

@@ -7,7 +7,14 @@ import { mockServer } from "../../../test/support/server.ts";
 import { type CaseResult, probe } from "./probe.ts";
 
 Deno.test("every probe case holds against KilnServer", async () => {
-  const s = await mockServer({ apiKey: "k", bodyTimeoutMs: 1500, maxQueued: 4 }, { delayMs: 5 });
+  const corsOrigin = "http://app.example";
+  const s = await mockServer({
+    apiKey: "k",
+    bodyTimeoutMs: 1500,
+    maxQueued: 4,
+    bindHost: "127.0.0.1",
+    corsOrigins: [corsOrigin],
+  }, { delayMs: 5 });
   try {
     const results = await probe({
       base: s.url,
@@ -16,10 +23,11 @@ Deno.test("every probe case holds against KilnServer", async () => {
       maxQueued: 4,
       slowWaitSeconds: 6,
       longTokens: 900,
+      corsOrigin,
     });
     const failed = results.filter((r: CaseResult) => r.failure !== undefined);
     deepStrictEqual(failed, []);
-    ok(results.length >= 30, `${results.length} cases`);
+    ok(results.length >= 37, `${results.length} cases`);
   } finally {
     await s.close();
   }
@@ -40,10 +48,11 @@ Deno.test("the probe reports a server that lets hostile requests through", async
       maxQueued: 2,
       slowWaitSeconds: 3,
       longTokens: 900,
+      corsOrigin: "http://app.example",
     });
     const failed = new Set(results.filter((r) => r.failure !== undefined).map((r) => r.name));
     for (const name of results.map((r) => r.name)) {
-      if (/415|Host|405|404|413|400|408|429|counted/.test(name)) {
+      if (/\b(415|405|404|413|400|408|429|421|403|204)\b|refused|counted/.test(name)) {
         ok(failed.has(name), `${name} should fail on a careless server`);
       }
     }

@@ -1,6 +1,7 @@
 /**
  * `deno task serve --model DIR|FILE.gguf|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]
- *   [--engine webgpu|ort] [--variant model_fp16] [--ep webgpu|wasm]`:
+ *   [--engine webgpu|ort] [--variant model_fp16] [--ep webgpu|wasm] [--allowed-hosts H1,H2|*]
+ *   [--cors-origins O1,O2]`:
  * a `WorkerEngine` (the WebGPU engine, or with `--engine ort` onnxruntime-web on an ONNX export
  * folder, in a Deno Worker) behind the OpenAI-compatible server,
  * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain (`/health` 503, requests in
@@ -73,18 +74,32 @@ let supervisor: WorkerSupervisor | undefined;
 const hierarchy = { namespace: "kiln", component: "serve", endpoint: "generate", workerId: 1n };
 let metrics = EngineMetrics.fromHierarchy(hierarchy);
 const requests = new RequestMetrics();
-const server = new KilnServer({
-  engine,
-  metrics,
-  requests,
-  ...(apiKey ? { apiKey } : {}),
-  maxQueued: Number(args.get("max-queued") ?? 64),
-  bodyTimeoutMs: Number(args.get("body-timeout") ?? 10) * 1000,
-});
+const bindHost = args.get("host") ?? "127.0.0.1";
+/** A comma-separated flag as a list (undefined when not given). */
+const list = (flag: string) =>
+  args.get(flag)?.split(",").map((s) => s.trim()).filter((s) => s !== "");
+const allowedHosts = list("allowed-hosts"), corsOrigins = list("cors-origins");
+let server: KilnServer;
+try {
+  server = new KilnServer({
+    engine,
+    metrics,
+    requests,
+    ...(apiKey ? { apiKey } : {}),
+    maxQueued: Number(args.get("max-queued") ?? 64),
+    bodyTimeoutMs: Number(args.get("body-timeout") ?? 10) * 1000,
+    bindHost,
+    ...(allowedHosts ? { allowedHosts } : {}),
+    ...(corsOrigins ? { corsOrigins } : {}),
+  });
+} catch (e) {
+  console.error(`serve: ${(e as Error).message}`);
+  Deno.exit(2);
+}
 const drainSeconds = Number(args.get("drain-timeout") ?? 30);
 
 const http = Deno.serve({
-  hostname: args.get("host") ?? "127.0.0.1",
+  hostname: bindHost,
   port: Number(args.get("port") ?? 8080),
   onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
 }, (req) => server.fetch(req));
