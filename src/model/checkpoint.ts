@@ -7,7 +7,7 @@
 import { type ModelConfig, parseConfig } from "./config.ts";
 import { type GgufModel, openGgufFiles } from "./gguf/load.ts";
 import { readCheckpoint } from "./safetensors.ts";
-import { missingFile, type ModelFiles, readText } from "./source.ts";
+import { type ModelFiles, requireText } from "./source.ts";
 import { mapWeights, type ModelWeights, type WeightInfo } from "./weights.ts";
 
 export interface Checkpoint {
@@ -31,10 +31,8 @@ export async function openCheckpoint(files: ModelFiles): Promise<Checkpoint> {
       gguf,
     };
   }
-  const text = await readText(files, "config.json");
-  if (text === undefined) throw missingFile(files, "config.json");
-  const config = parseConfig(text);
-  const tensors = await readCheckpoint((name) => files.open(name));
+  const config = parseConfig(await requireText(files, "config.json"));
+  const tensors = await readCheckpoint((name) => files.open(name), files);
   return {
     format: "safetensors",
     location: files.location,

@@ -151,6 +151,10 @@ export class GpuModel {
     } catch (e) {
       model.destroy();
       throw e;
+    } finally {
+      // The weights are on the GPU (or failed): drop any whole-file copy a source holds (a URL
+      // whose server ignores Range), rather than keep it as long as the model.
+      for (const source of new Set(weightList(weights).map((t) => t.source))) source.release?.();
     }
     return model;
   }

@@ -5,6 +5,7 @@
 export * from "./config.ts";
 export * from "./rope.ts";
 export * from "./source.ts";
+export * from "./url_source.ts";
 export * from "./safetensors.ts";
 export * from "./weights.ts";
 export * from "./gpu_model.ts";

@@ -7,7 +7,8 @@ import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import { DTYPE_BYTES } from "../gpu/dtype.ts";
-import type { ByteSource } from "./source.ts";
+import { htmlPage, looksLikeHtml } from "./html.ts";
+import type { ByteSource, ModelFiles } from "./source.ts";
 
 /** One tensor of a safetensors file. */
 export interface TensorInfo {
@@ -46,6 +47,8 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
   const prefix = await source.read(0, 8);
   const headerLen = Number(new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true));
   if (headerLen > MAX_HEADER || 8 + headerLen > source.size) {
+    // An HTML page (an SPA fallback's index.html) reads as an enormous header length.
+    if (looksLikeHtml(await source.read(0, Math.min(source.size, 256)))) throw htmlPage(file);
     throw corrupt(
       file,
       `header length ${headerLen} runs past the end of the file (${source.size} bytes)`,
@@ -125,23 +128,39 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
   return tensors;
 }
 
-/** Every tensor of a checkpoint: `model.safetensors`, or the shards of its index. */
+/**
+ * Every tensor of a checkpoint: `model.safetensors`, or the shards of its index. `files` (where
+ * `open` opens from) names a missing file in messages as it describes it.
+ */
 export async function readCheckpoint(
   open: (name: string) => Promise<ByteSource | undefined>,
+  files?: Pick<ModelFiles, "location" | "describeMissing">,
 ): Promise<Map<string, TensorInfo>> {
+  const why = (name: string) => {
+    const text = files?.describeMissing?.(name);
+    return text === undefined ? "" : ` (${text})`;
+  };
   const single = await open("model.safetensors");
   if (single) return await readSafetensorsHeader(single);
-  const index = await open("model.safetensors.index.json");
+  const index = await open(INDEX);
   if (!index) {
-    throw EngineError.invalidArgument("no model.safetensors or model.safetensors.index.json");
+    throw EngineError.invalidArgument(
+      `${files ? `${files.location}: ` : ""}no model.safetensors or ${INDEX}${
+        why("model.safetensors")
+      }`,
+    );
   }
-  const map = weightMap(await index.read(0, index.size));
+  const bytes = await index.read(0, index.size);
+  if (looksLikeHtml(bytes)) throw htmlPage(index.name);
+  const map = weightMap(bytes);
   const tensors = new Map<string, TensorInfo>();
   const from = new Map<string, string>();
   for (const shard of new Set(Object.values(map))) {
     const src = await open(shard);
     if (!src) {
-      throw EngineError.invalidArgument(`shard ${describe(shard)} named by the index is missing`);
+      throw EngineError.invalidArgument(
+        `shard ${describe(shard)} named by the index is missing${why(shard)}`,
+      );
     }
     for (const [name, info] of await readSafetensorsHeader(src)) {
       tensors.set(name, info);

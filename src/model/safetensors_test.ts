@@ -1,7 +1,8 @@
 import { equal, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { readCheckpoint, readSafetensorsHeader } from "./safetensors.ts";
-import { blobSource, type ByteSource, urlFiles } from "./source.ts";
+import { blobSource, type ByteSource } from "./source.ts";
+import { urlFiles } from "./url_source.ts";
 import { dirFiles, fileSource } from "../adapters/deno/file_source.ts";
 import { parseConfig } from "./config.ts";
 import { mapWeights } from "./weights.ts";

@@ -1,9 +1,10 @@
 /**
  * Where model files come from: a `ByteSource` reads ranges of one file without holding it
  * whole; a `ModelFiles` names the files of a checkpoint. Web-standard implementations here
- * (Blob/File, HTTP with Range); the file-system one lives in `src/adapters/deno/`.
+ * (Blob/File) and in `url_source.ts` (HTTP); the file-system one lives in `src/adapters/deno/`.
  */
 import { EngineError } from "../contract/errors.ts";
+import { htmlPage, looksLikeHtml } from "./html.ts";
 
 /** Random access to the bytes of one file. */
 export interface ByteSource {
@@ -11,8 +12,16 @@ export interface ByteSource {
   readonly name: string;
   /** The file's size in bytes. */
   readonly size: number;
-  /** `length` bytes from `offset`. */
+  /**
+   * `length` bytes from `offset`. They may be a view into a copy the source keeps (a file
+   * downloaded whole from a server without Range): do not write to them.
+   */
   read(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Drop whatever the source holds in memory (a whole-file copy); later reads fetch again.
+   * Called once a load has read what it needs.
+   */
+  release?(): void;
 }
 
 /** The files of one checkpoint, opened by name (`config.json`, `model.safetensors`, ...). */
@@ -37,11 +46,27 @@ export function missingFile(files: ModelFiles, name: string): EngineError {
   );
 }
 
-/** The UTF-8 text of file `name`, or undefined when the checkpoint has no such file. */
+/**
+ * The UTF-8 text of an optional file, or undefined when the checkpoint has no such file or an
+ * HTML page came in its place (a web server's SPA fallback for a missing file; see `html.ts`).
+ */
 export async function readText(files: ModelFiles, name: string): Promise<string | undefined> {
   const src = await files.open(name);
   if (src === undefined) return undefined;
-  return new TextDecoder().decode(await src.read(0, src.size));
+  const bytes = await src.read(0, src.size);
+  return looksLikeHtml(bytes) ? undefined : new TextDecoder().decode(bytes);
+}
+
+/**
+ * The UTF-8 text of a required file: `InvalidArgument` naming it when the checkpoint has no
+ * such file, or when an HTML page came in its place (saying so: an SPA fallback, likely).
+ */
+export async function requireText(files: ModelFiles, name: string): Promise<string> {
+  const src = await files.open(name);
+  if (src === undefined) throw missingFile(files, name);
+  const bytes = await src.read(0, src.size);
+  if (looksLikeHtml(bytes)) throw htmlPage(src.name);
+  return new TextDecoder().decode(bytes);
 }
 
 /** A `ByteSource` over a `Blob` or `File`, reading slices on demand. */
@@ -85,66 +110,6 @@ export function fileListFiles(files: Iterable<File>): ModelFiles {
       const f = byName.get(name);
       return Promise.resolve(f && blobSource(f, name));
     },
-  };
-}
-
-function httpError(url: string, status: number, statusText: string): EngineError {
-  const type = status === 404 ? "InvalidArgument" : "CannotConnect";
-  return new EngineError(type, `${url}: HTTP ${status} ${statusText}`.trim());
-}
-
-/** A file over HTTP(S), read with Range requests. */
-export async function urlSource(
-  url: string,
-  fetchFn: typeof fetch = fetch,
-): Promise<ByteSource | undefined> {
-  let head: Response;
-  try {
-    head = await fetchFn(url, { method: "HEAD" });
-  } catch (e) {
-    throw new EngineError("CannotConnect", `${url}: ${(e as Error).message}`, { cause: e });
-  }
-  if (head.status === 404) return undefined;
-  if (!head.ok) throw httpError(url, head.status, head.statusText);
-  const size = Number(head.headers.get("content-length"));
-  if (!Number.isSafeInteger(size) || size < 0) {
-    throw new EngineError("CannotConnect", `${url}: the server sent no Content-Length`);
-  }
-  return {
-    name: url,
-    size,
-    async read(offset, length) {
-      if (length === 0) return new Uint8Array(0);
-      const res = await fetchFn(url, {
-        headers: { range: `bytes=${offset}-${offset + length - 1}` },
-      });
-      if (!res.ok) throw httpError(url, res.status, res.statusText);
-      const bytes = new Uint8Array(await res.arrayBuffer());
-      if (res.status === 206) return bytes;
-      // A server that ignores Range sends the whole file.
-      return bytes.subarray(offset, offset + length);
-    },
-  };
-}
-
-/**
- * A checkpoint laid out under a base URL (an HF repo's `resolve/main/`), or a GGUF file's URL
- * (one ending in `.gguf`; a split model's first split).
- */
-export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFiles {
-  if (new URL(base).pathname.endsWith(".gguf")) {
-    return {
-      location: base,
-      gguf: base,
-      open: (url) => urlSource(url, fetchFn),
-      describeMissing: (url) => `${url}: HTTP 404 Not Found`,
-    };
-  }
-  const root = base.endsWith("/") ? base : `${base}/`;
-  return {
-    location: root,
-    open: (name) => urlSource(new URL(name, root).href, fetchFn),
-    describeMissing: (name) => `${new URL(name, root).href}: HTTP 404 Not Found`,
   };
 }
 

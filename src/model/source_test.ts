@@ -1,6 +1,7 @@
 import { equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
-import { ggufEntry, modelName, urlFiles } from "./source.ts";
+import { ggufEntry, modelName } from "./source.ts";
+import { urlFiles } from "./url_source.ts";
 
 Deno.test("modelName: the last segment of a directory or URL, skipping resolve/main", () => {
   equal(modelName("models/fortune/"), "fortune");

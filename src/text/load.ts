@@ -3,7 +3,7 @@ import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { openGgufFiles } from "../model/gguf/load.ts";
 import { ggufText } from "../model/gguf/tokenizer.ts";
-import { missingFile, type ModelFiles, readText } from "../model/source.ts";
+import { type ModelFiles, readText, requireText } from "../model/source.ts";
 import { type ChatMessage, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
 import { isTokenId } from "../contract/fields.ts";
@@ -28,7 +28,10 @@ function ids(v: unknown, name: string): number[] {
   return list as number[];
 }
 
-/** A JSON object file, `{}` when absent; anything but an object is `InvalidArgument`. */
+/**
+ * An optional JSON object file, undefined when absent (or an HTML page came in its place: an SPA
+ * fallback, see `readText`); anything but an object is `InvalidArgument`.
+ */
 async function readJson(
   files: ModelFiles,
   name: string,
@@ -59,10 +62,7 @@ export async function loadText(files: ModelFiles): Promise<ModelText> {
     const gguf = await openGgufFiles(files);
     return ggufText(gguf.metadata, gguf.config.eosTokenIds);
   }
-  const json = await readText(files, "tokenizer.json");
-  if (json === undefined) {
-    throw missingFile(files, "tokenizer.json");
-  }
+  const json = await requireText(files, "tokenizer.json");
   const config = await readJson(files, "tokenizer_config.json");
   const generation = await readJson(files, "generation_config.json") ?? {};
   const model = await readJson(files, "config.json") ?? {};

@@ -10,7 +10,8 @@ import type { EngineMetrics } from "../metrics/engine_metrics.ts";
 import type { Format } from "../metrics/exposition.ts";
 import { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
-import { fileListFiles, ggufEntry, type ModelFiles, modelName, urlFiles } from "../model/source.ts";
+import { fileListFiles, ggufEntry, type ModelFiles, modelName } from "../model/source.ts";
+import { urlFiles } from "../model/url_source.ts";
 import { loadText, type ModelText } from "../text/load.ts";
 import { type Liveness, WorkerEngine } from "./client.ts";
 import {

@@ -5,6 +5,7 @@ import { openModel } from "./open.ts";
 import type { ChatCompletionChunk } from "./openai.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
+const SPA = "<!doctype html>\n<html><body><div id=app></div></body></html>\n";
 
 Deno.test("openModel: Kiln's worker module, URL load with progress, generate, chat, stop, metrics", async () => {
   const server = rangeServer(FORTUNE);
@@ -66,6 +67,51 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
     match(model.metricsText("openmetrics"), /# EOF\n$/);
   } finally {
     await model.close();
+    await server.shutdown();
+  }
+});
+
+Deno.test("openModel from a server without Range and with an SPA fallback: each file sent once per reader", async () => {
+  // Python's http.server ignores Range; Vite without appType "mpa" answers index.html for every
+  // missing file. Fortune has no tokenizer_config.json or generation_config.json: both come back
+  // as that page and count as absent.
+  const server = rangeServer(FORTUNE, { range: false, fallback: SPA });
+  const model = await openModel({ model: server.base, engine: { kvBlocks: 16 } });
+  try {
+    let text = "";
+    for await (const p of model.generate("You will", { max_tokens: 4, seed: 3 })) text += p.text;
+    ok(text.length > 0, "generated text");
+  } finally {
+    await model.close();
+    await server.shutdown();
+  }
+  const asked = (path: string) => server.served.filter((r) => r.path === path);
+  ok(asked("tokenizer_config.json").every((r) => r.status === 200), "answered by the fallback");
+  const weights = asked("model.safetensors").filter((r) => r.method === "GET");
+  equal(weights.length, 1, JSON.stringify(weights));
+  // config.json has two readers: the page (EOS ids for the text side) and the engine's worker.
+  const readers = (path: string) => (path === "config.json" ? 2 : 1);
+  let bound = 0;
+  for (const path of new Set(server.served.filter((r) => r.bytes > 0).map((r) => r.path))) {
+    const size = (await Deno.stat(FORTUNE + path)).size;
+    ok(server.bytesSent(path) <= size * readers(path), `${path}: ${server.bytesSent(path)} bytes`);
+    bound += size * readers(path);
+  }
+  const total = server.served.reduce((n, r) => n + r.bytes, 0);
+  ok(total <= bound, `${total} bytes sent, each file once per reader is ${bound}`);
+});
+
+Deno.test("openModel on an SPA fallback server without tokenizer.json names the URL and the fix", async () => {
+  const server = rangeServer(FORTUNE, { fallback: SPA, hide: ["tokenizer.json"] });
+  try {
+    await rejects(openModel({ model: server.base }), (e) => {
+      ok(e instanceof EngineError && e.type === "InvalidArgument", String(e));
+      ok(e.message.startsWith(`${server.base}tokenizer.json: `), e.message);
+      match(e.message, /the server answered an HTML page/);
+      match(e.message, /appType: "mpa"/);
+      return true;
+    });
+  } finally {
     await server.shutdown();
   }
 });

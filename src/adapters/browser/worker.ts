@@ -3,7 +3,8 @@
  * from `File`s handed over by the page.
  */
 import { EngineError } from "../../contract/errors.ts";
-import { fileListFiles, urlFiles } from "../../model/source.ts";
+import { fileListFiles } from "../../model/source.ts";
+import { urlFiles } from "../../model/url_source.ts";
 import { exposeHost } from "../../worker/host.ts";
 
 exposeHost((spec) => {

@@ -1,7 +1,8 @@
 /** Model files on disk (Deno): read ranges with seek + read, never the whole file at once. */
 import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
-import { type ByteSource, fileListFiles, type ModelFiles, urlFiles } from "../../model/source.ts";
+import { type ByteSource, fileListFiles, type ModelFiles } from "../../model/source.ts";
+import { urlFiles } from "../../model/url_source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
 
 /** A file-system failure as an `InvalidArgument` naming the path (never a raw `Deno.errors`). */

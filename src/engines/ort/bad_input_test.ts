@@ -66,6 +66,13 @@ for (const ep of ["wasm", "webgpu"] as const) {
       "mem/onnx/model.onnx",
       "protobuf",
     );
+    // An SPA fallback's index.html in place of the graph: said so, not a protobuf error.
+    await startFails(
+      memFiles({ "config.json": CONFIG, "onnx/model.onnx": "\n<!DOCTYPE html><html></html>" }),
+      ep,
+      "onnx/model.onnx",
+      "an HTML page",
+    );
     for (const missing of ["position_ids", "past_key_values.1.value", "attention_mask"]) {
       await startFails(
         memFiles({ "config.json": CONFIG, "model.onnx": badGraph({ skip: [missing] }) }),

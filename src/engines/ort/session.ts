@@ -8,7 +8,8 @@
 import type * as Ort from "onnxruntime-web";
 import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
-import { missingFile, type ModelFiles, readText } from "../../model/source.ts";
+import { htmlPage, looksLikeHtml } from "../../model/html.ts";
+import { missingFile, type ModelFiles, requireText } from "../../model/source.ts";
 
 export type OrtModule = typeof Ort;
 /** onnxruntime-web's execution provider: WebGPU, or the CPU (WebAssembly, one thread). */
@@ -98,9 +99,24 @@ export async function pickVariant(
   throw missingFile(files, "onnx/model.onnx");
 }
 
-async function readAll(files: ModelFiles, name: string): Promise<Uint8Array | undefined> {
+/**
+ * A whole file. Absent, or an HTML page in its place (an SPA fallback for a missing file): an
+ * `InvalidArgument` saying which when `required`, else undefined.
+ */
+async function readAll(
+  files: ModelFiles,
+  name: string,
+  required: boolean,
+): Promise<Uint8Array | undefined> {
   const src = await files.open(name);
-  return src === undefined ? undefined : await src.read(0, src.size);
+  if (src === undefined) {
+    if (required) throw missingFile(files, name);
+    return undefined;
+  }
+  const bytes = await src.read(0, src.size);
+  if (!looksLikeHtml(bytes)) return bytes;
+  if (required) throw htmlPage(src.name);
+  return undefined;
 }
 
 /** An ORT session-creation failure as a typed error naming the file, or the op it lacks. */
@@ -204,8 +220,7 @@ export interface OpenOptions {
 
 /** Read the export, create the session (logits and KV kept on the GPU on WebGPU), check it. */
 export async function openSession(ort: OrtModule, o: OpenOptions): Promise<OpenedSession> {
-  const configText = await readText(o.files, "config.json");
-  if (configText === undefined) throw missingFile(o.files, "config.json");
+  const configText = await requireText(o.files, "config.json");
   let config: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(configText);
@@ -215,8 +230,7 @@ export async function openSession(ort: OrtModule, o: OpenOptions): Promise<Opene
     throw EngineError.invalidArgument(`config.json: ${(e as Error).message}`, e);
   }
   const { variant, file } = await pickVariant(o.files, o.variant, o.preferF16);
-  const bytes = await readAll(o.files, file);
-  if (bytes === undefined) throw missingFile(o.files, file);
+  const bytes = (await readAll(o.files, file, true))!;
   const where = o.files.location.endsWith("/")
     ? `${o.files.location}${file}`
     : `${o.files.location}/${file}`;
@@ -226,7 +240,7 @@ export async function openSession(ort: OrtModule, o: OpenOptions): Promise<Opene
     logSeverityLevel: 3, // errors only: not the note about shape ops placed on the CPU
   };
   const dataName = `${variant}.onnx_data`;
-  const data = await readAll(o.files, file.replace(/\.onnx$/, ".onnx_data"));
+  const data = await readAll(o.files, file.replace(/\.onnx$/, ".onnx_data"), false);
   if (data !== undefined) options.externalData = [{ path: dataName, data }];
   // Logits and every present.* stay on ORT's device as GPU buffers.
   if (o.ep === "webgpu") options.preferredOutputLocation = "gpu-buffer";

@@ -16,7 +16,7 @@ import { QUANT_FORMATS, quantize, type QuantType } from "../../gpu/quant/formats
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
-import { type ModelFiles, readText } from "../source.ts";
+import { type ModelFiles, readText, requireText } from "../source.ts";
 import { mapWeights, type ModelWeights } from "../weights.ts";
 import {
   type GgufMix,
@@ -56,12 +56,8 @@ function parseJson(text: string, name: string): Record<string, unknown> {
 
 /** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
 export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
-  const configText = await readText(files, "config.json");
-  if (configText === undefined) {
-    throw EngineError.invalidArgument(`${files.location}: no config.json`);
-  }
-  const config = parseConfig(configText);
-  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name)));
+  const config = parseConfig(await requireText(files, "config.json"));
+  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name), files));
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) return { config, weights };
   const tc = await readText(files, "tokenizer_config.json");

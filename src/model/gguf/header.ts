@@ -13,6 +13,7 @@
 import { EngineError } from "../../contract/errors.ts";
 import type { WeightDtype } from "../../gpu/dtype.ts";
 import { QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../../gpu/quant/formats.ts";
+import { htmlPage, looksLikeHtml } from "../html.ts";
 import type { ByteSource } from "../source.ts";
 import {
   GGMLQuantizationType,
@@ -173,6 +174,9 @@ export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
       typedMetadata: true,
     });
   } catch (e) {
+    // An HTML page (an SPA fallback's index.html) has no GGUF magic: say what it is.
+    const html = await source.read(0, Math.min(source.size, 256)).then(looksLikeHtml, () => false);
+    if (html) throw htmlPage(file);
     if (e instanceof EngineError) throw e;
     throw bad(`not a readable GGUF file (${(e as Error)?.message ?? String(e)})`);
   }

@@ -6,7 +6,8 @@
 import { EngineError } from "../../contract/errors.ts";
 import type { ModelConfig } from "../config.ts";
 import { ropeInvFreq, type RopeScaling } from "../rope.ts";
-import { type ByteSource, fileListFiles, type ModelFiles, urlSource } from "../source.ts";
+import { type ByteSource, fileListFiles, missingFile, type ModelFiles } from "../source.ts";
+import { urlSource } from "../url_source.ts";
 import { mapWeights } from "../weights.ts";
 import { ggufConfig } from "./config.ts";
 import { type GgufFile, readGgufFile } from "./header.ts";
@@ -176,7 +177,13 @@ export function openGgufFiles(files: ModelFiles): Promise<GgufModel> {
   if (first === undefined) {
     return Promise.reject(EngineError.invalidArgument(`${files.location}: not a GGUF model`));
   }
-  return openGguf(first, (name) => files.open(name));
+  return openGguf(first, async (name) => {
+    const src = await files.open(name);
+    // Every split is required: named as `files` describes an absent one where it can (for a
+    // URL, the 404 or the HTML page that came in its place).
+    if (src === undefined && files.describeMissing) throw missingFile(files, name);
+    return src;
+  });
 }
 
 /** A GGUF model from dropped or picked files: the `.gguf` among them, or its first split. */

@@ -7,7 +7,8 @@
  */
 import { acquireGpu } from "../../../src/gpu/device.ts";
 import { GpuModel } from "../../../src/model/gpu_model.ts";
-import { fileListFiles, urlFiles } from "../../../src/model/source.ts";
+import { fileListFiles } from "../../../src/model/source.ts";
+import { urlFiles } from "../../../src/model/url_source.ts";
 import { openCheckpoint } from "../../../src/model/checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../../src/model/gguf/convert.ts";
 import { buildReference } from "../../../src/model/reference_file.ts";
