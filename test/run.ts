@@ -1,6 +1,6 @@
 /**
  * `npm test`: runs the gate (fmt, lint, type check) and every suite (Deno unit and GPU tests,
- * Node tests, browser tests) and ends with one line `N passed, N failed`. Each suite writes
+ * Node tests, browser tests) and ends with one line `N passed, N failed, N skipped`. Each suite writes
  * JUnit XML, which is counted here; each gate step counts as one test.
  *
  * Suites:

@@ -19,6 +19,16 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+/** The shared fixture's folder, or undefined when `../shared` does not have it (tests skip). */
+export const SHARED_ONNX_FORTUNE: string | undefined = (() => {
+  try {
+    Deno.statSync(`${SHARED}onnx/model.onnx`);
+    return SHARED;
+  } catch {
+    return undefined;
+  }
+})();
+
 let made: Promise<string> | undefined;
 
 /**
