@@ -13,7 +13,9 @@
 // - `kiln.d.ts`: its types, from the package's `worker/*.d.ts`.
 //
 // `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
-// import: it is not inlined. The bundler is rolldown, the one Vite 8 is built on.
+// import: it is not inlined. `@huggingface/gguf` comes pre-bundled in the compiled
+// `model/gguf/lib.js` (scripts/build_vendor.mjs), so `@huggingface/tasks` is not met here. The
+// bundler is rolldown, the one Vite 8 is built on.
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "rolldown";
@@ -21,12 +23,6 @@ import { build } from "rolldown";
 export const BROWSER_DIR = "browser";
 /** Module ids that stay imports in the bundles (optional peers). */
 const EXTERNAL = /^onnxruntime-web(\/.*)?$/;
-/**
- * Modules whose top level does nothing but define: `@huggingface/gguf` takes one enum from
- * `@huggingface/tasks`, whose package does not say it is free of side effects, so without this
- * all of its tables (~280 KB) would be kept in both files.
- */
-const PURE = /\/node_modules\/@huggingface\/tasks\//;
 
 /** What replaces `worker/worker_module.js` in `kiln.js`. */
 function browserWorkerModule() {
@@ -87,7 +83,6 @@ async function bundle(input, file, replace = {}) {
     platform: "browser",
     external: EXTERNAL,
     logLevel: "warn",
-    treeshake: { moduleSideEffects: (id) => !PURE.test(id) },
     plugins: [{
       name: "kiln-browser-seams",
       resolveId(id) {

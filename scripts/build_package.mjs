@@ -8,7 +8,14 @@
 //   follow `new Worker(new URL(...))` find the emitted file.
 // - `gpu/shader_text.js`, which fetches `shaders/<name>.wgsl` in the sources, is replaced by a
 //   module holding the text of every `shaders/*.wgsl`: no WGSL file has to be located at run time.
-// - `.d.ts` files that name WebGPU types reference `@webgpu/types` (a dependency of the package).
+// - WebGPU types: TypeScript 6 and later declare WebGPU in their DOM lib, which collides with
+//   `@webgpu/types` ("Duplicate identifier" under `skipLibCheck: false`); TypeScript 5 has none. So
+//   each export's types are two files: `x.d.ts` (no reference), chosen by TypeScript 6+ through
+//   the versioned condition `types@>=6`, and `x.ts5.d.ts`, chosen by the plain `types` condition
+//   (older TypeScript, other tools), which re-exports `x.d.ts` and, where its `.d.ts` files name
+//   WebGPU types, references `@webgpu/types` (a dependency of the package).
+// - `model/gguf/lib.js` gets `@huggingface/gguf` bundled in, free of `@huggingface/tasks`'s tables
+//   (scripts/build_vendor.mjs), so apps' bundlers do not keep them.
 // - `dist/pkg/browser/`: the self-contained build for pages without a bundler, bundled from the
 //   compiled modules by scripts/build_browser.mjs (the package export `./browser`).
 //
@@ -36,24 +43,33 @@ const URL_ENTRIES = ["./src/adapters/browser/worker.ts"];
 
 const readJson = (name) => JSON.parse(readFileSync(join(ROOT, name), "utf8"));
 
+/** TypeScript versions whose DOM lib declares WebGPU (checked: 6.0.3 and 7.0.2 do, 5.9.3 not). */
+export const TYPES_WITH_WEBGPU = "types@>=6";
+
+/**
+ * An export's conditions for the built module `<base>.js`: its types `<base>.d.ts` for TypeScript
+ * with WebGPU in its DOM lib, else `<base>.ts5.d.ts` (see `legacyTypes`).
+ */
+function entryPoint(base) {
+  return { [TYPES_WITH_WEBGPU]: `${base}.d.ts`, types: `${base}.ts5.d.ts`, import: `${base}.js` };
+}
+
 /**
  * Exports of the npm package that deno.json cannot have, because they are build artifacts: the
  * self-contained browser build (scripts/build_browser.mjs).
  */
-export const BUILD_EXPORTS = {
-  "./browser": { types: `./${OUT_DIR}/browser/kiln.d.ts`, import: `./${OUT_DIR}/browser/kiln.js` },
-};
+export const BUILD_EXPORTS = { "./browser": entryPoint(`./${OUT_DIR}/browser/kiln`) };
 
 /**
- * package.json's `exports`: deno.json's (`./src/x/mod.ts` gives `./dist/pkg/x/mod.{js,d.ts}`),
- * then `BUILD_EXPORTS`.
+ * package.json's `exports`: deno.json's (`./src/x/mod.ts` gives `./dist/pkg/x/mod.js` and its
+ * types, see `entryPoint`), then `BUILD_EXPORTS`.
  */
 export function packageExports(denoExports) {
   const out = {};
   for (const [name, path] of Object.entries(denoExports)) {
     const m = /^\.\/src\/(.+)\.ts$/.exec(path);
     if (!m) throw new Error(`deno.json export ${name}: ${path} is not a .ts file under src/`);
-    out[name] = { types: `./${OUT_DIR}/${m[1]}.d.ts`, import: `./${OUT_DIR}/${m[1]}.js` };
+    out[name] = entryPoint(`./${OUT_DIR}/${m[1]}`);
   }
   for (const [name, entry] of Object.entries(BUILD_EXPORTS)) {
     if (Object.hasOwn(out, name)) throw new Error(`export ${name}: in deno.json and built too`);
@@ -138,6 +154,40 @@ const URL_TS = /new URL\((["'])(\.{1,2}\/[^"']*)\.ts\1, import\.meta\.url\)/g;
 const TS_IMPORT = /(?:from|import)\s*\(?\s*["']\.{1,2}\/[^"']*\.ts["']/;
 /** Relative `.ts` specifiers that `.d.ts` files keep: `.js`, as every module resolution reads. */
 const DTS_TS = /((?:from|import)\s*\(?\s*)(["'])(\.{1,2}\/[^"']*)\.ts\2/g;
+/** Relative modules a `.d.ts` imports or re-exports (after `DTS_TS`). */
+const DTS_IMPORT = /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']*)\.js["']/g;
+const WEBGPU_NAME = /\bGPU[A-Z]\w*/;
+
+/** Whether the `.d.ts` file `dts`, or one it reaches through relative imports, names WebGPU. */
+function reachesWebGpu(dts, seen = new Set()) {
+  if (seen.has(dts)) return false;
+  seen.add(dts);
+  const text = readFileSync(dts, "utf8");
+  if (WEBGPU_NAME.test(text)) return true;
+  for (const [, path] of text.matchAll(DTS_IMPORT)) {
+    if (reachesWebGpu(join(dirname(dts), `${path}.d.ts`), seen)) return true;
+  }
+  return false;
+}
+
+/**
+ * Each export's `types` file for TypeScript without WebGPU in its DOM lib: the `.d.ts` that
+ * TypeScript 6+ reads, re-exported, plus `@webgpu/types` where that reaches WebGPU names.
+ */
+function legacyTypes(exports) {
+  for (const entry of Object.values(exports)) {
+    const dts = entry[TYPES_WITH_WEBGPU];
+    const base = dts.split("/").pop();
+    const module = `./${base.replace(/\.d\.ts$/, ".js")}`;
+    const lines = [
+      `// The types of ${module} for TypeScript without WebGPU in its DOM lib (before 6); the`,
+      `// package's exports give TypeScript 6+ ${base} itself (condition "${TYPES_WITH_WEBGPU}").`,
+    ];
+    if (reachesWebGpu(join(ROOT, dts))) lines.push('/// <reference types="@webgpu/types" />');
+    lines.push(`export * from ${JSON.stringify(module)};`, "");
+    writeFileSync(join(ROOT, entry.types), lines.join("\n"));
+  }
+}
 
 function postProcess(outDir) {
   writeFileSync(join(outDir, "gpu/shader_text.js"), shaderModule());
@@ -147,7 +197,6 @@ function postProcess(outDir) {
       text = text.replace(URL_TS, (_, q, path) => `new URL(${q}${path}.js${q}, import.meta.url)`);
     } else if (file.endsWith(".d.ts")) {
       text = text.replace(DTS_TS, (_, lead, q, path) => `${lead}${q}${path}.js${q}`);
-      if (/\bGPU[A-Z]\w*/.test(text)) text = `/// <reference types="@webgpu/types" />\n${text}`;
     }
     const bad = TS_IMPORT.exec(text);
     if (bad) throw new Error(`${relative(ROOT, file)}: a .ts specifier survived: ${bad[0]}`);
@@ -180,8 +229,11 @@ export async function buildPackage({ writeExports = false } = {}) {
   compile(entries, outDir);
   postProcess(outDir);
   // Imported here, not at the top: test/exports_test.ts imports this module under Deno.
+  const { vendorGguf } = await import("./build_vendor.mjs");
+  await vendorGguf(outDir);
   const { buildBrowser } = await import("./build_browser.mjs");
   const sizes = await buildBrowser(outDir);
+  legacyTypes(readJson("package.json").exports);
   for (const [file, size] of Object.entries(sizes)) {
     console.log(`${relative(ROOT, outDir)}/browser/${file}: ${(size / 1024).toFixed(0)} KiB`);
   }

@@ -3,12 +3,12 @@
  * stream an OpenAI-shaped completion to stdout, then print the request counter.
  *
  *   npm install ../../kiln-kiln-0.1.0.tgz   # or a published version
- *   deno run -A complete.ts ../../models/fortune "You will"
+ *   deno run -A complete.ts node_modules/@kiln/kiln/models/fortune "You will"
  */
 import { EngineError } from "@kiln/kiln";
 import { openModel } from "@kiln/kiln/worker";
 
-const [dir = "../../models/fortune", prompt = "You will"] = Deno.args;
+const [dir = "node_modules/@kiln/kiln/models/fortune", prompt = "You will"] = Deno.args;
 const names = ["config.json", "tokenizer.json", "model.safetensors"];
 const files = await Promise.all(
   names.map(async (n) => new File([await Deno.readFile(`${dir}/${n}`)], n)),

@@ -140,12 +140,22 @@ function strftimeNow(format: unknown): string {
 }
 
 /**
+ * A template parsed by `@huggingface/jinja` (its `Template`). Named structurally so that Kiln's
+ * declaration files do not import jinja's, which do not type check under `moduleResolution:
+ * "nodenext"` (extensionless relative imports).
+ */
+export interface ParsedTemplate {
+  /** The template's syntax tree. */
+  readonly parsed: unknown;
+}
+
+/**
  * Render a parsed template with `items` as its variables, within `budget` (missing limits from
  * {@linkcode DEFAULT_RENDER_BUDGET}). Over budget is `ResourceExhausted`; the template's own
  * errors are thrown as they are (the caller wraps them).
  */
 export function renderWithBudget(
-  template: Template,
+  template: ParsedTemplate,
   items: Record<string, unknown>,
   budget: RenderBudget = {},
 ): string {
@@ -160,6 +170,6 @@ export function renderWithBudget(
   env.set("range", boundedRange(limits.maxItems));
   env.set("strftime_now", strftimeNow);
   for (const [key, value] of Object.entries(items)) env.set(key, value);
-  const out = new BudgetInterpreter(env, limits).run(template.parsed).value;
+  const out = new BudgetInterpreter(env, limits).run(template.parsed as Template["parsed"]).value;
   return typeof out === "string" ? out : "";
 }

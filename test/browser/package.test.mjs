@@ -1,26 +1,28 @@
 // Kiln as an app outside this repository gets it: `npm pack`, the tarball installed offline into
-// a temporary copy of examples/vite-app/, a Vite build of that app, the build served, and the
-// fortune model run in Kiln's Web Worker in Chromium (SwiftShader WebGPU): generate, Stop, the
-// OpenAI-shaped chat helper and the metrics text. A screenshot lands in test/artifacts/.
+// a temporary copy of examples/vite-app/, the fortune model copied from the package into the
+// app's public/ as the README says, a Vite build of that app (its sizes checked against budgets),
+// the build served, and the fortune model run in Kiln's Web Worker in Chromium (SwiftShader
+// WebGPU): generate, Stop, the OpenAI-shaped chat helper and the metrics text. A screenshot lands
+// in test/artifacts/.
 import { after, before, test } from "node:test";
 import assert, { ok } from "node:assert/strict";
-import { cpSync, mkdirSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { build, preview } from "vite";
 import { launchBrowser } from "../support/browser.mjs";
 import { installExample, packKiln, ROOT } from "../support/package.mjs";
 
-const FORTUNE = join(ROOT, "models/fortune");
 let app, server, origin, browser, page;
 const pageErrors = [];
 
 before(async () => {
   app = installExample("vite-app", packKiln());
-  const models = join(app, "public/models/fortune");
-  mkdirSync(models, { recursive: true });
-  for (const f of ["config.json", "tokenizer.json", "model.safetensors"]) {
-    cpSync(join(FORTUNE, f), join(models, f));
-  }
+  // README, Embed it: `cp -r node_modules/@kiln/kiln/models/fortune public/models/`.
+  mkdirSync(join(app, "public/models"), { recursive: true });
+  cpSync(join(app, "node_modules/@kiln/kiln/models/fortune"), join(app, "public/models/fortune"), {
+    recursive: true,
+  });
   const configFile = join(app, "vite.config.js");
   await build({ root: app, configFile, logLevel: "warn" });
   server = await preview({
@@ -38,6 +40,46 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await server?.close();
+});
+
+/**
+ * Budgets in KiB (1024 bytes) for what a page loads to run Kiln, raw and gzipped (level 9): the
+ * Vite app's main chunk and Kiln's worker as Vite builds them, and the package's self-contained
+ * browser build. About 10% above the sizes measured when they were set (README, Embed it, quotes
+ * them); `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side
+ * effects (scripts/build_vendor.mjs), would add ~215 KiB to each file.
+ */
+const BUDGET_KIB = {
+  "vite main chunk": [175, 55],
+  "vite worker": [190, 62],
+  "browser/kiln.js": [175, 55],
+  "browser/kiln_worker.js": [205, 66],
+};
+
+test("the Vite build's main chunk and worker, and the browser build, are within their budgets", (t) => {
+  const dist = join(app, "dist");
+  const html = readFileSync(join(dist, "index.html"), "utf8");
+  const main = /<script type="module"[^>]* src="\/(assets\/[^"]+\.js)"/.exec(html)?.[1];
+  ok(main, "index.html loads a module script");
+  const mainCode = readFileSync(join(dist, main), "utf8");
+  const worker = /new Worker\(\s*new URL\(\s*[`"']\/(assets\/[^`"']+\.js)[`"']/.exec(mainCode)?.[1];
+  ok(worker, "the main chunk starts a worker from an emitted file");
+  const browserDir = join(app, "node_modules/@kiln/kiln/dist/pkg/browser");
+  const files = {
+    "vite main chunk": join(dist, main),
+    "vite worker": join(dist, worker),
+    "browser/kiln.js": join(browserDir, "kiln.js"),
+    "browser/kiln_worker.js": join(browserDir, "kiln_worker.js"),
+  };
+  const kib = (n) => Math.round((n / 1024) * 10) / 10;
+  for (const [name, file] of Object.entries(files)) {
+    const bytes = readFileSync(file);
+    const [raw, gz] = [kib(bytes.length), kib(gzipSync(bytes, { level: 9 }).length)];
+    t.diagnostic(`${name}: ${raw} KiB, ${gz} KiB gzipped`);
+    const [maxRaw, maxGz] = BUDGET_KIB[name];
+    ok(raw <= maxRaw, `${name}: ${raw} KiB is over its budget of ${maxRaw} KiB`);
+    ok(gz <= maxGz, `${name}: ${gz} KiB gzipped is over its budget of ${maxGz} KiB`);
+  }
 });
 
 const ready = () => page.waitForSelector("body[data-state=ready]", { timeout: 120_000 });

@@ -1,12 +1,13 @@
 // Kiln with no bundler: `npm pack`, the tarball's `package/dist/pkg/browser/` copied as `kiln/`
-// beside a copy of examples/static/ and the fortune model, all served by a plain static file
-// server (no Vite, no npm install), and the page driven in Chromium (SwiftShader WebGPU):
-// generate, then Stop. A second origin serves the same folder with CORS, as a CDN would, and
-// kiln.js imported from there runs its worker through the same-origin shim.
+// beside a copy of examples/static/ and its `package/models/fortune/` as `models/fortune/`, all
+// served by a plain static file server (no Vite, no npm install), and the page driven in
+// Chromium (SwiftShader WebGPU): generate, then Stop. A second origin serves the same folder with
+// CORS, as a CDN would, and kiln.js imported from there runs its worker through the same-origin
+// shim.
 import { after, before, test } from "node:test";
 import assert, { ok } from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { extname, join, normalize } from "node:path";
@@ -62,10 +63,10 @@ before(async () => {
   site = join(mkdtempSync(join(tmpdir(), "kiln-static-")), "site");
   cpSync(join(ROOT, "examples/static"), site, { recursive: true });
   cpSync(join(unpacked, "package/dist/pkg/browser"), join(site, "kiln"), { recursive: true });
-  mkdirSync(join(site, "models/fortune"), { recursive: true });
-  for (const f of ["config.json", "tokenizer.json", "model.safetensors"]) {
-    cpSync(join(ROOT, "models/fortune", f), join(site, "models/fortune", f));
-  }
+  // The fortune model that ships in the package (README, Embed it).
+  cpSync(join(unpacked, "package/models/fortune"), join(site, "models/fortune"), {
+    recursive: true,
+  });
   // localhost is a secure context, so navigator.gpu exists there.
   origin = `http://localhost:${await serve(site)}`;
   browser = await launchBrowser();
