@@ -5,25 +5,16 @@
  *   npm install ../../kiln-kiln-0.1.0.tgz   # or a published version
  *   deno run -A complete.ts ../../models/fortune "You will"
  */
-import { parseArgs } from "node:util";
 import { EngineError } from "@kiln/kiln";
 import { openModel } from "@kiln/kiln/worker";
 
-// Two optional arguments and no flags: anything else is refused (strict).
-const USAGE = "usage: deno run -A complete.ts [DIR] [PROMPT]";
-let positionals: string[];
-try {
-  positionals = parseArgs({ args: Deno.args, allowPositionals: true, options: {} })
-    .positionals;
-} catch (e) {
-  console.error(`${(e as Error).message}\n${USAGE}`);
+// Two optional arguments and no flags (this example keeps to the package's own imports: no
+// argument parser): anything else is refused.
+if (Deno.args.length > 2 || Deno.args.some((a) => a.startsWith("-"))) {
+  console.error("usage: deno run -A complete.ts [DIR] [PROMPT]");
   Deno.exit(2);
 }
-if (positionals.length > 2) {
-  console.error(`expected at most 2 arguments\n${USAGE}`);
-  Deno.exit(2);
-}
-const [dir = "../../models/fortune", prompt = "You will"] = positionals;
+const [dir = "../../models/fortune", prompt = "You will"] = Deno.args;
 const names = ["config.json", "tokenizer.json", "model.safetensors"];
 const files = await Promise.all(
   names.map(async (n) => new File([await Deno.readFile(`${dir}/${n}`)], n)),
