@@ -64,8 +64,13 @@ async function run(entry: Entry, args: string[], env: Record<string, string> = {
 }
 
 /** Exit 2, stderr the error (starting `name: ` and containing `needle`) then the usage. */
-async function refused(entry: Entry, args: string[], needle: string) {
-  const r = await run(entry, args);
+async function refused(
+  entry: Entry,
+  args: string[],
+  needle: string,
+  env: Record<string, string> = {},
+) {
+  const r = await run(entry, args, env);
   const what = `${entry.path} ${args.join(" ")}`;
   equal(r.code, 2, `${what}: exit ${r.code}\n${r.stderr}`);
   const [first] = r.stderr.split("\n");
@@ -111,6 +116,15 @@ Deno.test("serve --api-kye s3cret is refused with exit 2, the flag named and the
   await refused(serve, ["--engine", "cuda"], "--engine");
   await refused(serve, ["--variant", "model"], "--variant and --ep need --engine ort");
   await refused(serve, ["stray"], "unexpected argument 1");
+});
+
+Deno.test("fortune: bad environment values and a second argument are refused before loading", async () => {
+  const fortune = ENTRIES[1]!;
+  await Promise.all([
+    refused(fortune, [], 'KILN_SEED: expected an integer >= 0, got "abc"', { KILN_SEED: "abc" }),
+    refused(fortune, [], "KILN_MAX_TOKENS", { KILN_MAX_TOKENS: "0" }),
+    refused(fortune, ["You", "will"], 'at most 1 argument ([PROMPT]), got "You" "will"'),
+  ]);
 });
 
 /** Files that read a command line, outside the helpers and tests. */
