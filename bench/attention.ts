@@ -21,10 +21,20 @@ import {
   prepareKvWrite,
   prepareRopeKv,
 } from "../src/gpu/kernels/attention.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
-const small = Deno.args.includes("--small");
-const outIdx = Deno.args.indexOf("--out");
-const outPath = outIdx >= 0 ? Deno.args[outIdx + 1] : undefined;
+const { flags } = runCli({
+  name: "attention",
+  command: "deno run -A bench/attention.ts",
+  about: "Decode attention, the kernel before the GQA rewrite against the current one, on one " +
+    "adapter; prints JSON.",
+  flags: {
+    small: { type: "boolean", help: "one context and batch, short passes (CPU adapters)" },
+    out: { type: "string", arg: "FILE", help: "also write the JSON report here" },
+  },
+});
+const small = flags.small;
+const outPath = flags.out;
 const HEADS = 9, KV_HEADS = 3, HEAD_DIM = 64, BLOCK = 16; // SmolLM2-135M
 const contexts = small ? [256] : [256, 2048];
 const batches = small ? [1] : [1, 8];

@@ -26,7 +26,8 @@ import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { modelName } from "../src/model/source.ts";
-import { type GgufMix, parseMix } from "../src/model/gguf/quant_mix.ts";
+import { GGUF_MIXES, type GgufMix } from "../src/model/gguf/quant_mix.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 import { describeReport, quantizeToFile } from "../src/adapters/deno/quantize.ts";
 import { ensureCheckpoint, listShapes, readManifest } from "./checkpoint.ts";
 import { elements, tensorSpecs } from "./random_weights.ts";
@@ -38,40 +39,74 @@ import { adapterSlug, type BenchReport, formatTable, type ShapeResult } from "./
 import { renderBenchChart } from "./bench_chart.ts";
 import type { Peer } from "./peers/peer.ts";
 
-const argv = Deno.args;
-const flag = (name: string) => argv.includes(`--${name}`);
-function opt(name: string): string | undefined {
-  const i = argv.indexOf(`--${name}`);
-  if (i < 0) return undefined;
-  const v = argv[i + 1];
-  if (v === undefined || v.startsWith("--")) throw new Error(`--${name} needs a value`);
-  return v;
+const { flags, fail } = runCli({
+  name: "bench",
+  command: "deno task bench",
+  about: "Kiln on real model shapes (random F16 weights) or an HF folder: decode and prefill " +
+    "tokens/s, dispatches and encode time per step, weight reads against a read probe; JSON and " +
+    "an SVG in bench/results/.",
+  flags: {
+    shapes: { type: "list", arg: "NAME,...", help: "shapes of bench/shapes/ (default: all)" },
+    model: { type: "string", arg: "DIR", help: "an HF checkpoint folder instead of the shapes" },
+    batches: { type: "integers", min: 1, help: "decode batch sizes (default 1,8,32; --quick 1)" },
+    tokens: { type: "integer", min: 1, help: "decode tokens per stream (default 128; --quick 4)" },
+    prefill: {
+      type: "integers",
+      min: 1,
+      help: "prefill prompt lengths (default 512,2048; --quick 16)",
+    },
+    rounds: { type: "integer", min: 1, help: "timed rounds (default 3; --quick 1)" },
+    "max-batched-tokens": { type: "integer", min: 1, help: "the engine's max_num_batched_tokens" },
+    "encode-iters": {
+      type: "integer",
+      min: 1,
+      help: "steps timed for CPU encode time (default 200; --quick 30)",
+    },
+    "probe-mib": {
+      type: "integer",
+      min: 1,
+      help: "MiB the read probe reads (default 1024; --quick 256)",
+    },
+    peers: {
+      type: "boolean",
+      help: "also time the peers of bench/peers/ (installs their packages)",
+    },
+    quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
+    quant: { type: "list", choices: GGUF_MIXES, help: "also run each shape as these GGUF mixes" },
+    out: { type: "string", arg: "FILE", help: "the JSON report (default bench/results/...)" },
+    caption: { type: "string", arg: "TEXT", help: "a caption for the report and chart" },
+    engine: { type: "enum", choices: ["ort"], help: "also time onnxruntime-web's OrtEngine" },
+    onnx: { type: "string", arg: "DIR", help: "--engine ort: an ONNX export of --model" },
+    variant: { type: "string", help: "--engine ort: the graph in onnx/" },
+    ep: { type: "enum", choices: ["webgpu", "wasm"], help: "--engine ort: execution provider" },
+  },
+});
+if (flags.model !== undefined && flags.shapes !== undefined) {
+  fail("--model and --shapes: give one of them");
 }
-function ints(name: string, fallback: number[]): number[] {
-  const v = opt(name);
-  if (v === undefined) return fallback;
-  const xs = v.split(",").filter((s) => s !== "").map(Number);
-  if (!xs.every((x) => Number.isInteger(x) && x > 0)) {
-    throw new Error(`--${name}: expected positive integers, got ${v}`);
+const known = await listShapes();
+const unknown = flags.shapes?.find((s) => !known.includes(s));
+if (unknown !== undefined) fail(`--shapes: no shape ${unknown} (${known.join(", ")})`);
+if (flags.engine === undefined) {
+  for (const k of ["onnx", "variant", "ep"] as const) {
+    if (flags[k] !== undefined) fail(`--${k} needs --engine ort`);
   }
-  return xs;
 }
-const int = (name: string, fallback: number) => ints(name, [fallback])[0]!;
 
-const quick = flag("quick");
+const quick = flags.quick;
 // --quick is sized for lavapipe, where a SmolLM2 decode step takes seconds and a 512-token
 // prefill tens of minutes: one stream, a few tokens, a prompt as long as the decode prompts.
-const batches = ints("batches", quick ? [1] : [1, 8, 32]);
-const tokens = int("tokens", quick ? 4 : 128);
-const prefillLengths = ints("prefill", quick ? [16] : [512, 2048]);
-const rounds = int("rounds", quick ? 1 : 3);
-const encodeIters = int("encode-iters", quick ? 30 : 200);
-const probeMiB = int("probe-mib", quick ? 256 : 1024);
-const maxBatched = opt("max-batched-tokens");
+const batches = flags.batches ?? (quick ? [1] : [1, 8, 32]);
+const tokens = flags.tokens ?? (quick ? 4 : 128);
+const prefillLengths = flags.prefill ?? (quick ? [16] : [512, 2048]);
+const rounds = flags.rounds ?? (quick ? 1 : 3);
+const encodeIters = flags["encode-iters"] ?? (quick ? 30 : 200);
+const probeMiB = flags["probe-mib"] ?? (quick ? 256 : 1024);
+const maxBatched = flags["max-batched-tokens"];
 const PROMPT = 16; // decode prompts: 16 tokens per stream
-const modelDir = opt("model");
-const mixes = (opt("quant")?.split(",") ?? []).map(parseMix);
-const shapes = modelDir ? [modelName(modelDir)] : (opt("shapes")?.split(",") ?? await listShapes());
+const modelDir = flags.model;
+const mixes: GgufMix[] = flags.quant ?? [];
+const shapes = modelDir ? [modelName(modelDir)] : (flags.shapes ?? known);
 const log = (l: string) => console.error(l);
 
 const gpu = await acquireGpu({ label: "kiln-bench" });
@@ -81,7 +116,7 @@ const probe = await readProbe(gpu, { bytes: probeMiB * 2 ** 20 });
 log(`read probe: ${probe.gb_per_s.toFixed(2)} GB/s over ${probe.bytes / 2 ** 20} MiB`);
 
 let peers: Peer[] = [];
-if (flag("peers")) {
+if (flags.peers) {
   const url = new URL("./peers/mod.ts", import.meta.url).href;
   try {
     peers = ((await import(url)) as { peers: Peer[] }).peers;
@@ -90,15 +125,11 @@ if (flag("peers")) {
   }
   log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
 }
-const engineOpt = opt("engine");
-if (engineOpt !== undefined && engineOpt !== "ort") {
-  throw new Error(`--engine: ort, got ${engineOpt}`);
-}
-if (engineOpt === "ort") peers.push(await ortRunner());
+if (flags.engine === "ort") peers.push(await ortRunner());
 
 /** OrtEngine on `--onnx DIR`, or on fortune's own export when the model is fortune. */
 async function ortRunner(): Promise<Peer> {
-  let onnxDir = opt("onnx");
+  let onnxDir = flags.onnx;
   if (onnxDir === undefined) {
     if (modelDir === undefined || modelName(modelDir) !== "fortune") {
       throw new Error("--engine ort: --onnx DIR (an ONNX export of --model) is needed");
@@ -107,13 +138,12 @@ async function ortRunner(): Promise<Peer> {
     onnxDir = await onnxFortune();
   }
   const { OrtRunner } = await import("./ort_runner.ts");
-  const ep = opt("ep");
-  const variant = opt("variant");
+  const { ep, variant } = flags;
   return new OrtRunner({
     onnxDir,
     maxNumSeqs: Math.max(...batches),
     ...(variant ? { variant } : {}),
-    ...(ep === "wasm" || ep === "webgpu" ? { executionProvider: ep } : {}),
+    ...(ep ? { executionProvider: ep } : {}),
   });
 }
 
@@ -161,7 +191,7 @@ async function benchShape(shape: string, result: ShapeResult, mix?: GgufMix): Pr
     gpu,
     kvPositions,
     maxNumSeqs: Math.max(...batches),
-    ...(maxBatched ? { maxNumBatchedTokens: Number(maxBatched) } : {}),
+    ...(maxBatched ? { maxNumBatchedTokens: maxBatched } : {}),
   });
   await kiln.setup(dir);
   try {
@@ -282,13 +312,13 @@ const report: BenchReport = {
     encode_iters: encodeIters,
     decode_prompt_tokens: PROMPT,
     peers: peers.map((p) => p.name),
-    engine: engineOpt ?? "webgpu",
-    ...(opt("caption") ? { caption: opt("caption") } : {}),
+    engine: flags.engine ?? "webgpu",
+    ...(flags.caption ? { caption: flags.caption } : {}),
   },
   probe,
   shapes: results,
 };
-const out = opt("out") ??
+const out = flags.out ??
   new URL(`./results/bench-${adapterSlug(adapter)}.json`, import.meta.url).pathname;
 await Deno.writeTextFile(out, JSON.stringify(report, null, 2) + "\n");
 const svg = out.replace(/\.json$/, "") + ".svg";

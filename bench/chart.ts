@@ -7,6 +7,7 @@
  */
 import { renderBenchChart } from "./bench_chart.ts";
 import type { BenchReport } from "./report.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
 interface Pair {
   label: string;
@@ -59,11 +60,19 @@ function chart(report: Report): Chart {
   };
 }
 
-const [input, output] = Deno.args;
-if (!input || !output) {
-  console.error("usage: deno run -A bench/chart.ts IN.json OUT.svg");
-  Deno.exit(2);
-}
+const { args } = runCli({
+  name: "chart",
+  command: "deno run -A bench/chart.ts",
+  about: "A bench result as an SVG bar chart, Kiln's number beside its peer's.",
+  flags: {},
+  args: {
+    usage: "IN.json OUT.svg",
+    min: 2,
+    max: 2,
+    help: "the report to read, the chart to write",
+  },
+});
+const [input, output] = args as [string, string];
 const parsed = JSON.parse(await Deno.readTextFile(input));
 if (parsed.bench === "kiln-bench") {
   await Deno.writeTextFile(output, renderBenchChart(parsed as BenchReport));

@@ -10,15 +10,22 @@ import { RequestContext } from "../src/contract/engine.ts";
 import type { PreprocessedRequest } from "../src/contract/types.ts";
 import { WebGpuEngine } from "../src/engines/webgpu/engine.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
-const arg = (name: string, fallback: string) => {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Deno.args[i + 1]! : fallback;
-};
-const model = arg("model", "models/fortune");
-const tokens = Number(arg("tokens", "128"));
-const streams = Number(arg("streams", "8"));
-const out = arg("out", "");
+const { flags } = runCli({
+  name: "engine",
+  command: "deno run -A bench/engine.ts",
+  about: "WebGpuEngine's decode tokens/s at 1 and N streams, pipelined against one step at a " +
+    "time; prints JSON.",
+  flags: {
+    model: { type: "string", arg: "DIR", default: "models/fortune", help: "a checkpoint folder" },
+    tokens: { type: "integer", min: 1, default: 128, help: "tokens per stream" },
+    streams: { type: "integer", min: 1, default: 8, help: "concurrent streams" },
+    out: { type: "string", arg: "FILE", help: "also write the JSON report here" },
+  },
+});
+const { model, tokens, streams } = flags;
+const out = flags.out;
 
 interface Result {
   mode: string;

@@ -22,18 +22,7 @@ import { DTYPE_CODE, encodeWeights, type WeightDtype } from "../src/gpu/dtype.ts
 import type { Dispatch } from "../src/gpu/dispatch.ts";
 import { baselineDispatch } from "./baselines/baseline.ts";
 import { GEMM_TILE, type GemmTile, prepareGemm } from "../src/gpu/kernels/gemm.ts";
-
-const args = Deno.args;
-const flag = (name: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
-const outPath = flag("--out");
-const ITERS = Number(flag("--iters") ?? 1);
-const ROUNDS = Number(flag("--rounds") ?? 1);
-const sweep = args.includes("--sweep");
-const onlyLayer = flag("--layer");
-const onlyM = flag("--m");
+import { runCli } from "../src/adapters/deno/flags.ts";
 
 /** [n, k] of the model's linear layers. */
 const LAYERS: [string, number, number][] = [
@@ -43,6 +32,27 @@ const LAYERS: [string, number, number][] = [
   ["down_proj", 576, 1536],
 ];
 const ROWS = [128, 512];
+
+const { flags } = runCli({
+  name: "gemm",
+  command: "deno run -A bench/gemm.ts",
+  about: "Prefill matrix-matrix products, the replaced tiled kernel against prepareGemm, at " +
+    "SmolLM2-135M's linear layers; prints JSON.",
+  flags: {
+    out: { type: "string", arg: "FILE", help: "also write the JSON report here" },
+    iters: { type: "integer", min: 1, default: 1, help: "dispatches per timed pass" },
+    rounds: { type: "integer", min: 1, default: 1, help: "timed passes (the best is kept)" },
+    sweep: { type: "boolean", help: "also time other gemm tile shapes" },
+    layer: { type: "enum", choices: LAYERS.map(([l]) => l), help: "only this layer" },
+    m: { type: "enum", choices: ROWS.map(String), arg: "ROWS", help: "only this row count" },
+  },
+});
+const outPath = flags.out;
+const ITERS = flags.iters;
+const ROUNDS = flags.rounds;
+const sweep = flags.sweep;
+const onlyLayer = flags.layer;
+const onlyM = flags.m;
 const dtype: WeightDtype = "f16";
 const SWEEP: GemmTile[] = [
   { wgN: 16, wgM: 16, tm: 4, bk: 16, pad: 1 },

@@ -14,10 +14,19 @@ import { DTYPE_BYTES, encodeWeights, type WeightDtype } from "../src/gpu/dtype.t
 import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { grid } from "../src/gpu/dispatch.ts";
 import type { Dispatch } from "../src/gpu/dispatch.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
-const small = Deno.args.includes("--small");
-const outIdx = Deno.args.indexOf("--out");
-const outPath = outIdx >= 0 ? Deno.args[outIdx + 1] : undefined;
+const { flags } = runCli({
+  name: "matmul",
+  command: "deno run -A bench/matmul.ts",
+  about: "Decode matrix-vector bandwidth against a read probe over the same bytes; prints JSON.",
+  flags: {
+    small: { type: "boolean", help: "small shapes and few iterations (CPU adapters)" },
+    out: { type: "string", arg: "FILE", help: "also write the JSON report here" },
+  },
+});
+const small = flags.small;
+const outPath = flags.out;
 const shapes: [number, number][] = small
   ? [[256, 256], [768, 256]]
   : [[4096, 4096], [11008, 4096], [4096, 11008], [32000, 4096]];

@@ -5,9 +5,16 @@
 //
 //   node bench/matvec_browser.mjs [--out bench/results/matvec-threads-swiftshader.json]
 import { writeFileSync } from "node:fs";
-import { launchBrowser, startServer } from "../test/support/browser.mjs";
+import { runFlags } from "../scripts/flags.mjs";
 
-const out = process.argv.includes("--out") ? process.argv[process.argv.indexOf("--out") + 1] : "";
+const { out } = runFlags({
+  name: "matvec_browser",
+  command: "node bench/matvec_browser.mjs",
+  about: "Decode products in Chromium, one thread per output row against 64 threads per row; " +
+    "prints the JSON report.",
+  flags: { out: { type: "string", arg: "FILE", help: "also write the JSON report here" } },
+});
+const { launchBrowser, startServer } = await import("../test/support/browser.mjs");
 const { server, origin } = await startServer();
 const browser = await launchBrowser();
 try {

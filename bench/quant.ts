@@ -17,16 +17,29 @@ import { readF32, storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
 import { encodeWeights } from "../src/gpu/dtype.ts";
 import { prepareLinear } from "../src/gpu/kernels/linear.ts";
 import { prepareQuantMatvec } from "../src/gpu/kernels/matvec_quant.ts";
-import { QUANT_FORMATS, type QuantType } from "../src/gpu/quant/formats.ts";
+import { QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../src/gpu/quant/formats.ts";
 import { randomBlocks } from "../src/gpu/quant/random_blocks.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
-const arg = (name: string) => {
-  const i = Deno.args.indexOf(name);
-  return i >= 0 ? Deno.args[i + 1] : undefined;
-};
-const small = Deno.args.includes("--small");
-const outPath = arg("--out");
-const types = (arg("--types") ?? "Q8_0,Q4_K,Q6_K").split(",") as QuantType[];
+const { flags } = runCli({
+  name: "quant",
+  command: "deno run -A bench/quant.ts",
+  about: "Quantized decode matvec against F16 at SmolLM2-135M's shapes, on both thread paths; " +
+    "prints JSON.",
+  flags: {
+    small: { type: "boolean", help: "two shapes, few dispatches (CPU adapters)" },
+    types: {
+      type: "list",
+      choices: QUANT_TYPES,
+      default: ["Q8_0", "Q4_K", "Q6_K"],
+      help: "the block formats",
+    },
+    out: { type: "string", arg: "FILE", help: "also write the JSON report here" },
+  },
+});
+const small = flags.small;
+const outPath = flags.out;
+const types: QuantType[] = flags.types;
 /** Threads per output row: the CPU-adapter path and the GPU path. */
 const PATHS = [1, 32];
 

@@ -14,15 +14,29 @@ import { grid256, type KernelDispatch, prepareKernel } from "../src/gpu/kernels/
 import { Sampler, type SeqSampling } from "../src/gpu/kernels/sampling.ts";
 import { seeded } from "../test/support/kernel_harness.ts";
 import type { SamplingParams } from "../src/gpu/reference/sampling.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
-const arg = (name: string): string | undefined => {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Deno.args[i + 1] : undefined;
-};
-const vocabs = arg("vocab") ? [Number(arg("vocab"))] : [49_152, 151_936];
-const seqCounts = arg("seqs") ? [Number(arg("seqs"))] : [1, 8];
-const minIters = Number(arg("iters") ?? 1);
-const outPath = arg("out") ?? "bench/results/sampler-lavapipe.json";
+const { flags } = runCli({
+  name: "sampler",
+  command: "deno run -A bench/sampler.ts",
+  about: "The GPU sampler's step time, the former bisection kernel against the radix select; " +
+    "prints and writes JSON.",
+  flags: {
+    vocab: { type: "integer", min: 2, help: "one vocabulary size (default 49152 and 151936)" },
+    seqs: { type: "integer", min: 1, help: "one sequence count (default 1 and 8)" },
+    iters: { type: "integer", min: 1, default: 1, help: "the fewest steps per timed submit" },
+    out: {
+      type: "string",
+      arg: "FILE",
+      default: "bench/results/sampler-lavapipe.json",
+      help: "the JSON report",
+    },
+  },
+});
+const vocabs = flags.vocab !== undefined ? [flags.vocab] : [49_152, 151_936];
+const seqCounts = flags.seqs !== undefined ? [flags.seqs] : [1, 8];
+const minIters = flags.iters;
+const outPath = flags.out;
 
 const configs: Record<string, SamplingParams> = {
   "T=0.7 top_k=50 top_p=0.9": { temperature: 0.7, top_k: 50, top_p: 0.9 },

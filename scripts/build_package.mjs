@@ -241,7 +241,19 @@ export async function buildPackage({ writeExports = false } = {}) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const { runFlags } = await import("./flags.mjs");
+  const flags = runFlags({
+    name: "build",
+    command: "npm run build --",
+    about: "Compile the npm package into dist/pkg/ (ES modules, .d.ts, the browser build).",
+    flags: {
+      "write-exports": {
+        type: "boolean",
+        help: "also write package.json's exports map from deno.json's",
+      },
+    },
+  });
   const t0 = performance.now();
-  const out = await buildPackage({ writeExports: process.argv.includes("--write-exports") });
+  const out = await buildPackage({ writeExports: flags["write-exports"] === true });
   console.log(`built ${relative(ROOT, out)}/ in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }

@@ -1,8 +1,17 @@
 // `npm run conformance:browser`: the conformance kit in Chromium (SwiftShader WebGPU) against the
 // mock engine, against WorkerEngine on the fortune model, and against the ort engine (onnxruntime-
 // web) in a Web Worker on fortune's ONNX export; one line per check, exit 0 when all pass.
-import { launchBrowser, runPage, startServer } from "../test/support/browser.mjs";
-import { onnxFortunePath } from "../test/support/onnx_web.mjs";
+import { runFlags } from "./flags.mjs";
+
+runFlags({
+  name: "conformance:browser",
+  command: "npm run conformance:browser",
+  about: "The conformance kit in Chromium against the mock engine, WorkerEngine on fortune and " +
+    "the ort engine on fortune's ONNX export; one line per check, exit 0 when all pass.",
+  flags: {},
+});
+const { launchBrowser, runPage, startServer } = await import("../test/support/browser.mjs");
+const { onnxFortunePath } = await import("../test/support/onnx_web.mjs");
 
 const { server, origin } = await startServer();
 const browser = await launchBrowser();

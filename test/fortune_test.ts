@@ -1,16 +1,29 @@
 /** `npm run fortune`: a fortune streamed by the WebGPU engine, then metrics promtool accepts. */
 import { equal, ok } from "node:assert/strict";
 import { promtoolCheck } from "./support/promtool.ts";
+import { encodeGguf } from "../src/model/gguf/test_encoder.ts";
+import { tinyMetadata, tinyTensors } from "../src/model/gguf/test_model.ts";
 
-Deno.test("npm run fortune streams a fortune from the engine and prints metrics promtool accepts", async () => {
+const FORTUNE_CLI = new URL("../src/adapters/deno/fortune.ts", import.meta.url).pathname;
+
+async function fortune(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("../src/adapters/deno/fortune.ts", import.meta.url).pathname, "A "],
-    env: { KILN_SEED: "11", KILN_MAX_TOKENS: "48" },
+    args: ["run", "-A", FORTUNE_CLI, ...args],
+    env: { KILN_SEED: "11", KILN_MAX_TOKENS: "48", ...env },
     stdout: "piped",
     stderr: "piped",
   }).output();
-  const text = new TextDecoder().decode(out.stdout);
-  equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const dec = new TextDecoder();
+  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/** The prompt length the run's metrics report (`dynamo_frontend_input_sequence_tokens`). */
+const promptTokens = (stdout: string) =>
+  Number(stdout.match(/^dynamo_frontend_input_sequence_tokens_sum\{[^}]*\} (\S+)$/m)?.[1]);
+
+Deno.test("npm run fortune streams a fortune from the engine and prints metrics promtool accepts", async () => {
+  const { code, stdout: text, stderr } = await fortune(["A "]);
+  equal(code, 0, stderr);
   const [story, metrics] = text.split("--- metrics (Prometheus text) ---");
   ok(story && /\(\d+ tokens in/.test(story), text);
   ok(story.trim().length > 10, "some text was generated");
@@ -20,4 +33,43 @@ Deno.test("npm run fortune streams a fortune from the engine and prints metrics 
   ok(/^dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 1$/m.test(metrics!));
   const check = await promtoolCheck(metrics!.trimStart());
   ok(check.ok, check.output);
+});
+
+Deno.test("npm run fortune with no prompt starts from fortune's BOS token", async () => {
+  const { code, stdout, stderr } = await fortune([], { KILN_MAX_TOKENS: "8" });
+  equal(code, 0, stderr);
+  equal(promptTokens(stdout), 1, stdout);
+  ok(/\(\d+ tokens in/.test(stdout), stdout);
+});
+
+Deno.test("npm run fortune with no prompt on GGUFs that add no BOS: BOS if the model has one, else exit 2", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "kiln-fortune-" });
+  try {
+    const noAdd = { ...tinyMetadata(), "tokenizer.ggml.add_bos_token": false };
+    await Deno.writeFile(`${dir}/no-add.gguf`, encodeGguf(noAdd, tinyTensors()));
+    const { code, stdout, stderr } = await fortune(["--model", `${dir}/no-add.gguf`], {
+      KILN_MAX_TOKENS: "4",
+    });
+    equal(code, 0, stderr);
+    equal(promptTokens(stdout), 1, stdout);
+    ok(/\(4 tokens in/.test(stdout), stdout);
+
+    const noBos: Record<string, unknown> = { ...noAdd };
+    delete noBos["tokenizer.ggml.bos_token_id"];
+    await Deno.writeFile(`${dir}/no-bos.gguf`, encodeGguf(noBos as typeof noAdd, tinyTensors()));
+    const none = await fortune(["--model", `${dir}/no-bos.gguf`]);
+    equal(none.code, 2, none.stderr);
+    ok(
+      none.stderr.includes("no-bos has no BOS token to start from: a PROMPT is needed"),
+      none.stderr,
+    );
+    ok(!none.stderr.includes("loaded in"), "refused before the engine started");
+    // With a prompt the same file runs.
+    const given = await fortune(["--model", `${dir}/no-bos.gguf`, "hello"], {
+      KILN_MAX_TOKENS: "2",
+    });
+    equal(given.code, 0, given.stderr);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -1,7 +1,8 @@
 /**
- * `npm test`: runs the gate (fmt, lint, type check) and every suite (Deno unit and GPU tests,
- * Node tests, browser tests) and ends with one line `N passed, N failed, N skipped`. Each suite writes
- * JUnit XML, which is counted here; each gate step counts as one test.
+ * `npm test [-- NAME...]`: runs the gate (fmt, lint, type check) and every suite (Deno unit and
+ * GPU tests, Node tests, browser tests), or only those named, and ends with one line
+ * `N passed, N failed, N skipped`. Each suite writes JUnit XML, which is counted here; each gate step counts
+ * as one test.
  *
  * Suites:
  * - deno:    every `*_test.ts` under src/ and test/ (`deno test`), GPU tests included
@@ -9,8 +10,26 @@
  * - node:    every `*.test.mjs` under test/node/ (`node --test`), against a bundle of src/.
  * - browser: every `*.test.mjs` under test/browser/ (`node --test`, Playwright + Chromium).
  */
-import { runSuites } from "./support/suites.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
+import { runSuites, SUITE_NAMES } from "./support/suites.ts";
 
-const filter = Deno.args.filter((a) => !a.startsWith("-"));
-const code = await runSuites(filter);
+const { args, fail } = runCli({
+  name: "test",
+  command: "deno task test",
+  about:
+    "The gate (fmt, lint, type check, JSR dry run) and every test suite, or only those named; " +
+    "the last line is N passed, N failed.",
+  flags: {},
+  args: {
+    usage: "[NAME...]",
+    min: 0,
+    max: Infinity,
+    help: `only these: ${SUITE_NAMES.join(", ")}`,
+  },
+});
+const unknown = args.find((a) => !(SUITE_NAMES as readonly string[]).includes(a));
+if (unknown !== undefined) {
+  fail(`no suite ${JSON.stringify(unknown)} (${SUITE_NAMES.join(", ")})`);
+}
+const code = await runSuites(args);
 Deno.exit(code);

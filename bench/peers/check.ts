@@ -13,15 +13,36 @@ import { Forward } from "../../src/model/forward.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { peers } from "./mod.ts";
 import { OrtWebGpuPeer } from "./ort_web.ts";
+import { runCli } from "../../src/adapters/deno/flags.ts";
 
-const arg = (name: string, fallback: string) => {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0 ? Deno.args[i + 1] ?? fallback : fallback;
-};
-const modelDir = arg("model", "models/fortune");
-const n = Number(arg("tokens", "24"));
-const only = arg("peers", "");
-const onnx = arg("onnx", "");
+const EXTRA = ["onnx-file", "onnxruntime-web-f32"];
+const { flags } = runCli({
+  name: "check",
+  command: "deno run -A bench/peers/check.ts",
+  about: "Each peer's greedy tokens next to Kiln's on the same checkpoint; exit 1 if one " +
+    "differs where Kiln's top-2 margin is clear.",
+  flags: {
+    model: { type: "string", arg: "DIR", default: "models/fortune", help: "a checkpoint folder" },
+    tokens: { type: "integer", min: 1, default: 24, help: "greedy tokens per prompt" },
+    peers: {
+      type: "list",
+      choices: [...peers.map((p) => p.name), ...EXTRA],
+      help: "only these peers (default: all)",
+    },
+    onnx: { type: "string", arg: "FILE", help: "also run this ONNX graph of the same weights" },
+    "ort-f32": { type: "boolean", help: "also onnxruntime-web on an F32 export" },
+    tie: {
+      type: "number",
+      min: 0,
+      arg: "MARGIN",
+      help: "a divergence below this top-2 margin is a TIE (default 2e-3 for f32, else 6e-2)",
+    },
+  },
+});
+const modelDir = flags.model;
+const n = flags.tokens;
+const only = flags.peers;
+const onnx = flags.onnx;
 
 /** A few prompts of different lengths: printable-ASCII byte ids (within any vocabulary over 127). */
 function prompts(vocab: number): number[][] {
@@ -85,7 +106,7 @@ const vocab = config.vocab_size as number;
 // A divergence where Kiln's own top-2 margin is below twice the dtype's logit tolerance (as
 // `verify` judges greedy steps) is a near tie that f16 rounding may flip, not a wrong result.
 const f32 = (config.torch_dtype ?? config.dtype) === "float32";
-const tie = Number(arg("tie", f32 ? "2e-3" : "6e-2"));
+const tie = flags.tie ?? (f32 ? 2e-3 : 6e-2);
 const cases = prompts(vocab);
 const expected: Greedy[] = [];
 for (const p of cases) expected.push(await kiln.run(p));
@@ -100,12 +121,10 @@ let checked = 0;
 // --ort-f32: also onnxruntime-web on an F32 export (f32 arithmetic, like Kiln's).
 const extra = [
   ...(onnx ? [new OrtWebGpuPeer("onnx-file", { onnxPath: onnx })] : []),
-  ...(Deno.args.includes("--ort-f32")
-    ? [new OrtWebGpuPeer("onnxruntime-web-f32", { dtype: "f32" })]
-    : []),
+  ...(flags["ort-f32"] ? [new OrtWebGpuPeer("onnxruntime-web-f32", { dtype: "f32" })] : []),
 ];
 for (const peer of [...peers, ...extra]) {
-  if (only && !only.split(",").includes(peer.name)) continue;
+  if (only && !only.includes(peer.name)) continue;
   const why = await peer.setup(modelDir);
   if (why !== undefined) {
     console.log(`${peer.name}: skipped (${why})`);

@@ -6,6 +6,7 @@
  *     [--dtype f16|f32|bf16] [--vocab 49152] [--untied] [--shape smollm2|qwen2|tiny]
  */
 import { encodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";
+import { runCli } from "../../src/adapters/deno/flags.ts";
 
 export interface TinyOptions {
   arch?: "llama" | "qwen2";
@@ -123,25 +124,33 @@ export async function writeTinyCheckpoint(
 }
 
 if (import.meta.main) {
-  const out = Deno.args[0];
-  const arg = (name: string) => {
-    const i = Deno.args.indexOf(`--${name}`);
-    return i >= 0 ? Deno.args[i + 1] : undefined;
-  };
-  if (!out) {
-    console.error(
-      "usage: deno run -A bench/peers/tiny_checkpoint.ts OUT [options]",
-    );
-    Deno.exit(2);
-  }
-  const shape = arg("shape") ?? "tiny";
+  const { flags, args } = runCli({
+    name: "tiny_checkpoint",
+    command: "deno run -A bench/peers/tiny_checkpoint.ts",
+    about: "A small random Llama or Qwen2 checkpoint folder (config.json, model.safetensors).",
+    flags: {
+      arch: { type: "enum", choices: ["llama", "qwen2"], default: "llama", help: "architecture" },
+      layers: { type: "integer", min: 1, default: 2, help: "decoder layers" },
+      dtype: { type: "enum", choices: ["f16", "f32", "bf16"], default: "f16", help: "weights" },
+      vocab: { type: "integer", min: 3, default: 300, help: "vocabulary size" },
+      untied: { type: "boolean", help: "an LM head of its own (default: tied to the embedding)" },
+      shape: {
+        type: "enum",
+        choices: Object.keys(SHAPES),
+        default: "tiny",
+        help: "hidden size, heads, KV heads, head size, FFN size",
+      },
+    },
+    args: { usage: "OUT", min: 1, max: 1, help: "the folder to write" },
+  });
+  const out = args[0]!;
   await writeTinyCheckpoint(out, {
-    arch: arg("arch") === "qwen2" ? "qwen2" : "llama",
-    layers: Number(arg("layers") ?? 2),
-    dtype: (arg("dtype") ?? "f16") as WeightDtype,
-    vocab: Number(arg("vocab") ?? 300),
-    tied: !Deno.args.includes("--untied"),
-    dims: SHAPES[shape] ?? SHAPES.tiny!,
+    arch: flags.arch,
+    layers: flags.layers,
+    dtype: flags.dtype,
+    vocab: flags.vocab,
+    tied: !flags.untied,
+    dims: SHAPES[flags.shape]!,
   });
   console.error(`wrote ${out}`);
 }

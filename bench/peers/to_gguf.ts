@@ -6,6 +6,7 @@
  *   deno run -A bench/peers/to_gguf.ts DIR OUT.gguf
  */
 import { quantizeToFile } from "../../src/adapters/deno/quantize.ts";
+import { runCli } from "../../src/adapters/deno/flags.ts";
 
 /** Convert the checkpoint in `dir` to a GGUF file at `out`. */
 export async function toGguf(dir: string, out: string): Promise<void> {
@@ -13,11 +14,14 @@ export async function toGguf(dir: string, out: string): Promise<void> {
 }
 
 if (import.meta.main) {
-  const [dir, out] = Deno.args;
-  if (!dir || !out) {
-    console.error("usage: deno run -A bench/peers/to_gguf.ts DIR OUT.gguf");
-    Deno.exit(2);
-  }
+  const { args } = runCli({
+    name: "to_gguf",
+    command: "deno run -A bench/peers/to_gguf.ts",
+    about: "A safetensors checkpoint folder as one GGUF file, matrices in their own dtype.",
+    flags: {},
+    args: { usage: "DIR OUT.gguf", min: 2, max: 2, help: "the checkpoint, the file to write" },
+  });
+  const [dir, out] = args as [string, string];
   await toGguf(dir, out);
   console.error(`wrote ${out}`);
 }

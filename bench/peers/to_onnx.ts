@@ -19,6 +19,7 @@ import { ropeInvFreq } from "../../src/model/rope.ts";
 import type { TensorInfo } from "../../src/model/safetensors.ts";
 import { EngineError } from "../../src/contract/errors.ts";
 import { Elem, GraphBuilder } from "./onnx_graph.ts";
+import { runCli } from "../../src/adapters/deno/flags.ts";
 import {
   type Checkpoint,
   f32Bytes,
@@ -242,13 +243,16 @@ export async function toOnnx(
 }
 
 if (import.meta.main) {
-  const [dir, out] = Deno.args;
-  if (!dir || !out) {
-    console.error(
-      "usage: deno run -A bench/peers/to_onnx.ts DIR OUT.onnx [--f32]",
-    );
-    Deno.exit(2);
-  }
-  await toOnnx(dir, out, Deno.args.includes("--f32") ? { dtype: "f32" } : {});
+  const { flags, args } = runCli({
+    name: "to_onnx",
+    command: "deno run -A bench/peers/to_onnx.ts",
+    about: "A checkpoint folder as an ONNX decoder graph (opset 17) onnxruntime-web runs.",
+    flags: {
+      f32: { type: "boolean", help: "F32 weights and arithmetic (default: the checkpoint's)" },
+    },
+    args: { usage: "DIR OUT.onnx", min: 2, max: 2, help: "the checkpoint, the file to write" },
+  });
+  const [dir, out] = args as [string, string];
+  await toOnnx(dir, out, flags.f32 ? { dtype: "f32" } : {});
   console.error(`wrote ${out}`);
 }

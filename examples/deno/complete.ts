@@ -8,6 +8,12 @@
 import { EngineError } from "@kiln/kiln";
 import { openModel } from "@kiln/kiln/worker";
 
+// Two optional arguments and no flags (this example keeps to the package's own imports: no
+// argument parser): anything else is refused.
+if (Deno.args.length > 2 || Deno.args.some((a) => a.startsWith("-"))) {
+  console.error("usage: deno run -A complete.ts [DIR] [PROMPT]");
+  Deno.exit(2);
+}
 const [dir = "node_modules/@kiln/kiln/models/fortune", prompt = "You will"] = Deno.args;
 const names = ["config.json", "tokenizer.json", "model.safetensors"];
 const files = await Promise.all(

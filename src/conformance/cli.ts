@@ -5,30 +5,35 @@
 import { engineFactory, engineNames } from "./engines.ts";
 import { formatReport, runConformanceReport } from "./kit.ts";
 import "../adapters/deno/engines.ts";
+import { runCli } from "../adapters/deno/flags.ts";
 
-function parseArgs(args: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (!a.startsWith("--")) continue;
-    const eq = a.indexOf("=");
-    if (eq > 0) out[a.slice(2, eq)] = a.slice(eq + 1);
-    else if (args[i + 1] !== undefined && !args[i + 1]!.startsWith("--")) {
-      out[a.slice(2)] = args[++i]!;
-    } else out[a.slice(2)] = "true";
-  }
-  return out;
+const { flags, fail } = runCli({
+  name: "conformance",
+  command: "deno task conformance",
+  about: `Dynamo's backend conformance checks against an engine, one line per check. Engines: ${
+    engineNames().join(", ")
+  }.`,
+  flags: {
+    engine: { type: "string", arg: "NAME", required: true, help: "the engine to check" },
+    model: {
+      type: "string",
+      arg: "DIR",
+      help: "webgpu, worker: a checkpoint folder or GGUF file; ort, ort-worker: an ONNX export " +
+        "folder (default: fortune's)",
+    },
+    "kv-blocks": { type: "integer", min: 1, help: "webgpu, worker: KV cache blocks (default 256)" },
+    variant: { type: "string", help: "ort, ort-worker: the graph in onnx/ (e.g. model_fp16)" },
+    ep: { type: "enum", choices: ["webgpu", "wasm"], help: "ort, ort-worker: execution provider" },
+    json: { type: "boolean", help: "print the report as one JSON object" },
+  },
+});
+// The engine makers read their options as text, as the command line gave them.
+const options: Record<string, string> = {};
+for (const k of ["model", "kv-blocks", "variant", "ep"] as const) {
+  if (flags[k] !== undefined) options[k] = String(flags[k]);
 }
-
-const args = parseArgs(Deno.args);
-const name = args.engine;
-const factory = name === undefined ? undefined : await engineFactory(name, args);
-if (factory === undefined) {
-  console.error(`usage: deno task conformance --engine <name> [--model DIR] [--json]`);
-  console.error(`engines: ${engineNames().join(", ")}`);
-  if (name !== undefined) console.error(`unknown engine: ${name}`);
-  Deno.exit(2);
-}
+const factory = await engineFactory(flags.engine, options) ??
+  fail(`unknown engine: ${flags.engine}`);
 const report = await runConformanceReport(factory);
-console.log(args.json === "true" ? JSON.stringify(report) : formatReport(report));
+console.log(flags.json ? JSON.stringify(report) : formatReport(report));
 Deno.exit(report.passed ? 0 : 1);

@@ -37,6 +37,22 @@ export interface ServerOptions extends AccessOptions {
   maxQueued?: number;
   /** Largest `n` (default 8). */
   maxN?: number;
+  /**
+   * The address the HTTP listener is bound to (`serve --host`), e.g. `127.0.0.1` or `0.0.0.0`.
+   * With a loopback address and no {@linkcode ServerOptions.allowedHosts}, only requests whose
+   * `Host` is a loopback name are answered.
+   */
+  bindHost?: string;
+  /**
+   * The `Host` names the server answers (`serve --allowed-hosts`); `"*"` answers any. When
+   * absent, the default follows {@linkcode ServerOptions.bindHost}.
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Exact origins (`https://app.example:8443`) allowed cross-origin requests
+   * (`serve --cors-origins`); CORS is off when absent.
+   */
+  corsOrigins?: readonly string[];
 }
 
 /** The finish reason of a choice cut short by shutdown (vLLM's for an aborted request). */

@@ -9,6 +9,7 @@
  */
 import { ok } from "node:assert/strict";
 import { EngineError } from "../../src/contract/errors.ts";
+import { parseEnv } from "../../src/adapters/deno/flags.ts";
 
 /** A small, fast seeded generator of floats in [0, 1) (mulberry32). */
 export function rng(seed: number): () => number {
@@ -22,26 +23,27 @@ export function rng(seed: number): () => number {
   };
 }
 
-function envNumber(name: string): number | undefined {
-  try {
-    const v = Deno.env.get(name);
-    return v === undefined || v === "" || !Number.isFinite(Number(v)) ? undefined : Number(v);
-  } catch {
-    return undefined; // no --allow-env: the defaults
-  }
-}
+/**
+ * The environment the fuzzers read, checked like a command line's flags: a bad value is an
+ * error naming the variable when this module loads (unset or empty: the defaults).
+ */
+const ENV = parseEnv({
+  KILN_FUZZ_SCALE: { type: "number", min: 0, help: "how much longer than in npm test to fuzz" },
+  KILN_FUZZ_TASK_SCALE: { type: "number", min: 0, help: "the fuzz task's scale (30)" },
+  KILN_FUZZ_SEED: { type: "integer", min: 0, max: 2 ** 32 - 1, help: "replay this seed" },
+});
 
 /**
  * How much longer than in `npm test` to fuzz: `KILN_FUZZ_SCALE`, else the `fuzz` task's
- * `KILN_FUZZ_TASK_SCALE` (30), else 1.
+ * `KILN_FUZZ_TASK_SCALE` (30), else 1; at least 0.05.
  */
 export function fuzzScale(): number {
-  return Math.max(0.05, envNumber("KILN_FUZZ_SCALE") ?? envNumber("KILN_FUZZ_TASK_SCALE") ?? 1);
+  return Math.max(0.05, ENV.KILN_FUZZ_SCALE ?? ENV.KILN_FUZZ_TASK_SCALE ?? 1);
 }
 
 /** The seed to use: `KILN_FUZZ_SEED` when set, else `fallback`. */
 export function fuzzSeed(fallback: number): number {
-  return envNumber("KILN_FUZZ_SEED") ?? fallback;
+  return ENV.KILN_FUZZ_SEED ?? fallback;
 }
 
 /** A nested array `n` deep, as JSON.parse builds it. */

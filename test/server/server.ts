@@ -45,8 +45,8 @@ export async function startServer(
       "-A",
       "--unstable-no-legacy-abort",
       new URL("src/adapters/deno/serve.ts", ROOT).pathname,
-      "--model",
-      dir,
+      // `extra` may name its own model (serve refuses a flag given twice).
+      ...(extra.includes("--model") ? [] : ["--model", dir]),
       "--name",
       "fortune",
       "--port",

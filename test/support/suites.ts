@@ -1,8 +1,11 @@
 /** Runs the test suites as subprocesses and counts their JUnit results. */
 import { countJunit, type Counts } from "./junit.ts";
 
+/** What `npm test -- NAME...` can name: the gate and each suite. */
+export const SUITE_NAMES = ["gate", "deno", "node", "browser"] as const;
+
 interface Suite {
-  name: string;
+  name: Exclude<typeof SUITE_NAMES[number], "gate">;
   /** Present when the suite has anything to run. */
   command(junit: string): string[] | undefined;
 }

@@ -3,7 +3,8 @@
  * start a `WebGpuEngine` on the embedded fortune model (or the checkpoint folder or GGUF file
  * given, with its own tokenizer) and the WebGPU adapter Deno finds, stream a sampled completion
  * to the terminal, drain and clean up, then print the metrics a scraper would read (model load,
- * drain and cleanup times, KV cache gauges, request counters).
+ * drain and cleanup times, KV cache gauges, request counters). No prompt: the model's BOS token
+ * starts the text (a model without one needs a prompt: exit 2).
  */
 import { RequestContext } from "../../contract/engine.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
@@ -13,23 +14,48 @@ import { modelName } from "../../model/source.ts";
 import { IncrementalDetokenizer } from "../../text/detokenizer.ts";
 import { loadText } from "../../text/load.ts";
 import { dirFiles } from "./file_source.ts";
+import { runCli } from "./flags.ts";
 
-const args = [...Deno.args];
-const at = args.indexOf("--model");
-const modelPath = at >= 0
-  ? args.splice(at, 2)[1]
-  : new URL("../../../models/fortune/", import.meta.url).pathname;
-if (modelPath === undefined) {
-  console.error("usage: npm run fortune -- [PROMPT] [--model DIR|FILE.gguf]");
-  Deno.exit(2);
-}
+const { flags, args, env, fail } = runCli({
+  name: "fortune",
+  command: "npm run fortune --",
+  about: "A sampled completion of PROMPT streamed to the terminal by the WebGPU engine, then " +
+    "the metrics a Prometheus scraper would read.",
+  flags: {
+    model: {
+      type: "string",
+      arg: "DIR|FILE.gguf",
+      help: "a checkpoint folder or GGUF file (default: the embedded fortune model)",
+    },
+  },
+  args: {
+    usage: "[PROMPT]",
+    min: 0,
+    max: 1,
+    help: "the text to continue, one argument (quote it); none: start from the model's BOS",
+  },
+  env: {
+    KILN_SEED: { type: "integer", min: 0, help: "the sampling seed (default: from the clock)" },
+    KILN_MAX_TOKENS: { type: "integer", min: 1, default: 400, help: "tokens to generate" },
+  },
+});
+const modelPath = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
 const promptText = args[0] ?? "";
-const seed = Number(Deno.env.get("KILN_SEED") ?? Date.now() % 1_000_000);
+const seed = env.KILN_SEED ?? Date.now() % 1_000_000;
 
 const files = dirFiles(modelPath);
 const name = modelName(modelPath);
+const text = await loadText(files);
+let prompt = text.tokenizer.encode(promptText);
+if (prompt.length === 0) {
+  // An empty text encodes to nothing when the tokenizer adds no BOS (a GGUF whose metadata says
+  // add_bos_token: false): start from the model's BOS token, if it has one.
+  prompt = [
+    text.tokenizer.bosTokenId ?? fail(`${name} has no BOS token to start from: a PROMPT is needed`),
+  ];
+}
 const engine = new WebGpuEngine({ files, name, kvBlocks: 64 });
-const [config, text] = await Promise.all([engine.start(1n), loadText(files)]);
+const config = await engine.start(1n);
 const metrics = await engineMetrics(
   engine,
   { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
@@ -43,7 +69,6 @@ console.error(
   } s (seed ${seed})`,
 );
 
-const prompt = text.tokenizer.encode(promptText);
 const tracker = requests.startRequest(name, prompt.length);
 const detok = new IncrementalDetokenizer(text.tokenizer, prompt, { skipSpecial: true });
 const write = (s: string) => Deno.stdout.write(new TextEncoder().encode(s));
@@ -55,7 +80,7 @@ for await (
   const chunk of engine.generate({
     model: config.model,
     token_ids: prompt,
-    stop_conditions: { max_tokens: Number(Deno.env.get("KILN_MAX_TOKENS") ?? 400) },
+    stop_conditions: { max_tokens: env.KILN_MAX_TOKENS },
     sampling_options: { temperature: 0.8, top_p: 0.95, seed },
     output_options: {},
     eos_token_ids: [...text.tokenizer.eosTokenIds],

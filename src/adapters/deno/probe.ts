@@ -6,6 +6,7 @@
  * mid-stream, a flood past the queue) and report held / FAILED per case. Exits 1 if any case
  * failed.
  */
+import { runCli } from "./flags.ts";
 import { CASES, Probe, type ProbeOptions } from "./probe_cases.ts";
 
 export interface CaseResult {
@@ -43,28 +44,63 @@ export async function probe(
 }
 
 if (import.meta.main) {
-  const args = new Map<string, string>();
-  for (let i = 0; i < Deno.args.length; i += 2) {
-    args.set(Deno.args[i]!.replace(/^--/, ""), Deno.args[i + 1] ?? "");
-  }
-  const base = args.get("base");
-  if (!base) {
-    console.error("usage: probe --base URL [--api-key KEY] [--model NAME] [--max-queued N]");
-    Deno.exit(2);
-  }
-  const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
-  const model = args.get("model");
-  const corsOrigin = args.get("cors-origin");
+  const { flags, env, fail } = runCli({
+    name: "probe",
+    command: "deno task probe",
+    about: "Send a running server hostile requests and report held / FAILED per case (exit 1 " +
+      "if any case failed).",
+    flags: {
+      base: { type: "string", arg: "URL", required: true, help: "the server's base URL" },
+      "api-key": { type: "string", arg: "KEY", help: "the server's API key (or KILN_API_KEY)" },
+      model: { type: "string", arg: "NAME", help: "the model to ask for (default: the first)" },
+      "max-body": {
+        type: "integer",
+        min: 1,
+        default: 1 << 20,
+        arg: "BYTES",
+        help: "the server's body limit",
+      },
+      "max-queued": { type: "integer", min: 1, default: 64, help: "the server's --max-queued" },
+      "slow-wait": {
+        type: "number",
+        min: 0,
+        max: 86_400,
+        default: 30,
+        arg: "SECONDS",
+        help: "how long a slow body may wait for its 408",
+      },
+      "cors-origin": {
+        type: "string",
+        arg: "ORIGIN",
+        help: "an origin the server lists in --cors-origins (its preflight and requests must pass)",
+      },
+      "long-tokens": {
+        type: "integer",
+        min: 1,
+        default: 512,
+        help: "max_tokens of the long streams cut mid-way",
+      },
+    },
+    env: {
+      KILN_API_KEY: { type: "string", arg: "KEY", help: "the API key when --api-key is not given" },
+    },
+  });
+  const base = URL.canParse(flags.base)
+    ? new URL(flags.base)
+    : fail(`--base: expected a URL, got ${JSON.stringify(flags.base)}`);
+  const apiKey = flags["api-key"] ?? env.KILN_API_KEY;
+  const model = flags.model;
+  const corsOrigin = flags["cors-origin"];
   const results = await probe(
     {
-      base: new URL(base),
+      base,
       ...(apiKey ? { apiKey } : {}),
       ...(model ? { model } : {}),
       ...(corsOrigin ? { corsOrigin } : {}),
-      maxBodyBytes: Number(args.get("max-body") ?? 1 << 20),
-      maxQueued: Number(args.get("max-queued") ?? 64),
-      slowWaitSeconds: Number(args.get("slow-wait") ?? 30),
-      longTokens: Number(args.get("long-tokens") ?? 512),
+      maxBodyBytes: flags["max-body"],
+      maxQueued: flags["max-queued"],
+      slowWaitSeconds: flags["slow-wait"],
+      longTokens: flags["long-tokens"],
     },
     (r) =>
       console.log(

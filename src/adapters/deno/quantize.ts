@@ -6,8 +6,9 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import { type ConvertReport, readHfCheckpoint, writeHfAsGguf } from "../../model/gguf/convert.ts";
-import { GGUF_MIXES, type GgufMix, parseMix } from "../../model/gguf/quant_mix.ts";
+import { GGUF_MIXES, type GgufMix } from "../../model/gguf/quant_mix.ts";
 import { dirFiles } from "./file_source.ts";
+import { type CliSpec, type FlagTable, runCli } from "./flags.ts";
 
 /**
  * Convert the checkpoint folder `dir` into `out` (quantized by `mix`, or in its own dtype
@@ -50,49 +51,27 @@ export function describeReport(out: string, r: ConvertReport): string[] {
   ];
 }
 
-interface Args {
-  model: string;
-  mix: GgufMix;
-  out: string;
-}
-
-const USAGE = `usage: deno task quantize --model HF_DIR --type ${
-  GGUF_MIXES.join("|")
-} --out FILE.gguf`;
-
-/** The CLI's arguments (`--name value` or `--name=value`); bad ones are an invalid argument. */
-export function parseArgs(args: readonly string[]): Args {
-  const got: Record<string, string> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const m = /^--(model|type|out)(?:=(.*))?$/.exec(a);
-    if (!m) throw EngineError.invalidArgument(`unknown argument ${JSON.stringify(a)}`);
-    const value = m[2] ?? args[++i];
-    if (value === undefined || value === "") {
-      throw EngineError.invalidArgument(`--${m[1]} needs a value`);
-    }
-    got[m[1]!] = value;
-  }
-  for (const k of ["model", "type", "out"]) {
-    if (got[k] === undefined) throw EngineError.invalidArgument(`--${k} is required`);
-  }
-  if (!got.out!.endsWith(".gguf")) {
-    throw EngineError.invalidArgument(`--out ${JSON.stringify(got.out)}: expected a .gguf name`);
-  }
-  return { model: got.model!, mix: parseMix(got.type!), out: got.out! };
-}
+/** `deno task quantize`'s command line. */
+const QUANTIZE = {
+  name: "quantize",
+  command: "deno task quantize",
+  about: "An HF checkpoint folder as a quantized GGUF file llama.cpp loads. Exit 0 on success, 2 " +
+    "on bad usage or a checkpoint that cannot be converted.",
+  flags: {
+    model: { type: "string", arg: "HF_DIR", required: true, help: "the checkpoint folder" },
+    type: { type: "enum", choices: GGUF_MIXES, required: true, help: "the quantization mix" },
+    out: { type: "string", arg: "FILE.gguf", required: true, help: "the GGUF file to write" },
+  },
+} as const satisfies CliSpec<FlagTable>;
 
 if (import.meta.main) {
-  let args: Args;
-  try {
-    args = parseArgs(Deno.args);
-  } catch (e) {
-    console.error(`quantize: ${(e as Error).message}\n${USAGE}`);
-    Deno.exit(2);
+  const { flags, fail } = runCli(QUANTIZE);
+  if (!flags.out.endsWith(".gguf")) {
+    fail(`--out ${JSON.stringify(flags.out)}: expected a .gguf name`);
   }
   try {
-    const report = await quantizeToFile(args.model, args.out, args.mix);
-    for (const line of describeReport(args.out, report)) console.log(line);
+    const report = await quantizeToFile(flags.model, flags.out, flags.type);
+    for (const line of describeReport(flags.out, report)) console.log(line);
   } catch (e) {
     const err = EngineError.from(e);
     console.error(`quantize: ${err.type}: ${err.message}`);

@@ -1,22 +1,9 @@
-import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
-import { describeReport, parseArgs, quantizeToFile } from "./quantize.ts";
+import { describeReport, quantizeToFile } from "./quantize.ts";
 
 const invalid = (needle: string) => (e: unknown) =>
   e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(needle);
-
-Deno.test("quantize CLI arguments: both forms, and each bad one an InvalidArgument", () => {
-  deepStrictEqual(parseArgs(["--model", "m", "--type=q4_k_m", "--out", "o.gguf"]), {
-    model: "m",
-    mix: "q4_k_m",
-    out: "o.gguf",
-  });
-  throws(() => parseArgs(["--model", "m", "--type", "q3_k", "--out", "o.gguf"]), invalid("q3_k"));
-  throws(() => parseArgs(["--model", "m", "--type", "q8_0"]), invalid("--out"));
-  throws(() => parseArgs(["--model", "m", "--type", "q8_0", "--out", "o.bin"]), invalid(".gguf"));
-  throws(() => parseArgs(["--model"]), invalid("needs a value"));
-  throws(() => parseArgs(["--bits", "4"]), invalid("--bits"));
-});
 
 Deno.test("quantizeToFile writes the file it reports, and leaves nothing behind on failure", async () => {
   const dir = await Deno.makeTempDir();

@@ -12,13 +12,35 @@ import { ReferenceModel } from "../../model/reference_model.ts";
 import { modelName } from "../../model/source.ts";
 import { parseReference, type Reference } from "../../model/verify.ts";
 import { dirFiles } from "./file_source.ts";
+import { runCli } from "./flags.ts";
 
-function arg(name: string): string | undefined {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0
-    ? Deno.args[i + 1]
-    : Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
-}
+const { flags } = runCli({
+  name: "reference",
+  command: "deno task reference",
+  about: "Float64 reference logits of a checkpoint or a (dequantized) GGUF on the CPU, in the " +
+    "fixtures' reference.json format, for deno task verify. Exit 0, or 2 on bad usage or a " +
+    "model that cannot load.",
+  flags: {
+    model: {
+      type: "string",
+      arg: "DIR|FILE.gguf",
+      required: true,
+      help: "a checkpoint folder or GGUF file",
+    },
+    out: { type: "string", arg: "REF.json", required: true, help: "the file to write" },
+    "prompts-from": {
+      type: "string",
+      arg: "REF.json",
+      help: "take the prompts (input_ids) of this reference (default: reference.json beside the " +
+        "model, else three seeded prompts)",
+    },
+    greedy: {
+      type: "integer",
+      min: 0,
+      help: "greedy steps per prompt (default: the source reference's, else 8)",
+    },
+  },
+});
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -36,24 +58,14 @@ async function open(path: string) {
   return { config, weights, name: modelName(path), dir: dir || "./" };
 }
 
-const modelPath = arg("model");
-const outPath = arg("out");
-const greedyArg = arg("greedy");
-const greedy = greedyArg === undefined ? undefined : Number(greedyArg);
-if (
-  !modelPath || !outPath ||
-  (greedy !== undefined && (!Number.isInteger(greedy) || greedy < 0))
-) {
-  console.error(
-    "usage: deno task reference --model DIR|FILE.gguf --out REF.json [--prompts-from REF.json] [--greedy N]",
-  );
-  Deno.exit(2);
-}
+const modelPath = flags.model;
+const outPath = flags.out;
+const greedy = flags.greedy;
 try {
   const t0 = performance.now();
   const { config, weights, name, dir } = await open(modelPath);
   const beside = `${dir}reference.json`;
-  const fromPath = arg("prompts-from") ?? (await exists(beside) ? beside : undefined);
+  const fromPath = flags["prompts-from"] ?? (await exists(beside) ? beside : undefined);
   const source: Reference | undefined = fromPath === undefined
     ? undefined
     : parseReference(await Deno.readTextFile(fromPath));

@@ -1,12 +1,12 @@
 /**
- * `deno task serve --model DIR|FILE.gguf|URL [--port 8080] [--host 127.0.0.1] [--api-key KEY] [--kv-blocks N]
- *   [--engine webgpu|ort] [--variant model_fp16] [--ep webgpu|wasm] [--allowed-hosts H1,H2|*]
- *   [--cors-origins O1,O2]`:
- * a `WorkerEngine` (the WebGPU engine, or with `--engine ort` onnxruntime-web on an ONNX export
- * folder, in a Deno Worker) behind the OpenAI-compatible server,
- * with `/metrics` for Prometheus and `/health`. SIGINT/SIGTERM drain (`/health` 503, requests in
- * flight finish or are cut at `--drain-timeout` seconds), then clean up; a second signal cuts at
- * once.
+ * `deno task serve [--model DIR|FILE.gguf|URL] [--port 8080] [--host 127.0.0.1] [--api-key KEY]
+ * [--allowed-hosts H,...] [--cors-origins O,...] [--engine webgpu|ort] ...` (`--help` lists every
+ * flag, `serve_flags.ts` declares them): a `WorkerEngine` (the WebGPU engine, or with
+ * `--engine ort` onnxruntime-web on an ONNX export folder, in a Deno Worker) behind the
+ * OpenAI-compatible server, with `/metrics` for Prometheus and `/health`. Before loading it prints
+ * whether authentication is on, the bind address and the limits in force. SIGINT/SIGTERM drain
+ * (`/health` 503, requests in flight finish or are cut at `--drain-timeout` seconds), then clean
+ * up; a second signal cuts at once.
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
@@ -19,39 +19,31 @@ import { specFiles } from "./file_source.ts";
 import { ortWasmPaths } from "./ort_wasm.ts";
 import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
 import { modelName } from "../../model/source.ts";
+import { runCli } from "./flags.ts";
+import { SERVE, startupLines } from "./serve_flags.ts";
 
-const args = new Map<string, string>();
-for (let i = 0; i < Deno.args.length; i += 2) {
-  const k = Deno.args[i]!, v = Deno.args[i + 1];
-  if (!k.startsWith("--") || v === undefined) {
-    console.error(`usage: serve --model DIR [--port 8080] [--host 127.0.0.1] [--api-key KEY]`);
-    Deno.exit(2);
-  }
-  args.set(k.slice(2), v);
+const { flags, env, fail } = runCli(SERVE);
+if (flags.engine !== "ort" && (flags.variant !== undefined || flags.ep !== undefined)) {
+  fail("--variant and --ep need --engine ort");
 }
-const dir = args.get("model") ?? new URL("../../../models/fortune/", import.meta.url).pathname;
+const dir = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
 // A checkpoint directory or GGUF file, or a base URL (an HF repo's `resolve/main/`) or a `.gguf`
 // file's URL, read with Range requests.
 const isUrl = /^https?:\/\//.test(dir);
-const name = args.get("name") ?? modelName(dir);
+const name = flags.name ?? modelName(dir);
 const model: ModelSpec = isUrl
   ? { kind: "url", base: dir.endsWith("/") || dir.endsWith(".gguf") ? dir : `${dir}/`, name }
   : { kind: "dir", path: dir, name };
-const apiKey = args.get("api-key") ?? Deno.env.get("KILN_API_KEY");
-const engineKind = args.get("engine") ?? "webgpu";
-const ep = args.get("ep");
-if ((engineKind !== "webgpu" && engineKind !== "ort") || (ep && ep !== "webgpu" && ep !== "wasm")) {
-  console.error(`serve: --engine is webgpu or ort, --ep webgpu or wasm`);
-  Deno.exit(2);
-}
-const variant = args.get("variant");
-const engineOptions: Pick<HostOptions, "engine" | "ort"> = engineKind === "ort"
+const apiKey = flags["api-key"] ?? env.KILN_API_KEY;
+for (const line of startupLines(flags, env)) console.error(line);
+const { variant, ep } = flags;
+const engineOptions: Pick<HostOptions, "engine" | "ort"> = flags.engine === "ort"
   ? {
     engine: "ort",
     ort: {
       wasmPaths: ortWasmPaths(),
       ...(variant ? { variant } : {}),
-      ...(ep === "webgpu" || ep === "wasm" ? { executionProvider: ep } : {}),
+      ...(ep ? { executionProvider: ep } : {}),
     },
   }
   : {};
@@ -64,8 +56,8 @@ const newEngine = () =>
     {
       model,
       ...engineOptions,
-      kvBlocks: Number(args.get("kv-blocks") ?? 256),
-      maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
+      kvBlocks: flags["kv-blocks"],
+      maxNumSeqs: flags["max-num-seqs"],
     },
     (loaded, total) => (progress = { loaded, total }),
   );
@@ -74,33 +66,29 @@ let supervisor: WorkerSupervisor | undefined;
 const hierarchy = { namespace: "kiln", component: "serve", endpoint: "generate", workerId: 1n };
 let metrics = EngineMetrics.fromHierarchy(hierarchy);
 const requests = new RequestMetrics();
-const bindHost = args.get("host") ?? "127.0.0.1";
-/** A comma-separated flag as a list (undefined when not given). */
-const list = (flag: string) =>
-  args.get(flag)?.split(",").map((s) => s.trim()).filter((s) => s !== "");
-const allowedHosts = list("allowed-hosts"), corsOrigins = list("cors-origins");
 let server: KilnServer;
 try {
+  // The server checks the Host and Origin lists itself (a wildcard CORS origin, a URL with a path).
   server = new KilnServer({
     engine,
     metrics,
     requests,
     ...(apiKey ? { apiKey } : {}),
-    maxQueued: Number(args.get("max-queued") ?? 64),
-    bodyTimeoutMs: Number(args.get("body-timeout") ?? 10) * 1000,
-    bindHost,
-    ...(allowedHosts ? { allowedHosts } : {}),
-    ...(corsOrigins ? { corsOrigins } : {}),
+    maxQueued: flags["max-queued"],
+    bodyTimeoutMs: flags["body-timeout"] * 1000,
+    bindHost: flags.host,
+    ...(flags["allowed-hosts"] ? { allowedHosts: flags["allowed-hosts"] } : {}),
+    ...(flags["cors-origins"] ? { corsOrigins: flags["cors-origins"] } : {}),
   });
 } catch (e) {
   console.error(`serve: ${(e as Error).message}`);
   Deno.exit(2);
 }
-const drainSeconds = Number(args.get("drain-timeout") ?? 30);
+const drainSeconds = flags["drain-timeout"];
 
 const http = Deno.serve({
-  hostname: bindHost,
-  port: Number(args.get("port") ?? 8080),
+  hostname: flags.host,
+  port: flags.port,
   onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
 }, (req) => server.fetch(req));
 

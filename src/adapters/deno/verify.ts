@@ -1,27 +1,33 @@
 /**
- * `deno task verify --model DIR --reference FILE`: load a checkpoint on the GPU Deno finds,
- * run every prompt of the reference file, print one JSON line per prompt and `verify: PASS`
- * or `verify: FAIL` (exit 0 or 1; 2 on bad usage or a model that cannot load).
+ * `deno task verify --model DIR [--reference FILE] [--kv-dtype f16|f32]`: load a checkpoint on
+ * the GPU Deno finds, run every prompt of the reference file, print one JSON line per prompt and
+ * `verify: PASS` or `verify: FAIL` (exit 0 or 1; 2 on bad usage or a model that cannot load).
  */
 import { acquireGpu } from "../../gpu/device.ts";
 import { GpuModel } from "../../model/gpu_model.ts";
 import { parseReference, verifyModel } from "../../model/verify.ts";
 import { dirFiles } from "./file_source.ts";
+import { runCli } from "./flags.ts";
 
-function arg(name: string): string | undefined {
-  const i = Deno.args.indexOf(`--${name}`);
-  return i >= 0
-    ? Deno.args[i + 1]
-    : Deno.args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
-}
-
-const dir = arg("model");
-const kvDtype = arg("kv-dtype");
-const refPath = arg("reference") ?? (dir ? `${dir}/reference.json` : undefined);
-if (!dir || !refPath || (kvDtype !== undefined && kvDtype !== "f16" && kvDtype !== "f32")) {
-  console.error("usage: deno task verify --model DIR [--reference FILE] [--kv-dtype f16|f32]");
-  Deno.exit(2);
-}
+const { flags } = runCli({
+  name: "verify",
+  command: "deno task verify",
+  about: "A checkpoint on the GPU Deno finds against reference logits: one JSON line per " +
+    "prompt, then verify: PASS or verify: FAIL (exit 0 or 1; 2 on bad usage or a model that " +
+    "cannot load).",
+  flags: {
+    model: { type: "string", arg: "DIR", required: true, help: "the checkpoint folder" },
+    reference: {
+      type: "string",
+      arg: "FILE",
+      help: "the reference logits (default: DIR/reference.json)",
+    },
+    "kv-dtype": { type: "enum", choices: ["f16", "f32"], help: "the KV cache's dtype" },
+  },
+});
+const dir = flags.model;
+const kvDtype = flags["kv-dtype"];
+const refPath = flags.reference ?? `${dir}/reference.json`;
 try {
   const reference = parseReference(await Deno.readTextFile(refPath));
   const gpu = await acquireGpu({ label: "kiln-verify" });

@@ -7,6 +7,7 @@
  */
 import { equal, ok } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
+import { parseEnv } from "../../adapters/deno/flags.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
 import { MODELS } from "../../../test/support/models.ts";
@@ -35,8 +36,18 @@ function countLiveBuffers(device: GPUDevice): () => number {
 }
 
 const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
-const TOTAL = Number(Deno.env.get("KILN_SOAK_REQUESTS") ?? 400);
+const TOTAL = parseEnv({
+  KILN_SOAK_REQUESTS: {
+    type: "integer",
+    min: 1,
+    default: 400,
+    help: "requests in all (deno task soak: 2000)",
+  },
+}).KILN_SOAK_REQUESTS;
 const ROUNDS = 4;
+if (TOTAL % ROUNDS !== 0) {
+  throw new Error(`KILN_SOAK_REQUESTS: expected a multiple of ${ROUNDS}, got ${TOTAL}`);
+}
 
 Deno.test(`soak: ${TOTAL} requests in ${ROUNDS} rounds; no blocks held, counters balance, heap bounded`, async () => {
   const gpu = await testGpu();

@@ -1,0 +1,122 @@
+/**
+ * `deno task serve`'s command line: its declared flags and environment, and the lines it prints
+ * before loading anything (authentication on or off, never the key; the bind address; the limits
+ * in force).
+ */
+import type { CliSpec, FlagTable, FlagValues } from "./flags.ts";
+
+/** A day: `setTimeout` cannot wait much longer (2^31 ms), so longer timeouts are refused. */
+const DAY_S = 86_400;
+
+/** The flags of `deno task serve`. */
+export const SERVE_FLAGS = {
+  model: {
+    type: "string",
+    arg: "DIR|FILE.gguf|URL",
+    help: "a checkpoint folder or GGUF file, an HF repo's resolve/main/ URL or a .gguf URL " +
+      "(default: the embedded fortune model)",
+  },
+  name: { type: "string", help: "the model's name in the API (default: from --model)" },
+  host: { type: "string", default: "127.0.0.1", help: "the address to bind" },
+  port: { type: "integer", min: 0, max: 65535, default: 8080, help: "the port, 0 for a free one" },
+  "api-key": {
+    type: "string",
+    arg: "KEY",
+    help: "require this bearer token on every route but /health (or set KILN_API_KEY)",
+  },
+  "allowed-hosts": {
+    type: "list",
+    arg: "HOST,...",
+    help: "the Host names answered, * for any (default: loopback names on a loopback --host)",
+  },
+  "cors-origins": {
+    type: "list",
+    arg: "ORIGIN,...",
+    help: "exact origins allowed cross-origin requests (default: none)",
+  },
+  "max-queued": {
+    type: "integer",
+    min: 1,
+    default: 64,
+    help: "requests in progress beyond this get 429",
+  },
+  "body-timeout": {
+    type: "number",
+    min: 0.1,
+    max: DAY_S,
+    default: 10,
+    arg: "SECONDS",
+    help: "a request body not received whole in time gets 408",
+  },
+  "drain-timeout": {
+    type: "number",
+    min: 0,
+    max: DAY_S,
+    default: 30,
+    arg: "SECONDS",
+    help: "on SIGINT/SIGTERM, requests in flight are cut after this",
+  },
+  "kv-blocks": { type: "integer", min: 1, default: 256, help: "KV cache blocks" },
+  "max-num-seqs": { type: "integer", min: 1, default: 16, help: "sequences decoded together" },
+  engine: {
+    type: "enum",
+    choices: ["webgpu", "ort"],
+    default: "webgpu",
+    help: "Kiln's WebGPU engine, or onnxruntime-web on an ONNX export folder",
+  },
+  variant: { type: "string", help: "--engine ort: the graph in onnx/ (e.g. model_fp16)" },
+  ep: { type: "enum", choices: ["webgpu", "wasm"], help: "--engine ort: the execution provider" },
+} as const satisfies FlagTable;
+
+/** The environment `deno task serve` reads. */
+export const SERVE_ENV = {
+  KILN_API_KEY: { type: "string", arg: "KEY", help: "the API key when --api-key is not given" },
+} as const satisfies FlagTable;
+
+/** `deno task serve`'s command line. */
+export const SERVE: CliSpec<typeof SERVE_FLAGS, typeof SERVE_ENV> = {
+  name: "serve",
+  command: "deno task serve",
+  about: "The OpenAI-compatible server (/v1/completions, /v1/chat/completions, /v1/models), " +
+    "with /metrics for Prometheus and /health, over a WorkerEngine.",
+  flags: SERVE_FLAGS,
+  env: SERVE_ENV,
+};
+
+/** Whether `host` is a loopback address or name (`127.0.0.0/8`, `::1`, `localhost`). */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** What serve prints before it loads: authentication (never the key), bind address, limits. */
+export function startupLines(
+  flags: FlagValues<typeof SERVE_FLAGS>,
+  env: FlagValues<typeof SERVE_ENV>,
+): string[] {
+  const source = flags["api-key"] !== undefined
+    ? "--api-key"
+    : env.KILN_API_KEY !== undefined
+    ? "KILN_API_KEY"
+    : undefined;
+  const hosts = flags["allowed-hosts"];
+  const cors = flags["cors-origins"];
+  return [
+    source === undefined
+      ? "serve: authentication OFF: every route answers without a key (set --api-key or KILN_API_KEY)"
+      : `serve: authentication on: a bearer key from ${source} on every route but /health`,
+    `serve: bind ${flags.host} port ${flags.port}${flags.port === 0 ? " (a free one)" : ""}`,
+    `serve: limits: max queued ${flags["max-queued"]}, body timeout ${
+      flags["body-timeout"]
+    } s, drain timeout ${flags["drain-timeout"]} s, kv blocks ${flags["kv-blocks"]}, max num seqs ${
+      flags["max-num-seqs"]
+    }`,
+    `serve: allowed hosts: ${
+      hosts !== undefined
+        ? hosts.join(", ")
+        : isLoopback(flags.host)
+        ? "loopback names only (not set, --host is loopback)"
+        : "not set"
+    }; CORS origins: ${cors !== undefined ? cors.join(", ") : "none"}`,
+  ];
+}
