@@ -6,26 +6,15 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { RequestContext } from "../../src/contract/engine.ts";
 import { EngineError } from "../../src/contract/errors.ts";
-import { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
-import { RequestMetrics } from "../../src/metrics/request_metrics.ts";
-import { KilnServer } from "../../src/server/app.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import { loadText } from "../../src/text/load.ts";
 import { collect, FORTUNE, fortuneEngine, request } from "../support/fortune_engine.ts";
+import { testServer } from "../support/server.ts";
 
 const engine = await fortuneEngine();
 const config = await engine.start(1n);
 const text = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const server = new KilnServer({
-  engine,
-  metrics: EngineMetrics.fromHierarchy({
-    namespace: "kiln",
-    component: "test",
-    endpoint: "generate",
-    workerId: 1n,
-  }),
-  requests: new RequestMetrics(),
-});
+const server = testServer(engine);
 server.ready(config, text);
 
 const post = (body: Record<string, unknown>) =>

@@ -7,6 +7,7 @@ import { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
 import { RequestMetrics } from "../../src/metrics/request_metrics.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import { loadText } from "../../src/text/load.ts";
+import type { LLMEngine } from "../../src/contract/engine.ts";
 import { KilnServer, type ServerOptions } from "../../src/server/app.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
@@ -18,12 +19,12 @@ export interface MockServer {
   close(): Promise<void>;
 }
 
-export async function mockServer(
+/** A `KilnServer` over `engine` with fresh test metrics (call `ready` once the engine started). */
+export function testServer(
+  engine: LLMEngine,
   options: Partial<Omit<ServerOptions, "engine" | "metrics" | "requests">> = {},
-  engineOptions: MockEngineOptions = {},
-): Promise<MockServer> {
-  const engine = new MockEngine({ model: "fortune", vocabSize: 260, ...engineOptions });
-  const server = new KilnServer({
+): KilnServer {
+  return new KilnServer({
     engine,
     metrics: EngineMetrics.fromHierarchy({
       namespace: "kiln",
@@ -34,6 +35,14 @@ export async function mockServer(
     requests: new RequestMetrics(),
     ...options,
   });
+}
+
+export async function mockServer(
+  options: Partial<Omit<ServerOptions, "engine" | "metrics" | "requests">> = {},
+  engineOptions: MockEngineOptions = {},
+): Promise<MockServer> {
+  const engine = new MockEngine({ model: "fortune", vocabSize: 260, ...engineOptions });
+  const server = testServer(engine, options);
   const [config, text] = await Promise.all([
     engine.start(1n),
     loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" })),
