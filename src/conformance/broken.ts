@@ -3,11 +3,12 @@
  * exactly one rule, to prove that every check of the kit can fail.
  */
 import { EngineError } from "../contract/errors.ts";
-import type {
-  GenerateContext,
-  LLMEngine,
-  MetricsBindings,
-  MetricsContext,
+import {
+  type GenerateContext,
+  type LLMEngine,
+  type MetricsBindings,
+  type MetricsContext,
+  RequestContext,
 } from "../contract/engine.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
 import * as out from "../contract/output.ts";
@@ -38,7 +39,20 @@ class BrokenEngine implements LLMEngine {
   }
 
   generate(request: PreprocessedRequest, ctx: GenerateContext): Gen {
+    if (this.kind === "PreAbortedRequestNotCancelled") {
+      return this.#hearsOnlyAbortEvents(request, ctx);
+    }
     return this.#generate(request, ctx);
+  }
+
+  /**
+   * Cancels its request only on a future `abort` event, heard from the moment generate() is
+   * called: a signal that is already aborted never fires, so the request runs to its end.
+   */
+  #hearsOnlyAbortEvents(request: PreprocessedRequest, ctx: GenerateContext): Gen {
+    const own = new RequestContext({ requestId: ctx.requestId });
+    ctx.signal.addEventListener("abort", () => own.stop(), { once: true });
+    return this.inner.generate(request, own);
   }
 
   async *#generate(
@@ -76,6 +90,20 @@ class BrokenEngine implements LLMEngine {
         const max = request.stop_conditions.max_tokens ?? 16;
         for (let i = 0; i < max; i++) {
           await sleep(50);
+          yield out.token(i % 7);
+        }
+        yield out.withUsage(out.length(), out.usage(request.token_ids.length, max));
+        return;
+      }
+      case "MidStreamCancellationNotObserved": {
+        // Looks at the signal once, when the request starts; then ignores it.
+        if (ctx.signal.aborted) {
+          yield out.withUsage(out.cancelled(), out.usage(request.token_ids.length, 0));
+          return;
+        }
+        const max = request.stop_conditions.max_tokens ?? 16;
+        for (let i = 0; i < max; i++) {
+          await sleep(10);
           yield out.token(i % 7);
         }
         yield out.withUsage(out.length(), out.usage(request.token_ids.length, max));

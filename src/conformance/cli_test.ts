@@ -16,9 +16,9 @@ Deno.test("conformance CLI: mock passes with one line per check and exit 0", asy
   const { code, out } = await run("--engine", "mock");
   equal(code, 0, out);
   const lines = out.trim().split("\n");
-  equal(lines.length, 10);
-  ok(lines.slice(0, 9).every((l) => l.startsWith("ok ")));
-  equal(lines[9], "conformance: PASS (9 checks)");
+  equal(lines.length, 12);
+  ok(lines.slice(0, 11).every((l) => l.startsWith("ok ")));
+  equal(lines[11], "conformance: PASS (11 checks)");
 });
 
 Deno.test("conformance CLI: a broken engine exits 1 and names its kind", async () => {
@@ -26,6 +26,21 @@ Deno.test("conformance CLI: a broken engine exits 1 and names its kind", async (
   equal(code, 1);
   ok(out.includes("FAIL single_generate"), out);
   ok(out.trim().endsWith("conformance: FAIL ChunkAfterTerminal"), out);
+});
+
+Deno.test("conformance CLI: engines that miss a mid-stream or a pre-aborted cancel fail that check", async () => {
+  for (
+    const [kind, check] of [
+      ["MidStreamCancellationNotObserved", "cancellation_mid_stream"],
+      ["PreAbortedRequestNotCancelled", "cancellation_pre_aborted"],
+    ]
+  ) {
+    const { code, out } = await run("--engine", `broken:${kind}`);
+    equal(code, 1, out);
+    ok(out.includes("ok   cancellation "), out);
+    ok(out.includes(`FAIL ${check}`), out);
+    ok(out.trim().endsWith(`conformance: FAIL ${kind}`), out);
+  }
 });
 
 Deno.test("conformance CLI: an unknown engine exits 2 with usage", async () => {

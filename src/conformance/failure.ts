@@ -12,6 +12,8 @@ export const FAILURE_KINDS = [
   "ConcurrentGenerateFailed",
   "CancellationNotObserved",
   "CancellationIgnored",
+  "MidStreamCancellationNotObserved",
+  "PreAbortedRequestNotCancelled",
   "CleanupFailed",
   "SecondCleanupFailed",
   "CleanupWithoutStartFailed",
@@ -46,6 +48,13 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
   CancellationIgnored: (d) =>
     `the cancelled stream ended, but its terminal finish_reason was ${d}, not "cancelled" ` +
     "(an engine must report cancelled when it observes cancellation)",
+  MidStreamCancellationNotObserved: (d) =>
+    `a request cancelled after some of its chunks were read did not end with a terminal ` +
+    `"cancelled" chunk: ${d} (an engine must watch the signal while it generates, not only when ` +
+    "a request starts)",
+  PreAbortedRequestNotCancelled: (d) =>
+    `a request whose signal was already aborted when generate() was called was not cancelled ` +
+    `before any token: ${d} (read signal.aborted, not only future "abort" events)`,
   CleanupFailed: (d) => `cleanup() failed: ${d}`,
   SecondCleanupFailed: (d) => `a second cleanup() failed; cleanup must be idempotent: ${d}`,
   CleanupWithoutStartFailed: (d) =>

@@ -2,20 +2,14 @@
  * The conformance kit: Dynamo's backend conformance checks, in the same order, against any
  * `LLMEngine`. It uses Web-standard APIs only, so it runs in Node, Deno and browsers.
  */
-import { type GenerateContext, type LLMEngine, RequestContext } from "../contract/engine.ts";
-import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import { type LLMEngine, RequestContext } from "../contract/engine.ts";
+import type { LLMEngineOutput } from "../contract/types.ts";
 import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
+import { cancellation, cancellationMidStream, cancellationPreAborted } from "./cancel_checks.ts";
 import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
+import { collect, type ConformanceOptions, request, type State, within } from "./support.ts";
 
-/** Tuning of a conformance run. */
-export interface ConformanceOptions {
-  /** How long a cancelled stream may take to end (default 2000 ms, as the seed). */
-  cancelDeadlineMs?: number;
-  /** Upper bound for any other step, so a hanging engine fails instead of hanging (default 120 s). */
-  stepTimeoutMs?: number;
-  /** Prompt of the generate checks (default `[1, 2, 3]`). */
-  prompt?: number[];
-}
+export type { ConformanceOptions } from "./support.ts";
 
 /** The outcome of one check. */
 export interface CheckReport {
@@ -39,41 +33,7 @@ export interface ConformanceReport {
   failure?: { kind: FailureKind; message: string };
 }
 
-interface State {
-  engine: LLMEngine;
-  factory: () => LLMEngine;
-  config?: EngineConfig;
-  opts: Required<ConformanceOptions>;
-}
-
 const CONCURRENT = 8;
-const LONG_MAX_TOKENS = 10_000;
-
-function request(model: string, prompt: number[], maxTokens: number): PreprocessedRequest {
-  return {
-    model,
-    token_ids: [...prompt],
-    stop_conditions: { max_tokens: maxTokens },
-    sampling_options: {},
-    output_options: {},
-    eos_token_ids: [],
-    annotations: [],
-  };
-}
-
-/** Resolve `promise`, or reject with `onTimeout()` after `ms`; the timer never outlives it. */
-async function within<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((
-    _,
-    reject,
-  ) => (timer = setTimeout(() => reject(onTimeout()), ms)));
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Run `fn`, mapping a throw or a timeout to `kind`. */
 async function guard<T>(kind: FailureKind, ms: number, fn: () => Promise<T>): Promise<T> {
@@ -87,20 +47,6 @@ async function guard<T>(kind: FailureKind, ms: number, fn: () => Promise<T>): Pr
     if (e instanceof ConformanceFailure) throw e;
     throw new ConformanceFailure(kind, describe(e));
   }
-}
-
-/** Pull a whole stream; an error before any chunk is `GenerateFailed`, after one `StreamYieldedError`. */
-async function collect(stream: () => AsyncIterable<LLMEngineOutput>): Promise<LLMEngineOutput[]> {
-  const chunks: LLMEngineOutput[] = [];
-  try {
-    for await (const c of stream()) chunks.push(c);
-  } catch (e) {
-    throw new ConformanceFailure(
-      chunks.length === 0 ? "GenerateFailed" : "StreamYieldedError",
-      describe(e),
-    );
-  }
-  return chunks;
 }
 
 function ranks(list: readonly { dp_rank: number }[]): number[] {
@@ -198,32 +144,9 @@ const STEPS: readonly Step[] = [
         ),
     );
   }],
-  ["cancellation", async (s) => {
-    const ctx = new RequestContext();
-    const req = request(s.config!.model, s.opts.prompt, LONG_MAX_TOKENS);
-    let stream: AsyncIterable<LLMEngineOutput>;
-    try {
-      stream = s.engine.generate(req, ctx as GenerateContext);
-    } catch (e) {
-      throw new ConformanceFailure("GenerateFailed", describe(e));
-    }
-    // Cancel before the first pull: the engine's first look at the signal sees it, whatever its speed.
-    ctx.stop();
-    const ms = s.opts.cancelDeadlineMs;
-    const chunks = await within(
-      collect(() => stream),
-      ms,
-      () => new ConformanceFailure("CancellationNotObserved", `${ms} ms`),
-    );
-    const last = chunks[chunks.length - 1];
-    if (last === undefined) throw new ConformanceFailure("NoChunksYielded");
-    if (last.finish_reason !== "cancelled") {
-      throw new ConformanceFailure(
-        "CancellationIgnored",
-        JSON.stringify(last.finish_reason ?? null),
-      );
-    }
-  }],
+  ["cancellation", cancellation],
+  ["cancellation_mid_stream", cancellationMidStream],
+  ["cancellation_pre_aborted", cancellationPreAborted],
   ["cleanup", (s) => guard("CleanupFailed", s.opts.stepTimeoutMs, () => s.engine.cleanup())],
   [
     "second_cleanup",
@@ -299,7 +222,7 @@ export async function runConformance(
 /** One line per check, then a verdict line; the same text in a terminal and a page. */
 export function formatReport(report: ConformanceReport): string {
   const lines = report.checks.map((c) =>
-    `${c.passed ? "ok  " : "FAIL"} ${c.name.padEnd(22)} ${c.ms.toFixed(1).padStart(8)} ms${
+    `${c.passed ? "ok  " : "FAIL"} ${c.name.padEnd(24)} ${c.ms.toFixed(1).padStart(8)} ms${
       c.message ? `  ${c.message}` : ""
     }`
   );

@@ -16,12 +16,14 @@ Deno.test("the mock engine passes every check, in the seed's order", async () =>
     "single_generate",
     "concurrent_generates",
     "cancellation",
+    "cancellation_mid_stream",
+    "cancellation_pre_aborted",
     "cleanup",
     "second_cleanup",
     "cleanup_without_start",
   ]);
   ok(report.checks.every((c) => c.passed && c.ms >= 0));
-  ok(formatReport(report).endsWith("conformance: PASS (9 checks)"));
+  ok(formatReport(report).endsWith("conformance: PASS (11 checks)"));
 });
 
 for (const kind of FAILURE_KINDS) {
@@ -41,6 +43,20 @@ for (const kind of FAILURE_KINDS) {
     ok(formatReport(report).includes(kind));
   });
 }
+
+Deno.test("the cancellation checks fail for what each broken engine does, at the right check", async () => {
+  const mid = await runConformanceReport(brokenEngine("MidStreamCancellationNotObserved"));
+  equal(mid.checks.at(-1)?.name, "cancellation_mid_stream");
+  ok(
+    /no terminal chunk within 2000 ms of the cancel/.test(mid.failure!.message),
+    mid.failure!.message,
+  );
+  const pre = await runConformanceReport(brokenEngine("PreAbortedRequestNotCancelled"));
+  equal(pre.checks.at(-1)?.name, "cancellation_pre_aborted");
+  ok(/yielded \d+ token/.test(pre.failure!.message), pre.failure!.message);
+  // Both passed the cancel-before-the-first-pull check, which alone did not catch them.
+  for (const r of [mid, pre]) ok(r.checks.find((c) => c.name === "cancellation")?.passed);
+});
 
 Deno.test("a hanging start() fails as StartFailed instead of hanging the kit", async () => {
   const hanging = () => {

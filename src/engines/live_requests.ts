@@ -26,18 +26,21 @@ export class LiveRequests {
 
   /**
    * A request's stream: track `seq` under `id`, hand it to the engine's loop with `enqueue` (not
-   * for `max_tokens: 0`, which finishes at once), yield its chunks, and on any exit (the end, an
-   * error, a consumer that stops pulling) cancel it if it is still running, count how it ended
-   * and stop tracking it.
+   * for a request whose signal is already aborted, which ends `cancelled` at once, nor for
+   * `max_tokens: 0`, which finishes at once), yield its chunks, and on any exit (the end, an
+   * error, a consumer that stops pulling) abort it if it is still running (so the engine's abort
+   * listener frees it at the loop's next turn), count how it ended and stop tracking it.
    */
   async *stream(id: string, seq: Sequence, enqueue: () => void): AsyncGenerator<LLMEngineOutput> {
     this.#seqs.set(id, seq);
     this.stats.started++;
     try {
-      if (seq.maxTokens === 0) seq.finishEmpty();
+      if (seq.signal.aborted) seq.cancel();
+      else if (seq.maxTokens === 0) seq.finishEmpty();
       else enqueue();
       yield* seq.channel.drain();
     } finally {
+      if (!seq.finished) seq.abort();
       if (!seq.finished) seq.cancel();
       this.stats[seq.outcome ?? "cancelled"]++;
       this.#seqs.delete(id);

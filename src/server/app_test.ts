@@ -2,7 +2,7 @@
  * The server's drain, its error headers and its key check, over the mock engine (the GPU is not
  * the point here; `probe_test.ts` sends the hostile requests over real sockets).
  */
-import { equal, ok } from "node:assert/strict";
+import { equal, match, ok } from "node:assert/strict";
 import { ABORT_FINISH } from "./app.ts";
 import { clip } from "./errors.ts";
 import { keyMatches } from "./guard.ts";
@@ -84,6 +84,66 @@ Deno.test("drain deadline: streams and whole responses are cut with finish_reaso
     const answer = await w.json();
     equal(answer.choices[0].finish_reason, "abort");
     ok(answer.usage.completion_tokens > 0 && answer.usage.completion_tokens < 900);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("a request whose signal is already aborted is cancelled before any token, and counted so", async () => {
+  const s = await mockServer({}, { delayMs: 1 });
+  try {
+    const gone = new AbortController();
+    gone.abort();
+    const post = (path: string, payload: string) =>
+      s.server.fetch(
+        new Request(new URL(path, s.url), {
+          method: "POST",
+          headers: { ...json, host: s.url.host },
+          body: payload,
+          signal: gone.signal,
+        }),
+      );
+    const whole = await post(
+      "/v1/chat/completions",
+      JSON.stringify({ model: "fortune", messages: [{ role: "user", content: "hi" }] }),
+    );
+    equal(whole.status, 200);
+    const answer = await whole.json();
+    equal(answer.choices[0].finish_reason, "cancelled");
+    equal(answer.choices[0].message.content, "");
+    equal(answer.usage.completion_tokens, 0);
+    const stream = await post("/v1/completions", body({ max_tokens: 50, stream: true }));
+    equal(stream.status, 200);
+    const sent = await events(stream);
+    ok(sent.every((e) => e === "[DONE]" || finishOf(e) === "cancelled"), JSON.stringify(sent));
+    equal(s.engine.usedBlocks, 0);
+    const metrics = await (await fetch(new URL("/metrics", s.url))).text();
+    match(metrics, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 2\n/);
+    match(metrics, /dynamo_frontend_output_sequence_tokens_sum\{[^}]*\} 0\n/);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("a client that stops reading a stream cancels its request in the engine", async () => {
+  const s = await mockServer({}, { delayMs: 5 });
+  try {
+    const res = await s.server.fetch(
+      new Request(new URL("/v1/completions", s.url), {
+        method: "POST",
+        headers: { ...json, host: s.url.host },
+        body: body({ max_tokens: 900, stream: true }),
+      }),
+    );
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk
+    await reader.cancel();
+    const { cut } = await s.server.drain(60_000); // resolves once nothing runs
+    equal(cut, 0);
+    equal(s.engine.usedBlocks, 0);
+    const metrics = await (await fetch(new URL("/metrics", s.url))).text();
+    match(metrics, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 1\n/);
+    match(metrics, /dynamo_frontend_inflight_requests\{[^}]*\} 0\n/);
   } finally {
     await s.close();
   }

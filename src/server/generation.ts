@@ -38,7 +38,11 @@ function finishOf(reason: FinishReason): "stop" | "length" | "cancelled" {
   return reason === "length" ? "length" : reason === "cancelled" ? "cancelled" : "stop";
 }
 
-/** Stream choice `i` of `job`; `signal` (the client's) cancels it. */
+/**
+ * Stream choice `i` of `job`; `signal` (the client's) cancels it, also when it is already aborted
+ * (the engine then ends the request `cancelled` before any token). A consumer that stops pulling
+ * (`break`, `return`, `throw` in its loop) cancels the engine request too.
+ */
 export async function* runChoice(
   engine: LLMEngine,
   text: ModelText,
@@ -46,9 +50,7 @@ export async function* runChoice(
   i: number,
   signal: AbortSignal,
 ): AsyncGenerator<Piece> {
-  const ctx = new RequestContext();
-  const onAbort = () => ctx.stop();
-  signal.addEventListener("abort", onAbort, { once: true });
+  const ctx = new RequestContext({ signal });
   const tok = text.tokenizer;
   const detok = new IncrementalDetokenizer(tok, job.prompt, { skipSpecial: job.skipSpecial });
   const stops = new StopStrings(job.stop, job.includeStop);
@@ -87,7 +89,6 @@ export async function* runChoice(
       if (reason !== undefined) return;
     }
   } finally {
-    signal.removeEventListener("abort", onAbort);
     ctx.stop();
   }
 }

@@ -19,7 +19,12 @@ import type { KvEventSource } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import type { EngineHost } from "./host.ts";
-import { type HostOptions, installErrorTransfer, type StreamMessage } from "./protocol.ts";
+import {
+  type HostOptions,
+  type HostStats,
+  installErrorTransfer,
+  type StreamMessage,
+} from "./protocol.ts";
 
 /**
  * Heartbeat timing. Defaults: a ping a second, dead after 30 s without an answer, well beyond the
@@ -48,6 +53,7 @@ export class WorkerEngine implements LLMEngine {
   #onDeath: ((e: EngineError) => void)[] = [];
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   #deathListeners: ((e: EngineError) => void)[] = [];
+  #aborting = new Set<Promise<void>>();
 
   /**
    * An engine whose worker is created on `start()`.
@@ -168,7 +174,6 @@ export class WorkerEngine implements LLMEngine {
     if (this.#state !== "running") {
       throw this.#dead ?? EngineError.shutdown(`generate() on a ${this.#state} engine`);
     }
-    const host = this.#remote();
     const { port1, port2 } = new MessageChannel();
     const queue: StreamMessage[] = [];
     let wake: (() => void) | undefined;
@@ -179,11 +184,16 @@ export class WorkerEngine implements LLMEngine {
     port1.onmessage = (e: MessageEvent<StreamMessage>) => push(e.data);
     const end = (error: EngineError) => push({ kind: "error", error: error.toJSON() });
     this.#streams.add(end);
-    const onAbort = () => void host.abort(ctx.requestId).catch(() => {});
+    const onAbort = () => this.#abortInWorker(ctx.requestId);
     ctx.signal.addEventListener("abort", onAbort, { once: true });
+    let ended = false;
     try {
-      await this.#call((h) => h.generate(request, ctx.requestId, Comlink.transfer(port2, [port2])));
-      if (ctx.signal.aborted) onAbort();
+      // An already aborted signal travels with the request: the engine never starts it.
+      const aborted = ctx.signal.aborted;
+      await this.#call((h) =>
+        h.generate(request, ctx.requestId, Comlink.transfer(port2, [port2]), aborted)
+      );
+      if (ctx.signal.aborted && !aborted) onAbort();
       let first = true;
       for (;;) {
         const m = queue.shift();
@@ -192,6 +202,7 @@ export class WorkerEngine implements LLMEngine {
           wake = undefined;
           continue;
         }
+        if (m.kind === "end" || m.kind === "error") ended = true;
         if (m.kind === "end") return;
         if (m.kind === "error") throw EngineError.fromJSON(m.error);
         for (const c of m.chunks) {
@@ -199,6 +210,7 @@ export class WorkerEngine implements LLMEngine {
             ctx.notifyFirstToken();
             first = false;
           }
+          if (c.finish_reason !== undefined) ended = true; // nothing left to cancel
           yield c;
         }
       }
@@ -206,7 +218,31 @@ export class WorkerEngine implements LLMEngine {
       ctx.signal.removeEventListener("abort", onAbort);
       this.#streams.delete(end);
       port1.close();
+      // The consumer stopped reading (`break`, `return`, `throw` in its loop): cancel the
+      // request in the worker too, or it would run to its end for nobody. Not awaited, so
+      // leaving a loop never waits on the worker.
+      if (!ended && !ctx.signal.aborted) this.#abortInWorker(ctx.requestId);
     }
+  }
+
+  /** Ask the worker to cancel `requestId` (no-op once this engine is stopped or dead). */
+  #abortInWorker(requestId: string): void {
+    if (this.#state !== "running") return;
+    const done = this.#call((h) => h.abort(requestId)).catch(() => {});
+    this.#aborting.add(done);
+    void done.finally(() => this.#aborting.delete(done));
+  }
+
+  /**
+   * What the worker's engine holds now: its request counts, KV blocks in use (onnxruntime-web's
+   * engine: request slots) and the streams its host has open; once every request this engine
+   * cancelled (a fired signal, a consumer that stopped reading) has ended in the worker.
+   * Undefined before `start()` or after the worker stopped.
+   */
+  async stats(): Promise<HostStats | undefined> {
+    if (this.#state !== "running") return undefined;
+    await Promise.all(this.#aborting);
+    return await this.#call((h) => h.stats());
   }
 
   async abort(ctx: GenerateContext): Promise<void> {

@@ -5,6 +5,7 @@ import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts"
 import { formatReport, runConformanceReport } from "../conformance/kit.ts";
 import { WorkerEngine } from "./client.ts";
 import { MODELS } from "../../test/support/models.ts";
+import { checkCancellation } from "../../test/support/cancel_checks.ts";
 
 const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
 const options = { model: { kind: "dir" as const, path: fortune, name: "fortune" }, kvBlocks: 64 };
@@ -32,6 +33,26 @@ async function collect(stream: AsyncIterable<LLMEngineOutput>): Promise<LLMEngin
 Deno.test("WorkerEngine (Deno Worker + comlink) passes the conformance kit on fortune", async () => {
   const report = await runConformanceReport(() => new WorkerEngine(hostWorker, options));
   ok(report.passed, formatReport(report));
+});
+
+Deno.test("WorkerEngine: a pre-aborted signal never starts in the worker; a consumer's break cancels there", async () => {
+  const e = new WorkerEngine(hostWorker, { ...options, maxNumSeqs: 4 });
+  await e.start(0n);
+  try {
+    const stats = async () => (await e.stats())!;
+    await checkCancellation(e, {
+      used: async () => (await stats()).usedBlocks,
+      steps: async () => (await stats()).steps,
+      stats: async () => (await stats()).requests,
+      freedByNextStep: true,
+    });
+    const s = await stats();
+    equal(s.streams, 0, "the host has no stream open");
+    equal(s.totalBlocks, 64);
+  } finally {
+    await e.cleanup();
+  }
+  equal(await e.stats(), undefined, "no stats once cleaned up");
 });
 
 Deno.test("errors cross the worker boundary with their EngineError type and message", async () => {

@@ -13,6 +13,7 @@ import type { ModelFiles } from "../model/source.ts";
 import {
   type GaugeValues,
   type HostOptions,
+  type HostStats,
   installErrorTransfer,
   type ModelSpec,
   type StreamMessage,
@@ -41,7 +42,9 @@ export class EngineHost {
   #hosted: HostedEngine | undefined;
   #starting = false;
   #cleaning = false;
-  #contexts = new Map<string, RequestContext>();
+  #requests = new Map<string, { ctx: RequestContext; done: Promise<void> }>();
+  /** Requests aborted and not yet ended: `stats()` waits for them. */
+  #aborting = new Set<Promise<void>>();
 
   /**
    * A host with no engine yet; `start()` creates it.
@@ -86,13 +89,25 @@ export class EngineHost {
     return config;
   }
 
-  /** Start streaming `request` into `port`; returns at once. */
-  generate(request: PreprocessedRequest, requestId: string, port: MessagePort): void {
+  /**
+   * Start streaming `request` into `port`; returns at once. `aborted`: the caller's signal had
+   * already fired, so the engine sees a cancelled request from its first look (and ends it
+   * `cancelled` before any token).
+   */
+  generate(
+    request: PreprocessedRequest,
+    requestId: string,
+    port: MessagePort,
+    aborted = false,
+  ): void {
     const ctx = new RequestContext({ requestId });
-    this.#contexts.set(requestId, ctx);
+    if (aborted) ctx.stop();
+    let ended!: () => void;
+    const entry = { ctx, done: new Promise<void>((r) => (ended = r)) };
+    this.#requests.set(requestId, entry);
     const engine = this.#hosted?.engine;
     const send = (m: StreamMessage) => port.postMessage(m);
-    (async () => {
+    void (async () => {
       try {
         if (!engine) throw EngineError.shutdown("generate() before start()");
         let pending: LLMEngineOutput[] = [];
@@ -115,15 +130,37 @@ export class EngineHost {
       } catch (e) {
         send({ kind: "error", error: serializeError(EngineError.from(e)) });
       } finally {
-        this.#contexts.delete(requestId);
+        if (this.#requests.get(requestId) === entry) this.#requests.delete(requestId);
         port.close();
+        ended();
       }
     })();
   }
 
-  /** Cancel the request `requestId`, if it is still running. */
-  abort(requestId: string): void {
-    this.#contexts.get(requestId)?.stop();
+  /**
+   * Cancel the request `requestId`, if it is still running; resolves once its stream has ended
+   * in this worker (the engine then holds nothing for it but what its next step frees).
+   */
+  async abort(requestId: string): Promise<void> {
+    const r = this.#requests.get(requestId);
+    if (r === undefined) return;
+    r.ctx.stop();
+    this.#aborting.add(r.done);
+    try {
+      await r.done;
+    } finally {
+      this.#aborting.delete(r.done);
+    }
+  }
+
+  /**
+   * The engine's request counts and KV blocks in use, and the streams this host has open; once
+   * every request aborted before this call has ended. Undefined before `start()`.
+   */
+  async stats(): Promise<HostStats | undefined> {
+    await Promise.all(this.#aborting);
+    const engine = this.#hosted?.stats();
+    return engine && { ...engine, streams: this.#requests.size };
   }
 
   /** Stop admitting requests and wait for the running ones (no-op before `start()`). */
@@ -134,7 +171,7 @@ export class EngineHost {
   /** Cancel every running request and release the engine (no-op before `start()`). */
   async cleanup(): Promise<void> {
     this.#cleaning = true;
-    for (const ctx of this.#contexts.values()) ctx.stop();
+    for (const { ctx } of this.#requests.values()) ctx.stop();
     await this.#hosted?.engine.cleanup();
   }
 

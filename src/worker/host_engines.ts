@@ -10,7 +10,7 @@ import type { EngineError } from "../contract/errors.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import type { ModelFiles } from "../model/source.ts";
-import type { GaugeValues, HostEngineKind, HostOptions } from "./protocol.ts";
+import type { GaugeValues, HostEngineKind, HostOptions, HostStats } from "./protocol.ts";
 
 /** An engine a host runs, and what it offers besides `LLMEngine`. */
 export interface HostedEngine {
@@ -19,6 +19,8 @@ export interface HostedEngine {
   deviceLost(): Promise<EngineError> | undefined;
   /** Call `cb` with the KV gauges after every step; false when the engine keeps none. */
   onGauges(cb: (values: GaugeValues) => void): boolean;
+  /** The engine's request counts and KV use now (see `HostStats`). */
+  stats(): Omit<HostStats, "streams">;
 }
 
 export type HostEngineMaker = (
@@ -45,6 +47,12 @@ const webgpu: HostEngineMaker = (o, files, onProgress) => {
       engine.onGauges(cb);
       return true;
     },
+    stats: () => ({
+      requests: { ...engine.stats },
+      usedBlocks: engine.usedBlocks,
+      totalBlocks: engine.totalBlocks,
+      steps: engine.steps.submitted,
+    }),
   });
 };
 
@@ -68,6 +76,12 @@ const ort: HostEngineMaker = async (o, files) => {
       engine.onGauges(cb);
       return true;
     },
+    stats: () => ({
+      requests: { ...engine.stats },
+      usedBlocks: engine.usedSlots,
+      totalBlocks: engine.options.maxNumSeqs ?? 16,
+      steps: engine.steps.runs,
+    }),
   };
 };
 

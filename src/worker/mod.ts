@@ -9,9 +9,11 @@ export type {
   GaugeValues,
   HostEngineKind,
   HostOptions,
+  HostStats,
   ModelSpec,
   OrtHostOptions,
 } from "./protocol.ts";
+export type { RequestStats } from "../engines/live_requests.ts";
 export {
   type GenerateOptions,
   KilnModel,

@@ -50,7 +50,10 @@ export interface OpenModelOptions {
 
 /** Sampling options of `generate` (a `/v1/completions` body without the prompt). */
 export type GenerateOptions = Omit<CompletionRequest, "prompt" | "stream" | "logprobs"> & {
-  /** Cancels the request; the stream then ends with a piece whose `finish` is `cancelled`. */
+  /**
+   * Cancels the request; the stream then ends with a piece whose `finish` is `cancelled` (only
+   * that piece, with no text, when the signal is already aborted).
+   */
   signal?: AbortSignal;
 };
 
@@ -87,7 +90,8 @@ export class KilnModel {
   /**
    * Stream the continuation of `prompt` (text without template, or token ids) as text pieces;
    * the last carries `finish`. Throws `EngineError` (`InvalidArgument`) on the first `next()` for
-   * bad options.
+   * bad options. Leaving the loop early (`break`, `return`, `throw`) cancels the request in the
+   * worker, and its KV blocks are free by the engine's next step.
    */
   generate(prompt: string | number[], options: GenerateOptions = {}): AsyncGenerator<TextPiece> {
     const { signal, ...body } = options;

@@ -1,8 +1,9 @@
-import { equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { rangeServer } from "../../test/support/range_server.ts";
 import { openModel } from "./open.ts";
-import type { ChatCompletionChunk } from "./openai.ts";
+import { APIUserAbortError, type ChatCompletionChunk } from "./openai.ts";
+import type { HostStats } from "./protocol.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 const SPA = "<!doctype html>\n<html><body><div id=app></div></body></html>\n";
@@ -112,6 +113,98 @@ Deno.test("openModel on an SPA fallback server without tokenizer.json names the 
       return true;
     });
   } finally {
+    await server.shutdown();
+  }
+});
+
+Deno.test("openModel: an aborted signal cancels before any token; leaving a loop cancels in the worker", async () => {
+  const server = rangeServer(FORTUNE);
+  const model = await openModel({ model: server.base, engine: { kvBlocks: 64, maxNumSeqs: 4 } });
+  const stats = async () => (await model.engine.stats())!;
+  const live = (s: HostStats) =>
+    s.requests.started - s.requests.finished - s.requests.cancelled - s.requests.failed;
+  const isAbort = (e: unknown) => {
+    ok(e instanceof APIUserAbortError && e instanceof EngineError, String(e));
+    equal(e.type, "Cancelled");
+    equal(e.message, "Request was aborted.");
+    return true;
+  };
+  try {
+    const gone = new AbortController();
+    gone.abort();
+    // generate: one last piece, no text, no token.
+    const pieces = [];
+    for await (const p of model.generate("You will", { max_tokens: 30, signal: gone.signal })) {
+      pieces.push(p);
+    }
+    deepStrictEqual(pieces, [{ text: "", tokens: 0, finish: "cancelled" }]);
+    // Whole answers reject as the openai client's do; streams end with a cancelled chunk.
+    const messages = [{ role: "user", content: "Hi" }];
+    await rejects(
+      model.chat.completions.create({ messages, max_tokens: 8 }, { signal: gone.signal }),
+      isAbort,
+    );
+    await rejects(
+      model.completions.create({ prompt: "You", max_tokens: 8 }, { signal: gone.signal }),
+      isAbort,
+    );
+    const chunks: ChatCompletionChunk[] = [];
+    const stream = await model.chat.completions.create(
+      { messages, max_tokens: 8, stream: true, stream_options: { include_usage: true } },
+      { signal: gone.signal },
+    );
+    for await (const c of stream) chunks.push(c);
+    equal(chunks.length, 2);
+    equal(chunks[0]?.choices[0]?.finish_reason, "cancelled");
+    equal(chunks[0]?.choices[0]?.delta.content ?? "", "");
+    equal(chunks[1]?.usage?.completion_tokens, 0);
+    equal((await stats()).requests.cancelled, 4);
+
+    // A whole answer whose signal aborts once the engine has the request rejects too.
+    const stop = new AbortController();
+    const running = model.completions.create(
+      { prompt: "A", max_tokens: 900, ignore_eos: true },
+      { signal: stop.signal },
+    );
+    equal(live(await stats()), 1, "the engine is running it");
+    stop.abort();
+    await rejects(running, isAbort);
+
+    // Four consumers leave after two pieces, one leaves a chat stream: all cancelled there.
+    await Promise.all([0, 1, 2, 3].map(async (i) => {
+      let n = 0;
+      for await (const _ of model.generate(`${i}`, { max_tokens: 900, ignore_eos: true })) {
+        if (++n === 2) break;
+      }
+    }));
+    const chat = await model.chat.completions.create({
+      messages,
+      max_tokens: 900,
+      ignore_eos: true,
+      stream: true,
+    });
+    for await (const _ of chat) break;
+    const left = await stats();
+    equal(live(left), 0, `nothing left running: ${JSON.stringify(left)}`);
+    equal(left.streams, 0);
+    equal(left.requests.cancelled, 10);
+    // A fifth request gets a slot at once, runs in a handful of steps, and frees its blocks.
+    let text = "", finish;
+    for await (const p of model.generate("Five", { max_tokens: 2 })) {
+      text += p.text;
+      finish = p.finish ?? finish;
+    }
+    equal(finish, "length");
+    const after = await stats();
+    ok(after.steps - left.steps < 20, `the fifth took ${after.steps - left.steps} steps`);
+    equal(after.usedBlocks, 0);
+    const scrape = model.metricsText();
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 10\n/);
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 1\n/);
+    match(scrape, /dynamo_frontend_inflight_requests\{[^}]*\} 0\n/);
+    match(scrape, /dynamo_component_gpu_cache_usage_percent\{[^}]*\} 0\n/);
+  } finally {
+    await model.close(); // nothing abandoned is left for its drain to wait for
     await server.shutdown();
   }
 });

@@ -19,6 +19,8 @@ import { type Piece, runChoice } from "../server/generation.ts";
 import { HttpError } from "../server/errors.ts";
 import { type Job, parseJob } from "../server/requests.ts";
 import type { ModelText } from "../text/load.ts";
+import { APIUserAbortError } from "./abort_error.ts";
+export { APIUserAbortError } from "./abort_error.ts";
 
 /** Sampling and stop fields shared by both request forms (OpenAI's names, plus vLLM's). */
 export interface SamplingFields {
@@ -168,8 +170,11 @@ export interface Completion {
 
 /** Per-call options: `signal` cancels the request (a stream then ends with `cancelled`). */
 export interface RequestOptions {
-  /** Cancels the request: a stream ends with `finish_reason: "cancelled"`; a whole answer
-   * resolves with the text so far and that reason. */
+  /**
+   * Cancels the request, also when already aborted (then before any token): a stream ends with a
+   * last chunk whose `finish_reason` is `"cancelled"`; a whole answer rejects with an
+   * {@linkcode APIUserAbortError}, as the `openai` client's does.
+   */
   signal?: AbortSignal;
 }
 
@@ -240,7 +245,28 @@ async function* streamed<T>(
   if (job.includeUsage) yield usageChunk(job, id, created, usage(job.prompt.length, tokens)) as T;
 }
 
+/**
+ * The whole answer, or a rejection with {@linkcode APIUserAbortError} as soon as `signal` aborts
+ * (the request then ends in the engine as cancelled, in the background).
+ */
 async function whole<T>(target: OpenAITarget, job: Job, signal: AbortSignal): Promise<T> {
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new APIUserAbortError(signal.reason));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  const answer = answerOf<T>(target, job, signal);
+  answer.catch(() => {}); // after an abort, how the cancelled request ended is nobody's concern
+  aborted.catch(() => {});
+  try {
+    return await Promise.race([answer, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
+}
+
+async function answerOf<T>(target: OpenAITarget, job: Job, signal: AbortSignal): Promise<T> {
   const choice = {
     index: 0,
     text: "",
@@ -279,7 +305,7 @@ export class ChatCompletions {
     options?: RequestOptions,
   ): Promise<AsyncIterable<ChatCompletionChunk>>;
   /** Answer whole (`stream` false or absent): resolves to the `ChatCompletion`, or rejects with
-   * the engine's error. */
+   * the engine's error, or with {@linkcode APIUserAbortError} once `options.signal` aborts. */
   create(
     body: ChatCompletionRequest & { stream?: false },
     options?: RequestOptions,
@@ -315,7 +341,7 @@ export class Completions {
     options?: RequestOptions,
   ): Promise<AsyncIterable<Completion>>;
   /** Answer whole (`stream` false or absent): resolves to the `Completion`, or rejects with the
-   * engine's error. */
+   * engine's error, or with {@linkcode APIUserAbortError} once `options.signal` aborts. */
   create(
     body: CompletionRequest & { stream?: false },
     options?: RequestOptions,

@@ -6,6 +6,7 @@
 import * as Comlink from "comlink";
 import { EngineError, isSerializedError, type SerializedError } from "../contract/errors.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
+import type { RequestStats } from "../engines/live_requests.ts";
 
 /** The model a worker loads, named by how its files are reached. */
 export type ModelSpec =
@@ -63,6 +64,20 @@ export interface GaugeValues {
   usagePercent: number;
   /** Prefix cache hit rate; `undefined` before any lookup. */
   hitRate: number | undefined;
+}
+
+/** What the worker's engine holds now (`WorkerEngine.stats()`). */
+export interface HostStats {
+  /** Requests the engine admitted, and how they ended (its `stats`). */
+  requests: RequestStats;
+  /** KV cache blocks (or, for onnxruntime-web's engine, request slots) in use now. */
+  usedBlocks: number;
+  /** KV cache blocks (or request slots) in all. */
+  totalBlocks: number;
+  /** Forward steps submitted so far (onnxruntime-web's engine: session runs). */
+  steps: number;
+  /** Request streams the host has open now (0 once every request has ended or been aborted). */
+  streams: number;
 }
 
 let installed = false;

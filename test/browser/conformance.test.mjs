@@ -11,8 +11,19 @@ const run = useBrowser();
 test("conformance kit passes in Chromium: mock engine, WorkerEngine on fortune, ort engine in a worker (SwiftShader)", async (t) => {
   const page = `test/browser/pages/conformance.html?onnx=${encodeURIComponent(onnxFortunePath())}`;
   const { results } = await run(page, 600_000);
-  assert.ok(results.some((r) => r.name.startsWith("conformance(ort-worker")), "the ort checks ran");
-  assert.ok(results.length >= 20, `expected the kit's checks, got ${results.length}`);
+  // Every engine runs the kit's 11 checks (the cancellation ones: before the first pull, in the
+  // middle of a stream, and a signal aborted before generate()) plus its report line.
+  for (const label of ["mock", "worker:fortune", "ort-worker:fortune"]) {
+    const mine = results.filter((r) => r.name.startsWith(`conformance(${label}): `));
+    assert.equal(mine.length, 12, `${label}: ${mine.map((r) => r.name).join(", ")}`);
+    for (const check of ["cancellation", "cancellation_mid_stream", "cancellation_pre_aborted"]) {
+      assert.ok(
+        mine.some((r) => r.name === `conformance(${label}): ${check}`),
+        `${label} ${check}`,
+      );
+    }
+  }
+  assert.equal(results.length, 36);
   for (const r of results) {
     await t.test(r.name, () => assert.ok(r.passed, r.message));
   }

@@ -23,7 +23,7 @@ before(async () => {
 test("the mock engine passes the conformance kit in Node", async () => {
   const report = await kiln.runConformanceReport(() => new kiln.MockEngine());
   assert.equal(report.passed, true, kiln.formatReport(report));
-  assert.equal(report.checks.length, 9);
+  assert.equal(report.checks.length, 11);
   for (const c of report.checks) {
     assert.equal(typeof c.name, "string");
     assert.equal(typeof c.ms, "number");
@@ -32,7 +32,15 @@ test("the mock engine passes the conformance kit in Node", async () => {
   await kiln.runConformance(() => new kiln.MockEngine());
 });
 
-for (const kind of ["NoTerminalChunk", "CleanupWithoutStartFailed", "CompletionTokensMismatch"]) {
+for (
+  const kind of [
+    "NoTerminalChunk",
+    "CleanupWithoutStartFailed",
+    "CompletionTokensMismatch",
+    "MidStreamCancellationNotObserved",
+    "PreAbortedRequestNotCancelled",
+  ]
+) {
   test(`a broken engine fails in Node with ${kind}`, async () => {
     await assert.rejects(kiln.runConformance(kiln.brokenEngine(kind)), (e) => e.kind === kind);
   });

@@ -150,15 +150,16 @@ export class MockEngine implements LLMEngine {
     const end = (chunk: LLMEngineOutput) => out.withUsage(chunk, out.usage(prompt.length, n));
     try {
       for (let step = 0;; step++) {
+        if (signal.aborted) {
+          yield end(out.cancelled()); // before any token when the signal came aborted
+          return;
+        }
         if (n >= maxTokens) {
           yield end(out.length());
           return;
         }
         await pause(o.delayMs, signal);
-        if (signal.aborted) {
-          yield end(out.cancelled());
-          return;
-        }
+        if (signal.aborted) continue;
         const id = mockToken(seed, step, o.vocabSize);
         const mayStop = n >= minTokens;
         if (mayStop && hidden.has(id)) {

@@ -7,6 +7,7 @@ import { validateStream } from "../../contract/validate.ts";
 import { EngineMetrics, testHierarchy } from "../../metrics/engine_metrics.ts";
 import { MockEngine } from "./mock_engine.ts";
 import { mockToken, promptSeed } from "./tokens.ts";
+import { checkCancellation } from "../../../test/support/cancel_checks.ts";
 
 function request(overrides: Partial<PreprocessedRequest> = {}): PreprocessedRequest {
   return {
@@ -165,6 +166,15 @@ Deno.test("bad sampling values are InvalidArgument before any chunk; others keep
   }
   await rejects(run(e, request({ token_ids: [40000] })), /vocab/);
   equal((await run(e, request())).last.finish_reason, "length");
+});
+
+Deno.test("a pre-aborted signal ends cancelled before any token; a consumer's break frees its KV", async () => {
+  const e = await started({ delayMs: 1 });
+  try {
+    await checkCancellation(e, { used: () => e.usedBlocks });
+  } finally {
+    await e.cleanup();
+  }
 });
 
 Deno.test("drain stops admitting and waits for in-flight requests; cleanup cancels open streams", async () => {

@@ -94,6 +94,8 @@ export class OrtEngine implements LLMEngine {
   #loop: Promise<void> | undefined;
   #waiting: OrtRequest[] = [];
   #active: OrtRequest[] = [];
+  /** The request whose step is running (out of `#active` meanwhile). */
+  #stepping: OrtRequest | undefined;
   #inflight = new LiveRequests();
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
@@ -218,7 +220,7 @@ export class OrtEngine implements LLMEngine {
           this.#active.push(this.#waiting.shift()!);
         }
         this.#report();
-        const r = this.#active.shift();
+        const r = this.#stepping = this.#active.shift();
         if (r === undefined) return;
         try {
           this.steps.runs++;
@@ -228,11 +230,13 @@ export class OrtEngine implements LLMEngine {
         } catch (e) {
           r.seq.fail(EngineError.from(e));
         }
+        this.#stepping = undefined;
         if (r.seq.finished) r.dispose();
         else this.#active.push(r); // to the back: round-robin
       }
     } finally {
       this.#loop = undefined;
+      this.#stepping = undefined;
       if (this.#state === "stopped") this.#prune();
       this.#report();
       // A request that arrived while the loop was ending starts a new one.
@@ -327,6 +331,11 @@ export class OrtEngine implements LLMEngine {
     this.#gauges = ctx.metrics.componentGauges(0);
     this.#report();
     return Promise.resolve({ dp_ranks: [0] });
+  }
+
+  /** Request slots holding KV now (of `maxNumSeqs`); 0 once every request has ended. */
+  get usedSlots(): number {
+    return this.#active.length + (this.#stepping === undefined ? 0 : 1);
   }
 
   /** The device ORT runs on and Kiln's sampler shares (WebGPU EP, once started). */

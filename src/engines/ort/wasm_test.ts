@@ -10,12 +10,19 @@ import { EngineError } from "../../contract/errors.ts";
 import { formatReport, runConformanceReport } from "../../conformance/kit.ts";
 import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
 import { checkStopsUsageAndBadInput } from "../../../test/support/engine_checks.ts";
+import { checkCancellation, gaugeReports } from "../../../test/support/cancel_checks.ts";
 import { onnxFortune } from "../../../test/support/onnx_fortune.ts";
 import { OrtEngine } from "./engine.ts";
 
-async function wasmEngine(variant = "model"): Promise<OrtEngine> {
+async function wasmEngine(variant = "model", maxNumSeqs?: number): Promise<OrtEngine> {
   const files = dirFiles(await onnxFortune());
-  return new OrtEngine({ files, name: "fortune", variant, executionProvider: "wasm" });
+  return new OrtEngine({
+    files,
+    name: "fortune",
+    variant,
+    executionProvider: "wasm",
+    ...(maxNumSeqs ? { maxNumSeqs } : {}),
+  });
 }
 
 Deno.test("wasm EP: WebGpuEngine's greedy and seeded tokens; runtime_data names the CPU sampler", async () => {
@@ -115,5 +122,22 @@ Deno.test("wasm EP: two concurrent requests step in turn; cancellation; drain", 
   } finally {
     await e.cleanup();
     await e.cleanup(); // idempotent
+  }
+});
+
+Deno.test("wasm EP: a pre-aborted signal, consumers that break, slots free within one run", async () => {
+  const e = await wasmEngine("model", 4);
+  await e.start(0n);
+  try {
+    const gauges = gaugeReports(e);
+    await checkCancellation(e, {
+      used: () => e.usedSlots,
+      steps: () => e.steps.runs,
+      stats: () => ({ ...e.stats }),
+      nextReport: gauges.nextReport,
+    });
+    equal(gauges.usage(), 0, "the slot gauge reports them free");
+  } finally {
+    await e.cleanup();
   }
 });

@@ -217,12 +217,15 @@ export class WebGpuEngine implements LLMEngine {
 
   #prune(): void {
     const sched = this.#scheduler!;
+    let freed = false;
     for (const seq of [...sched.running, ...sched.waiting]) {
       if (seq.finished || seq.signal.aborted) {
         seq.cancel();
         sched.remove(seq);
+        freed = true;
       }
     }
+    if (freed) this.#report(); // at once, not after the steps still in flight are read back
   }
 
   async #run(): Promise<void> {
@@ -415,5 +418,10 @@ export class WebGpuEngine implements LLMEngine {
   /** KV blocks held by running sequences (0 when idle). */
   get usedBlocks(): number {
     return this.#blocks?.used ?? 0;
+  }
+
+  /** KV blocks in the cache (0 before `start()`). */
+  get totalBlocks(): number {
+    return this.#blocks?.numBlocks ?? 0;
   }
 }

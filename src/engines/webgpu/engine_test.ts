@@ -3,6 +3,7 @@ import { formatReport, runConformanceReport } from "../../conformance/kit.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { checkStopsUsageAndBadInput } from "../../../test/support/engine_checks.ts";
+import { checkCancellation, gaugeReports } from "../../../test/support/cancel_checks.ts";
 import {
   bytes,
   collect,
@@ -39,4 +40,21 @@ Deno.test("batched and unbatched greedy decoding agree; a prefix-cache hit chang
 Deno.test("stop conditions, usage, logprobs and bad input on the GPU engine", async () => {
   const e = await engine();
   await checkStopsUsageAndBadInput(e);
+});
+
+Deno.test("cancellation: a pre-aborted signal, consumers that break, KV free within one step", async () => {
+  const e = await engine({ maxNumSeqs: 4 });
+  await e.start(0n);
+  try {
+    const gauges = gaugeReports(e);
+    await checkCancellation(e, {
+      used: () => e.usedBlocks,
+      steps: () => e.steps.submitted,
+      stats: () => ({ ...e.stats }),
+      nextReport: gauges.nextReport,
+    });
+    equal(gauges.usage(), 0, "the KV gauge reports the freed blocks");
+  } finally {
+    await e.cleanup();
+  }
 });
