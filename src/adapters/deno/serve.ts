@@ -63,7 +63,8 @@ const newEngine = () =>
     {
       model,
       ...engineOptions,
-      kvBlocks: Number(args.get("kv-blocks") ?? 256),
+      // Absent: the engine sizes the cache from the context and the device's buffer limits.
+      ...(args.has("kv-blocks") ? { kvBlocks: Number(args.get("kv-blocks")) } : {}),
       maxNumSeqs: Number(args.get("max-num-seqs") ?? 16),
     },
     (loaded, total) => (progress = { loaded, total }),
