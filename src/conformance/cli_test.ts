@@ -16,9 +16,9 @@ Deno.test("conformance CLI: mock passes with one line per check and exit 0", asy
   const { code, out } = await run("--engine", "mock");
   equal(code, 0, out);
   const lines = out.trim().split("\n");
-  equal(lines.length, 10);
-  ok(lines.slice(0, 9).every((l) => l.startsWith("ok ")));
-  equal(lines[9], "conformance: PASS (9 checks)");
+  equal(lines.length, 11);
+  ok(lines.slice(0, 10).every((l) => l.startsWith("ok ")));
+  equal(lines[10], "conformance: PASS (10 checks)");
 });
 
 Deno.test("conformance CLI: a broken engine exits 1 and names its kind", async () => {

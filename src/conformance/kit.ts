@@ -6,12 +6,16 @@ import { type GenerateContext, type LLMEngine, RequestContext } from "../contrac
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
 import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
+import { checkOverload } from "./overload.ts";
 
 /** Tuning of a conformance run. */
 export interface ConformanceOptions {
   /** How long a cancelled stream may take to end (default 2000 ms, as the seed). */
   cancelDeadlineMs?: number;
-  /** Upper bound for any other step, so a hanging engine fails instead of hanging (default 120 s). */
+  /**
+   * Upper bound for any other step, so a hanging engine fails instead of hanging (default 120 s);
+   * also how long every stream of `kv_cache_overload` may take to end.
+   */
   stepTimeoutMs?: number;
   /** Prompt of the generate checks (default `[1, 2, 3]`). */
   prompt?: number[];
@@ -237,6 +241,16 @@ const STEPS: readonly Step[] = [
         await fresh.cleanup();
       }),
   ],
+  // More work than the KV cache holds, on a fresh engine: every stream must still end.
+  ["kv_cache_overload", async (s) => {
+    const engine = s.engine = s.factory();
+    const config = await guard("StartFailed", s.opts.stepTimeoutMs, () => engine.start(0n));
+    try {
+      await checkOverload(engine, config, s.opts.prompt, s.opts.stepTimeoutMs);
+    } finally {
+      await engine.cleanup().catch(() => {});
+    }
+  }],
 ];
 
 /** The names of the checks, in the order they run. */
