@@ -4,13 +4,17 @@
  * × `kv_cache_block_size` tokens of cache, `context_length`), it starts at once:
  *
  * - one request that outgrows the longest sequence the engine can hold (its prompt 8 tokens
- *   short of it, `max_tokens` 32): it must end, with a terminal chunk (vLLM's engines and Kiln's
- *   end it with `length`) or by being refused before its first chunk;
+ *   short of the cache or the context, whichever is smaller, `max_tokens` 32): it must end, with
+ *   a terminal chunk (vLLM's engines and Kiln's end it with `length`) or by being refused before
+ *   its first chunk;
  * - enough half-length requests that together they need more than the whole cache (up to
- *   {@linkcode MAX_FILL}; none when the engine reports no cache): each fits alone, so each must
- *   end too (served in turn, or refused);
+ *   {@linkcode MAX_FILL}): each fits alone, so each must end too (served in turn, or refused);
  * - then a short request, which must be served: a head of the queue that cannot fit now must
  *   not block it forever.
+ *
+ * An engine that reports no paged cache (no `total_kv_blocks` or `kv_cache_block_size`: one that
+ * keeps each sequence's K/V apart, as the ONNX Runtime engine does) has none to overload: only
+ * the short request runs.
  *
  * Every stream must end within `stepTimeoutMs`; otherwise the check fails as `OverloadStalled`
  * naming the streams still open, and cancels them all. The work grows with the cache (more
@@ -23,8 +27,6 @@ import { ConformanceFailure, describe } from "./failure.ts";
 
 /** Most half-length requests the check starts (so a huge cache is not filled for ever). */
 export const MAX_FILL = 32;
-/** Longest sequence assumed for an engine that reports neither a cache nor a context. */
-const UNKNOWN_CONTEXT = 4096;
 /** Error types a request may be refused with (before its first chunk) instead of served. */
 const REFUSALS = new Set(["InvalidArgument", "ResourceExhausted"]);
 
@@ -46,8 +48,6 @@ function tokens(alphabet: readonly number[], n: number, salt: number): number[] 
 
 function plans(config: EngineConfig, prompt: readonly number[]): Plan[] {
   const kv = kvGeometry(config);
-  const cache = kv ? kv.numBlocks * kv.blockSize : undefined;
-  const longest = Math.min(config.context_length ?? cache ?? UNKNOWN_CONTEXT, cache ?? Infinity);
   const alphabet = [...new Set(prompt)];
   const request = (ids: number[], maxTokens: number): PreprocessedRequest => ({
     model: config.model,
@@ -58,8 +58,12 @@ function plans(config: EngineConfig, prompt: readonly number[]): Plan[] {
     eos_token_ids: [],
     annotations: [],
   });
+  const short = { label: "the short request", request: request([...prompt], 8), mayRefuse: false };
+  if (kv === undefined) return [short];
+  const cache = kv.numBlocks * kv.blockSize;
+  const longest = Math.min(config.context_length ?? cache, cache);
   const long = Math.max(1, longest - 8), half = Math.ceil(longest / 2);
-  const fill = cache === undefined ? 0 : Math.min(MAX_FILL, Math.floor(cache / (half + 8)) + 1);
+  const fill = Math.min(MAX_FILL, Math.floor(cache / (half + 8)) + 1);
   return [
     {
       label: `a ${long}-token prompt with max_tokens 32`,
@@ -71,7 +75,7 @@ function plans(config: EngineConfig, prompt: readonly number[]): Plan[] {
       request: request(tokens(alphabet, half, i + 1), 8),
       mayRefuse: true,
     })),
-    { label: "the short request", request: request([...prompt], 8), mayRefuse: false },
+    short,
   ];
 }
 
