@@ -28,6 +28,12 @@ class BrokenEngine implements LLMEngine {
   cleanups = 0;
   calls = 0;
   active = 0;
+  /** Tokens (prompt and most output) of the streams running now (`OverloadStalled`). */
+  inUse = 0;
+  /** Streams parked for room (`OverloadStalled`): the ones after them queue behind them. */
+  parked = 0;
+  /** Aborted by cleanup: wakes streams parked for ever. */
+  readonly #stopped = new AbortController();
 
   constructor(readonly kind: FailureKind) {}
 
@@ -114,6 +120,29 @@ class BrokenEngine implements LLMEngine {
           yield c.finish_reason === "cancelled" ? { ...c, finish_reason: "length" } : c;
         }
         return;
+      case "OverloadStalled": {
+        // The stall this kind is named after: a request that finds the cache too full waits for
+        // room that never comes (and so does everything after it), until cancelled.
+        const o = this.inner.options;
+        const need = request.token_ids.length + (request.stop_conditions.max_tokens ?? 16);
+        if (this.parked > 0 || this.inUse + need > o.totalBlocks * o.blockSize) {
+          const gone = AbortSignal.any([ctx.signal, this.#stopped.signal]);
+          this.parked++;
+          if (!gone.aborted) {
+            await new Promise((r) => gone.addEventListener("abort", r, { once: true }));
+          }
+          this.parked--;
+          yield out.withUsage(out.cancelled(), out.usage(request.token_ids.length, 0));
+          return;
+        }
+        this.inUse += need;
+        try {
+          yield* stream();
+        } finally {
+          this.inUse -= need;
+        }
+        return;
+      }
       case "CompletionTokensMismatch":
         for await (const c of stream()) {
           const u = c.completion_usage;
@@ -127,6 +156,7 @@ class BrokenEngine implements LLMEngine {
 
   async cleanup(): Promise<void> {
     this.cleanups++;
+    this.#stopped.abort();
     if (this.kind === "CleanupFailed") throw fail("cleanup");
     if (this.kind === "SecondCleanupFailed" && this.cleanups > 1) throw fail("second cleanup");
     if (this.kind === "CleanupWithoutStartFailed" && !this.started) {

@@ -21,7 +21,11 @@ const { flags, fail } = runCli({
       help: "webgpu, worker: a checkpoint folder or GGUF file; ort, ort-worker: an ONNX export " +
         "folder (default: fortune's)",
     },
-    "kv-blocks": { type: "integer", min: 1, help: "webgpu, worker: KV cache blocks (default 256)" },
+    "kv-blocks": {
+      type: "integer",
+      min: 1,
+      help: "webgpu, worker: KV cache blocks (default: four contexts)",
+    },
     variant: { type: "string", help: "ort, ort-worker: the graph in onnx/ (e.g. model_fp16)" },
     ep: { type: "enum", choices: ["webgpu", "wasm"], help: "ort, ort-worker: execution provider" },
     json: { type: "boolean", help: "print the report as one JSON object" },

@@ -22,6 +22,7 @@ export const FAILURE_KINDS = [
   "SetupMetricsFailed",
   "ComponentMetricsNotIdempotent",
   "CompletionTokensMismatch",
+  "OverloadStalled",
 ] as const;
 
 /** One of {@linkcode FAILURE_KINDS}. */
@@ -71,6 +72,10 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
   CompletionTokensMismatch: (d) =>
     `the terminal completion_usage.completion_tokens disagrees with the tokens streamed (${d}); ` +
     "the engine's bookkeeping diverges from its output",
+  OverloadStalled: (d) =>
+    `given more work than its KV cache holds, the engine did not end every stream: ${d}; ` +
+    "a request that outgrows the cache must end (finish_reason length) or be refused, and " +
+    "requests that fit must be served in turn, never left waiting for room that cannot come",
 };
 
 /** The kit's verdict: exactly one kind, with an explanation. */

@@ -10,6 +10,7 @@ import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
 import { collect, type ConformanceOptions, request, type State, within } from "./support.ts";
 
 export type { ConformanceOptions } from "./support.ts";
+import { checkOverload } from "./overload.ts";
 
 /** The outcome of one check. */
 export interface CheckReport {
@@ -160,6 +161,16 @@ const STEPS: readonly Step[] = [
         await fresh.cleanup();
       }),
   ],
+  // More work than the KV cache holds, on a fresh engine: every stream must still end.
+  ["kv_cache_overload", async (s) => {
+    const engine = s.engine = s.factory();
+    const config = await guard("StartFailed", s.opts.stepTimeoutMs, () => engine.start(0n));
+    try {
+      await checkOverload(engine, config, s.opts.prompt, s.opts.stepTimeoutMs);
+    } finally {
+      await engine.cleanup().catch(() => {});
+    }
+  }],
 ];
 
 /** The names of the checks, in the order they run. */

@@ -21,20 +21,23 @@ Deno.test("the mock engine passes every check, in the seed's order", async () =>
     "cleanup",
     "second_cleanup",
     "cleanup_without_start",
+    "kv_cache_overload",
   ]);
   ok(report.checks.every((c) => c.passed && c.ms >= 0));
-  ok(formatReport(report).endsWith("conformance: PASS (11 checks)"));
+  ok(formatReport(report).endsWith("conformance: PASS (12 checks)"));
 });
 
 for (const kind of FAILURE_KINDS) {
   Deno.test(`an engine broken for ${kind} is reported as exactly ${kind}`, async () => {
-    await rejects(runConformance(brokenEngine(kind)), (e: unknown) => {
+    // A stalled engine fails when the step's bound passes: a short one here (the mock is fast).
+    const options = kind === "OverloadStalled" ? { stepTimeoutMs: 1000 } : {};
+    await rejects(runConformance(brokenEngine(kind), options), (e: unknown) => {
       ok(e instanceof ConformanceFailure, String(e));
       equal(e.kind, kind);
       ok(e.message.startsWith(`${kind}: `));
       return true;
     });
-    const report = await runConformanceReport(brokenEngine(kind));
+    const report = await runConformanceReport(brokenEngine(kind), options);
     equal(report.passed, false);
     equal(report.failure?.kind, kind);
     const last = report.checks[report.checks.length - 1]!;
@@ -67,4 +70,24 @@ Deno.test("a hanging start() fails as StartFailed instead of hanging the kit", a
   const report = await runConformanceReport(hanging, { stepTimeoutMs: 50 });
   equal(report.failure?.kind, "StartFailed");
   ok(report.failure?.message.includes("timed out"));
+});
+
+Deno.test("kv_cache_overload: a stalled engine's failure names the cache and the streams left open", async () => {
+  const report = await runConformanceReport(brokenEngine("OverloadStalled"), {
+    stepTimeoutMs: 1000,
+  });
+  const message = report.failure?.message ?? "";
+  ok(/against a KV cache of 1024 blocks of 16, context 4096/.test(message), message);
+  ok(
+    /after 1000 ms \d+ stream\(s\) had not ended \(2048-token prompt #\d+ of 8: no chunk yet/.test(
+      message,
+    ),
+    message,
+  );
+  // The engine was given more than its cache holds and served the rest: the mock, which waits
+  // its turn for room, ends every stream with a smaller cache too.
+  const small = await runConformanceReport(() =>
+    new MockEngine({ totalBlocks: 40, blockSize: 8, contextLength: 256 })
+  );
+  ok(small.passed, formatReport(small));
 });

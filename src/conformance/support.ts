@@ -7,7 +7,10 @@ import { ConformanceFailure, describe } from "./failure.ts";
 export interface ConformanceOptions {
   /** How long a cancelled stream may take to end (default 2000 ms, as the seed). */
   cancelDeadlineMs?: number;
-  /** Upper bound for any other step, so a hanging engine fails instead of hanging (default 120 s). */
+  /**
+   * Upper bound for any other step, so a hanging engine fails instead of hanging (default 120 s);
+   * also how long every stream of `kv_cache_overload` may take to end.
+   */
   stepTimeoutMs?: number;
   /** Prompt of the generate checks (default `[1, 2, 3]`). */
   prompt?: number[];

@@ -7,6 +7,7 @@ export * from "./errors.ts";
 export { describe } from "./describe.ts";
 export * from "./engine.ts";
 export * from "./kv_events.ts";
+export * from "./kv_capacity.ts";
 /**
  * Constructors for stream chunks: `token`, `stop`, `length`, `eos`, `cancelled`, `error`,
  * `withTokens`, `withUsage`, `usage`.

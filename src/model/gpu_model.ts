@@ -59,6 +59,11 @@ export interface LoadOptions {
   weightBudget?: number;
 }
 
+/** The KV cache's element type unless told: f32 for f32 weights, else f16. */
+export function defaultKvDtype(weights: ModelWeights<WeightInfo>): KvDtype {
+  return weights.embed.dtype === "f32" ? "f32" : "f16";
+}
+
 /**
  * A checkpoint's weights, RoPE frequencies and KV cache on one GPU device; the buffers it owns are
  * freed by `destroy()`.
@@ -132,13 +137,14 @@ export class GpuModel {
     checkFits(weightList(weights), gpu.caps, options.weightBudget);
     const blockSize = options.blockSize ?? 16;
     const kvBlocks = options.kvBlocks ?? Math.ceil(config.maxPositionEmbeddings / blockSize);
-    const kvDtype = options.kvDtype ?? (weights.embed.dtype === "f32" ? "f32" : "f16");
+    const kvDtype = options.kvDtype ?? defaultKvDtype(weights);
     const kvBytes = kvBlocks * blockSize * config.numKvHeads * config.headDim *
       kvBytesPerElement(kvDtype);
-    if (kvBytes > Math.min(gpu.caps.maxStorageBufferBindingSize, gpu.caps.maxBufferSize)) {
+    const bufferLimit = Math.min(gpu.caps.maxStorageBufferBindingSize, gpu.caps.maxBufferSize);
+    if (kvBytes > bufferLimit) {
       throw new EngineError(
         "ResourceExhausted",
-        `a KV cache layer of ${kvBlocks} blocks needs ${kvBytes} bytes; one buffer may hold ${gpu.caps.maxStorageBufferBindingSize}`,
+        `a KV cache layer of ${kvBlocks} blocks needs ${kvBytes} bytes; one buffer may hold ${bufferLimit}`,
       );
     }
     const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);

@@ -5,6 +5,7 @@
  */
 import type { LLMEngine } from "../contract/engine.ts";
 import type { EngineConfig } from "../contract/types.ts";
+import { kvGeometry, kvMisfit } from "../contract/kv_capacity.ts";
 import type { EngineMetrics } from "../metrics/engine_metrics.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
@@ -250,6 +251,14 @@ export class KilnServer {
       contextLength: config.context_length ?? Infinity,
       maxLogprobs: 20,
     });
+    // A prompt the engine's whole KV cache could never hold is refused here, before a stream's
+    // 200: retrying cannot help, so it is a 400, not a 429.
+    const kv = kvGeometry(config);
+    const misfit = kv && kvMisfit(job.request(0), kv);
+    if (misfit) {
+      const param = misfit.field === "min_tokens" ? "min_tokens" : chat ? "messages" : "prompt";
+      throw HttpError.badRequest(misfit.message, param);
+    }
     if (this.#active >= (this.options.maxQueued ?? 64)) {
       throw new HttpError(429, "too many requests in progress; retry later", "rate_limit_error")
         .with({ "retry-after": "1" });
@@ -349,7 +358,11 @@ export class KilnServer {
             send(usageChunk(job, id, created, usage(job.prompt.length, tokens)));
           }
           send("[DONE]");
-        }, (e) => send(HttpError.from(e).body())).finally(() => {
+        }, (e) => {
+          // An error event, then the end marker clients wait for.
+          send(HttpError.from(e).body());
+          send("[DONE]");
+        }).finally(() => {
           try {
             controller.close();
           } catch {

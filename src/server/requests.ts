@@ -2,6 +2,7 @@
  * OpenAI `/v1/completions` and `/v1/chat/completions` bodies, checked and turned into what the
  * engine takes (plus the text-side options: stop strings, logprobs, streaming).
  */
+import { EngineError } from "../contract/errors.ts";
 import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
 import { encodeChat, type ModelText } from "../text/load.ts";
 import { HttpError, quote } from "./errors.ts";
@@ -95,7 +96,16 @@ function chatPrompt(b: Body, text: ModelText): number[] {
     }
     return { role: x.role as string, content };
   });
-  return encodeChat(text, messages);
+  try {
+    return encodeChat(text, messages);
+  } catch (e) {
+    // The template's render budget: the same messages always exceed it, so retrying cannot
+    // help (400, not the 429 a ResourceExhausted engine error gets).
+    if (e instanceof EngineError && e.type === "ResourceExhausted") {
+      throw HttpError.badRequest(e.message, "messages");
+    }
+    throw e;
+  }
 }
 
 /**

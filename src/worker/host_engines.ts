@@ -35,7 +35,7 @@ const webgpu: HostEngineMaker = (o, files, onProgress) => {
     name: o.model.name,
     ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
     ...(o.blockSize ? { blockSize: o.blockSize } : {}),
-    ...(o.kvBlocks ? { kvBlocks: o.kvBlocks } : {}),
+    ...(o.kvBlocks !== undefined ? { kvBlocks: o.kvBlocks } : {}),
     ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
     ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
     ...(onProgress ? { onLoadProgress: onProgress } : {}),

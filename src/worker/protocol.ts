@@ -40,7 +40,7 @@ export interface HostOptions {
   ort?: OrtHostOptions;
   /** Tokens per KV cache block (engine default 16). */
   blockSize?: number;
-  /** KV cache blocks (engine default: four full contexts). */
+  /** KV cache blocks (engine default: four full contexts, fewer past the buffer limits). */
   kvBlocks?: number;
   /** Most sequences per forward step (engine default 16). */
   maxNumSeqs?: number;

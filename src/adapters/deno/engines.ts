@@ -15,6 +15,10 @@ import { OrtEngine } from "../../engines/ort/engine.ts";
 
 const DEFAULT_MODEL = new URL("../../../models/fortune/", import.meta.url).pathname;
 
+/** `--kv-blocks N` when given; absent, the engine sizes its cache itself. */
+const kvBlocks = (options: Record<string, string>): { kvBlocks?: number } =>
+  options["kv-blocks"] === undefined ? {} : { kvBlocks: Number(options["kv-blocks"]) };
+
 /**
  * The fortune model as an ONNX export (the shared fixture, else exported once into
  * .cache/onnx/fortune by the test support module; these CLIs run from a checkout).
@@ -25,8 +29,7 @@ const onnxFortune = async () =>
 registerEngine("webgpu", (options) => {
   const dir = options.model ?? DEFAULT_MODEL;
   const name = modelName(dir);
-  return () =>
-    new WebGpuEngine({ files: dirFiles(dir), name, kvBlocks: Number(options["kv-blocks"] ?? 256) });
+  return () => new WebGpuEngine({ files: dirFiles(dir), name, ...kvBlocks(options) });
 });
 
 registerEngine("worker", (options) => {
@@ -37,7 +40,7 @@ registerEngine("worker", (options) => {
       () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
       {
         model: { kind: "dir", path: dir, name },
-        kvBlocks: Number(options["kv-blocks"] ?? 256),
+        ...kvBlocks(options),
       },
     );
 });

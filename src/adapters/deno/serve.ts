@@ -56,7 +56,8 @@ const newEngine = () =>
     {
       model,
       ...engineOptions,
-      kvBlocks: flags["kv-blocks"],
+      // Absent: the engine sizes the cache from the context and the device's buffer limits.
+      ...(flags["kv-blocks"] === undefined ? {} : { kvBlocks: flags["kv-blocks"] }),
       maxNumSeqs: flags["max-num-seqs"],
     },
     (loaded, total) => (progress = { loaded, total }),

@@ -56,7 +56,12 @@ export const SERVE_FLAGS = {
     arg: "SECONDS",
     help: "on SIGINT/SIGTERM, requests in flight are cut after this",
   },
-  "kv-blocks": { type: "integer", min: 1, default: 256, help: "KV cache blocks" },
+  "kv-blocks": {
+    type: "integer",
+    min: 1,
+    help:
+      "KV cache blocks of 16 tokens (default: four contexts, within the adapter's buffer limit)",
+  },
   "max-num-seqs": { type: "integer", min: 1, default: 16, help: "sequences decoded together" },
   engine: {
     type: "enum",
@@ -108,9 +113,9 @@ export function startupLines(
     `serve: bind ${flags.host} port ${flags.port}${flags.port === 0 ? " (a free one)" : ""}`,
     `serve: limits: max queued ${flags["max-queued"]}, body timeout ${
       flags["body-timeout"]
-    } s, drain timeout ${flags["drain-timeout"]} s, kv blocks ${flags["kv-blocks"]}, max num seqs ${
-      flags["max-num-seqs"]
-    }`,
+    } s, drain timeout ${flags["drain-timeout"]} s, kv blocks ${
+      flags["kv-blocks"] ?? "from the model's context"
+    }, max num seqs ${flags["max-num-seqs"]}`,
     `serve: allowed hosts: ${
       hosts !== undefined
         ? hosts.join(", ")

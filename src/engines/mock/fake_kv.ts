@@ -1,7 +1,10 @@
 /**
  * The mock engine's pretend KV cache: it counts blocks per request, keys full prompt blocks by
  * the WebGPU engine's SHA-256 key chain, publishes Dynamo-shaped KV events (with the same
- * hashes) and feeds the component gauges.
+ * hashes) and feeds the component gauges. It also admits requests as a real cache would, only
+ * simpler: each reserves the blocks of its prompt and its most output before it starts (first
+ * come, first served), so the blocks in use never pass `totalBlocks` and a request never has to
+ * be preempted.
  */
 import type { KvEventPublisher } from "../../contract/kv_events.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
@@ -16,11 +19,57 @@ export class FakeKvCache {
   #hits = 0;
   /** Bumped by clear(): handles from before a clear release nothing. */
   #epoch = 0;
+  /** Blocks reserved by the requests admitted. */
+  #reserved = 0;
+  /** Requests waiting for their reservation, in arrival order. */
+  #queue: { blocks: number; grant: () => void }[] = [];
 
   constructor(readonly blockSize: number, readonly totalBlocks: number) {}
 
   get usedBlocks(): number {
     return this.#used;
+  }
+
+  /**
+   * Wait until `blocks` (at most `totalBlocks`) fit beside the requests admitted, in arrival
+   * order; resolves with the function that gives them back, or undefined when `signal` aborts
+   * first.
+   */
+  reserve(blocks: number, signal: AbortSignal): Promise<(() => void) | undefined> {
+    const epoch = this.#epoch;
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve(undefined);
+      const onAbort = () => {
+        const i = this.#queue.indexOf(entry);
+        if (i < 0) return;
+        this.#queue.splice(i, 1);
+        this.#admit();
+        resolve(undefined);
+      };
+      const entry = {
+        blocks,
+        grant: () => {
+          signal.removeEventListener("abort", onAbort);
+          this.#reserved += blocks;
+          let given = false;
+          resolve(() => {
+            if (given || epoch !== this.#epoch) return;
+            given = true;
+            this.#reserved -= blocks;
+            this.#admit();
+          });
+        },
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#queue.push(entry);
+      this.#admit();
+    });
+  }
+
+  #admit(): void {
+    while (this.#queue.length > 0 && this.#reserved + this.#queue[0]!.blocks <= this.totalBlocks) {
+      this.#queue.shift()!.grant();
+    }
   }
 
   /**
@@ -84,6 +133,7 @@ export class FakeKvCache {
     if (this.#refs.size > 0) this.publisher?.publish({ type: "AllBlocksCleared" });
     this.#refs.clear();
     this.#used = 0;
+    this.#reserved = 0;
     this.#epoch++;
     this.#report();
   }

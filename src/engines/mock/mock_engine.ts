@@ -2,6 +2,10 @@
  * A CPU engine like Dynamo's mocker: deterministic tokens from the prompt, an optional delay
  * per token, every stop condition, cancellation, usage, fake KV blocks and metrics. It is the
  * reference an engine author can read, and what `npm start` ran before the WebGPU engine.
+ *
+ * Its fake cache follows the WebGPU engine's rules (`kv_capacity.ts`): a prompt the whole cache
+ * could never hold is refused (`InvalidArgument`, naming the numbers), output ends with `length`
+ * when prompt and output fill the cache, and requests beyond the cache wait their turn.
  */
 import { EngineError } from "../../contract/errors.ts";
 import type {
@@ -14,6 +18,7 @@ import type { KvEventSource } from "../../contract/kv_events.ts";
 import * as out from "../../contract/output.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { validateRequest } from "../../contract/validate.ts";
+import { kvMisfit, sequenceLimit } from "../../contract/kv_capacity.ts";
 import { FakeKvCache } from "./fake_kv.ts";
 import { mockToken, promptSeed } from "./tokens.ts";
 
@@ -130,17 +135,24 @@ export class MockEngine implements LLMEngine {
         `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${o.vocabSize}`,
       );
     }
+    const kv = { numBlocks: o.totalBlocks, blockSize: o.blockSize };
+    const misfit = kvMisfit(request, kv);
+    if (misfit) {
+      const field = misfit.field === "token_ids" ? "token_ids" : "stop_conditions.min_tokens";
+      throw EngineError.invalidArgument(`request.${field}: ${misfit.message}`);
+    }
+    const stop = request.stop_conditions;
+    const maxTokens = Math.min(
+      stop.max_tokens ?? o.defaultMaxTokens,
+      sequenceLimit(o.contextLength, kv) - prompt.length,
+    );
     const controller = new AbortController();
     const signal = AbortSignal.any([controller.signal, ctx.signal]);
     let finished!: () => void;
     const entry: InFlight = { controller, done: new Promise((r) => (finished = r)) };
     this.#inflight.set(ctx.requestId, entry);
-    const blocks = this.#kv.acquire(prompt);
-    const stop = request.stop_conditions;
-    const maxTokens = Math.min(
-      stop.max_tokens ?? o.defaultMaxTokens,
-      o.contextLength - prompt.length,
-    );
+    let blocks: ReturnType<FakeKvCache["acquire"]> | undefined;
+    let unreserve: (() => void) | undefined;
     const minTokens = stop.min_tokens ?? 0;
     const shown = new Set(stop.stop_token_ids ?? []);
     const hidden = new Set(stop.stop_token_ids_hidden ?? []);
@@ -149,6 +161,15 @@ export class MockEngine implements LLMEngine {
     let n = 0;
     const end = (chunk: LLMEngineOutput) => out.withUsage(chunk, out.usage(prompt.length, n));
     try {
+      unreserve = await this.#kv.reserve(
+        Math.ceil((prompt.length + maxTokens) / o.blockSize),
+        signal,
+      );
+      if (unreserve === undefined) {
+        yield end(out.cancelled());
+        return;
+      }
+      blocks = this.#kv.acquire(prompt);
       for (let step = 0;; step++) {
         if (signal.aborted) {
           yield end(out.cancelled()); // before any token when the signal came aborted
@@ -184,7 +205,8 @@ export class MockEngine implements LLMEngine {
         yield out.token(id);
       }
     } finally {
-      blocks.release();
+      blocks?.release();
+      unreserve?.();
       this.#inflight.delete(ctx.requestId);
       finished();
     }

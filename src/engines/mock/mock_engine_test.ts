@@ -233,3 +233,56 @@ Deno.test("fake KV blocks: events, prefix hits, gauges, and nothing left after r
     [first!.block_hashes[0], second!.block_hashes[0]],
   );
 });
+
+Deno.test("fake KV capacity: a prompt that can never fit is refused; output ends with length when the cache is full", async () => {
+  const e = await started({ blockSize: 4, totalBlocks: 8, contextLength: 100 });
+  await rejects(
+    run(e, request({ token_ids: Array(32).fill(1) })),
+    (err: unknown) =>
+      err instanceof EngineError && err.type === "InvalidArgument" &&
+      /32-token prompt and one generated token need 9 KV blocks; the KV cache holds 32 tokens/
+        .test(err.message),
+  );
+  const full = await run(
+    e,
+    request({ token_ids: Array(20).fill(1), stop_conditions: { max_tokens: 50 } }),
+  );
+  equal(full.ids.length, 12, "20 prompt tokens and 12 more fill the 32-token cache");
+  equal(full.last.finish_reason, "length");
+  equal(e.usedBlocks, 0);
+});
+
+Deno.test("fake KV capacity: requests beyond the cache wait their turn, in order, and never overfill it", async () => {
+  const e = await started({ blockSize: 4, totalBlocks: 8, contextLength: 100, delayMs: 1 });
+  let most = 0;
+  const log: string[] = [];
+  let aStarted!: () => void;
+  const aFirst = new Promise<void>((r) => (aStarted = r));
+  const go = async (name: string, maxTokens: number, ctx = new RequestContext()) => {
+    const req = request({
+      token_ids: [name.charCodeAt(0), 2, 3, 4],
+      stop_conditions: { max_tokens: maxTokens },
+    });
+    let first = true;
+    for await (const c of e.generate(req, ctx)) {
+      most = Math.max(most, e.usedBlocks);
+      if (first) log.push(`${name} first`);
+      if (first && name === "A") aStarted();
+      first = false;
+      if (c.finish_reason !== undefined) log.push(`${name} ${c.finish_reason}`);
+    }
+  };
+  const a = go("A", 12); // 16 tokens: 4 of the 8 blocks
+  await aFirst;
+  const b = go("B", 28); // 32 tokens: the whole cache, so it waits for A
+  const c = go("C", 4); // 2 blocks would fit beside A, but C came after B
+  const gone = new RequestContext();
+  const d = go("D", 4, gone);
+  gone.stop(); // cancelled while waiting
+  await Promise.all([a, b, c, d]);
+  const at = (event: string) => log.indexOf(event);
+  ok(at("A length") < at("B first") && at("B length") < at("C first"), log.join(", "));
+  ok(log.includes("D cancelled"), log.join(", "));
+  ok(most <= 8, `at most 8 blocks in use, saw ${most}`);
+  equal(e.usedBlocks, 0);
+});

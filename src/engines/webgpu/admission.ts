@@ -1,19 +1,22 @@
 /** What a request must satisfy before it joins the WebGPU engine's queue. */
 import { EngineError } from "../../contract/errors.ts";
+import { type KvGeometry, kvMisfit } from "../../contract/kv_capacity.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { validateRequest } from "../../contract/validate.ts";
 import { MAX_TOP_LOGPROBS } from "../../gpu/kernels/sampling.ts";
 
 /**
- * Throw `InvalidArgument` (or `ResourceExhausted` when the whole cache could not hold the
- * prompt) naming the field; nothing is queued for a request that fails. `blocks`: a paged KV
- * cache's geometry, when the engine has one.
+ * Throw `InvalidArgument` naming the field (and, for a request that can never fit, the numbers);
+ * nothing is queued for a request that fails. `blocks`: a paged KV cache's geometry, when the
+ * engine has one: a prompt that the whole cache could not hold with one generated token (or
+ * `min_tokens` of them) can never run, so it is refused rather than queued (a `max_tokens`
+ * beyond the cache is not refused: the sequence ends with `length` when it fills the cache).
  */
 export function checkRequest(
   request: PreprocessedRequest,
   vocabSize: number,
   context: number,
-  blocks?: { readonly blockSize: number; readonly numBlocks: number },
+  blocks?: KvGeometry,
 ): void {
   validateRequest(request);
   const prompt = request.token_ids;
@@ -29,11 +32,10 @@ export function checkRequest(
       `request.token_ids: ${prompt.length} tokens leave no room in the context of ${context}`,
     );
   }
-  if (blocks && Math.ceil((prompt.length + 1) / blocks.blockSize) > blocks.numBlocks) {
-    throw new EngineError(
-      "ResourceExhausted",
-      `the prompt needs more KV blocks than the cache has (${blocks.numBlocks})`,
-    );
+  const misfit = blocks && kvMisfit(request, blocks);
+  if (misfit) {
+    const field = misfit.field === "token_ids" ? "token_ids" : "stop_conditions.min_tokens";
+    throw EngineError.invalidArgument(`request.${field}: ${misfit.message}`);
   }
   const n = request.sampling_options.n ?? 1;
   if (n !== 1) {

@@ -21,7 +21,9 @@ import { acquireGpu, type Gpu, runtimeData } from "../../gpu/device.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import { Forward } from "../../model/forward.ts";
-import { GpuModel } from "../../model/gpu_model.ts";
+import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
+import { sequenceLimit } from "../../contract/kv_capacity.ts";
+import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
 import { checkRequest } from "./admission.ts";
@@ -44,7 +46,10 @@ export interface WebGpuEngineOptions {
   servedModelName?: string;
   /** Tokens per KV cache block (default 16). */
   blockSize?: number;
-  /** KV cache blocks (default: four full contexts). */
+  /**
+   * KV cache blocks (default: four full contexts, fewer when one layer's buffer would pass the
+   * device's buffer limits; see `kv_size.ts`). `EngineConfig.runtime_data` says how it was chosen.
+   */
   kvBlocks?: number;
   /** Most sequences per forward step (default 16). */
   maxNumSeqs?: number;
@@ -129,10 +134,12 @@ export class WebGpuEngine implements LLMEngine {
       const blockSize = o.blockSize ?? 16;
       const checkpoint = await openCheckpoint(o.files);
       const context = checkpoint.config.maxPositionEmbeddings;
-      const kvBlocks = o.kvBlocks ?? 4 * Math.ceil(context / blockSize);
+      const kvDtype = defaultKvDtype(checkpoint.weights);
+      const kv = chooseKvSize(checkpoint.config, kvDtype, blockSize, this.#gpu.caps, o.kvBlocks);
       const model = this.#model = await GpuModel.fromCheckpoint(this.#gpu, checkpoint, {
         blockSize,
-        kvBlocks,
+        kvBlocks: kv.blocks,
+        kvDtype,
         ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
       });
       const maxNumSeqs = o.maxNumSeqs ?? 16;
@@ -145,7 +152,7 @@ export class WebGpuEngine implements LLMEngine {
       });
       this.#readback = new Readback(device, this.#sampler);
       this.#blocks = new BlockManager({
-        numBlocks: kvBlocks,
+        numBlocks: kv.blocks,
         blockSize,
         onEvent: (e) => this.#publisher?.publish(e),
       });
@@ -159,7 +166,7 @@ export class WebGpuEngine implements LLMEngine {
         ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
         context_length: context,
         kv_cache_block_size: blockSize,
-        total_kv_blocks: kvBlocks,
+        total_kv_blocks: kv.blocks,
         max_num_seqs: maxNumSeqs,
         max_num_batched_tokens: maxNumBatchedTokens,
         runtime_data: {
@@ -167,6 +174,7 @@ export class WebGpuEngine implements LLMEngine {
           engine: "webgpu",
           weights_format: model.format,
           weights_dtype: model.dtype,
+          ...kvRuntimeData(kv),
         },
       };
       this.#gpu.lost.then((e) => this.#failAll(e));
@@ -196,7 +204,9 @@ export class WebGpuEngine implements LLMEngine {
     }
     const context = this.#model!.config.maxPositionEmbeddings;
     checkRequest(request, this.#model!.config.vocabSize, context, this.#blocks!);
-    const seq = new Sequence(request, ctx, context);
+    // A sequence ends with `length` when it fills the context or the whole cache, so it can
+    // always be readmitted after a preemption.
+    const seq = new Sequence(request, ctx, sequenceLimit(context, this.#blocks!));
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#scheduler!.waiting.push(seq);
       // End the stream at once, not when the step in flight is read back (a slow device may

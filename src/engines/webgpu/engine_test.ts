@@ -13,8 +13,9 @@ import {
 } from "../../../test/support/fortune_engine.ts";
 
 Deno.test("WebGpuEngine passes the conformance kit on the fortune model (Deno, lavapipe)", async () => {
+  // 16 blocks (256 tokens): kv_cache_overload processes more tokens than the cache holds.
   const report = await runConformanceReport(() =>
-    new WebGpuEngine({ files: dirFiles(fortune), name: "fortune", kvBlocks: 64 })
+    new WebGpuEngine({ files: dirFiles(fortune), name: "fortune", kvBlocks: 16 })
   );
   ok(report.passed, formatReport(report));
 });

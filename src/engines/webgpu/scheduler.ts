@@ -1,9 +1,19 @@
 /**
  * Continuous batching: each step takes one token from every running sequence that has finished
  * its prompt, then fills the rest of the token budget with prompt chunks (so a long prompt is
- * prefilled over several steps without stalling the others). Waiting requests join when their
- * blocks fit; a sequence that cannot grow is preempted (its blocks released, recomputed later).
+ * prefilled over several steps without stalling the others). Waiting requests join in arrival
+ * order when their blocks fit; a sequence that cannot grow is preempted (its blocks released,
+ * recomputed later).
+ *
+ * Nothing waits for room that can never come: a sequence that the whole cache could not hold
+ * with one more token is never put back in the queue (it ends with `length` instead of being
+ * preempted), and a queued one that could never fit is ended rather than left at the head. The
+ * engine refuses such prompts and caps `max_tokens` at the cache (`sequenceLimit`), so these
+ * are guards; a head that can fit once running sequences finish keeps its place (first come,
+ * first served: later, smaller requests do not overtake it).
  */
+import { EngineError } from "../../contract/errors.ts";
+import { kvMisfit } from "../../contract/kv_capacity.ts";
 import type { StepBatch } from "../../model/forward.ts";
 import type { BlockManager } from "./block_manager.ts";
 import type { Sequence } from "./sequence.ts";
@@ -39,6 +49,8 @@ export class Scheduler {
   maxAhead = 1;
   /** Sequences preempted so far. */
   preemptions = 0;
+  /** Sequences ended with `length` because the whole cache could not hold them. */
+  truncations = 0;
 
   constructor(
     readonly blocks: BlockManager,
@@ -50,9 +62,23 @@ export class Scheduler {
     return this.waiting.length === 0 && this.running.length === 0;
   }
 
+  /** Whether `seq` (its known tokens and one more) fits the cache once nothing else runs. */
+  fitsAlone(seq: Sequence): boolean {
+    return Math.ceil((seq.tokens.length + 1) / this.blocks.blockSize) <= this.blocks.numBlocks;
+  }
+
   #admit(): void {
     while (this.waiting.length > 0 && this.running.length < this.limits.maxNumSeqs) {
       const seq = this.waiting[0]!;
+      if (!this.fitsAlone(seq)) {
+        this.waiting.shift();
+        if (seq.generated > 0) this.#truncate(seq);
+        else {
+          const why = kvMisfit({ ...seq.request, stop_conditions: {} }, this.blocks)!.message;
+          seq.fail(EngineError.invalidArgument(`request.token_ids: ${why}`));
+        }
+        continue;
+      }
       const got = this.blocks.allocate(seq.tokens, 1);
       if (got === undefined) break;
       this.waiting.shift();
@@ -79,6 +105,18 @@ export class Scheduler {
     this.waiting.unshift(seq);
   }
 
+  /** Make room by taking `seq` out: preempted when it can come back, else ended (`length`). */
+  #evict(seq: Sequence): void {
+    if (this.fitsAlone(seq)) this.preempt(seq);
+    else this.#truncate(seq);
+  }
+
+  #truncate(seq: Sequence): void {
+    seq.truncate();
+    this.truncations++;
+    this.remove(seq);
+  }
+
   /** Take a sequence out (finished, cancelled or failed) and free its blocks. */
   remove(seq: Sequence): void {
     if (seq.blocks) this.blocks.release(seq.blocks);
@@ -92,22 +130,32 @@ export class Scheduler {
     if (w >= 0) this.waiting.splice(w, 1);
   }
 
-  /** The next step's batch, or undefined when nothing can run. */
+  /** The next step's batch, or undefined when nothing can run until a request arrives or ends. */
   next(): Step | undefined {
+    for (;;) {
+      const evicted = this.preemptions + this.truncations;
+      const step = this.#build();
+      // A step whose every decoding sequence was evicted is empty, but the blocks it freed may
+      // let a waiting sequence in now (an admitted one has room to prefill): try once more.
+      if (step !== undefined || this.preemptions + this.truncations === evicted) return step;
+    }
+  }
+
+  #build(): Step | undefined {
     this.#admit();
     let budget = this.limits.maxNumBatchedTokens;
     const parts: { seq: Sequence; count: number }[] = [];
     // Tokens to compute, counting those sampled on the GPU and not yet read back.
     const pending = (seq: Sequence) => seq.length - seq.computed;
     const ready = (seq: Sequence) => seq.canSample(this.maxAhead);
-    // Decode first: one token each, growing blocks as needed (preempting the newest on failure).
+    // Decode first: one token each, growing blocks as needed (evicting the newest on failure).
     for (const seq of [...this.running]) {
       if (pending(seq) !== 1 || !ready(seq) || budget === 0 || !this.running.includes(seq)) {
         continue;
       }
       while (!this.blocks.ensure(seq.blocks!, seq.computed + 1)) {
         const victim = this.running[this.running.length - 1]!;
-        this.preempt(victim);
+        this.#evict(victim);
         if (victim === seq) break;
       }
       if (!this.running.includes(seq)) continue;

@@ -6,6 +6,7 @@
  */
 import { equal, ok } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
+import { EngineError } from "../../contract/errors.ts";
 import { BlockManager } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";
 import { Sequence } from "./sequence.ts";
@@ -84,3 +85,57 @@ Deno.test("scheduler: every step reads its own tokens through the block table, w
     ok(tight.preemptions > 0, "a 12-block cache forces preemption");
   }
 });
+
+Deno.test("scheduler: nothing waits for room that can never come; the queue behind keeps moving", async () => {
+  // A 16-token cache, but sequences allowed the whole 256-token context (the engine would cap
+  // them at the cache; the scheduler must not depend on it).
+  const blocks = new BlockManager({ numBlocks: 4, blockSize: 4 });
+  const sched = new Scheduler(blocks, { maxNumSeqs: 4, maxNumBatchedTokens: 12 }, plainSlots);
+  const seq = (prompt: number[], maxTokens: number) =>
+    new Sequence(
+      request(prompt, { stop_conditions: { max_tokens: maxTokens } }),
+      new RequestContext(),
+      CONTEXT,
+    );
+  const grows = seq([1, 2, 3, 4, 5, 6], 30);
+  const never = seq(Array.from({ length: 16 }, (_, i) => i + 1), 4);
+  const behind = seq([7, 8], 3);
+  sched.waiting.push(grows, never, behind);
+  for (let steps = 0; !sched.idle; steps++) {
+    ok(steps < 1000, "the scheduler finishes");
+    const step = sched.next();
+    if (step === undefined) {
+      ok(sched.idle, "a step can run while sequences wait"); // the last one was ended in next()
+      break;
+    }
+    for (const { seq, count } of step.parts) seq.computed += count;
+    for (const s of step.sampled) {
+      s.accept(9, 0);
+      if (s.finished) sched.remove(s);
+    }
+  }
+  equal(blocks.used, 0);
+  // The growing one filled the cache alone and ended with length (never parked for good): the
+  // K/V of 16 tokens fill it, and the 17th was sampled from them.
+  equal(grows.outcome, "finished");
+  equal(grows.tokens.length, 17);
+  const chunks = [];
+  for await (const c of grows.channel.drain()) chunks.push(c);
+  equal(chunks[chunks.length - 1]!.finish_reason, "length");
+  equal(sched.truncations, 1);
+  // The one that could never fit failed, naming the numbers, without blocking the one behind.
+  equal(never.outcome, "failed");
+  await rejectsInvalid(never, /16-token prompt and one generated token need 5 KV blocks/);
+  equal(behind.outcome, "finished");
+  equal(behind.generated, 3);
+});
+
+async function rejectsInvalid(seq: Sequence, re: RegExp): Promise<void> {
+  try {
+    for await (const _ of seq.channel.drain()) { /* the error is what matters */ }
+  } catch (e) {
+    ok(e instanceof EngineError && e.type === "InvalidArgument" && re.test(e.message), String(e));
+    return;
+  }
+  throw new Error("expected the sequence's stream to fail");
+}

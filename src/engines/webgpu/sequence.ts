@@ -82,16 +82,20 @@ export class Sequence {
   readonly #hidden: Set<number>;
   readonly #eos: Set<number>;
 
+  /**
+   * `maxLength`: the most tokens (prompt and output) the sequence may reach, the context length
+   * or the whole KV cache when that is smaller; `max_tokens` beyond it ends with `length` there.
+   */
   constructor(
     readonly request: PreprocessedRequest,
     readonly ctx: GenerateContext,
-    contextLength: number,
+    maxLength: number,
   ) {
     this.signal = AbortSignal.any([ctx.signal, this.#controller.signal]);
     this.tokens = [...request.token_ids];
     this.promptLength = this.tokens.length;
     const stop = request.stop_conditions;
-    const room = contextLength - this.promptLength;
+    const room = Math.max(0, maxLength - this.promptLength);
     this.maxTokens = Math.min(stop.max_tokens ?? room, room);
     this.minTokens = stop.min_tokens ?? 0;
     this.#shown = new Set(stop.stop_token_ids ?? []);
@@ -222,5 +226,13 @@ export class Sequence {
   /** `max_tokens: 0`: one terminal length chunk. */
   finishEmpty(): void {
     this.#end("length", []);
+  }
+
+  /**
+   * End with `length` now, with the tokens streamed so far (a sequence that can neither grow
+   * nor ever be readmitted: the cache cannot hold it). Tokens still in flight are dropped.
+   */
+  truncate(): void {
+    if (!this.finished) this.#end("length", []);
   }
 }
