@@ -8,8 +8,15 @@
  *
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
- *     [--probe-mib 1024] [--peers] [--quick] [--quant q8_0,q4_k_m] [--out FILE]
+ *     [--probe-mib 1024] [--peers [--peer-threads 1,2,4] [--sweep-rounds 2]] [--quick]
+ *     [--quant q8_0,q4_k_m] [--out FILE]
  *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
+ *
+ * A CPU peer (llama.cpp's CPU build) is run at each thread count of `--peer-threads` (default 1
+ * to `navigator.hardwareConcurrency`) for every batch size and prefill length, `--sweep-rounds`
+ * times (default 2, `--quick` 1), and timed against Kiln with the fastest (`threads.ts`). Other
+ * processes' share of the CPU is read around every timed stretch; a starved peer or a disturbed
+ * run is marked not publishable and its ratios are left out of the table and chart (`guard.ts`).
  *
  * `--engine ort`: also time onnxruntime-web's `OrtEngine` (`ort_runner.ts`) on an ONNX export of
  * the same weights (`--onnx DIR`; for `--model models/fortune` its export by the fixture
@@ -37,6 +44,8 @@ import { readProbe } from "./probe.ts";
 import { comparePeers, median } from "./compare.ts";
 import { adapterSlug, type BenchReport, formatTable, type ShapeResult } from "./report.ts";
 import { renderBenchChart } from "./bench_chart.ts";
+import { parseThreadList, threadCandidates } from "./threads.ts";
+import { machineProbe } from "./machine_load.ts";
 import type { Peer } from "./peers/peer.ts";
 
 const { flags, fail } = runCli({
@@ -70,6 +79,16 @@ const { flags, fail } = runCli({
     peers: {
       type: "boolean",
       help: "also time the peers of bench/peers/ (installs their packages)",
+    },
+    "peer-threads": {
+      type: "integers",
+      min: 1,
+      help: "--peers: thread counts a CPU peer tries (default 1 to the core count)",
+    },
+    "sweep-rounds": {
+      type: "integer",
+      min: 1,
+      help: "--peers: rounds per thread count of the sweep (default 2; --quick 1)",
     },
     quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
     quant: { type: "list", choices: GGUF_MIXES, help: "also run each shape as these GGUF mixes" },
@@ -108,7 +127,14 @@ const modelDir = flags.model;
 const mixes: GgufMix[] = flags.quant ?? [];
 const shapes = modelDir ? [modelName(modelDir)] : (flags.shapes ?? known);
 const log = (l: string) => console.error(l);
+const peerThreads = {
+  candidates: flags["peer-threads"] !== undefined
+    ? parseThreadList(flags["peer-threads"].join(","))
+    : threadCandidates(navigator.hardwareConcurrency),
+  rounds: flags["sweep-rounds"] ?? (quick ? 1 : 2),
+};
 
+const loadStart = machineProbe.loadavg() ?? null;
 const gpu = await acquireGpu({ label: "kiln-bench" });
 const adapter = gpu.caps.adapter;
 log(`adapter: ${adapter}`);
@@ -258,7 +284,7 @@ async function benchShape(shape: string, result: ShapeResult, mix?: GgufMix): Pr
     } else result.skipped.push("weight reads: needs batch 1 in --batches");
     if (peers.length > 0) {
       log(`${shape}: peers`);
-      result.peers = await comparePeers(kiln, peers, dir, {
+      const comparison = await comparePeers(kiln, peers, dir, {
         prompt: (length, s) => prompt(length, config.vocabSize, 5000 + s),
         promptTokens: PROMPT,
         greedyTokens: Math.min(tokens, 16),
@@ -266,7 +292,10 @@ async function benchShape(shape: string, result: ShapeResult, mix?: GgufMix): Pr
         batches,
         prefill: prefillLengths,
         rounds,
+        threads: peerThreads,
       }, log);
+      result.peers = comparison.peers;
+      result.peer_machine = comparison.machine;
     }
   } finally {
     await kiln.close();
@@ -312,8 +341,14 @@ const report: BenchReport = {
     encode_iters: encodeIters,
     decode_prompt_tokens: PROMPT,
     peers: peers.map((p) => p.name),
+    ...(peers.length > 0 ? { peer_threads: peerThreads } : {}),
     engine: flags.engine ?? "webgpu",
     ...(flags.caption ? { caption: flags.caption } : {}),
+  },
+  machine: {
+    cores: navigator.hardwareConcurrency,
+    loadavg_1m_start: loadStart,
+    loadavg_1m_end: machineProbe.loadavg() ?? null,
   },
   probe,
   shapes: results,

@@ -1,9 +1,13 @@
 /**
  * The `kiln-bench` report as one SVG: decode tokens/s per shape and batch, prefill tokens/s per
  * prompt length, batch-1 weight reads beside the read probe, and Kiln ÷ peer ratios when peers
- * ran. Each panel has its own scale.
+ * ran and the guard let them be published (`guard.ts`). Each panel has its own scale. The
+ * caption names each CPU peer's thread count and every count it tried, and why a ratio is
+ * missing.
  */
 import type { BenchReport } from "./report.ts";
+import { publishable, withheldBecause } from "./guard.ts";
+import { describeSweep } from "./threads.ts";
 
 interface Bar {
   label: string;
@@ -62,7 +66,7 @@ function panels(r: BenchReport): Panel[] {
     },
   ];
   const ratios = ok.flatMap((s) =>
-    (s.peers ?? []).flatMap((p) => [
+    (s.peers ?? []).filter(publishable).flatMap((p) => [
       ...(p.decode ?? []).map((d) => ({
         label: `${s.shape} ${p.name} ×${d.batch}`,
         value: d.kiln_over_peer,
@@ -81,10 +85,40 @@ function panels(r: BenchReport): Panel[] {
   return out.filter((p) => p.bars.length > 0);
 }
 
+const clip = (s: string, n = 118) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** Caption lines: each CPU peer's thread choice per workload, and each withheld ratio. */
+export function peerCaption(r: BenchReport): string[] {
+  const out: string[] = [];
+  for (const s of r.shapes) {
+    for (const p of s.peers ?? []) {
+      for (const d of p.decode ?? []) {
+        if (d.threads) {
+          out.push(`${s.shape} ${p.name}, batch ${d.batch}: ${describeSweep(d.threads)}`);
+        }
+      }
+      for (const d of p.prefill ?? []) {
+        if (d.threads) {
+          out.push(`${s.shape} ${p.name}, prefill ${d.prompt_tokens}: ${describeSweep(d.threads)}`);
+        }
+      }
+      if ((p.decode ?? p.prefill) && !publishable(p)) {
+        const why = withheldBecause(p);
+        const more = why.length > 1 ? ` (${why.length} reasons in the JSON)` : "";
+        out.push(clip(`${s.shape} ${p.name}: Kiln ÷ peer withheld${more}: ${why[0]}`));
+      }
+    }
+  }
+  return out;
+}
+
 /** The SVG document for a report. */
 export function renderBenchChart(r: BenchReport): string {
-  const caption = typeof r.options.caption === "string" ? r.options.caption : undefined;
-  const W = 820, left = 210, right = 230, barH = 16, gap = 4, top = caption ? 70 : 52;
+  const captions = [
+    ...(typeof r.options.caption === "string" ? [r.options.caption] : []),
+    ...peerCaption(r),
+  ];
+  const W = 820, left = 210, right = 230, barH = 16, gap = 4, top = 52 + 18 * captions.length;
   // Generated checkpoints carry a manifest hash; a model folder given with --model does not.
   const random = r.shapes.every((s) => s.checkpoint_sha256 !== undefined || s.error);
   const title = random
@@ -131,7 +165,7 @@ export function renderBenchChart(r: BenchReport): string {
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="10" y="20" font-size="14" font-weight="bold">${esc(title)}</text>`,
     `<text x="10" y="38" fill="#555">${esc(`${r.adapter}, ${r.date.slice(0, 10)}`)}</text>`,
-    ...(caption ? [`<text x="10" y="56" fill="#555">${esc(caption)}</text>`] : []),
+    ...captions.map((c, i) => `<text x="10" y="${56 + 18 * i}" fill="#555">${esc(c)}</text>`),
     ...parts,
     `<text x="10" y="${H - 10}" fill="#555">${
       esc(

@@ -1,12 +1,17 @@
 /**
  * Kiln against its peers on one model: each peer must first produce Kiln's greedy tokens for
  * the same prompt (a peer that differs is not timed, and the report says where it diverged);
- * then, after one untimed warm-up pass per peer, Kiln and the peers run interleaved,
- * A B C A B C ..., for a few rounds, so drift in the
+ * then, after one untimed warm-up pass per peer, a peer that runs on CPU threads (`setThreads`)
+ * is run at each candidate thread count per workload and keeps the fastest (`threads.ts`); then
+ * Kiln and the peers run interleaved, A B C A B C ..., for a few rounds, so drift in the
  * machine's state hits every engine alike. Ratios are Kiln ÷ peer (throughput; above 1 means
- * Kiln is faster), the median over rounds.
+ * Kiln is faster), the median over rounds. The machine's load is read around every timed stretch
+ * and each report is judged publishable or not (`guard.ts`).
  */
 import type { Peer } from "./peers/peer.ts";
+import { judgePeer } from "./guard.ts";
+import { type LoadProbe, LoadWatch, type MachineCheck, machineProbe } from "./machine_load.ts";
+import { describeSweep, sweepThreads, type ThreadPlan, type ThreadSweep } from "./threads.ts";
 
 export interface ComparePlan {
   /** Prompt for the greedy check and the decode runs. */
@@ -17,6 +22,10 @@ export interface ComparePlan {
   batches: readonly number[];
   prefill: readonly number[];
   rounds: number;
+  /** Thread counts to try on peers with `setThreads` (without: they keep their default). */
+  threads?: ThreadPlan;
+  /** Where machine load is read (default: this machine). */
+  probe?: LoadProbe;
 }
 
 export interface RoundPair {
@@ -29,10 +38,33 @@ export interface PeerReport {
   status: "ok" | "unavailable" | "mismatch" | "error";
   reason?: string;
   greedy?: { prompt: number[]; kiln: number[]; peer: number[]; first_difference?: number };
-  /** Tokens/s per round at each batch size, and Kiln ÷ peer (median over rounds). */
-  decode?: { batch: number; tokens_per_s: RoundPair[]; kiln_over_peer: number }[];
+  /**
+   * Tokens/s per round at each batch size, and Kiln ÷ peer (median over rounds); `threads`: the
+   * counts a CPU peer tried for this batch and the one it was timed with.
+   */
+  decode?: {
+    batch: number;
+    tokens_per_s: RoundPair[];
+    kiln_over_peer: number;
+    threads?: ThreadSweep;
+  }[];
   /** Prefill tokens/s per round at each prompt length, and Kiln ÷ peer. */
-  prefill?: { prompt_tokens: number; tokens_per_s: RoundPair[]; kiln_over_peer: number }[];
+  prefill?: {
+    prompt_tokens: number;
+    tokens_per_s: RoundPair[];
+    kiln_over_peer: number;
+    threads?: ThreadSweep;
+  }[];
+  /** The guard passed (`guard.ts`): only then may the ratios be published. */
+  publishable?: boolean;
+  /** Why the ratios must not be published. */
+  withheld?: string[];
+}
+
+/** Every peer's report, and the machine's load while they were timed. */
+export interface Comparison {
+  peers: PeerReport[];
+  machine: MachineCheck;
 }
 
 export function median(xs: readonly number[]): number {
@@ -50,9 +82,10 @@ export async function comparePeers(
   modelDir: string,
   plan: ComparePlan,
   log: (line: string) => void = (l) => console.error(l),
-): Promise<PeerReport[]> {
+): Promise<Comparison> {
   const reports = new Map<Peer, PeerReport>();
   const live: Peer[] = [];
+  const watch = new LoadWatch(plan.probe ?? machineProbe);
   const checkPrompt = plan.prompt(plan.promptTokens, 1);
   const kilnIds = await kiln.greedy(checkPrompt, plan.greedyTokens);
   for (const p of peers) {
@@ -66,6 +99,8 @@ export async function comparePeers(
         await p.close().catch(() => {});
         continue;
       }
+      // A CPU peer starts at the fewest threads tried (its default may oversubscribe the cores).
+      if (p.setThreads && plan.threads) await p.setThreads(Math.min(...plan.threads.candidates));
       const ids = await p.greedy(checkPrompt, plan.greedyTokens);
       const n = Math.max(ids.length, kilnIds.length);
       const diff = Array.from({ length: n }, (_, i) => i).find((i) => ids[i] !== kilnIds[i]);
@@ -87,7 +122,7 @@ export async function comparePeers(
       await p.close().catch(() => {});
     }
   }
-  if (live.length === 0) return [...reports.values()];
+  if (live.length === 0) return { peers: [...reports.values()], machine: watch.check };
 
   const decode = new Map<Peer, Map<number, RoundPair[]>>();
   const prefill = new Map<Peer, Map<number, RoundPair[]>>();
@@ -112,6 +147,17 @@ export async function comparePeers(
       await fail(p, e);
     }
   }
+  await watch.start();
+  const sweeps = new Map<Peer, Sweeps>();
+  for (const p of [...live]) {
+    if (!p.setThreads || !plan.threads) continue;
+    try {
+      sweeps.set(p, await sweepPeer(p, plan, plan.threads, log));
+      await watch.mark(`${p.name}'s thread sweep`);
+    } catch (e) {
+      await fail(p, e);
+    }
+  }
   for (let round = 0; round < plan.rounds; round++) {
     for (const batch of plan.batches) {
       const ids = plan.prompt(plan.promptTokens, 100 + round);
@@ -119,6 +165,8 @@ export async function comparePeers(
       const kTps = k.tokens / k.seconds;
       for (const p of [...live]) {
         try {
+          const t = sweeps.get(p)?.decode.get(batch)?.chosen;
+          if (t !== undefined) await p.setThreads!(t);
           const r = await p.decode(ids, plan.decodeTokens, batch);
           push(decode, p, batch, { kiln: kTps, peer: r.tokens / r.seconds });
         } catch (e) {
@@ -134,6 +182,8 @@ export async function comparePeers(
       const k = await kiln.prefill(ids);
       for (const p of withPrefill) {
         try {
+          const t = sweeps.get(p)?.prefill.get(length)?.chosen;
+          if (t !== undefined) await p.setThreads!(t);
           const r = await p.prefill!(ids);
           push(prefill, p, length, { kiln: length / k.seconds, peer: length / r.seconds });
         } catch (e) {
@@ -141,26 +191,72 @@ export async function comparePeers(
         }
       }
     }
+    await watch.mark(`round ${round + 1}`);
   }
   for (const p of live) await p.close().catch((e) => log(`peer ${p.name}: close: ${message(e)}`));
   const summarise = (pairs: RoundPair[]) => median(pairs.map((r) => r.kiln / r.peer));
   for (const [p, report] of reports) {
+    const sw = sweeps.get(p);
     const d = decode.get(p);
     if (d) {
-      report.decode = [...d].map(([batch, pairs]) => ({
-        batch,
-        tokens_per_s: pairs,
-        kiln_over_peer: summarise(pairs),
-      }));
+      report.decode = [...d].map(([batch, pairs]) => {
+        const threads = sw?.decode.get(batch);
+        return {
+          batch,
+          tokens_per_s: pairs,
+          kiln_over_peer: summarise(pairs),
+          ...(threads ? { threads } : {}),
+        };
+      });
     }
     const f = prefill.get(p);
     if (f) {
-      report.prefill = [...f].map(([length, pairs]) => ({
-        prompt_tokens: length,
-        tokens_per_s: pairs,
-        kiln_over_peer: summarise(pairs),
-      }));
+      report.prefill = [...f].map(([length, pairs]) => {
+        const threads = sw?.prefill.get(length);
+        return {
+          prompt_tokens: length,
+          tokens_per_s: pairs,
+          kiln_over_peer: summarise(pairs),
+          ...(threads ? { threads } : {}),
+        };
+      });
     }
+    judgePeer(report, watch.check);
+    if (report.withheld) log(`peer ${p.name}: ratios withheld: ${report.withheld.join("; ")}`);
   }
-  return [...reports.values()];
+  return { peers: [...reports.values()], machine: watch.check };
+}
+
+interface Sweeps {
+  decode: Map<number, ThreadSweep>;
+  prefill: Map<number, ThreadSweep>;
+}
+
+/** Each workload of the plan at each candidate thread count (the peer is warm). */
+async function sweepPeer(
+  p: Peer,
+  plan: ComparePlan,
+  threads: ThreadPlan,
+  log: (line: string) => void,
+): Promise<Sweeps> {
+  const set = (n: number) => p.setThreads!(n);
+  const out: Sweeps = { decode: new Map(), prefill: new Map() };
+  let salt = 60;
+  for (const batch of plan.batches) {
+    const s = await sweepThreads(threads, set, async () => {
+      const r = await p.decode(plan.prompt(plan.promptTokens, salt++), plan.decodeTokens, batch);
+      return r.tokens / r.seconds;
+    });
+    out.decode.set(batch, s);
+    log(`peer ${p.name}: batch ${batch} decode: ${describeSweep(s)}`);
+  }
+  for (const length of plan.prefill) {
+    if (!p.prefill) break;
+    const s = await sweepThreads(threads, set, async () => {
+      return length / (await p.prefill!(plan.prompt(length, 2000 + salt++))).seconds;
+    });
+    out.prefill.set(length, s);
+    log(`peer ${p.name}: ${length}-token prefill: ${describeSweep(s)}`);
+  }
+  return out;
 }

@@ -5,6 +5,9 @@
 import type { EncodeTiming, WeightBytes } from "./forward_stats.ts";
 import type { PeerReport } from "./compare.ts";
 import type { ProbeResult } from "./probe.ts";
+import type { MachineCheck } from "./machine_load.ts";
+import { publishable, withheldBecause } from "./guard.ts";
+import { describeSweep } from "./threads.ts";
 
 export interface DecodeResult {
   batch: number;
@@ -55,6 +58,8 @@ export interface ShapeResult {
     ratio_to_probe: number;
   };
   peers?: PeerReport[];
+  /** Other processes' share of the CPU and the load average while the peers were timed. */
+  peer_machine?: MachineCheck;
   skipped: string[];
   error?: string;
 }
@@ -66,6 +71,8 @@ export interface BenchReport {
   runtime_data: Record<string, unknown>;
   deno: string;
   options: Record<string, unknown>;
+  /** The machine: hardware threads and 1-minute load average when the run began and ended. */
+  machine?: { cores: number; loadavg_1m_start: number | null; loadavg_1m_end: number | null };
   probe: ProbeResult;
   shapes: ShapeResult[];
 }
@@ -131,18 +138,27 @@ export function formatTable(r: BenchReport): string {
           ` = ${f(w.ratio_to_probe, 2)} × the read probe's ${f(w.probe_gb_per_s, 2)} GB/s`,
       );
     }
-    for (const p of s.peers ?? []) {
-      const ratios = (p.decode ?? []).map((d) => `batch ${d.batch} ×${f(d.kiln_over_peer, 2)}`);
-      const pre = (p.prefill ?? []).map((d) =>
-        `prefill ${d.prompt_tokens} ×${f(d.kiln_over_peer, 2)}`
-      );
-      lines.push(
-        `  peer ${p.name}: ${p.status}${p.reason ? ` (${p.reason})` : ""}${
-          ratios.length + pre.length ? `; Kiln ÷ peer: ${[...ratios, ...pre].join(", ")}` : ""
-        }`,
-      );
-    }
+    for (const p of s.peers ?? []) lines.push(...peerLines(p));
     for (const k of s.skipped) lines.push(`  skipped: ${k}`);
   }
   return lines.join("\n");
+}
+
+/** A peer's status, its ratios only when the guard passed, and its thread choices. */
+function peerLines(p: PeerReport): string[] {
+  const ratios = (p.decode ?? []).map((d) => `batch ${d.batch} ×${f(d.kiln_over_peer, 2)}`);
+  const pre = (p.prefill ?? []).map((d) => `prefill ${d.prompt_tokens} ×${f(d.kiln_over_peer, 2)}`);
+  const timed = ratios.length + pre.length > 0;
+  const shown = timed && publishable(p) ? `; Kiln ÷ peer: ${[...ratios, ...pre].join(", ")}` : "";
+  const lines = [`  peer ${p.name}: ${p.status}${p.reason ? ` (${p.reason})` : ""}${shown}`];
+  for (const d of p.decode ?? []) {
+    if (d.threads) lines.push(`    batch ${d.batch} decode: ${describeSweep(d.threads)}`);
+  }
+  for (const d of p.prefill ?? []) {
+    if (d.threads) lines.push(`    prefill ${d.prompt_tokens}: ${describeSweep(d.threads)}`);
+  }
+  if (timed && !publishable(p)) {
+    lines.push(`    Kiln ÷ peer withheld: ${withheldBecause(p).join("; ")}`);
+  }
+  return lines;
 }

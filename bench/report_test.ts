@@ -53,11 +53,35 @@ const report: BenchReport = {
         probe_gb_per_s: 2684,
         ratio_to_probe: 34.2 / 2684,
       },
-      peers: [{
-        name: "other",
-        status: "ok",
-        decode: [{ batch: 1, tokens_per_s: [{ kiln: 127, peer: 254 }], kiln_over_peer: 0.5 }],
-      }, { name: "away", status: "unavailable", reason: "not installed" }],
+      peers: [
+        {
+          name: "other",
+          status: "ok",
+          decode: [{ batch: 1, tokens_per_s: [{ kiln: 127, peer: 254 }], kiln_over_peer: 0.5 }],
+          publishable: true,
+        },
+        { name: "away", status: "unavailable", reason: "not installed" },
+        {
+          name: "cpu",
+          status: "ok",
+          decode: [{
+            batch: 1,
+            tokens_per_s: [{ kiln: 127, peer: 5 }],
+            kiln_over_peer: 25.4,
+            threads: {
+              chosen: 1,
+              tried: [{ threads: 1, tokens_per_s: [680] }, { threads: 2, tokens_per_s: [1.5] }],
+            },
+          }],
+          publishable: false,
+          withheld: ["batch 1 decode: timed at 5 tok/s with 1 threads: starved"],
+        },
+        {
+          name: "old",
+          status: "ok",
+          decode: [{ batch: 1, tokens_per_s: [{ kiln: 127, peer: 3 }], kiln_over_peer: 42.3 }],
+        },
+      ],
     },
     { shape: "llama-3.2-1b", model_dir: "/y", skipped: [], error: "too big <here>" },
   ],
@@ -80,8 +104,22 @@ Deno.test("the chart draws every measured number, escapes text, and names failed
     ok(svg.includes(s), s);
   }
   ok(svg.includes("llama-3.2-1b: not measured: too big &lt;here&gt;") && !svg.includes("<here>"));
-  // One bar per decode, prefill, weight-read pair and peer ratio, plus the background.
+  // One bar per decode, prefill, weight-read pair and publishable peer ratio, plus the background.
   equal(svg.match(/<rect /g)!.length, 1 + 2 + 1 + 2 + 1);
+});
+
+Deno.test("the chart leaves out withheld ratios and captions thread choices and why", () => {
+  const svg = renderBenchChart(report);
+  ok(!svg.includes("×25.40") && !svg.includes("×42.30"), "no withheld ratio is drawn");
+  for (
+    const s of [
+      "smollm2-135m cpu, batch 1: 1 thread (tried 1: 680, 2: 1.50 tok/s)",
+      "smollm2-135m cpu: Kiln ÷ peer withheld: batch 1 decode: timed at 5 tok/s",
+      "smollm2-135m old: Kiln ÷ peer withheld: this run predates the starvation and load guard",
+    ]
+  ) {
+    ok(svg.includes(s), s);
+  }
 });
 
 Deno.test("the table names every shape, its error and each peer's status", () => {
@@ -93,8 +131,12 @@ Deno.test("the table names every shape, its error and each peer's status", () =>
       "error: too big <here>",
       "peer away: unavailable (not installed)",
       "batch 1 ×0.50",
+      "batch 1 decode: 1 thread (tried 1: 680, 2: 1.50 tok/s)",
+      "Kiln ÷ peer withheld: batch 1 decode: timed at 5 tok/s with 1 threads: starved",
+      "Kiln ÷ peer withheld: this run predates the starvation and load guard",
     ]
   ) {
     ok(t.includes(s), s);
   }
+  ok(!t.includes("×25.40") && !t.includes("×42.30"), "no withheld ratio is printed");
 });

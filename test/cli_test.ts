@@ -35,6 +35,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/sampler.ts", name: "sampler", flag: ["--vocab", "100"] },
   { path: "bench/engine.ts", name: "engine", flag: ["--tokens", "4"] },
   { path: "bench/chart.ts", name: "chart" },
+  { path: "bench/readme_rows.ts", name: "readme_rows" },
   { path: "bench/peers/check.ts", name: "check", flag: ["--tokens", "4"] },
   { path: "bench/peers/to_gguf.ts", name: "to_gguf" },
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },

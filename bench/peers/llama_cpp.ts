@@ -192,8 +192,27 @@ export class LlamaCppPeer implements Peer {
   #gguf = "";
   /** The device llama.cpp reports (after setup). */
   device = "";
+  /** Threads for each context (undefined: node-llama-cpp's default, the math cores). */
+  #threads: number | undefined;
+  /** CPU build only: the thread count the bench sweeps (`Peer.setThreads`). */
+  setThreads?: (n: number) => Promise<void>;
 
-  constructor(readonly name: string, readonly gpu: "vulkan" | false) {}
+  constructor(readonly name: string, readonly gpu: "vulkan" | false) {
+    if (gpu === false) {
+      this.setThreads = (n) => {
+        if (!Number.isInteger(n) || n < 1) {
+          return Promise.reject(new RangeError(`${name}: threads must be a positive integer`));
+        }
+        this.#threads = n;
+        return Promise.resolve();
+      };
+    }
+  }
+
+  /** The request with this peer's thread count, when one was set. */
+  #withThreads(req: Record<string, unknown>): Record<string, unknown> {
+    return this.#threads === undefined ? req : { ...req, threads: this.#threads };
+  }
 
   async setup(modelDir: string): Promise<string | undefined> {
     try {
@@ -260,11 +279,9 @@ export class LlamaCppPeer implements Peer {
   }
 
   async greedy(promptIds: number[], n: number): Promise<number[]> {
-    const r = await this.#call<{ tokens: number[] }>({
-      op: "greedy",
-      ids: promptIds,
-      n,
-    });
+    const r = await this.#call<{ tokens: number[] }>(
+      this.#withThreads({ op: "greedy", ids: promptIds, n }),
+    );
     return r.tokens;
   }
 
@@ -273,11 +290,11 @@ export class LlamaCppPeer implements Peer {
     n: number,
     batch: number,
   ): Promise<{ tokens: number; seconds: number }> {
-    return this.#call({ op: "decode", ids: promptIds, n, batch });
+    return this.#call(this.#withThreads({ op: "decode", ids: promptIds, n, batch }));
   }
 
   prefill(promptIds: number[]): Promise<{ seconds: number }> {
-    return this.#call({ op: "prefill", ids: promptIds });
+    return this.#call(this.#withThreads({ op: "prefill", ids: promptIds }));
   }
 
   async close(): Promise<void> {

@@ -2,10 +2,12 @@
 // reply per stdout line ({ ok: ... } or { error }). It runs in Node, not in Deno, because
 // node-llama-cpp's native addon and its backend probing are built for Node.
 //
-//   {"op":"setup","model":"x.gguf","gpu":"vulkan"|false}  -> {"ok":{"device":"..."}}
+//   {"op":"setup","model":"x.gguf","gpu":"vulkan"|false}  -> {"ok":{"device":"...",...}}
 //   {"op":"greedy","ids":[...],"n":N}                     -> {"ok":{"tokens":[...]}}
 //   {"op":"decode","ids":[...],"n":N,"batch":B}           -> {"ok":{"tokens":T,"seconds":S}}
 //   {"op":"prefill","ids":[...]}                          -> {"ok":{"seconds":S}}
+// greedy, decode and prefill take an optional "threads":N, the context's CPU thread count
+// (exactly N: the backend is started without node-llama-cpp's thread cap).
 //   {"op":"tokenize","text":"..."}                        -> {"ok":{"tokens":[...]}} (no BOS)
 //   {"op":"logits","ids":[...],"vocab":V}                 -> {"ok":{"logits":[[...V], ...]}}
 //   {"op":"close"}                                        -> {"ok":true}, then exit
@@ -25,6 +27,9 @@ async function setup({ model: path, gpu }) {
     usePrebuiltBinaries: true,
     logLevel: LlamaLogLevel.error,
     progressLogs: false,
+    // No cap: a context's `threads` is then the count it uses (node-llama-cpp otherwise caps a
+    // CPU backend at max(math cores, 4) and treats `threads` as a hint).
+    maxThreads: 0,
   });
   if (gpu !== false && llama.gpu !== gpu) {
     throw new Error(`backend ${gpu} not available`);
@@ -37,16 +42,21 @@ async function setup({ model: path, gpu }) {
   return {
     device: gpu === false ? "cpu" : names.join(", "),
     backend: llama.gpu || "cpu",
+    cpu_math_cores: llama.cpuMathCores,
   };
 }
 
-/** A fresh context holding `sequences` sequences of up to `tokens` tokens each. */
-function context(tokens, sequences) {
+/**
+ * A fresh context holding `sequences` sequences of up to `tokens` tokens each, on `threads` CPU
+ * threads (undefined: node-llama-cpp's default).
+ */
+function context(tokens, sequences, threads) {
   const contextSize = Math.ceil((tokens + 16) / 256) * 256 * sequences;
   return model.createContext({
     contextSize,
     sequences,
     batchSize: Math.max(512, sequences),
+    ...(threads === undefined ? {} : { threads }),
   });
 }
 
@@ -64,8 +74,8 @@ async function generate(seq, ids, n, onToken) {
   return out;
 }
 
-async function greedy({ ids, n }) {
-  const ctx = await context(ids.length + n, 1);
+async function greedy({ ids, n, threads }) {
+  const ctx = await context(ids.length + n, 1, threads);
   try {
     return { tokens: await generate(ctx.getSequence(), ids, n) };
   } finally {
@@ -73,8 +83,8 @@ async function greedy({ ids, n }) {
   }
 }
 
-async function decode({ ids, n, batch }) {
-  const ctx = await context(ids.length + n, batch);
+async function decode({ ids, n, batch, threads }) {
+  const ctx = await context(ids.length + n, batch, threads);
   try {
     const seqs = Array.from({ length: batch }, () => ctx.getSequence());
     let first = Infinity;
@@ -93,8 +103,8 @@ async function decode({ ids, n, batch }) {
   }
 }
 
-async function prefill({ ids }) {
-  const ctx = await context(ids.length, 1);
+async function prefill({ ids, threads }) {
+  const ctx = await context(ids.length, 1, threads);
   try {
     const seq = ctx.getSequence();
     const t0 = performance.now();

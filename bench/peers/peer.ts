@@ -26,6 +26,11 @@ export interface Peer {
   ): Promise<{ tokens: number; seconds: number }>;
   /** One prefill of `promptIds` to its first token, in seconds (time to first token). */
   prefill?(promptIds: number[]): Promise<{ seconds: number }>;
+  /**
+   * Peers that compute on CPU threads (llama.cpp's CPU build): use `n` threads from the next
+   * call on. The benchmark tries each candidate count per workload and times the fastest.
+   */
+  setThreads?(n: number): Promise<void>;
   /** Free everything `setup` took. */
   close(): Promise<void>;
 }

@@ -1,0 +1,146 @@
+/**
+ * Whether a comparison of Kiln with a peer may be published. A ratio is withheld when the run
+ * was disturbed (other processes took a share of the CPU while it was timed) or when the peer
+ * was starved (it ran far below its own speed at its fewest threads, or a thread count the
+ * machine has cores for collapsed: the cores were not free). Thresholds are `GUARD`'s; every
+ * reason is a sentence for the JSON, the table and the chart.
+ */
+import type { PeerReport } from "./compare.ts";
+import type { MachineCheck } from "./machine_load.ts";
+import { bestRate, type ThreadSweep } from "./threads.ts";
+
+/** The guard's thresholds. */
+export const GUARD = {
+  /** Others may use at most this share of the machine's CPU capacity in any timed window. */
+  maxForeignCpuShare: 0.1,
+  /** Where `/proc` is absent: the 1-minute load average at most this many per core. */
+  maxLoadPerCore: 1,
+  /** A peer's median timed rate must be at least this × its sweep rate at its fewest threads. */
+  minTimedOverFewest: 0.5,
+  /** Every tried count up to the core count must reach this × the fewest threads' rate. */
+  minCountOverFewest: 0.25,
+  /** Kiln ÷ peer over the rounds: the largest at most this × the smallest. */
+  maxRoundSpread: 2,
+} as const;
+
+const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
+const rate = (x: number) => `${x.toFixed(x >= 100 ? 0 : x >= 10 ? 1 : 2)} tok/s`;
+
+/** Why the machine made this comparison's timings untrustworthy (empty: it did not). */
+export function machineReasons(m: MachineCheck): string[] {
+  const measured = m.windows.filter((w) => w.foreign_cpu_share !== null);
+  if (measured.length > 0) {
+    return measured.filter((w) => w.foreign_cpu_share! > GUARD.maxForeignCpuShare).map((w) =>
+      `other processes used ${pct(w.foreign_cpu_share!)} of the machine's CPU during ${w.label} ` +
+      `(limit ${pct(GUARD.maxForeignCpuShare)})`
+    );
+  }
+  const loads = [m.loadavg_1m_before, ...m.windows.map((w) => w.loadavg_1m)]
+    .filter((l): l is number => l !== null);
+  if (loads.length === 0) return ["the machine's load could not be measured"];
+  const limit = GUARD.maxLoadPerCore * m.cores;
+  const worst = Math.max(...loads);
+  return worst > limit
+    ? [`1-minute load average reached ${worst.toFixed(2)} on ${m.cores} cores (limit ${limit})`]
+    : [];
+}
+
+/**
+ * Why a thread sweep and the timed rounds after it show a starved peer. `what` names the
+ * workload ("batch 8 decode"); `timed` holds the peer's rates in the timed rounds.
+ */
+export function sweepReasons(
+  what: string,
+  sweep: ThreadSweep,
+  timed: readonly number[],
+  cores: number,
+): string[] {
+  const fewest = sweep.tried.reduce((a, b) => (b.threads < a.threads ? b : a), sweep.tried[0]!);
+  const base = bestRate(fewest);
+  const out: string[] = [];
+  for (const t of sweep.tried) {
+    if (t.threads > fewest.threads && t.threads <= cores) {
+      const r = bestRate(t);
+      if (r < GUARD.minCountOverFewest * base) {
+        out.push(
+          `${what}: ${t.threads} threads ran at ${rate(r)}, under ${
+            pct(GUARD.minCountOverFewest)
+          } of the ${fewest.threads}-thread ${rate(base)}, on ${cores} cores: the cores were ` +
+            `not free`,
+        );
+      }
+    }
+  }
+  if (timed.length > 0) {
+    const m = median(timed);
+    if (m < GUARD.minTimedOverFewest * base) {
+      out.push(
+        `${what}: timed at ${rate(m)} with ${sweep.chosen} threads, under ${
+          pct(GUARD.minTimedOverFewest)
+        } of its own ${fewest.threads}-thread ${rate(base)} in the sweep: starved`,
+      );
+    }
+  }
+  return out;
+}
+
+/** Why the rounds disagree too much to give one ratio. */
+export function spreadReasons(
+  what: string,
+  pairs: readonly { kiln: number; peer: number }[],
+): string[] {
+  const ratios = pairs.map((p) => p.kiln / p.peer).filter((r) => Number.isFinite(r) && r > 0);
+  if (ratios.length < 2) return [];
+  const spread = Math.max(...ratios) / Math.min(...ratios);
+  return spread > GUARD.maxRoundSpread
+    ? [`${what}: Kiln ÷ peer varied ${spread.toFixed(1)}× over the rounds`]
+    : [];
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/**
+ * Set `publishable` and `withheld` on a report that has timings: publishable only when neither
+ * the machine nor the peer's own sweep gives a reason to doubt it, and the peer did not fail.
+ */
+export function judgePeer(report: PeerReport, machine: MachineCheck): void {
+  if (report.decode === undefined && report.prefill === undefined) return;
+  const reasons = report.status === "ok" ? [] : [`the peer failed: ${report.reason ?? "error"}`];
+  reasons.push(...machineReasons(machine));
+  for (const d of report.decode ?? []) {
+    const what = `batch ${d.batch} decode`;
+    if (d.threads) {
+      reasons.push(
+        ...sweepReasons(what, d.threads, d.tokens_per_s.map((p) => p.peer), machine.cores),
+      );
+    }
+    reasons.push(...spreadReasons(what, d.tokens_per_s));
+  }
+  for (const f of report.prefill ?? []) {
+    const what = `${f.prompt_tokens}-token prefill`;
+    if (f.threads) {
+      reasons.push(
+        ...sweepReasons(what, f.threads, f.tokens_per_s.map((p) => p.peer), machine.cores),
+      );
+    }
+    reasons.push(...spreadReasons(what, f.tokens_per_s));
+  }
+  report.publishable = reasons.length === 0;
+  if (reasons.length > 0) report.withheld = reasons;
+  else delete report.withheld;
+}
+
+/** A report's ratios may be printed: its run carried the guard and passed it. */
+export function publishable(report: PeerReport): boolean {
+  return report.publishable === true;
+}
+
+/** Why a report's ratios are not printed (a report from before the guard has no verdict). */
+export function withheldBecause(report: PeerReport): string[] {
+  if (report.publishable === true) return [];
+  return report.withheld ?? ["this run predates the starvation and load guard"];
+}
