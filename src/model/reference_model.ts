@@ -9,7 +9,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
-import type { ReferencePrompt } from "./verify.ts";
+import type { PromptLogits, ReferencePrompt } from "./verify.ts";
 import { ropeInvFreq } from "./rope.ts";
 import { tensorValues } from "./tensor_values.ts";
 import type { ModelWeights, WeightInfo } from "./weights.ts";
@@ -198,6 +198,17 @@ export class ReferenceModel {
       greedy_margins: g.margins,
       greedy_step_logits: g.stepLogits.map((row) => [...row]),
     };
+  }
+
+  /**
+   * What `verify` compares with `p`: the logits at every prompt position and at each greedy
+   * step, teacher-forced with `p`'s greedy tokens (one causal pass over the prompt and them).
+   */
+  teacherForced(p: ReferencePrompt): PromptLogits {
+    const steps = p.greedy_tokens.length;
+    const T = p.input_ids.length;
+    const rows = this.logits([...p.input_ids, ...p.greedy_tokens.slice(0, Math.max(0, steps - 1))]);
+    return { prompt: rows.slice(0, T), steps: rows.slice(T - 1, T - 1 + steps) };
   }
 
   #cache(): KvCache {
