@@ -9,7 +9,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
-import type { ReferencePrompt } from "./verify.ts";
+import type { PromptLogits, ReferencePrompt } from "./verify.ts";
 import { ropeInvFreq } from "./rope.ts";
 import { tensorValues } from "./tensor_values.ts";
 import type { ModelWeights, WeightInfo } from "./weights.ts";
@@ -99,12 +99,47 @@ function rmsNorm(
   }
 }
 
+/**
+ * `s[0..n)` ← softmax(`s[0..n)`), in float64 with the row max subtracted; `f32NoMax` is the
+ * `softmax-without-max-f32` test mutation: every step rounded to f32 and no max subtracted, so
+ * a score above ln(f32 max) ≈ 88.72 makes exp overflow to +Infinity and the row NaN.
+ */
+function softmax(s: Float64Array, n: number, f32NoMax: boolean): void {
+  let max = -Infinity, sum = 0;
+  if (f32NoMax) {
+    for (let j = 0; j < n; j++) {
+      sum = Math.fround(sum + (s[j] = Math.fround(Math.exp(Math.fround(s[j]!)))));
+    }
+    for (let j = 0; j < n; j++) s[j] = Math.fround(s[j]! / sum);
+    return;
+  }
+  for (let j = 0; j < n; j++) max = Math.max(max, s[j]!);
+  for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j]! - max);
+  for (let j = 0; j < n; j++) s[j] = s[j]! / sum;
+}
+
 function argmaxMargin(v: Float64Array): [number, number] {
   let best = 0;
   for (let i = 1; i < v.length; i++) if (v[i]! > v[best]!) best = i;
   let second = -Infinity;
   for (let i = 0; i < v.length; i++) if (i !== best && v[i]! > second) second = v[i]!;
   return [best, v.length > 1 ? v[best]! - second : Infinity];
+}
+
+/**
+ * TEST ONLY: an error planted in the reference pass, so that tests can show `verify` rejects a
+ * model that makes it (`src/model/mutation_test.ts`). Nothing outside tests sets one.
+ * - `mask-off-by-one`: the causal mask shifted by one, each prompt position also attending to
+ *   the next;
+ * - `softmax-without-max-f32`: attention's softmax computed in f32 without subtracting the row
+ *   max first (see {@linkcode softmax}).
+ */
+export type TestMutation = "mask-off-by-one" | "softmax-without-max-f32";
+
+/** Options of {@linkcode ReferenceModel.load}. */
+export interface ReferenceOptions {
+  /** TEST ONLY: plant a {@linkcode TestMutation}; never set outside tests. */
+  testMutation?: TestMutation;
 }
 
 export class ReferenceModel {
@@ -116,6 +151,7 @@ export class ReferenceModel {
     private readonly layers: LayerValues[],
     private readonly norm: Float64Array,
     private readonly lmHead: Float64Array,
+    private readonly mutation: TestMutation | undefined,
   ) {
     this.invFreq = ropeInvFreq(config.headDim, config.ropeTheta, config.ropeScaling);
   }
@@ -124,6 +160,7 @@ export class ReferenceModel {
   static async load(
     config: ModelConfig,
     weights: ModelWeights<WeightInfo>,
+    options: ReferenceOptions = {},
   ): Promise<ReferenceModel> {
     const read = new Map<WeightInfo, Promise<Float64Array>>();
     const values = (t: WeightInfo) => {
@@ -155,6 +192,7 @@ export class ReferenceModel {
       layers,
       await values(weights.norm),
       await values(weights.lmHead),
+      options.testMutation,
     );
   }
 
@@ -198,6 +236,17 @@ export class ReferenceModel {
       greedy_margins: g.margins,
       greedy_step_logits: g.stepLogits.map((row) => [...row]),
     };
+  }
+
+  /**
+   * What `verify` compares with `p`: the logits at every prompt position and at each greedy
+   * step, teacher-forced with `p`'s greedy tokens (one causal pass over the prompt and them).
+   */
+  teacherForced(p: ReferencePrompt): PromptLogits {
+    const steps = p.greedy_tokens.length;
+    const T = p.input_ids.length;
+    const rows = this.logits([...p.input_ids, ...p.greedy_tokens.slice(0, Math.max(0, steps - 1))]);
+    return { prompt: rows.slice(0, T), steps: rows.slice(T - 1, T - 1 + steps) };
   }
 
   #cache(): KvCache {
@@ -274,21 +323,21 @@ export class ReferenceModel {
       vc.set(v, start * kvDim);
       attn.fill(0);
       for (let t = 0; t < T; t++) {
-        const keys = start + t + 1;
+        // The mutated mask lets each prompt position see the next one too.
+        const keys = this.mutation === "mask-off-by-one"
+          ? Math.min(start + t + 2, start + T)
+          : start + t + 1;
         for (let h = 0; h < heads; h++) {
           const qo = (t * heads + h) * D, kvo = Math.floor(h / group) * D;
-          let max = -Infinity;
           for (let j = 0; j < keys; j++) {
             const ko = j * kvDim + kvo;
             let dot = 0;
             for (let d = 0; d < D; d++) dot += q[qo + d]! * kc[ko + d]!;
             scores[j] = dot * scale;
-            if (scores[j]! > max) max = scores[j]!;
           }
-          let sum = 0;
-          for (let j = 0; j < keys; j++) sum += scores[j] = Math.exp(scores[j]! - max);
+          softmax(scores, keys, this.mutation === "softmax-without-max-f32");
           for (let j = 0; j < keys; j++) {
-            const p = scores[j]! / sum, vo = j * kvDim + kvo;
+            const p = scores[j]!, vo = j * kvDim + kvo;
             for (let d = 0; d < D; d++) attn[qo + d] = attn[qo + d]! + p * vc[vo + d]!;
           }
         }

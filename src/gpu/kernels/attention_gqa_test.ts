@@ -11,6 +11,7 @@ import { EngineError } from "../../contract/errors.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
+  ATTN_TOL,
   f32Buffer,
   outBuffer,
   runRead,
@@ -119,7 +120,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
     });
     const got = await runRead(device, prefill.dispatches, prefillOut, tokens * heads * headDim);
     const want = pagedAttentionRef(q, cache, positions, tableOffsets, heads);
-    assertClose(got, want, 1e-5, 1e-4, `${name}: prefill`);
+    assertClose(got, want, ATTN_TOL, ATTN_TOL, `${name}: prefill`);
 
     const decPos = lengths.map((l) => l - 1);
     const dq = asF32(seeded(7, lengths.length * heads * headDim));
@@ -136,7 +137,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
         splits,
       }, `gqa:decode/${splits}`);
       const dgot = await runRead(device, dec.dispatches, out, dq.length);
-      assertClose(dgot, decodeRef, 1e-5, 1e-4, `${name}: decode split ${splits}`);
+      assertClose(dgot, decodeRef, ATTN_TOL, ATTN_TOL, `${name}: decode split ${splits}`);
     }
   });
 }

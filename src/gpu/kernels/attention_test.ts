@@ -5,6 +5,7 @@ import { readBuffer } from "../buffers.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
+  ATTN_TOL,
   f32Buffer,
   outBuffer,
   runRead,
@@ -126,7 +127,13 @@ async function check(
         }
       }
     }
-    assertClose(got, pagedAttentionRef(q, cache, positions, tableOffsets, heads), 1e-5, 1e-4, name);
+    assertClose(
+      got,
+      pagedAttentionRef(q, cache, positions, tableOffsets, heads),
+      ATTN_TOL,
+      ATTN_TOL,
+      name,
+    );
   });
 }
 

@@ -4,7 +4,7 @@ import { uploadBuffer } from "../buffers.ts";
 import type { WeightDtype } from "../dtype.ts";
 import { linearRef } from "../reference/dense.ts";
 import { type GemmTile, prepareGemm } from "./gemm.ts";
-import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
   f32Buffer,
@@ -14,6 +14,13 @@ import {
   WEIGHT_DTYPES as DTYPES,
   weights,
 } from "../../../test/support/kernel_harness.ts";
+
+/**
+ * c of `sumsTolerance`, c·u·(√k + 4)·(rms(ref) + |ref|): the worst error measured over this
+ * file's cases on lavapipe is 0.60 of the bound at c = 1 (`KILN_TOL_REPORT=1`), so c = 4 leaves
+ * it 6.7x above. (The bound was 1e-5·k + 1e-5·|ref|, of which the worst case used 0.3 %.)
+ */
+const SUM_C = 4;
 
 /**
  * Every m, n, k value of interest appears at least once: tile edges in m and n, k below, inside
@@ -64,8 +71,7 @@ async function check(
   const got = await runRead(device, [d], y, m * n);
   const ref = linearRef(x, w.values, withBias ? b.values : undefined, m, n, k);
   if (mode === "accumulate") ref.forEach((v, i) => ref[i] = v + residual[i]!);
-  // f32 accumulation of k products of magnitude <= 0.5: error grows like k * 2^-24.
-  assertClose(got, ref, 1e-5 * k, 1e-5, `gemm ${dtype} ${m}x${n}x${k} ${mode}`);
+  assertSumsClose(got, ref, k, SUM_C, `gemm ${dtype} ${m}x${n}x${k} ${mode}`);
   d.uniform.destroy();
 }
 

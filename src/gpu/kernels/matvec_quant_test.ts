@@ -4,8 +4,15 @@ import { storageBuffer, uploadBuffer } from "../buffers.ts";
 import { QUANT_FORMATS, QUANT_TYPES, quantize, type QuantType } from "../quant/formats.ts";
 import { quantEmbeddingRef, quantMatvecRef } from "../quant/reference.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
+import { plantOneStep, uniform } from "../../../test/support/quant_mutation.ts";
 import { prepareQuantEmbedding, prepareQuantMatvec, type QuantEpilogue } from "./matvec_quant.ts";
-import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import {
+  assertClose,
+  assertSumsClose,
+  sumsTolerance,
+  testGpu,
+  withErrorScopes,
+} from "../../../test/support/gpu.ts";
 import {
   asF32,
   f32Buffer,
@@ -13,6 +20,17 @@ import {
   seeded,
   u32Buffer,
 } from "../../../test/support/kernel_harness.ts";
+
+/**
+ * The f32 bound of every product here (`sumsTolerance`): c·u·(√k + 4)·(rms(ref) + |ref|).
+ * Measured on lavapipe over every case of this file (`KILN_TOL_REPORT=1`), the worst error of a
+ * stored or accumulated product is 0.27 of that bound at c = 1, of a SwiGLU product (two sums
+ * multiplied) 0.53: c = 2 and 3 leave each 6x to 7x above the worst.
+ */
+const SUM_C = 2;
+const SWIGLU_C = 3;
+/** One-step errors (of 200 per format) the bound may miss: measured 0 to 4 (a tiny step·|x|). */
+const MAX_MISSES = 6;
 
 /** Row lengths: an odd number of blocks (9) for the 32-element formats, two K-quant blocks. */
 const K = (t: QuantType) => QUANT_FORMATS[t].blockSize === 32 ? 288 : 512;
@@ -97,9 +115,8 @@ async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number
     ...(c.bias ? { bias } : {}),
     ...(c.norm ? { norm: { weight: gamma, eps } } : {}),
   });
-  // f32 sums of k terms of magnitude ≲ 1 (≲ 2 after the norm); SwiGLU multiplies two of them.
   const what = `${type} ${JSON.stringify(c)}`;
-  assertClose(got, ref, 2e-5 * k, epilogue === "swiglu" ? 1e-4 : 1e-5, what);
+  assertSumsClose(got, ref, k, epilogue === "swiglu" ? SWIGLU_C : SUM_C, what);
 }
 
 for (const type of QUANT_TYPES) {
@@ -131,7 +148,73 @@ Deno.test("matvec_quant: the quantizer's own blocks, rows longer than one round 
         threadsPerRow: 2, // 4 slices in flight per thread: 8 slices per round, 32 or 48 rounds
       });
       const got = await runRead(device, [d], y, m * n);
-      assertClose(got, quantMatvecRef(type, w, x, m, n, k), 2e-5 * k, 1e-5, `${type} k${k}`);
+      assertSumsClose(got, quantMatvecRef(type, w, x, m, n, k), k, SUM_C, `${type} k${k}`);
+    }
+  });
+});
+
+/**
+ * The comparison above must see a wrong weight, not only a wrong kernel: 200 rows, each with a
+ * one-step error planted in one weight of a random block (`plantOneStep`), run on the GPU and
+ * compared row by row with the reference on the unplanted weights. A row whose error stays within
+ * the bound is a miss. The error is step·x at the planted column, so only a tiny |x| or block
+ * scale hides it; the old bound (2e-5·k + 1e-5·|ref|, 0.006 to 0.01 here) missed most of them.
+ */
+Deno.test("matvec_quant: a one-step error in one weight of a random block fails the comparison", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const n = 200;
+    for (const [ti, type] of QUANT_TYPES.entries()) {
+      const k = K(type);
+      const perRow = k / QUANT_FORMATS[type].blockSize;
+      const w = randomBlocks(type, n * k, 100 + ti);
+      const planted = w.slice();
+      const rand = uniform(200 + ti);
+      const x = asF32(seeded(300 + ti, k));
+      // The error each plant makes in its row's output: step · x at the planted column.
+      const plantedErr = Array.from({ length: n }, (_, r) => {
+        const p = plantOneStep(type, planted, r * perRow + Math.floor(rand() * perRow), rand);
+        return Math.abs(p.delta * x[p.element - r * k]!);
+      });
+      const run = async (weights: Uint8Array) => {
+        const y = storageBuffer(device, "mvq:y", n * 4);
+        const d = await prepareQuantMatvec(device, {
+          x: f32Buffer(device, "mvq:x", x),
+          w: uploadBuffer(device, "mvq:w", weights),
+          y,
+          m: 1,
+          n,
+          k,
+          type,
+        });
+        return await runRead(device, [d], y, n);
+      };
+      const ref = quantMatvecRef(type, w, x, 1, n, k);
+      assertSumsClose(await run(w), ref, k, SUM_C, `${type}: unplanted`);
+      const got = await run(planted);
+      const { tol, eps } = sumsTolerance(ref, k, SUM_C);
+      const missed = (t: number, e: number) =>
+        [...ref.keys()].filter((r) => Math.abs(got[r]! - ref[r]!) <= t + Math.abs(ref[r]!) * e);
+      const misses = missed(tol, eps);
+      const miss = misses.length;
+      const hidden = misses.length
+        ? `largest planted error missed ${
+          Math.max(...misses.map((r) => plantedErr[r]!)).toExponential(1)
+        }`
+        : "none missed";
+      const smallest = Math.min(...plantedErr.filter((_, r) => !misses.includes(r)));
+      console.log(
+        `  ${type}: caught ${n - miss}/${n} (bound ${tol.toExponential(1)} + ${
+          eps.toExponential(1)
+        }·|ref|; ${hidden}, smallest caught ${smallest.toExponential(1)}); the old bound caught ${
+          n - missed(2e-5 * k, 1e-5).length
+        }/${n}`,
+      );
+      ok(miss <= MAX_MISSES, `${type}: ${miss} of ${n} one-step errors within the bound`);
+      for (const r of misses) {
+        const bound = tol + Math.abs(ref[r]!) * eps;
+        ok(plantedErr[r]! <= 2 * bound, `${type} row ${r}: error ${plantedErr[r]} > 2 × ${bound}`);
+      }
     }
   });
 });

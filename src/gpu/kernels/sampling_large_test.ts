@@ -81,7 +81,9 @@ Deno.test("151,936 tokens: top-k, top-p, top-k + top-p and min-p match the float
             if (ref[t]! > 0) kept++;
           }
           ok(kept > 1 && kept < V, `${what}: ${kept} tokens kept, so the filter matters`);
-          assertClose(gpu, ref, 2e-7, 2e-4, what);
+          // f32 sums over up to 10^5 tokens: the worst measured on lavapipe takes 17 % of this
+          // bound (the bound was 2e-7 + 2e-4·|ref|).
+          assertClose(gpu, ref, 2e-7, 2e-6, what);
         }
         // f32 sums over ~10^5 tokens may move a draw to a neighbour whose CDF interval lies
         // within 1e-5 of u; the reference interval of the GPU's token must contain u that closely.

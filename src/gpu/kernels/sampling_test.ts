@@ -29,7 +29,14 @@ const history = (c: Case): History => ({
   outputStart: c.previous_tokens.length,
 });
 
-Deno.test("every shared sampling case: GPU and float64 reference distributions match HF within 1e-5", async () => {
+// Probabilities within 1.5e-6 of HF's: the worst measured on lavapipe (GPU and float64 reference,
+// whose inputs HF's cases round) is 2.2e-7, 7x below (the bound was 1e-5).
+const PROB_TOL = 1.5e-6;
+// Logprobs are a logit minus a log-sum-exp in f32: the worst measured is 3.7e-7 at |logprob| up
+// to 6.3, 8x below (the bound was 1e-4).
+const LOGPROB_TOL = 3e-6;
+
+Deno.test("every shared sampling case: GPU and float64 reference distributions match HF within 1.5e-6", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const sampler = new Sampler(device, fixture.cases.length, V);
@@ -45,12 +52,12 @@ Deno.test("every shared sampling case: GPU and float64 reference distributions m
       assertClose(
         referenceDistribution(c.logits, c.options, history(c)),
         c.probs,
-        1e-5,
+        PROB_TOL,
         0,
         `${what} (reference)`,
       );
       if (c.options.top_k === 1) return; // greedy: no distribution is written
-      assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, 1e-5, 0, `${what} (GPU)`);
+      assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, PROB_TOL, 0, `${what} (GPU)`);
     });
     sampler.destroy();
   });
@@ -82,7 +89,7 @@ Deno.test("sampler over an external token store: penalties count the tokens wher
       if (c.options.top_k === 1) return;
       const o = c.options;
       if ((o.repetition_penalty ?? 1) !== 1 || (o.frequency_penalty ?? 0) !== 0) penalised++;
-      assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, 1e-5, 0, `case ${i} (store)`);
+      assertClose(probs!.subarray(i * V, (i + 1) * V), c.probs, PROB_TOL, 0, `case ${i} (store)`);
     });
     ok(penalised > 0, "some case has penalties, so the store's contents matter");
     sampler.destroy();
@@ -175,7 +182,7 @@ Deno.test("greedy argmax on odd vocab sizes, ties to the lowest id; logprobs and
       equal(r.tokens[1], best);
       if (vocab > 2) equal(best, vocab - 2);
       const lp = rawLogprobs(f32);
-      assertClose([r.logprobs[0]!], [lp[best]!], 1e-4, 0, "chosen logprob");
+      assertClose([r.logprobs[0]!], [lp[best]!], LOGPROB_TOL, 0, "chosen logprob");
       const order = [...lp.keys()].sort((a, b) => lp[b]! - lp[a]! || a - b).slice(
         0,
         Math.min(5, vocab),
@@ -184,7 +191,7 @@ Deno.test("greedy argmax on odd vocab sizes, ties to the lowest id; logprobs and
       assertClose(
         r.topLogprobs.subarray(0, order.length),
         order.map((i) => lp[i]!),
-        1e-4,
+        LOGPROB_TOL,
         0,
         "top logprobs",
       );
@@ -218,11 +225,12 @@ Deno.test("a mixed batch: allowed and banned tokens, frequency and presence pena
     const f32 = Float64Array.from(Float32Array.from(raw));
     seqs.forEach((s, i) => {
       const ref = referenceDistribution(f32, s, s.history);
+      // The worst error measured on lavapipe takes 13 % of this bound (it was 2e-6 + 1e-4·|ref|).
       assertClose(
         r.probs!.subarray(i * vocab, (i + 1) * vocab),
         ref,
-        2e-6,
-        1e-4,
+        1.5e-7,
+        5e-7,
         `seq ${i} distribution`,
       );
       equal(r.tokens[i], referenceDraw(ref, s.u!), `seq ${i} draw`);
