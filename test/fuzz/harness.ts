@@ -8,8 +8,8 @@
  *   fuzzer's corpus holds an input that stands for it; any new class fails the run, and its
  *   first input per throwing function is written to `test/artifacts/fuzz/<corpus>.jsonl`;
  * - a library crash (`TypeError`, `RangeError`, `ReferenceError`: the library did not expect the
- *   input) is a class of its own per Kiln function it came through (`... threw TypeError via
- *   chat.ts new ChatTemplate`). Kiln validates what the library cannot take (a crash class is
+ *   input) is a class of its own per Kiln file it came through (`... threw TypeError via
+ *   chat.ts`). Kiln validates what the library cannot take (a crash class is
  *   fixed there, its inputs kept in the corpus as Kiln's refusals); a crash Kiln cannot prevent
  *   without parsing the format itself stays in the corpus with a note saying why;
  * - every corpus input is replayed first and must give the outcome recorded with it.
@@ -32,8 +32,8 @@ import { corpusLine, readCorpus, writeFindings } from "./corpus.ts";
 import { fuzzScale, fuzzSeed, rng } from "./fuzz.ts";
 import { classify, libraryClass, type Outcome, outcomeLabel } from "./outcome.ts";
 
-// Deep enough that the Kiln function a library error came through is on its stack.
-Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 64);
+// Deep enough that the Kiln file a library error came through is on its stack.
+Error.stackTraceLimit = Math.max(Error.stackTraceLimit, 200);
 
 /** One fuzzer. */
 export interface FuzzTarget<T> {

@@ -90,7 +90,7 @@ Deno.test("harness: a library class fails unless the corpus stands for it; a cha
   );
 });
 
-Deno.test("outcomes name the library and the Kiln function a crash came through", () => {
+Deno.test("outcomes name the library and the Kiln file a crash came through", () => {
   let jinja: unknown;
   try {
     new Template("{% for x in y %}");
@@ -99,7 +99,7 @@ Deno.test("outcomes name the library and the Kiln function a crash came through"
   }
   const o = classify(EngineError.fromLibrary("@huggingface/jinja", "chat template", jinja));
   ok(o.kind === "refused" && o.by === "@huggingface/jinja", JSON.stringify(o));
-  equal(libraryClass(o), "@huggingface/jinja threw TypeError via harness_test.ts <anonymous>");
+  equal(libraryClass(o), "@huggingface/jinja threw TypeError via harness_test.ts");
   equal(outcomeLabel(classify(invalid())), "InvalidArgument (Kiln)");
   equal(outcomeLabel(classify(undefined, true)), "accepted");
   const thrown = classify(new RangeError("x"));

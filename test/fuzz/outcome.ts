@@ -6,8 +6,9 @@
  * Who threw is read from the stack of the innermost error of the `cause` chain: its first frame
  * in `node_modules/<package>/` names the library; a platform function called from Kiln's code
  * (`JSON.parse`, `TextDecoder.decode`) is named as such; a frame in Kiln's own code is `Kiln code`
- * (a bug in Kiln that a catch-all wrapper turned into a refusal). The first Kiln frame below is
- * the Kiln function the error came through.
+ * (a bug in Kiln that a catch-all wrapper turned into a refusal). The file of the first Kiln
+ * frame below is where the error came through (a file, as V8 names the same function's frame
+ * differently once it is optimized).
  */
 import { EngineError, type ErrorType } from "../../src/contract/errors.ts";
 
@@ -24,7 +25,7 @@ export type Outcome =
     name: string;
     /** The function that threw, in the library or platform (`new BPE`), if known. */
     site: string;
-    /** The Kiln function the error came through, if known. */
+    /** The Kiln file the error came through, if known. */
     via: string;
     message: string;
   }
@@ -44,7 +45,8 @@ function frames(stack: string): Frame[] {
     const m = /^\s+at (?:async )?(?:(.*?) \((.*)\)|(.*))$/.exec(line);
     if (!m) continue;
     const file = (m[2] ?? m[3] ?? "").replace(/:\d+:\d+$/, "");
-    out.push({ fn: m[1], file });
+    // V8 names a constructor's frame `new X` or, once optimized, `X`: one name for both.
+    out.push({ fn: m[1]?.replace(/^new /, ""), file });
   }
   return out;
 }
@@ -58,11 +60,11 @@ export interface Origin {
   by: string;
   /** The function that threw (`parseAny`). */
   site: string;
-  /** The Kiln function the error came through (`chat.ts new ChatTemplate`), if on the stack. */
+  /** The Kiln file the error came through (`chat.ts`), if on the stack. */
   via: string;
 }
 
-/** Who threw `error`, in which function, and through which Kiln function, from its stack. */
+/** Who threw `error`, in which function, and through which Kiln file, from its stack. */
 export function thrower(error: unknown): Origin {
   if (!(error instanceof Error)) return { by: "unknown", site: "", via: "" };
   let origin: { by: string; site: string } | undefined;
@@ -74,7 +76,7 @@ export function thrower(error: unknown): Origin {
     } else if (isNative(f.file)) {
       native ??= f.fn ?? f.file;
     } else {
-      const via = `${f.file.split("/").at(-1)} ${f.fn ?? "<anonymous>"}`;
+      const via = f.file.split("/").at(-1)!;
       if (origin !== undefined) return { ...origin, via };
       return native !== undefined
         ? { by: native, site: native, via }
@@ -108,9 +110,9 @@ export function classify(thrown: unknown, returned = false): Outcome {
 /**
  * The class a library refusal is counted under, or undefined for an acceptance or Kiln's own
  * refusal: `@huggingface/jinja threw SyntaxError` for an error the library means to throw; for a
- * crash (see {@linkcode CRASH_NAMES}) also the Kiln function it came through, as one library may
- * crash on different inputs in different calls (`... threw TypeError via chat.ts new
- * ChatTemplate`).
+ * crash (see {@linkcode CRASH_NAMES}) also the Kiln file it came through, as one library may
+ * crash on different inputs in different calls (`... threw TypeError via chat.ts`: parsing a
+ * template; via `template_budget.ts`: rendering one).
  */
 export function libraryClass(o: Outcome): string | undefined {
   if (o.kind === "accepted" || (o.kind === "refused" && o.by === "Kiln")) return undefined;
