@@ -121,24 +121,25 @@ const COMPONENTS: Record<string, string> = {
 /** Deeper than any real tokenizer nests its components' settings. */
 const MAX_DEPTH = 32;
 
-/** Every `type` in a component's settings a string, a `Sequence`'s list a list of objects. */
-function checkSettings(v: unknown, list: string, path: string, depth: number): void {
+/** Settings nested no deeper than {@linkcode MAX_DEPTH} (the library walks some of them). */
+function checkDepth(v: unknown, path: string, depth: number): void {
   if (depth > MAX_DEPTH) {
     throw refuse("tokenizer.json", `${path}: nested more than ${MAX_DEPTH} deep`);
   }
-  if (Array.isArray(v)) {
-    v.forEach((x, i) => checkSettings(x, list, `${path}[${i}]`, depth + 1));
-    return;
+  if (typeof v !== "object" || v === null) return;
+  for (const x of Object.values(v)) checkDepth(x, path, depth + 1);
+}
+
+/** A component: `{type, ...}` with a string type; a `Sequence`'s list, components too. */
+function checkComponent(v: unknown, list: string, path: string): void {
+  if (!isJson(v) || typeof v.type !== "string") {
+    throw bad(path, "an object with a string type", v);
   }
-  if (!isJson(v)) return;
-  if ("type" in v && typeof v.type !== "string") throw bad(`${path}.type`, "a string", v.type);
   if (v.type === "Sequence") {
     const items = v[list];
-    if (!Array.isArray(items) || !items.every(isJson)) {
-      throw bad(`${path}.${list}`, "a list of objects", items);
-    }
+    if (!Array.isArray(items)) throw bad(`${path}.${list}`, "a list", items);
+    items.forEach((x, i) => checkComponent(x, list, `${path}.${list}[${i}]`));
   }
-  for (const [k, x] of Object.entries(v)) checkSettings(x, list, `${path}.${k}`, depth + 1);
 }
 
 /** `normalizer`, `pre_tokenizer`, `post_processor`, `decoder`: each null or `{type, ...}`. */
@@ -146,10 +147,8 @@ export function checkComponents(json: Json): void {
   for (const [name, list] of Object.entries(COMPONENTS)) {
     const v = json[name];
     if (v === undefined || v === null) continue; // absent: the library says it is required
-    if (!isJson(v) || typeof v.type !== "string") {
-      throw bad(name, "null or an object with a string type", v);
-    }
-    checkSettings(v, list, name, 0);
+    checkDepth(v, name, 0);
+    checkComponent(v, list, name);
   }
 }
 
