@@ -52,8 +52,9 @@ export interface FuzzTarget<T> {
   /** Most runs in `npm test` (times `KILN_FUZZ_SCALE`; default 5,000). */
   runs?: number;
   /**
-   * A hang guard: a run fails past this many ms or 1,000 times the warm-up's median run,
-   * whichever is longer (default 2,000).
+   * A hang guard: a run past this many ms or 1,000 times the warm-up's median run, whichever is
+   * longer (default 2,000), is run again; it fails when it is that slow again (a stall of a
+   * loaded machine is printed, not failed).
    */
   hangMs?: number;
   /** Most the heap may grow per run on average after the warm-up (default 4 KiB). */
@@ -73,6 +74,8 @@ export interface FuzzReport {
   heapPerRun: number | undefined;
   /** Failures: corpus replays that changed, crashes, new classes, wrong kinds, hangs. */
   failures: string[];
+  /** Runs past the hang guard that were quick when run again (the machine stalled). */
+  stalls: string[];
 }
 
 let gcFn: (() => void) | undefined;
@@ -169,9 +172,12 @@ function summary(name: string, rep: FuzzReport, replayed: number, ms: number, bo
     ? "heap not measured (too few runs)"
     : `heap ${rep.heapPerRun >= 0 ? "+" : ""}${Math.round(rep.heapPerRun)} B/run (bound ${bound})`;
   const total = rep.runs - rep.accepted;
+  const stalls = rep.stalls.length === 0
+    ? ""
+    : `; past the hang guard but quick again (a stall): ${rep.stalls.join(", ")}`;
   return `${name}: seed ${rep.seed} (KILN_FUZZ_SEED=${rep.seed} replays it), ${replayed} corpus ` +
     `inputs replayed, ${rep.runs} runs in ${ms} ms: ${rep.accepted} accepted, ${total} refused ` +
-    `(${kinds}); refused by: ${by.join("; ") || "none"}; ${heap}`;
+    `(${kinds}); refused by: ${by.join("; ") || "none"}; ${heap}${stalls}`;
 }
 
 /**
@@ -192,6 +198,7 @@ export async function fuzz<T>(target: FuzzTarget<T>): Promise<FuzzReport> {
     by: new Map(),
     heapPerRun: undefined,
     failures: [],
+    stalls: [],
   };
   const findings = new Map<string, string>();
   for (const [i, entry] of corpus.entries()) {
@@ -220,7 +227,15 @@ export async function fuzz<T>(target: FuzzTarget<T>): Promise<FuzzReport> {
     const took = performance.now() - t0;
     const where = `seed ${seed} run ${rep.runs}`;
     tally(rep, o);
-    const slow = took > hangMs ? `took ${Math.round(took)} ms (a hang?)` : undefined;
+    let slow: string | undefined;
+    if (took > hangMs) {
+      // A hang comes from the input and comes back; a stall of a loaded machine does not.
+      const t1 = performance.now();
+      await attempt(target, input);
+      const again = performance.now() - t1;
+      if (again > hangMs) slow = `took ${Math.round(took)} ms, and ${Math.round(again)} again`;
+      else rep.stalls.push(`run ${rep.runs}: ${Math.round(took)} ms, ${Math.round(again)} again`);
+    }
     const why = slow ?? verdict(o, target.expect, known);
     const key = slow !== undefined
       ? "hang"

@@ -1,7 +1,7 @@
 /**
  * The fuzz harness itself: each of its checks fails when it should (a leak, an error that is not
- * an EngineError, a wrong kind, a library class the corpus does not stand for, a corpus input
- * whose outcome changed), and the classification and corpus format hold.
+ * an EngineError, a wrong kind, an input that hangs, a library class the corpus does not stand
+ * for, a corpus input whose outcome changed), and the classification and corpus format hold.
  */
 import { deepEqual, equal, ok, rejects } from "node:assert/strict";
 import { Template } from "@huggingface/jinja";
@@ -70,6 +70,25 @@ Deno.test("harness: an error that is not an EngineError, or of another kind, fai
       },
     }),
     /refused as Cancelled, expected InvalidArgument/,
+  );
+});
+
+Deno.test("harness: an input that hangs fails (it is slow again when run again)", async () => {
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) { /* an input that takes 2.5 times the guard, each time */ }
+  };
+  let made = 0;
+  await rejects(
+    fuzz({
+      name: "hang",
+      expect: ["InvalidArgument"],
+      ...quick,
+      hangMs: 100,
+      generate: () => ++made === 30, // run 30 hangs
+      run: (hangs: boolean) => hangs ? busy(250) : undefined,
+    }),
+    /took \d+ ms, and \d+ again/,
   );
 });
 
