@@ -9,9 +9,9 @@
  *   first input per throwing function is written to `test/artifacts/fuzz/<corpus>.jsonl`;
  * - a library crash (`TypeError`, `RangeError`, `ReferenceError`: the library did not expect the
  *   input) is a class of its own per Kiln file it came through (`... threw TypeError via
- *   chat.ts`). Kiln validates what the library cannot take (a crash class is
- *   fixed there, its inputs kept in the corpus as Kiln's refusals); a crash Kiln cannot prevent
- *   without parsing the format itself stays in the corpus with a note saying why;
+ *   chat.ts`). Kiln validates what the library cannot take (a crash class is fixed there, its
+ *   inputs kept in the corpus as Kiln's refusals); a crash Kiln cannot prevent without parsing
+ *   the format itself stays in the corpus with a note saying why;
  * - every corpus input is replayed first and must give the outcome recorded with it.
  *
  * Each run of the test suite draws a fresh seed and prints it; `KILN_FUZZ_SEED=N` replays one.
@@ -19,7 +19,7 @@
  * Heap: the heap after a full GC is sampled after the warm-up and at 4, 16... times its runs;
  * growth per run is measured over the second half of the runs (so that what is allocated once,
  * compiled code or a library's tables, does not count) and must stay under `heapPerRunBytes`
- * (default 4 KiB). Measured on a shared 2-core CPU, the fuzzers grow by -1 to ~200 B per run;
+ * (default 4 KiB). Measured on a shared 2-core CPU, the fuzzers grow by -1 to ~300 B per run;
  * GGUF headers, with only 200 to 400 runs in `npm test`, by up to ~2.1 KiB (still warming up: 28
  * B per run over 1,100 runs at `KILN_FUZZ_SCALE=5`), so their bound is 16 KiB. A leak of 100 KiB
  * per run fails either bound by far (`harness_test.ts` checks that it does).
