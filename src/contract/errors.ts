@@ -80,6 +80,24 @@ export class EngineError extends Error {
     return new EngineError(type, typeof error === "string" ? error : describe(error, 200));
   }
 
+  /**
+   * `InvalidArgument` for input a library threw on: the message names the library and the
+   * error's class (`tokenizer.json: @huggingface/tokenizers threw TypeError: ...`) and `cause`
+   * keeps the error, so that it can be told apart from Kiln's own validation. An `EngineError`
+   * (Kiln's own, thrown from a callback the library called) is returned as it is.
+   *
+   * @param library The library's package name.
+   * @param where What was being read or done (`tokenizer.json`, `chat template`).
+   * @param error What the library threw.
+   */
+  static fromLibrary(library: string, where: string, error: unknown): EngineError {
+    if (error instanceof EngineError) return error;
+    const what = error instanceof Error
+      ? `${error.name}: ${error.message}`
+      : `a thrown ${describe(error, 200)}`;
+    return EngineError.invalidArgument(`${where}: ${library} threw ${what}`, error);
+  }
+
   /** The plain-data form, so `JSON.stringify` keeps type, message, stack and cause. */
   toJSON(): SerializedError {
     return serializeError(this);

@@ -150,7 +150,7 @@ export function parseRequest(json: string | unknown): PreprocessedRequest {
     try {
       value = JSON.parse(json);
     } catch (e) {
-      throw EngineError.invalidArgument(`request: not valid JSON (${(e as Error).message})`);
+      throw EngineError.invalidArgument(`request: not valid JSON (${(e as Error).message})`, e);
     }
   }
   const obj = object(value, "request");
@@ -282,7 +282,7 @@ export function parseOutput(json: string | unknown): LLMEngineOutput {
     try {
       value = JSON.parse(json);
     } catch (e) {
-      throw EngineError.invalidArgument(`output: not valid JSON (${(e as Error).message})`);
+      throw EngineError.invalidArgument(`output: not valid JSON (${(e as Error).message})`, e);
     }
   }
   const obj = object(value, "output");

@@ -174,7 +174,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
     try {
       c = JSON.parse(json);
     } catch (e) {
-      throw EngineError.invalidArgument(`config.json: not valid JSON (${(e as Error).message})`);
+      throw EngineError.invalidArgument(`config.json: not valid JSON (${(e as Error).message})`, e);
     }
   }
   if (typeof c !== "object" || c === null || Array.isArray(c)) {

@@ -29,8 +29,8 @@ export interface TensorInfo {
 const DTYPES: Record<string, WeightDtype> = { F32: "f32", F16: "f16", BF16: "bf16" };
 const MAX_HEADER = 100 * 1024 * 1024;
 
-function corrupt(file: string, why: string): EngineError {
-  return EngineError.invalidArgument(`${file}: ${why}`);
+function corrupt(file: string, why: string, cause?: unknown): EngineError {
+  return EngineError.invalidArgument(`${file}: ${why}`, cause);
 }
 
 /** A tensor name for a message: as it is when short and printable, else quoted and cut. */
@@ -60,7 +60,7 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
       new TextDecoder("utf-8", { fatal: true }).decode(await source.read(8, headerLen)),
     );
   } catch (e) {
-    throw corrupt(file, `header is not valid JSON (${(e as Error).message})`);
+    throw corrupt(file, `header is not valid JSON (${(e as Error).message})`, e);
   }
   if (typeof header !== "object" || header === null || Array.isArray(header)) {
     throw corrupt(file, "header is not a JSON object");
@@ -191,7 +191,7 @@ function weightMap(bytes: Uint8Array): Record<string, string> {
   try {
     json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch (e) {
-    throw EngineError.invalidArgument(`${INDEX}: not valid JSON (${(e as Error).message})`);
+    throw EngineError.invalidArgument(`${INDEX}: not valid JSON (${(e as Error).message})`, e);
   }
   const map = typeof json === "object" && json !== null && !Array.isArray(json)
     ? (json as Record<string, unknown>).weight_map

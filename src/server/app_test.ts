@@ -7,6 +7,7 @@ import { ABORT_FINISH } from "./app.ts";
 import { clip } from "./errors.ts";
 import { keyMatches } from "./guard.ts";
 import { mockServer } from "../../test/support/server.ts";
+import { firstChunks } from "../../test/support/streams.ts";
 
 const json = { "content-type": "application/json" };
 const body = (extra: Record<string, unknown>) =>
@@ -56,6 +57,8 @@ Deno.test("drain: /health 503 at once, new requests 503, a stream in flight runs
 
 Deno.test("drain deadline: streams and whole responses are cut with finish_reason abort", async () => {
   const s = await mockServer({}, { delayMs: 20 });
+  // Both requests in flight, each with a token made: 899 still to come, at 20 ms or more each.
+  const bothStarted = firstChunks(s.engine, 2);
   try {
     const stream = fetch(new URL("/v1/completions", s.url), {
       method: "POST",
@@ -72,7 +75,7 @@ Deno.test("drain deadline: streams and whole responses are cut with finish_reaso
         ignore_eos: true,
       }),
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await bothStarted;
     equal(s.server.inFlight, 2);
     const { cut } = await s.server.drain(300);
     equal(cut, 2);

@@ -7,6 +7,8 @@ import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { type RenderBudget, renderWithBudget } from "./template_budget.ts";
 
+const JINJA = "@huggingface/jinja";
+
 export { DEFAULT_RENDER_BUDGET, type RenderBudget } from "./template_budget.ts";
 
 /** One message of a conversation. */
@@ -43,7 +45,7 @@ export class ChatTemplate {
     try {
       this.#template = new Template(source);
     } catch (e) {
-      throw EngineError.invalidArgument(`chat template: ${(e as Error).message}`, e);
+      throw EngineError.fromLibrary(JINJA, "chat template", e);
     }
   }
 
@@ -82,7 +84,7 @@ export class ChatTemplate {
 
   /**
    * Render a conversation within the template's budget: over budget is `ResourceExhausted`, a
-   * template that throws is `InvalidArgument` with its message.
+   * template that throws is `InvalidArgument` with its message (the library's error as `cause`).
    */
   render(
     messages: readonly ChatMessage[],
@@ -96,9 +98,7 @@ export class ChatTemplate {
         add_generation_prompt: addGenerationPrompt,
       }, this.budget);
     } catch (e) {
-      if (e instanceof EngineError) throw e;
-      const why = e instanceof Error ? e.message : describe(e);
-      throw EngineError.invalidArgument(`chat template: ${why}`, e);
+      throw EngineError.fromLibrary(JINJA, "chat template", e);
     }
   }
 }

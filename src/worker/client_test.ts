@@ -6,6 +6,7 @@ import { formatReport, runConformanceReport } from "../conformance/kit.ts";
 import { WorkerEngine } from "./client.ts";
 import { MODELS } from "../../test/support/models.ts";
 import { checkCancellation } from "../../test/support/cancel_checks.ts";
+import { watch } from "../../test/support/streams.ts";
 
 const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
 const options = { model: { kind: "dir" as const, path: fortune, name: "fortune" }, kvBlocks: 64 };
@@ -16,7 +17,7 @@ function request(prompt: number[], maxTokens = 6): PreprocessedRequest {
   return {
     model: "fortune",
     token_ids: prompt,
-    stop_conditions: { max_tokens: maxTokens },
+    stop_conditions: { max_tokens: maxTokens, ignore_eos: true },
     sampling_options: { temperature: 0 },
     output_options: {},
     eos_token_ids: [],
@@ -89,11 +90,12 @@ Deno.test("a dying worker ends open streams with Disconnected; a new WorkerEngin
     });
   const e = new WorkerEngine(crashing, options);
   await e.start(0n);
-  const stream = collect(e.generate(request([256, 72], 500), new RequestContext()));
-  await new Promise((r) => setTimeout(r, 200));
+  // Mid-stream: crash at the first chunk, with far more tokens still to come.
+  const stream = watch(e.generate(request([256, 72], 900), new RequestContext()));
+  await stream.first;
   worker!.postMessage("crash");
   await rejects(
-    stream,
+    stream.done,
     (err: unknown) => err instanceof EngineError && err.type === "Disconnected",
   );
   await rejects(
@@ -119,12 +121,16 @@ Deno.test("a worker terminated without an event is caught by the heartbeat: stre
   await e.start(0n);
   const streams = Array.from(
     { length: 8 },
-    (_, i) => collect(e.generate(request([256, 65 + i], 400), new RequestContext())),
+    (_, i) => watch(e.generate(request([256, 65 + i], 900), new RequestContext())),
   );
-  await new Promise((r) => setTimeout(r, 300));
+  // Mid-stream: every stream has yielded a chunk (or one failed, which fails the test).
+  await Promise.race([
+    Promise.all(streams.map((s) => s.first)),
+    Promise.all(streams.map((s) => s.done)),
+  ]);
   worker!.terminate(); // no error event reaches the engine: only the heartbeat can tell
   for (const s of streams) {
-    await rejects(s, (err: unknown) => {
+    await rejects(s.done, (err: unknown) => {
       ok(err instanceof EngineError && err.type === "Disconnected", String(err));
       ok(/stopped answering/.test(err.message), err.message);
       return true;

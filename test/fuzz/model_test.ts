@@ -1,8 +1,9 @@
-/** Fuzzed config.json, safetensors headers and sharded indexes give `EngineError`s only. */
+/** Fuzzed config.json, safetensors headers and sharded indexes give `InvalidArgument` only. */
 import { parseConfig } from "../../src/model/config.ts";
 import { readCheckpoint, readSafetensorsHeader } from "../../src/model/safetensors.ts";
 import { blobSource } from "../../src/model/source.ts";
-import { fuzz, mutateBytes, mutateJson } from "./fuzz.ts";
+import { mutateBytes, mutateJson } from "./fuzz.ts";
+import { fuzz } from "./harness.ts";
 
 const CONFIG = {
   architectures: ["LlamaForCausalLM"],
@@ -50,31 +51,39 @@ function safetensors(header: unknown, data: Uint8Array, length?: number): Uint8A
 const source = (bytes: Uint8Array<ArrayBuffer>, name: string) =>
   blobSource(new Blob([bytes]), name);
 
-Deno.test("fuzzed config.json: parseConfig gives EngineErrors only", async () => {
-  await fuzz("config.json", { seed: 0x636f_6e66 }, (r) => {
-    parseConfig(
+Deno.test("fuzzed config.json: parseConfig refuses with InvalidArgument", async () => {
+  await fuzz({
+    name: "config.json",
+    corpus: "config_json",
+    expect: ["InvalidArgument"],
+    generate: (r) =>
       r() < 0.3
         ? new TextDecoder().decode(mutateBytes(encode(CONFIG), r))
         : mutateJson(CONFIG, r, [16, 100, "llama", "linear", "default", 2]),
-    );
+    run: (input: unknown) => parseConfig(input),
   });
 });
 
-Deno.test("fuzzed safetensors headers: readSafetensorsHeader gives EngineErrors only", async () => {
+Deno.test("fuzzed safetensors headers: readSafetensorsHeader refuses with InvalidArgument", async () => {
   const data = new Uint8Array(24);
   const base = safetensors(HEADER, data);
-  await fuzz("safetensors header", { seed: 0x7361_6665 }, async (r) => {
-    const kind = r();
-    const bytes = kind < 0.5
-      ? safetensors(mutateJson(HEADER, r, EXTRA), data)
-      : kind < 0.6
-      ? safetensors(HEADER, data, Math.floor(r() * 2 ** 40))
-      : mutateBytes(base, r);
-    await readSafetensorsHeader(source(bytes, "f.safetensors"));
+  await fuzz({
+    name: "safetensors header",
+    corpus: "safetensors_header",
+    expect: ["InvalidArgument"],
+    generate: (r) => {
+      const kind = r();
+      return kind < 0.5
+        ? safetensors(mutateJson(HEADER, r, EXTRA), data)
+        : kind < 0.6
+        ? safetensors(HEADER, data, Math.floor(r() * 2 ** 40))
+        : mutateBytes(base, r);
+    },
+    run: (bytes: Uint8Array<ArrayBuffer>) => readSafetensorsHeader(source(bytes, "f.safetensors")),
   });
 });
 
-Deno.test("fuzzed sharded indexes: readCheckpoint gives EngineErrors only", async () => {
+Deno.test("fuzzed sharded indexes: readCheckpoint refuses with InvalidArgument", async () => {
   const shard = (names: string[], off = 0) =>
     safetensors(
       Object.fromEntries(names.map((n, i) => [n, {
@@ -92,14 +101,20 @@ Deno.test("fuzzed sharded indexes: readCheckpoint gives EngineErrors only", asyn
     metadata: { total_size: 12 },
     weight_map: { a: "s1.safetensors", b: "s1.safetensors", c: "s2.safetensors" },
   };
-  await fuzz("sharded index", { seed: 0x696e_6478 }, async (r) => {
-    const index = r() < 0.3 ? mutateBytes(encode(INDEX), r) : encode(mutateJson(INDEX, r, EXTRA));
-    const files: Record<string, Uint8Array<ArrayBuffer>> = {
-      ...shards,
-      "model.safetensors.index.json": index,
-    };
-    await readCheckpoint((name) =>
-      Promise.resolve(Object.hasOwn(files, name) ? source(files[name]!, name) : undefined)
-    );
+  await fuzz({
+    name: "sharded index",
+    corpus: "sharded_index",
+    expect: ["InvalidArgument"],
+    generate: (r) =>
+      r() < 0.3 ? mutateBytes(encode(INDEX), r) : encode(mutateJson(INDEX, r, EXTRA)),
+    run: (index: Uint8Array<ArrayBuffer>) => {
+      const files: Record<string, Uint8Array<ArrayBuffer>> = {
+        ...shards,
+        "model.safetensors.index.json": index,
+      };
+      return readCheckpoint((name) =>
+        Promise.resolve(Object.hasOwn(files, name) ? source(files[name]!, name) : undefined)
+      );
+    },
   });
 });

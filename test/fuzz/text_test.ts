@@ -1,7 +1,12 @@
-/** Fuzzed tokenizer files, tokenizer configs and chat templates give `EngineError`s only. */
+/**
+ * Fuzzed tokenizer files, tokenizer configs and chat templates give `InvalidArgument` (or
+ * `ResourceExhausted` past a chat template's budget) only; `@huggingface/tokenizers` and
+ * `@huggingface/jinja` errors only of the classes their corpora stand for.
+ */
 import { blobSource, type ModelFiles } from "../../src/model/source.ts";
 import { encodeChat, loadText } from "../../src/text/load.ts";
-import { fuzz, mutateBytes, mutateJson } from "./fuzz.ts";
+import { mutateBytes, mutateJson } from "./fuzz.ts";
+import { fuzz } from "./harness.ts";
 
 const TOKENIZER = {
   version: "1.0",
@@ -50,30 +55,44 @@ function files(entries: Record<string, Uint8Array<ArrayBuffer>>): ModelFiles {
   };
 }
 
-Deno.test("fuzzed tokenizer files and configs: loadText, encode, decode, chat give EngineErrors only", async () => {
-  await fuzz("tokenizer files", { seed: 0x746f_6b6e, runMs: 3000 }, async (r) => {
-    const base = [TOKENIZER, UNIGRAM, BYTES][Math.floor(r() * 3)]!;
-    const entries: Record<string, Uint8Array<ArrayBuffer>> = {
-      "tokenizer.json": encode(base),
-      "tokenizer_config.json": encode(CONFIG),
-      "generation_config.json": encode(GENERATION),
-    };
-    const names = Object.keys(entries);
-    const target = names[Math.floor(r() * names.length)]!;
-    const original = { "tokenizer.json": base, "tokenizer_config.json": CONFIG }[target] ??
-      GENERATION;
-    entries[target] = r() < 0.3
-      ? mutateBytes(entries[target]!, r)
-      : encode(mutateJson(original, r, EXTRA));
-    const text = await loadText(files(entries));
-    for (const s of ["ab ba", "", "a\u0000b 🙂"]) {
-      const ids = text.tokenizer.encode(s);
-      text.tokenizer.decode(ids);
-      text.tokenizer.decode(ids, { skipSpecial: true });
-    }
-    text.chat.budget.maxSteps = 20_000;
-    text.chat.budget.timeoutMs = 500;
-    encodeChat(text, [{ role: "user", content: "ab" }, { role: "assistant", content: "b" }]);
+type Files = Record<string, Uint8Array<ArrayBuffer>>;
+
+/** Three files, one of them mutated. */
+function tokenizerFiles(r: () => number): Files {
+  const base = [TOKENIZER, UNIGRAM, BYTES][Math.floor(r() * 3)]!;
+  const entries: Files = {
+    "tokenizer.json": encode(base),
+    "tokenizer_config.json": encode(CONFIG),
+    "generation_config.json": encode(GENERATION),
+  };
+  const names = Object.keys(entries);
+  const target = names[Math.floor(r() * names.length)]!;
+  const original = { "tokenizer.json": base, "tokenizer_config.json": CONFIG }[target] ??
+    GENERATION;
+  entries[target] = r() < 0.3
+    ? mutateBytes(entries[target]!, r)
+    : encode(mutateJson(original, r, EXTRA));
+  return entries;
+}
+
+Deno.test("fuzzed tokenizer files and configs: loadText, encode, decode, chat refuse with InvalidArgument", async () => {
+  await fuzz({
+    name: "tokenizer files",
+    corpus: "tokenizer_files",
+    expect: ["InvalidArgument", "ResourceExhausted"],
+    hangMs: 3000,
+    generate: tokenizerFiles,
+    run: async (entries: Files) => {
+      const text = await loadText(files(entries));
+      for (const s of ["ab ba", "", "a\u0000b 🙂"]) {
+        const ids = text.tokenizer.encode(s);
+        text.tokenizer.decode(ids);
+        text.tokenizer.decode(ids, { skipSpecial: true });
+      }
+      text.chat.budget.maxSteps = 20_000;
+      text.chat.budget.timeoutMs = 500;
+      encodeChat(text, [{ role: "user", content: "ab" }, { role: "assistant", content: "b" }]);
+    },
   });
 });
 
@@ -92,22 +111,35 @@ const SNIPPETS = [
   "{{ x.y.z() }}",
 ];
 
-Deno.test("fuzzed chat templates: rendering gives a string or an EngineError, within budget", async () => {
-  const base = new TextEncoder().encode(CONFIG.chat_template[0]!.template);
-  await fuzz("chat template", { seed: 0x6a69_6e6a, runMs: 1500 }, async (r) => {
-    let source = r() < 0.5
-      ? new TextDecoder().decode(mutateBytes(base, r))
-      : CONFIG.chat_template[0]!.template;
-    if (r() < 0.6) {
-      const at = Math.floor(r() * source.length);
-      const snippet = SNIPPETS[Math.floor(r() * SNIPPETS.length)]!;
-      source = source.slice(0, at) + snippet + source.slice(at);
-    }
-    const text = await loadText(files({
-      "tokenizer.json": encode(TOKENIZER),
-      "tokenizer_config.json": encode({ ...CONFIG, chat_template: source }),
-    }));
-    text.chat.budget.timeoutMs = 300;
-    encodeChat(text, [{ role: "user", content: "ab" }]);
+const TEMPLATE = CONFIG.chat_template[0]!.template;
+
+/** The template with bytes mutated, a hostile snippet spliced in, or both. */
+function template(r: () => number): string {
+  let source = r() < 0.5
+    ? new TextDecoder().decode(mutateBytes(new TextEncoder().encode(TEMPLATE), r))
+    : TEMPLATE;
+  if (r() < 0.6) {
+    const at = Math.floor(r() * source.length);
+    const snippet = SNIPPETS[Math.floor(r() * SNIPPETS.length)]!;
+    source = source.slice(0, at) + snippet + source.slice(at);
+  }
+  return source;
+}
+
+Deno.test("fuzzed chat templates: rendering gives a string, InvalidArgument or ResourceExhausted", async () => {
+  await fuzz({
+    name: "chat template",
+    corpus: "chat_template",
+    expect: ["InvalidArgument", "ResourceExhausted"],
+    hangMs: 1500,
+    generate: template,
+    run: async (source: string) => {
+      const text = await loadText(files({
+        "tokenizer.json": encode(TOKENIZER),
+        "tokenizer_config.json": encode({ ...CONFIG, chat_template: source }),
+      }));
+      text.chat.budget.timeoutMs = 300;
+      encodeChat(text, [{ role: "user", content: "ab" }]);
+    },
   });
 });

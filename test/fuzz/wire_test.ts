@@ -1,8 +1,9 @@
-/** Fuzzed Dynamo wire JSON: requests and output chunks parse or give an `EngineError`. */
+/** Fuzzed Dynamo wire JSON: requests and output chunks parse or give `InvalidArgument`. */
 import type { PreprocessedRequest } from "../../src/contract/types.ts";
 import { validateRequest } from "../../src/contract/validate.ts";
 import { parseOutput, parseRequest } from "../../src/contract/wire.ts";
-import { fuzz, mutateBytes, mutateJson } from "./fuzz.ts";
+import { mutateBytes, mutateJson } from "./fuzz.ts";
+import { fuzz } from "./harness.ts";
 
 const REQUEST = {
   model: "m",
@@ -51,16 +52,33 @@ const OUTPUT = {
 const encode = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const decode = (b: Uint8Array) => new TextDecoder().decode(b);
 
-Deno.test("fuzzed wire requests: parseRequest and validateRequest give EngineErrors only", async () => {
-  await fuzz("wire request", { seed: 0x7769_7265 }, (r) => {
-    const value = mutateJson(REQUEST, r);
-    if (r() < 0.5) validateRequest(value as PreprocessedRequest);
-    else parseRequest(r() < 0.3 ? decode(mutateBytes(encode(REQUEST), r)) : value);
+interface WireInput {
+  /** `validate`: validateRequest on a parsed value; `parse`: parseRequest on a value or text. */
+  op: "validate" | "parse";
+  value: unknown;
+}
+
+Deno.test("fuzzed wire requests: parseRequest and validateRequest refuse with InvalidArgument", async () => {
+  await fuzz({
+    name: "wire request",
+    corpus: "wire_request",
+    expect: ["InvalidArgument"],
+    generate: (r): WireInput => {
+      const value = mutateJson(REQUEST, r);
+      if (r() < 0.5) return { op: "validate", value };
+      return { op: "parse", value: r() < 0.3 ? decode(mutateBytes(encode(REQUEST), r)) : value };
+    },
+    run: ({ op, value }: WireInput) =>
+      op === "validate" ? validateRequest(value as PreprocessedRequest) : parseRequest(value),
   });
 });
 
-Deno.test("fuzzed wire outputs: parseOutput gives EngineErrors only", async () => {
-  await fuzz("wire output", { seed: 0x6f75_7470 }, (r) => {
-    parseOutput(r() < 0.3 ? decode(mutateBytes(encode(OUTPUT), r)) : mutateJson(OUTPUT, r));
+Deno.test("fuzzed wire outputs: parseOutput refuses with InvalidArgument", async () => {
+  await fuzz({
+    name: "wire output",
+    corpus: "wire_output",
+    expect: ["InvalidArgument"],
+    generate: (r) => r() < 0.3 ? decode(mutateBytes(encode(OUTPUT), r)) : mutateJson(OUTPUT, r),
+    run: (value: unknown) => parseOutput(value),
   });
 });

@@ -8,6 +8,9 @@ import { EngineMetrics, testHierarchy } from "../../metrics/engine_metrics.ts";
 import { MockEngine } from "./mock_engine.ts";
 import { mockToken, promptSeed } from "./tokens.ts";
 import { checkCancellation } from "../../../test/support/cancel_checks.ts";
+import { watch } from "../../../test/support/streams.ts";
+
+const ctx = () => new RequestContext();
 
 function request(overrides: Partial<PreprocessedRequest> = {}): PreprocessedRequest {
   return {
@@ -122,13 +125,18 @@ Deno.test("cancellation ends the stream with a terminal cancelled chunk; abort(c
   equal(rest[0]!.finish_reason, "cancelled");
   equal(rest[0]!.completion_usage?.completion_tokens, 1);
 
+  // abort(ctx) at the first chunk, 9,999 tokens (50 s at 5 ms) before the end.
   const ctx2 = new RequestContext();
-  const started2 = Date.now();
-  const pending = run(e, request({ stop_conditions: { max_tokens: 10000 } }), ctx2);
-  setTimeout(() => e.abort(ctx2), 20);
-  const { last } = await pending;
-  equal(last.finish_reason, "cancelled");
-  ok(Date.now() - started2 < 2000);
+  const pending = watch(
+    validateStream(e.generate(request({ stop_conditions: { max_tokens: 10000 } }), ctx2), {
+      promptTokens: 3,
+    }),
+  );
+  await pending.first;
+  await e.abort(ctx2);
+  const chunks = await pending.done;
+  equal(chunks.at(-1)!.finish_reason, "cancelled");
+  ok(chunks.flatMap((c) => c.token_ids).length < 10000);
   equal(e.usedBlocks, 0);
 });
 
@@ -178,19 +186,22 @@ Deno.test("a pre-aborted signal ends cancelled before any token; a consumer's br
 });
 
 Deno.test("drain stops admitting and waits for in-flight requests; cleanup cancels open streams", async () => {
+  // In flight: drained and cleaned up at the first chunk, with more tokens still to come.
   const e = await started({ delayMs: 2 });
-  const pending = run(e, request({ stop_conditions: { max_tokens: 20 } }));
-  await new Promise((r) => setTimeout(r, 5));
+  const pending = watch(e.generate(request({ stop_conditions: { max_tokens: 20 } }), ctx()));
+  await pending.first;
   const drained = e.drain();
   await rejects(run(e, request()), shutdown);
   await drained;
-  equal((await pending).last.finish_reason, "length");
+  const all = await pending.done;
+  equal(all.at(-1)!.finish_reason, "length");
+  equal(all.flatMap((c) => c.token_ids).length, 20, "the request in flight ran to its end");
 
   const e2 = await started({ delayMs: 2 });
-  const open = run(e2, request({ stop_conditions: { max_tokens: 10000 } }));
-  await new Promise((r) => setTimeout(r, 5));
+  const open = watch(e2.generate(request({ stop_conditions: { max_tokens: 10000 } }), ctx()));
+  await open.first;
   await e2.cleanup();
-  equal((await open).last.finish_reason, "cancelled");
+  equal((await open.done).at(-1)!.finish_reason, "cancelled");
 });
 
 Deno.test("fake KV blocks: events, prefix hits, gauges, and nothing left after requests end", async () => {

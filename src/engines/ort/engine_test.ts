@@ -67,29 +67,34 @@ Deno.test("OrtEngine (f32, WebGPU EP) gives WebGpuEngine's greedy and seeded tok
       );
       ok(Math.abs(c.log_probs![0]! - theirs.log_probs![0]!) < 1e-3, "chosen logprob");
     });
-    // Cancellation within a step: a step here takes hundreds of ms; the stream ends at once.
+    // Cancellation within a step: stopped while a step is in flight, the stream ends before
+    // that step returns (told by the gauges, reported after every step), not after it.
+    let reports = 0;
+    e.onGauges(() => reports++);
     const ctx = new RequestContext();
-    const times: number[] = [];
-    let stoppedAt = 0;
     const chunks = [];
+    let atStop: { runs: number; reports: number } | undefined;
+    const runs0 = e.steps.runs; // session.run calls so far, this test's other requests'
     for await (
-      const c of e.generate(request(bytes("Hi"), { stop_conditions: { max_tokens: 20 } }), ctx)
+      const c of e.generate(
+        request(bytes("Hi"), { stop_conditions: { max_tokens: 20, ignore_eos: true } }),
+        ctx,
+      )
     ) {
       chunks.push(c);
-      times.push(performance.now());
       if (chunks.length === 2) {
-        // Abort halfway through the third step.
-        setTimeout(() => (stoppedAt = performance.now(), ctx.stop()), (times[1]! - times[0]!) / 2);
+        // The loop started the next step before this chunk reached us.
+        atStop = { runs: e.steps.runs - runs0, reports };
+        ctx.stop();
       }
     }
     const last = chunks.at(-1)!;
     equal(last.finish_reason, "cancelled");
-    const step = times[1]! - times[0]!;
-    const latency = times.at(-1)! - stoppedAt;
-    ok(
-      latency < step / 4,
-      `cancelled ${latency.toFixed(0)} ms after abort; a step takes ${step.toFixed(0)} ms`,
-    );
+    equal(chunks.length, 3, "two tokens, then the cancelled chunk");
+    ok(atStop !== undefined);
+    equal(atStop.runs, 3, "the third step was in flight at the stop");
+    equal(reports, atStop.reports, "the stream ended before that step returned");
+    equal(e.steps.runs - runs0, 3, "and no step was started after it");
   } finally {
     await e.cleanup();
   }

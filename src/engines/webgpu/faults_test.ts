@@ -1,6 +1,7 @@
 /**
- * GPU device loss in the middle of eight streams: every stream ends with a typed error (none
- * hangs, none is lost), and the engine refuses what comes after instead of hanging.
+ * GPU device loss in the middle of eight streams (each has yielded a chunk, none can have ended):
+ * every stream ends with a typed error (none hangs, none is lost), and the engine refuses what
+ * comes after instead of hanging.
  */
 import { ok, rejects } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
@@ -8,7 +9,9 @@ import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { acquireGpu } from "../../gpu/device.ts";
 import { WebGpuEngine } from "./engine.ts";
+import { validateStream } from "../../contract/validate.ts";
 import { collect, FORTUNE, request } from "../../../test/support/fortune_engine.ts";
+import { watch } from "../../../test/support/streams.ts";
 
 Deno.test("device.destroy() mid-stream: all eight streams end with EngineShutdown; later requests too", async () => {
   // A device of its own: destroying the shared test device would break the other tests.
@@ -16,18 +19,30 @@ Deno.test("device.destroy() mid-stream: all eight streams end with EngineShutdow
   const engine = new WebGpuEngine({ files: dirFiles(FORTUNE), name: "fortune", gpu, kvBlocks: 64 });
   await engine.start(0n);
   try {
+    // Far more tokens than can be made between a stream's first chunk and the destroy below.
     const streams = Array.from(
       { length: 8 },
-      (_, i) => collect(engine, request([256, 65 + i], { stop_conditions: { max_tokens: 400 } })),
+      (_, i) =>
+        watch(validateStream(
+          engine.generate(
+            request([256, 65 + i], { stop_conditions: { max_tokens: 900, ignore_eos: true } }),
+            new RequestContext(),
+          ),
+          { promptTokens: 2 },
+        )),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Mid-stream: every stream has yielded a chunk (or one failed, which fails the test).
+    await Promise.race([
+      Promise.all(streams.map((s) => s.first)),
+      Promise.all(streams.map((s) => s.done)),
+    ]);
     gpu.device.destroy();
     const shutdown = (e: unknown) => {
       ok(e instanceof EngineError && e.type === "EngineShutdown", String(e));
       ok(/device lost/i.test(e.message), e.message);
       return true;
     };
-    for (const s of streams) await rejects(s, shutdown);
+    for (const s of streams) await rejects(s.done, shutdown);
     await rejects(
       collect(engine, request([256, 66]), new RequestContext()),
       (e: unknown) => e instanceof EngineError,

@@ -8,7 +8,8 @@
  * past the end of the file (the parser zero-fills its buffer there), and every tensor info is
  * checked here: its ggml type, dims (their product must stay below 2^53), byte length, offset
  * (aligned, inside the file) and that no two tensors overlap. Every failure, the parser's
- * included, is an `EngineError` (`InvalidArgument` for bad bytes).
+ * included, is an `EngineError` (`InvalidArgument` for bad bytes; the parser's error kept as its
+ * `cause`).
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { WeightDtype } from "../../gpu/dtype.ts";
@@ -177,8 +178,7 @@ export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
     // An HTML page (an SPA fallback's index.html) has no GGUF magic: say what it is.
     const html = await source.read(0, Math.min(source.size, 256)).then(looksLikeHtml, () => false);
     if (html) throw htmlPage(file);
-    if (e instanceof EngineError) throw e;
-    throw bad(`not a readable GGUF file (${(e as Error)?.message ?? String(e)})`);
+    throw EngineError.fromLibrary("@huggingface/gguf", `${file}: not a readable GGUF file`, e);
   }
   const raw = parsed.metadata as unknown as Record<string, unknown>;
   const version = Number(raw.version);
