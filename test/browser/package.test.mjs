@@ -8,7 +8,7 @@ import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { build, preview } from "vite";
 import { launchBrowser } from "../support/browser.mjs";
-import { installExample, packKiln, ROOT } from "../support/package.mjs";
+import { FORTUNE_FILES, installExample, packKiln, ROOT } from "../support/package.mjs";
 
 const FORTUNE = join(ROOT, "models/fortune");
 let app, server, origin, browser, page;
@@ -18,7 +18,7 @@ before(async () => {
   app = installExample("vite-app", packKiln());
   const models = join(app, "public/models/fortune");
   mkdirSync(models, { recursive: true });
-  for (const f of ["config.json", "tokenizer.json", "model.safetensors"]) {
+  for (const f of FORTUNE_FILES) {
     cpSync(join(FORTUNE, f), join(models, f));
   }
   const configFile = join(app, "vite.config.js");

@@ -11,7 +11,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { extname, join, normalize } from "node:path";
 import { launchBrowser } from "../support/browser.mjs";
-import { packKiln, ROOT } from "../support/package.mjs";
+import { FORTUNE_FILES, packKiln, ROOT } from "../support/package.mjs";
 
 const TYPES = {
   ".html": "text/html",
@@ -63,7 +63,7 @@ before(async () => {
   cpSync(join(ROOT, "examples/static"), site, { recursive: true });
   cpSync(join(unpacked, "package/dist/pkg/browser"), join(site, "kiln"), { recursive: true });
   mkdirSync(join(site, "models/fortune"), { recursive: true });
-  for (const f of ["config.json", "tokenizer.json", "model.safetensors"]) {
+  for (const f of FORTUNE_FILES) {
     cpSync(join(ROOT, "models/fortune", f), join(site, "models/fortune", f));
   }
   // localhost is a secure context, so navigator.gpu exists there.

@@ -11,6 +11,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+/** The embedded fortune model's files a page loads (the optional ones too: no 404s). */
+export const FORTUNE_FILES = [
+  "config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "generation_config.json",
+  "model.safetensors",
+];
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 
 /** `npm pack` (its `prepack` builds dist/pkg/) into a new temporary folder; the tarball's path. */
