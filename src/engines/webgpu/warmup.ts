@@ -26,11 +26,11 @@ import type { TokenStore } from "./token_store.ts";
  * generates its machine code then: 20-50 ms a pipeline); this pays that here. The dispatches
  * are the engine's own, on its scratch buffers, which every step writes before it reads, with
  * zeroed inputs: token 0 at position 0, into KV slot 0 (block 0 is free at start, and a sequence
- * that later holds it writes each of its slots before reading them).
+ * that later holds it writes each of its slots before reading them), and a sampled token into
+ * the token store's first entry (admitting a sequence writes its slot's tokens).
  */
 async function touch(device: GPUDevice, dispatches: readonly Dispatch[]): Promise<void> {
-  const seen = new Set<GPUComputePipeline>();
-  const once = dispatches.filter((d) => !seen.has(d.pipeline) && seen.add(d.pipeline));
+  const once = [...new Map(dispatches.map((d) => [d.pipeline, d])).values()];
   const encoder = device.createCommandEncoder({ label: "engine:warm-up" });
   encodeDispatches(encoder, once.map((d) => ({ ...d, workgroups: [1] })), "engine:warm-up");
   device.queue.submit([encoder.finish()]);
