@@ -100,7 +100,10 @@ async function load(files: File[], name: string): Promise<void> {
   const engine = new WorkerEngine(
     worker,
     { model: { kind: "files", files, name }, ...engineFor(files) },
-    (n, total) => progress(n, total, "weights to the GPU"),
+    (n, total, _item, phase) =>
+      phase === "pipelines"
+        ? progress(n, total, "compiling GPU kernels", "pipelines")
+        : progress(n, total, "weights to the GPU"),
   );
   const t0 = performance.now();
   let config: EngineConfig;
@@ -150,12 +153,29 @@ async function guarded(what: string, fn: () => Promise<void>): Promise<void> {
   }
 }
 
-function progress(loadedBytes: number, total: number, what: string): void {
+/**
+ * The progress bar and status line: bytes (downloads, weights) or a count (pipelines); `total` 0
+ * means unknown.
+ */
+function progress(
+  done: number,
+  total: number,
+  what: string,
+  unit: "MB" | "pipelines" = "MB",
+): void {
   ui.progress.hidden = false;
-  ui.progress.max = Math.max(total, 1);
-  ui.progress.value = loadedBytes;
   const mb = (n: number) => (n / 1e6).toFixed(1);
-  ui.status.textContent = `${what}: ${mb(loadedBytes)} / ${mb(total)} MB`;
+  if (total === 0) {
+    // A download whose size the server did not send (compressed, chunked): no bar, no total.
+    ui.progress.removeAttribute("value");
+    ui.status.textContent = `${what}: ${unit === "MB" ? `${mb(done)} MB` : done}`;
+    return;
+  }
+  ui.progress.max = total;
+  ui.progress.value = done;
+  ui.status.textContent = unit === "MB"
+    ? `${what}: ${mb(done)} / ${mb(total)} MB`
+    : `${what}: ${done} / ${total}`;
 }
 
 function loadUrl(base: string): Promise<void> {

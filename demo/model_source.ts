@@ -2,8 +2,9 @@
  * Where the demo's checkpoints come from: a base URL (an HF repo's `resolve/main/` layout, or the
  * embedded fortune model next to the page), downloaded whole with byte progress and kept in the
  * browser's Cache Storage so a reload does not fetch again; or files the user picked or dropped.
- * Either way the worker receives `File`s. A folder with `onnx/model*.onnx` (an ONNX export, the
- * layout transformers.js reads) runs on onnxruntime-web instead of Kiln's kernels.
+ * Either way the worker receives `File`s. A folder with safetensors weights runs on Kiln's
+ * kernels; one with only `onnx/model*.onnx` (an ONNX export, the layout transformers.js reads)
+ * runs on onnxruntime-web.
  */
 
 import { splitNames } from "../src/model/gguf/load.ts";
@@ -62,42 +63,61 @@ async function readBody(res: Response, onBytes: (n: number) => void): Promise<Bl
   return new Blob(parts as BlobPart[]);
 }
 
-/** The weight files a checkpoint names: a sharded index's shards, else `model.safetensors`. */
-async function weightNames(
+/** A file of the checkpoint, its response not read yet. */
+interface Fetched {
+  name: string;
+  href: string;
+  res: Response;
+  cached: boolean;
+}
+
+/** `url` under `base` (from the cache when present); undefined for a 404 when optional. */
+async function fetchFile(
   base: string,
+  url: string,
   cache: Cache | undefined,
-): Promise<{ names: string[]; index?: Blob }> {
-  const index = await get(new URL("model.safetensors.index.json", base).href, cache, true);
-  if (index === undefined) return { names: ["model.safetensors"] };
-  const blob = await index.res.blob();
-  let map: Record<string, string> | undefined;
-  try {
-    map = (JSON.parse(await blob.text()) as { weight_map?: Record<string, string> }).weight_map;
-  } catch {
-    throw new ModelSourceError(`${base}model.safetensors.index.json: not JSON (not a model?)`);
-  }
-  if (!map) throw new ModelSourceError(`${base}model.safetensors.index.json: no weight_map`);
-  if (!index.cached) {
-    await cache?.put(new URL("model.safetensors.index.json", base).href, new Response(blob));
-  }
-  return { names: [...new Set(Object.values(map))], index: blob };
+  optional: boolean,
+): Promise<Fetched | undefined> {
+  const href = new URL(url, base).href;
+  const got = await get(href, cache, optional);
+  return got && { name: new URL(href).pathname.split("/").pop()!, href, ...got };
 }
 
 /**
- * The ONNX graph of an export at `base`, if there is one: `onnx/model_fp16.onnx` first when the
- * adapter has `shader-f16`, else `onnx/model.onnx` (f32) first; whichever exists.
+ * The weight files of the folder at `base`, asking for the likeliest first so that a file that
+ * is there is found before absent alternatives are tried (each absent one is a 404 the browser
+ * logs as an error): `model.safetensors`; else a sharded index's shards; else an ONNX export's
+ * graph, `onnx/model_fp16.onnx` first when the adapter has `shader-f16` (`f16`), else
+ * `onnx/model.onnx` first. Undefined when there is none of them.
  */
-async function onnxGraph(
+async function weightFiles(
   base: string,
   cache: Cache | undefined,
   f16: boolean,
-): Promise<string | undefined> {
-  const variants = f16 ? ["model_fp16", "model"] : ["model", "model_fp16"];
-  for (const v of variants) {
-    const href = new URL(`onnx/${v}.onnx`, base).href;
-    if (await cache?.match(href)) return `onnx/${v}.onnx`;
-    const head = await fetch(href, { method: "HEAD" }).catch(() => undefined);
-    if (head?.ok) return `onnx/${v}.onnx`;
+): Promise<{ files: Fetched[]; index?: Blob } | undefined> {
+  const single = await fetchFile(base, "model.safetensors", cache, true);
+  if (single) return { files: [single] };
+  const href = new URL("model.safetensors.index.json", base).href;
+  const index = await get(href, cache, true);
+  if (index !== undefined) {
+    const blob = await index.res.blob();
+    let map: Record<string, string> | undefined;
+    try {
+      map = (JSON.parse(await blob.text()) as { weight_map?: Record<string, string> }).weight_map;
+    } catch {
+      throw new ModelSourceError(`${href}: not JSON (not a model?)`);
+    }
+    if (!map) throw new ModelSourceError(`${href}: no weight_map`);
+    if (!index.cached) await cache?.put(href, new Response(blob));
+    const files: Fetched[] = [];
+    for (const shard of new Set(Object.values(map))) {
+      files.push((await fetchFile(base, shard, cache, false))!);
+    }
+    return { files, index: blob };
+  }
+  for (const v of f16 ? ["model_fp16", "model"] : ["model", "model_fp16"]) {
+    const graph = await fetchFile(base, `onnx/${v}.onnx`, cache, true);
+    if (graph) return { files: [graph] };
   }
   return undefined;
 }
@@ -109,7 +129,7 @@ export function onnxVariant(files: readonly File[]): string | undefined {
 
 /**
  * Download (or take from the cache) every file of the checkpoint at `base`: a folder's config,
- * tokenizer and safetensors (or ONNX graph), or a `.gguf` file's URL (and, for a split model,
+ * tokenizer and weights (see `weightNames`), or a `.gguf` file's URL (and, for a split model,
  * its other splits). `f16`: the adapter has `shader-f16` (an ONNX export's f16 graph runs).
  */
 export async function filesFromUrl(
@@ -120,23 +140,28 @@ export async function filesFromUrl(
   const cache = await openCache();
   const gguf = isGgufUrl(base);
   if (!gguf && !base.endsWith("/")) base += "/";
-  const onnx = gguf ? undefined : await onnxGraph(base, cache, f16);
-  const { names: weights, index } = gguf
-    ? { names: splitNames(base) }
-    : onnx
-    ? { names: [onnx] }
-    : await weightNames(base, cache);
-  const wanted = [
-    ...(gguf ? [] : REQUIRED.map((n) => [n, false] as const)),
-    ...(gguf ? [] : OPTIONAL.map((n) => [n, true] as const)),
-    ...weights.map((n) => [n, false] as const),
-  ];
-  const responses: { name: string; href: string; res: Response; cached: boolean }[] = [];
-  for (const [url, optional] of wanted) {
-    const href = new URL(url, base).href;
-    const got = await get(href, cache, optional);
-    const name = new URL(href).pathname.split("/").pop()!;
-    if (got) responses.push({ name, href, ...got });
+  const responses: Fetched[] = [];
+  const fetchAll = async (names: readonly string[], optional: boolean) => {
+    for (const url of names) {
+      const got = await fetchFile(base, url, cache, optional);
+      if (got) responses.push(got);
+    }
+  };
+  let index: Blob | undefined;
+  if (gguf) {
+    await fetchAll(splitNames(base), false);
+  } else {
+    // The required files first: a folder that is not a model fails on its config alone.
+    await fetchAll(REQUIRED, false);
+    const weights = await weightFiles(base, cache, f16);
+    if (weights === undefined) {
+      throw new ModelSourceError(
+        `${base}: no model.safetensors, model.safetensors.index.json or onnx/model.onnx`,
+      );
+    }
+    index = weights.index;
+    responses.push(...weights.files);
+    await fetchAll(OPTIONAL, true);
   }
   const total = responses.reduce((s, r) => s + Number(r.res.headers.get("content-length") ?? 0), 0);
   let loaded = 0;

@@ -8,7 +8,14 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const FORTUNE = fileURLToPath(new URL("../models/fortune/", import.meta.url));
-const FILES = ["config.json", "tokenizer.json", "model.safetensors", "README.md"];
+const FILES = [
+  "config.json",
+  "tokenizer.json",
+  "tokenizer_config.json",
+  "generation_config.json",
+  "model.safetensors",
+  "README.md",
+];
 
 function embeddedModel(): Plugin {
   return {

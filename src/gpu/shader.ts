@@ -1,6 +1,8 @@
 /**
  * WGSL sources live in `shaders/*.wgsl`, one kernel family per file. They are fetched once
- * (file: URLs under Deno, http under a browser or Vite) and compiled once per device.
+ * (file: URLs under Deno, http under a browser or Vite) and compiled once per device: every
+ * compute pipeline Kiln dispatches comes from `computePipeline`'s per-device cache, which an
+ * engine fills while it starts (see `engines/webgpu/warmup.ts`).
  */
 
 import { loadShaderText } from "./shader_text.ts";
@@ -20,6 +22,41 @@ export function shaderSource(name: string): Promise<string> {
 
 const modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
 const pipelines = new WeakMap<GPUDevice, Map<string, Promise<GPUComputePipeline>>>();
+
+/** Hears a device's pipeline compilations: settled so far, asked for so far, the one that settled. */
+export type PipelineListener = (settled: number, requested: number, label: string) => void;
+
+interface Tally {
+  requested: number;
+  settled: number;
+  listeners: Set<PipelineListener>;
+}
+const tallies = new WeakMap<GPUDevice, Tally>();
+
+function tally(device: GPUDevice): Tally {
+  let t = tallies.get(device);
+  if (t === undefined) tallies.set(device, t = { requested: 0, settled: 0, listeners: new Set() });
+  return t;
+}
+
+/**
+ * Pipelines this module has asked `device` to compile (each once: later calls hit the cache) and
+ * how many of them have compiled or failed so far.
+ */
+export function pipelineCounts(device: GPUDevice): { requested: number; settled: number } {
+  const { requested, settled } = tally(device);
+  return { requested, settled };
+}
+
+/**
+ * Call `listener` each time a pipeline compilation on `device` settles (load progress while an
+ * engine warms up); returns the function that stops it.
+ */
+export function watchPipelines(device: GPUDevice, listener: PipelineListener): () => void {
+  const t = tally(device);
+  t.listeners.add(listener);
+  return () => t.listeners.delete(listener);
+}
 
 async function shaderModule(device: GPUDevice, name: string): Promise<GPUShaderModule> {
   let perDevice = modules.get(device);
@@ -48,6 +85,7 @@ export function computePipeline(
   const key = `${name}:${entryPoint}:${keyed}`;
   let pipeline = perDevice.get(key);
   if (pipeline === undefined) {
+    // Asynchronous creation: the implementation may compile several at once, off this thread.
     pipeline = shaderModule(device, name).then((module) =>
       device.createComputePipelineAsync({
         label: `kiln:${key}`,
@@ -55,7 +93,16 @@ export function computePipeline(
         compute: { module, entryPoint, constants },
       })
     );
-    pipeline.catch(() => perDevice.delete(key));
+    const t = tally(device);
+    t.requested++;
+    const settle = () => {
+      t.settled++;
+      for (const listener of t.listeners) listener(t.settled, t.requested, key);
+    };
+    pipeline.then(settle, () => {
+      perDevice.delete(key);
+      settle();
+    });
     perDevice.set(key, pipeline);
   }
   return pipeline;

@@ -1,31 +1,13 @@
 /**
- * The transformer forward pass as replayable GPU plans. A plan is built once per (tokens in
- * the step, logit rows) and reused every step; per-step data (token ids, positions, KV slots,
- * block tables) is written into storage buffers before each submit.
- *
- * Per layer, at decode (at most `MATVEC_MAX_M` tokens), six or seven dispatches:
- *   1. q/k/v as one product (stacked weights, + bias), with the input RMSNorm folded in;
- *   2. RoPE on q and k fused with the KV cache write;
- *   3. paged attention (one pass, or split-K and a merge for long contexts);
- *   4. o_proj with the residual add in its epilogue;
- *   5. gate and up as one product, post-attention RMSNorm folded in, SwiGLU in its epilogue;
- *   6. down_proj with the residual add in its epilogue.
- * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
- * around the tiled products. Then the rows whose logits are wanted are copied out of the
- * residual stream and multiplied by the LM head with the final norm folded in.
+ * The transformer forward pass as replayable GPU plans. A plan (`step_plan.ts`) is built once per
+ * (tokens in the step, logit rows) and reused every step; per-step data (token ids, positions,
+ * KV slots, block tables) is written into storage buffers before each submit.
  */
 import { EngineError } from "../contract/errors.ts";
 import { readF32, storageBuffer } from "../gpu/buffers.ts";
 import { type Dispatch, encodeDispatches } from "../gpu/dispatch.ts";
-import { chooseSplits, prepareAttention, prepareRopeKv } from "../gpu/kernels/attention.ts";
-import { prepareEmbedding } from "../gpu/kernels/dense.ts";
-import { isCpuAdapter } from "../gpu/device.ts";
-import { isFloatDtype } from "../gpu/dtype.ts";
-import type { LinearScratch } from "../gpu/kernels/linear.ts";
-import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
-import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
-import { prepareGather } from "../gpu/kernels/tokens.ts";
 import type { GpuModel } from "./gpu_model.ts";
+import { buildPlan, type Plan, type Scratch } from "./step_plan.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -41,36 +23,6 @@ export interface StepBatch {
   blockTable: ArrayLike<number>;
   /** Rows (token indices) whose logits to compute, in output order. */
   logitRows: readonly number[];
-}
-
-interface Scratch {
-  capacity: number;
-  tableCapacity: number;
-  index: GPUBuffer;
-  ids: GPUBuffer;
-  positions: GPUBuffer;
-  slots: GPUBuffer;
-  tableOffsets: GPUBuffer;
-  blockTable: GPUBuffer;
-  /** The residual stream [tokens, hidden]. */
-  x: GPUBuffer;
-  /** The fused q/k/v product [tokens, q + 2kv]. */
-  qkv: GPUBuffer;
-  /** Rotated q [tokens, q], and attention's output. */
-  q: GPUBuffer;
-  attn: GPUBuffer;
-  /** SwiGLU's output [tokens, intermediate]. */
-  act: GPUBuffer;
-  /** What the unfused (prefill) products need in between. */
-  linear: LinearScratch;
-  rows: GPUBuffer;
-  logits: GPUBuffer;
-}
-
-interface Plan {
-  body: Dispatch[];
-  head: Dispatch[];
-  owned: GPUBuffer[];
 }
 
 /** Plans kept per forward (one per step shape); the least recently used is dropped beyond this. */
@@ -155,136 +107,34 @@ export class Forward {
       this.#plans.delete(oldKey);
       for (const b of old.owned) b.destroy();
     }
-    const m = this.model;
-    const c = m.config;
-    const d = m.gpu.device;
-    const body: Dispatch[] = [];
-    const owned: GPUBuffer[] = [];
-    const add = (x: Dispatch & { uniform?: GPUBuffer }) => {
-      body.push(x);
-      if (x.uniform) owned.push(x.uniform);
-    };
-    const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
-    if (this.#store) {
-      add(
-        await prepareGather(d, { store: this.#store, index: s.index, ids: s.ids, count: tokens }),
-      );
-    }
-    // The embedding, one dispatch per part of the table (a big vocabulary is split by rows).
-    let row0 = 0;
-    for (const [i, part] of m.embed.parts.entries()) {
-      const args = {
-        ids: s.ids,
-        table: part.buffer,
-        out: s.x,
-        tokens,
-        hidden: H,
-        vocab: c.vocabSize,
-        rowStart: row0,
-        rowEnd: row0 + part.rows,
-      };
-      const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
-      add(
-        isFloatDtype(part.dtype)
-          ? await prepareEmbedding(d, { ...args, dtype: part.dtype }, label)
-          : await prepareQuantEmbedding(d, { ...args, type: part.dtype }, label),
-      );
-      row0 += part.rows;
-    }
-    const linear = async (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) => {
-      for (const x of await prepareProduct(d, { ...args, m: xRows }, s.linear, label)) add(x);
-    };
-    // Split-K decode spreads one sequence's keys over many workgroups: a GPU needs that for
-    // long contexts; a CPU adapter has enough workgroups in the heads and only pays the merge.
-    const splits = tokens > 4
-      ? 1
-      : this.#splits ?? (isCpuAdapter(d) ? 1 : chooseSplits(c.maxPositionEmbeddings));
-    const kvDtype = m.kvDtype;
-    for (let l = 0; l < c.numLayers; l++) {
-      const L = m.layers[l]!;
-      await linear({
-        x: s.x,
-        weight: L.qkv,
-        ...(L.qkvBias ? { b: L.qkvBias } : {}),
-        y: s.qkv,
-        n: Q + 2 * KV,
-        k: H,
-        norm: { weight: L.inputNorm, eps: c.rmsNormEps },
-      }, `L${l}:qkv`);
-      add(
-        await prepareRopeKv(d, {
-          qkv: s.qkv,
-          q: s.q,
-          positions: s.positions,
-          invFreq: m.invFreq,
-          slots: s.slots,
-          kCache: m.kCache[l]!,
-          vCache: m.vCache[l]!,
-          tokens,
-          heads: c.numHeads,
-          kvHeads: c.numKvHeads,
-          headDim: c.headDim,
-          kvDtype,
-        }, `L${l}:rope_kv`),
-      );
-      const att = await prepareAttention(d, {
-        q: s.q,
-        kCache: m.kCache[l]!,
-        vCache: m.vCache[l]!,
-        positions: s.positions,
-        tableOffsets: s.tableOffsets,
-        blockTable: s.blockTable,
-        out: s.attn,
-        tokens,
-        heads: c.numHeads,
-        kvHeads: c.numKvHeads,
-        headDim: c.headDim,
-        blockSize: m.blockSize,
-        splits,
-        kvDtype,
-      }, `L${l}:attention`);
-      body.push(...att.dispatches);
-      owned.push(...att.owned);
-      await linear(
-        { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
-        `L${l}:o`,
-      );
-      await linear({
-        x: s.x,
-        weight: L.gateUp,
-        y: s.act,
-        n: c.intermediateSize,
-        k: H,
-        norm: { weight: L.postNorm, eps: c.rmsNormEps },
-        epilogue: "swiglu",
-      }, `L${l}:gate_up`);
-      await linear({
-        x: s.act,
-        weight: L.down,
-        y: s.x,
-        n: H,
-        k: c.intermediateSize,
-        epilogue: "accumulate",
-      }, `L${l}:down`);
-    }
-    const bodyLength = body.length;
-    // The LM head reads the wanted rows of x (copied out after the body) through the final norm.
-    await linear(
-      {
-        x: s.rows,
-        weight: m.lmHead,
-        y: s.logits,
-        n: c.vocabSize,
-        k: H,
-        norm: { weight: m.finalNorm, eps: c.rmsNormEps },
-      },
-      "lm_head",
-      rows,
-    );
-    const head = body.splice(bodyLength);
-    const plan = { body, head, owned };
+    const plan = await buildPlan(this.model, s, tokens, rows, {
+      ...(this.#store ? { store: this.#store } : {}),
+      ...(this.#splits === undefined ? {} : { splits: this.#splits }),
+    });
     this.#plans.set(key, plan);
     return plan;
+  }
+
+  /**
+   * Size the scratch buffers for steps of up to `tokens` tokens and `rows` logit rows now (a
+   * later, larger step would reallocate them and drop the plans built so far). Returns the
+   * buffer the logits land in, which the sampler reads.
+   */
+  reserve(tokens: number, rows: number): GPUBuffer {
+    return this.#ensure(tokens, rows, 1).logits;
+  }
+
+  /**
+   * Build the plans of `shapes` ahead of any step (an engine does so while it starts), and with
+   * them every compute pipeline those shapes take; all at once, so the pipelines compile side
+   * by side. Returns the plans' dispatches.
+   */
+  async warm(shapes: readonly { tokens: number; rows: number }[]): Promise<Dispatch[]> {
+    const most = (k: "tokens" | "rows") => Math.max(1, ...shapes.map((x) => x[k]));
+    this.reserve(most("tokens"), most("rows"));
+    const s = this.#scratch!;
+    const plans = await Promise.all(shapes.map((x) => this.#plan(s, x.tokens, x.rows)));
+    return plans.flatMap((p) => [...p.body, ...p.head]);
   }
 
   /**
@@ -355,7 +205,7 @@ export class Forward {
     b.logitRows.forEach((r, i) =>
       encoder.copyBufferToBuffer(s.x, r * rowBytes, s.rows, i * rowBytes, rowBytes)
     );
-    encodeDispatches(encoder, plan.head, "forward:lm_head");
+    if (plan.head.length > 0) encodeDispatches(encoder, plan.head, "forward:lm_head");
     return { logits: s.logits, rows };
   }
 

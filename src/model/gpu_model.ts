@@ -39,8 +39,19 @@ export interface GpuLayer {
   down: GpuWeight;
 }
 
-/** Hears the weight upload: bytes uploaded so far, bytes in all, and the tensor being uploaded. */
-export type LoadProgress = (loadedBytes: number, totalBytes: number, tensor: string) => void;
+/**
+ * What a load is doing: uploading weights (progress in bytes), then, in an engine's `start()`,
+ * compiling its GPU pipelines (progress in pipelines).
+ */
+export type LoadPhase = "weights" | "pipelines";
+
+/**
+ * Hears a load: `done` of `total` so far and the item last done, in the units of `phase`: weight
+ * bytes and the tensor uploaded (`weights`), or pipelines and the one compiled (`pipelines`, after
+ * the weights, while an engine warms up). Each phase counts from 0 to its own total; callers
+ * that only show a bar can ignore `phase` (the bar fills once per phase).
+ */
+export type LoadProgress = (done: number, total: number, item: string, phase: LoadPhase) => void;
 
 /** How {@linkcode GpuModel.load} sizes the KV cache and reports progress. */
 export interface LoadOptions {
@@ -173,7 +184,7 @@ export class GpuModel {
     let loaded = 0;
     const progress = (bytes: number, name: string) => {
       loaded += bytes;
-      onProgress?.(loaded, total, name);
+      onProgress?.(loaded, total, name, "weights");
     };
     const buffers = async (plans: BufferPlan[]) => {
       const out = [];

@@ -1,6 +1,7 @@
 // The built web demo (what `npm start` serves) driven in Chromium (SwiftShader WebGPU):
-// generate with the embedded fortune model, stop midway, the metrics panel, a reload served from
-// Cache Storage, a model loaded from local files, a URL that 404s, and the no-WebGPU screen.
+// generate with the embedded fortune model (its load showing the pipelines compiling, with no
+// console error nor failed request), stop midway, the metrics panel, a reload served from Cache
+// Storage, a model loaded from local files, a URL that 404s, and the no-WebGPU screen.
 // Screenshots land in test/artifacts/.
 import { after, before, test } from "node:test";
 import assert, { ok } from "node:assert/strict";
@@ -19,6 +20,9 @@ const outDir = `${ROOT}dist/demo-test/`;
 
 let server, origin, browser, page;
 const pageErrors = [];
+/** Console errors and failed requests (network errors, HTTP >= 400) since the last check. */
+const consoleErrors = [];
+const failedRequests = [];
 
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -32,6 +36,25 @@ before(async () => {
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
   page.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+  page.on("console", (m) => {
+    if (m.type() === "error") consoleErrors.push(`${m.text()} (${m.location().url})`);
+  });
+  page.on("requestfailed", (r) => failedRequests.push(`${r.url()}: ${r.failure()?.errorText}`));
+  page.on("response", (r) => {
+    if (r.status() >= 400) failedRequests.push(`${r.url()}: HTTP ${r.status()}`);
+  });
+  // Every status line the page shows, in order (the load's phases pass in a moment each).
+  await page.addInitScript(() => {
+    globalThis.__statuses = [];
+    document.addEventListener("DOMContentLoaded", () => {
+      const status = document.getElementById("status");
+      new MutationObserver(() => globalThis.__statuses.push(status.textContent)).observe(status, {
+        childList: true,
+        characterData: true,
+        subtree: true,
+      });
+    });
+  });
   await page.goto(`${origin}/`);
 });
 
@@ -60,9 +83,21 @@ async function finished() {
   };
 }
 
+/** No console error and no failed request since the last call (and none kept for the next). */
+function assertNoErrors() {
+  const found = [...consoleErrors.splice(0), ...failedRequests.splice(0)];
+  assert.deepEqual(found, [], "console errors or failed requests");
+}
+
 test("the demo loads the embedded fortune model and streams a seeded fortune", async () => {
   await ready();
   assert.match(await text("#model-name"), /^fortune \(1024 tokens of context\)/);
+  // The load showed the weights' upload, then the pipelines compiling, to the last one.
+  const statuses = await page.evaluate(() => globalThis.__statuses);
+  const compiling = statuses.filter((s) => s.startsWith("compiling GPU kernels"));
+  ok(statuses.some((s) => s.startsWith("weights to the GPU")), statuses.join("\n"));
+  const last = /^compiling GPU kernels: (\d+) \/ (\d+)$/.exec(compiling.at(-1) ?? "");
+  ok(last && last[1] === last[2] && Number(last[2]) > 0, compiling.join("\n"));
   await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
   await generate({ prompt: "You will", maxTokens: 48, seed: 7 });
   const { output, finish, line } = await finished();
@@ -70,6 +105,8 @@ test("the demo loads the embedded fortune model and streams a seeded fortune", a
   assert.ok(output.length > "You will".length + 10, `too little text: ${JSON.stringify(output)}`);
   assert.ok(finish === "length" || finish === "eos", line);
   assert.deepEqual(pageErrors, []);
+  // Not one console error for the whole load and generation: no probe of an absent file.
+  assertNoErrors();
   await page.screenshot({ path: `${ARTIFACTS}demo-fortune.png`, fullPage: true });
 });
 
@@ -129,6 +166,7 @@ test("a reload takes the model from Cache Storage instead of downloading it agai
   await ready();
   page.off("request", onRequest);
   assert.equal(weights.length, 1, weights.join(", "));
+  assertNoErrors();
 });
 
 test("a model loaded from local files generates the same seeded text as the embedded one", async () => {

@@ -27,9 +27,11 @@ const TSC = join(ROOT, "node_modules/.bin/tsc");
 const FORTUNE_FILES = [
   "README.md",
   "config.json",
+  "generation_config.json",
   "model.safetensors",
   "samples.txt",
   "tokenizer.json",
+  "tokenizer_config.json",
 ];
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 let dir, pkg;

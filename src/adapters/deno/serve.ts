@@ -21,6 +21,7 @@ import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
 import { modelName } from "../../model/source.ts";
 import { runCli } from "./flags.ts";
 import { SERVE, startupLines } from "./serve_flags.ts";
+import type { LoadPhase } from "../../model/gpu_model.ts";
 
 const { flags, env, fail } = runCli(SERVE);
 if (flags.engine !== "ort" && (flags.variant !== undefined || flags.ep !== undefined)) {
@@ -48,8 +49,12 @@ const engineOptions: Pick<HostOptions, "engine" | "ort"> = flags.engine === "ort
   }
   : {};
 
-/** Weight bytes on the GPU so far, as the worker reports them. */
-let progress = { loaded: 0, total: 0 };
+/** The load so far, as the worker reports it: weight bytes, then pipelines compiled. */
+let progress: { loaded: number; total: number; phase: LoadPhase } = {
+  loaded: 0,
+  total: 0,
+  phase: "weights",
+};
 const newEngine = () =>
   new WorkerEngine(
     () => new Worker(new URL("./worker.ts", import.meta.url), { type: "module" }),
@@ -60,7 +65,11 @@ const newEngine = () =>
       ...(flags["kv-blocks"] === undefined ? {} : { kvBlocks: flags["kv-blocks"] }),
       maxNumSeqs: flags["max-num-seqs"],
     },
-    (loaded, total) => (progress = { loaded, total }),
+    (loaded, total, _item, phase) => {
+      // The weights' bar stays, complete, on its line; the pipelines' bar follows below.
+      if (phase !== progress.phase && drawing) draw("\n");
+      progress = { loaded, total, phase };
+    },
   );
 const engine = newEngine();
 let supervisor: WorkerSupervisor | undefined;
@@ -93,20 +102,25 @@ const http = Deno.serve({
   onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
 }, (req) => server.fetch(req));
 
-// A progress bar while the weights reach the GPU (the worker reports bytes per tensor).
+// A progress bar while the weights reach the GPU (the worker reports bytes per tensor), then
+// while the engine compiles its GPU pipelines (one count per pipeline).
 const t0 = performance.now();
-const draw = () => {
-  const { loaded, total } = progress;
+const draw = (end = "") => {
+  const { loaded, total, phase } = progress;
   const s = ((performance.now() - t0) / 1000).toFixed(1);
   const frac = total > 0 ? loaded / total : 0;
   const bar = "#".repeat(Math.round(frac * 30)).padEnd(30, ".");
   const mb = (n: number) => (n / 1e6).toFixed(1);
-  const line = `\rloading ${name} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${mb(loaded)}/${
-    mb(total)
-  } MB ${s} s`;
-  Deno.stderr.writeSync(new TextEncoder().encode(line));
+  const what = phase === "pipelines"
+    ? `compiling ${loaded}/${total} pipelines`
+    : `${mb(loaded)}/${mb(total)} MB`;
+  const line = `\rloading ${name} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${what} ${s} s`;
+  // Padded: the pipelines' line is shorter than the weights' it overwrites.
+  Deno.stderr.writeSync(new TextEncoder().encode(line.padEnd(72) + end));
 };
 const bar = setInterval(draw, 200);
+/** The first load's bar is on screen (a replacement worker's load draws none). */
+let drawing = true;
 try {
   const [config, text] = await Promise.all([engine.start(1n), loadText(specFiles(model))]);
   draw();
@@ -115,6 +129,7 @@ try {
   metrics = await engineMetrics(engine, hierarchy, config, loaded);
   server.ready(config, text, metrics);
   clearInterval(bar);
+  drawing = false;
   console.error(`\rloaded ${name} in ${loaded.toFixed(2)} s: ready`);
   supervisor = new WorkerSupervisor({
     server,
@@ -126,6 +141,7 @@ try {
   }, engine);
 } catch (e) {
   clearInterval(bar);
+  drawing = false;
   console.error(`\nfailed to load ${dir}: ${(e as Error).message}`);
   await engine.cleanup();
   await http.shutdown();

@@ -143,6 +143,12 @@ export class OrtEngine implements LLMEngine {
         // The device ORT created for this session: Kiln's kernels run on it, beside ORT's.
         const device = this.#device = await ort.env.webgpu.device as GPUDevice;
         gpu = new GpuRowSampler(device, layout.vocab);
+        // Its pipelines compile now rather than in the first request (ORT's own kernels still
+        // compile at the session's first run).
+        await gpu.warm().catch((e) => {
+          gpu?.destroy();
+          throw e;
+        });
         // EngineShutdown, as WebGpuEngine's: the host then replaces the worker.
         this.#lost = device.lost.then((info) => {
           const e = new EngineError(

@@ -39,6 +39,14 @@ export class GpuRowSampler {
   }
 
   /**
+   * Compile the row copy's and the sampler's pipelines now (the engine's `start()`), not in the
+   * first request.
+   */
+  async warm(): Promise<void> {
+    await Promise.all([this.#copier.warm(), this.#sampler.warm(this.#logits)]);
+  }
+
+  /**
    * Sample row `row` of `logits` (an ORT GPU tensor `[1, rows, vocab]`, f32 or f16). ORT has
    * submitted its work to the device's queue when `run()` resolves, so work submitted here
    * after it reads the finished logits (queue order).

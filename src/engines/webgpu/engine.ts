@@ -35,6 +35,7 @@ import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
+import { warmUp, type WarmUpReport } from "./warmup.ts";
 
 /** Settings of a {@linkcode WebGpuEngine}. */
 export interface WebGpuEngineOptions {
@@ -65,8 +66,17 @@ export interface WebGpuEngineOptions {
    * latency, between 2 and 16.
    */
   pipelineDepth?: number;
-  /** Called as weights reach the GPU during `start()` (bytes so far, total, tensor name). */
+  /**
+   * Called during `start()`: as weights reach the GPU (phase `weights`: bytes so far, total,
+   * tensor name), then as the compute pipelines compile (phase `pipelines`: pipelines so far,
+   * total, pipeline name).
+   */
   onLoadProgress?: LoadProgress;
+  /**
+   * Compile every compute pipeline a request can take during `start()` (default true), so that
+   * the first request is as fast as the next; false leaves each to the first step that needs it.
+   */
+  warmUp?: boolean;
 }
 
 interface InFlight {
@@ -106,6 +116,8 @@ export class WebGpuEngine implements LLMEngine {
   ) => void)[] = [];
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
+  /** What `start()`'s warm-up compiled, and how long it took (undefined without one). */
+  warmUpReport: WarmUpReport | undefined;
   /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
   get stats(): RequestStats {
     return this.#inflight.stats;
@@ -151,6 +163,17 @@ export class WebGpuEngine implements LLMEngine {
         history: this.#tokens.buffer,
       });
       this.#readback = new Readback(device, this.#sampler);
+      if (o.warmUp ?? true) {
+        const progress = o.onLoadProgress;
+        this.warmUpReport = await warmUp({
+          device,
+          forward: this.#forward,
+          sampler: this.#sampler,
+          tokens: this.#tokens,
+          maxTokens: maxNumBatchedTokens,
+          maxSeqs: maxNumSeqs,
+        }, progress && ((n, total, label) => progress(n, total, label, "pipelines")));
+      }
       this.#blocks = new BlockManager({
         numBlocks: kv.blocks,
         blockSize,

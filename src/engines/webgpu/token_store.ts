@@ -5,7 +5,7 @@
  * CPU has read the token back.
  */
 import { storageBuffer } from "../../gpu/buffers.ts";
-import { encodeDispatches } from "../../gpu/dispatch.ts";
+import { type Dispatch, encodeDispatches } from "../../gpu/dispatch.ts";
 import type { KernelDispatch } from "../../gpu/kernels/kernel.ts";
 import { prepareAppend } from "../../gpu/kernels/tokens.ts";
 import type { TokenSlots } from "./scheduler.ts";
@@ -65,26 +65,38 @@ export class TokenStore implements TokenSlots {
     seqs: readonly Sequence[],
     result: GPUBuffer,
   ): Promise<void> {
-    if (this.#result !== undefined && this.#result !== result) {
-      throw new Error("token store: appends read one result buffer");
-    }
-    this.#result = result;
     const at = Uint32Array.from(
       seqs,
       (s) => s.length < this.context ? this.index(s, s.length) : NOWHERE,
     );
     this.device.queue.writeBuffer(this.#at, 0, at);
-    let d = this.#appends.get(seqs.length);
+    encodeDispatches(encoder, [await this.#append(result, seqs.length)], "engine:append");
+  }
+
+  /**
+   * Build the append kernel's pipeline (one for any number of sequences) before the first step,
+   * reading `result` (the sampler's); returns its dispatch for one sequence.
+   */
+  async warm(result: GPUBuffer): Promise<Dispatch[]> {
+    return [await this.#append(result, 1)];
+  }
+
+  async #append(result: GPUBuffer, count: number): Promise<KernelDispatch> {
+    if (this.#result !== undefined && this.#result !== result) {
+      throw new Error("token store: appends read one result buffer");
+    }
+    this.#result = result;
+    let d = this.#appends.get(count);
     if (d === undefined) {
       d = await prepareAppend(this.device, {
         result,
         at: this.#at,
         store: this.buffer,
-        count: seqs.length,
-      }, `engine:append:${seqs.length}`);
-      this.#appends.set(seqs.length, d);
+        count,
+      }, `engine:append:${count}`);
+      this.#appends.set(count, d);
     }
-    encodeDispatches(encoder, [d], "engine:append");
+    return d;
   }
 
   destroy(): void {

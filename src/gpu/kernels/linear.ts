@@ -202,11 +202,12 @@ export async function prepareFusedLinear(
   if (isMatvecShape(a, isCpuAdapter(device))) {
     return { dispatches: [await prepareMatvec(device, a, label)] };
   }
-  const dispatches: KernelDispatch[] = [];
+  // Prepared together (their pipelines compile side by side), run in this order.
+  const parts: Promise<KernelDispatch>[] = [];
   let x = a.x;
   if (a.norm) {
-    dispatches.push(
-      await prepareRmsNorm(device, {
+    parts.push(
+      prepareRmsNorm(device, {
         x: a.x,
         weight: a.norm.weight,
         y: scratch.normed,
@@ -222,19 +223,13 @@ export async function prepareFusedLinear(
   const { b, y, m, n, k, dtype, w } = a;
   if (epilogue !== "swiglu") {
     const accumulate = epilogue === "accumulate";
-    dispatches.push(
-      await prepareGemm(
-        device,
-        { x, w, ...(b ? { b } : {}), y, m, n, k, dtype, accumulate },
-        label,
-      ),
+    parts.push(
+      prepareGemm(device, { x, w, ...(b ? { b } : {}), y, m, n, k, dtype, accumulate }, label),
     );
   } else {
-    dispatches.push(
-      await prepareGemm(device, { x, w, y: scratch.product, m, n: 2 * n, k, dtype }, label),
-    );
-    dispatches.push(
-      await prepareSwiGluHalves(device, {
+    parts.push(prepareGemm(device, { x, w, y: scratch.product, m, n: 2 * n, k, dtype }, label));
+    parts.push(
+      prepareSwiGluHalves(device, {
         stacked: scratch.product,
         out: a.y,
         rows: a.m,
@@ -242,5 +237,6 @@ export async function prepareFusedLinear(
       }, `${label}:swiglu`),
     );
   }
+  const dispatches = await Promise.all(parts);
   return { dispatches };
 }

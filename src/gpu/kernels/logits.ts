@@ -60,6 +60,13 @@ export class RowCopier {
     pass.end();
   }
 
+  /** Compile the copy's pipelines (f32 and f16 sources) before the first `encode`. */
+  async warm(): Promise<void> {
+    await Promise.all(
+      [0, 1].map((f) => computePipeline(this.device, "logits", "copy_row", { SRC_F16: f })),
+    );
+  }
+
   destroy(): void {
     for (const u of this.#uniforms) u.destroy();
     this.#uniforms.length = 0;

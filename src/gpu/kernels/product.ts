@@ -13,8 +13,14 @@ import { EngineError } from "../../contract/errors.ts";
 import { isFloatDtype, type TensorDtype } from "../dtype.ts";
 import { prepareSwiGluHalves } from "./dense.ts";
 import type { KernelDispatch } from "./kernel.ts";
-import { type Epilogue, type LinearScratch, prepareFusedLinear } from "./linear.ts";
-import { prepareQuantMatvec } from "./matvec_quant.ts";
+import {
+  type Epilogue,
+  type LinearScratch,
+  MATVEC_MAX_M,
+  MATVEC_ROWS,
+  prepareFusedLinear,
+} from "./linear.ts";
+import { prepareQuantMatvec, QUANT_MATVEC_ROWS } from "./matvec_quant.ts";
 
 /** `rows` consecutive rows of a weight, in one buffer of `dtype`. */
 export interface WeightPart {
@@ -45,6 +51,21 @@ export interface ProductArgs {
   k: number;
   norm?: { weight: GPUBuffer; eps: number };
   epilogue?: Epilogue;
+}
+
+/**
+ * Row counts (M) that together take every pipeline `prepareProduct` can choose for 1 to `maxRows`
+ * rows of activations, on any device: the matrix-vector kernels are specialized for each M up to
+ * the rows of one z-slice (`MATVEC_ROWS`, `QUANT_MATVEC_ROWS`), larger M reuse that slice; a GPU
+ * takes the tiled GEMM (and its norm and SwiGLU passes) above `MATVEC_MAX_M` rows. An engine
+ * builds its step plans at these sizes while it starts, so no request compiles a pipeline.
+ */
+export function productRowClasses(maxRows: number): number[] {
+  const slice = Math.max(MATVEC_ROWS, QUANT_MATVEC_ROWS);
+  const out: number[] = [];
+  for (let m = 1; m <= Math.min(slice, maxRows); m++) out.push(m);
+  if (maxRows > MATVEC_MAX_M) out.push(MATVEC_MAX_M + 1);
+  return out;
 }
 
 /** The dtype of a weight's parts when they all share one, else undefined. */
@@ -112,26 +133,28 @@ export async function prepareProduct(
   }
   const swiglu = epilogue === "swiglu";
   if (swiglu && a.b) throw EngineError.invalidArgument(`${label}: no bias with swiglu`);
-  const out: KernelDispatch[] = [];
+  // Every part prepared at once (their pipelines compile side by side), run in row order.
+  const pending: Promise<KernelDispatch[]>[] = [];
   let y0 = 0;
-  for (const [i, part] of parts.entries()) {
+  for (const [i, part] of a.weight.parts.entries()) {
     const placed = swiglu
       ? { y: scratch.product, ldy: 2 * a.n, y0, epilogue: "store" as const }
       : { y: a.y, ldy: a.n, y0, epilogue };
-    out.push(
-      ...await partProduct(device, a, part, { ...placed, n: part.rows }, scratch, `${label}.${i}`),
+    pending.push(
+      partProduct(device, a, part, { ...placed, n: part.rows }, scratch, `${label}.${i}`),
     );
     y0 += part.rows;
   }
   if (swiglu) {
-    out.push(
-      await prepareSwiGluHalves(device, {
+    pending.push(
+      prepareSwiGluHalves(device, {
         stacked: scratch.product,
         out: a.y,
         rows: a.m,
         width: a.n,
-      }, `${label}:swiglu`),
+      }, `${label}:swiglu`).then((d) => [d]),
     );
   }
+  const out = (await Promise.all(pending)).flat();
   return out;
 }

@@ -263,8 +263,8 @@ export class Sampler {
     if (cached) return cached;
     const d = this.device;
     const hist = [seqs, this.vocab, 0, 0];
-    const list = [
-      await prepareKernel(d, {
+    const list = await Promise.all([
+      prepareKernel(d, {
         label: "sampler:clear_counts",
         shader: "sampling_history",
         entry: "clear_counts",
@@ -272,7 +272,7 @@ export class Sampler {
         buffers: { 3: this.counts },
         workgroups: grid256(d, seqs * this.vocab),
       }),
-      await prepareKernel(d, {
+      prepareKernel(d, {
         label: "sampler:count_history",
         shader: "sampling_history",
         entry: "count_history",
@@ -280,7 +280,7 @@ export class Sampler {
         buffers: { 1: this.#history, 2: this.ranges, 3: this.counts },
         workgroups: [seqs],
       }),
-      await prepareKernel(d, {
+      prepareKernel(d, {
         label: "sampler:sample",
         shader: "sampling",
         entry: "sample",
@@ -296,9 +296,18 @@ export class Sampler {
         },
         workgroups: [seqs],
       }),
-    ];
+    ]);
     this.#dispatches.set(key, list);
     return list;
+  }
+
+  /**
+   * Build the sampler's pipelines, and its dispatches for one sequence over `logits` (returned),
+   * before the first step (an engine does so while it starts). Its kernels take no per-request constants:
+   * every sampling setting (greedy, top-k/p, min-p, penalties, masks, logprobs) runs on them.
+   */
+  warm(logits: GPUBuffer): Promise<Dispatch[]> {
+    return this.#prepare(logits, 1, false);
   }
 
   /** Record the sampling of `seqs` rows of `logits` (`[seqs, vocab]`). */

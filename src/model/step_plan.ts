@@ -1,0 +1,237 @@
+/**
+ * One step's dispatches, as a `Forward` caches them per step shape (tokens, logit rows).
+ *
+ * Per layer, at decode (at most `MATVEC_MAX_M` tokens), six or seven dispatches:
+ *   1. q/k/v as one product (stacked weights, + bias), with the input RMSNorm folded in;
+ *   2. RoPE on q and k fused with the KV cache write;
+ *   3. paged attention (one pass, or split-K and a merge for long contexts);
+ *   4. o_proj with the residual add in its epilogue;
+ *   5. gate and up as one product, post-attention RMSNorm folded in, SwiGLU in its epilogue;
+ *   6. down_proj with the residual add in its epilogue.
+ * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
+ * around the tiled products. Then the rows whose logits are wanted are copied out of the
+ * residual stream and multiplied by the LM head with the final norm folded in.
+ */
+import { type Dispatch } from "../gpu/dispatch.ts";
+import {
+  type AttentionDispatch,
+  chooseSplits,
+  prepareAttention,
+  prepareRopeKv,
+} from "../gpu/kernels/attention.ts";
+import { prepareEmbedding } from "../gpu/kernels/dense.ts";
+import { isCpuAdapter } from "../gpu/device.ts";
+import { isFloatDtype } from "../gpu/dtype.ts";
+import type { LinearScratch } from "../gpu/kernels/linear.ts";
+import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
+import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
+import { prepareGather } from "../gpu/kernels/tokens.ts";
+import type { GpuModel } from "./gpu_model.ts";
+
+/** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
+export interface Scratch {
+  capacity: number;
+  tableCapacity: number;
+  index: GPUBuffer;
+  ids: GPUBuffer;
+  positions: GPUBuffer;
+  slots: GPUBuffer;
+  tableOffsets: GPUBuffer;
+  blockTable: GPUBuffer;
+  /** The residual stream [tokens, hidden]. */
+  x: GPUBuffer;
+  /** The fused q/k/v product [tokens, q + 2kv]. */
+  qkv: GPUBuffer;
+  /** Rotated q [tokens, q], and attention's output. */
+  q: GPUBuffer;
+  attn: GPUBuffer;
+  /** SwiGLU's output [tokens, intermediate]. */
+  act: GPUBuffer;
+  /** What the unfused (prefill) products need in between. */
+  linear: LinearScratch;
+  rows: GPUBuffer;
+  logits: GPUBuffer;
+}
+
+/** One step shape's dispatches and the buffers they own (uniforms, split partials). */
+export interface Plan {
+  body: Dispatch[];
+  head: Dispatch[];
+  owned: GPUBuffer[];
+}
+
+/** Steps of at most this many tokens may split decode attention over the key axis. */
+export const SPLIT_MAX_TOKENS = 4;
+
+/**
+ * Key-axis splits of a step's attention. Split-K decode spreads one sequence's keys over many
+ * workgroups: a GPU needs that for long contexts; a CPU adapter has enough workgroups in the
+ * heads and only pays the merge.
+ */
+function attentionSplits(
+  device: GPUDevice,
+  tokens: number,
+  context: number,
+  forced: number | undefined,
+): number {
+  if (tokens > SPLIT_MAX_TOKENS) return 1;
+  return forced ?? (isCpuAdapter(device) ? 1 : chooseSplits(context));
+}
+
+/** Where a plan's token ids come from, and how its decode attention splits. */
+export interface PlanOptions {
+  /** A token store: the step's `tokens` are indices into it, gathered on the GPU. */
+  store?: GPUBuffer;
+  /** Key-axis splits of decode attention (default: from the context on a GPU, 1 on a CPU). */
+  splits?: number;
+}
+
+/**
+ * The dispatches of one step shape of `m` over scratch `s`. Every kernel is prepared at once (in
+ * order), so the pipelines a new shape needs compile side by side rather than one after another.
+ */
+export async function buildPlan(
+  m: GpuModel,
+  s: Scratch,
+  tokens: number,
+  rows: number,
+  options: PlanOptions = {},
+): Promise<Plan> {
+  const c = m.config;
+  const d = m.gpu.device;
+  type Part = Promise<Dispatch[] | Dispatch | AttentionDispatch>;
+  const body: Part[] = [];
+  const head: Part[] = [];
+  const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+  if (options.store) {
+    body.push(
+      prepareGather(d, { store: options.store, index: s.index, ids: s.ids, count: tokens }),
+    );
+  }
+  // The embedding, one dispatch per part of the table (a big vocabulary is split by rows).
+  let row0 = 0;
+  for (const [i, part] of m.embed.parts.entries()) {
+    const args = {
+      ids: s.ids,
+      table: part.buffer,
+      out: s.x,
+      tokens,
+      hidden: H,
+      vocab: c.vocabSize,
+      rowStart: row0,
+      rowEnd: row0 + part.rows,
+    };
+    const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
+    body.push(
+      isFloatDtype(part.dtype)
+        ? prepareEmbedding(d, { ...args, dtype: part.dtype }, label)
+        : prepareQuantEmbedding(d, { ...args, type: part.dtype }, label),
+    );
+    row0 += part.rows;
+  }
+  const linear = (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) =>
+    prepareProduct(d, { ...args, m: xRows }, s.linear, label);
+  const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
+  const kvDtype = m.kvDtype;
+  for (let l = 0; l < c.numLayers; l++) {
+    const L = m.layers[l]!;
+    body.push(linear({
+      x: s.x,
+      weight: L.qkv,
+      ...(L.qkvBias ? { b: L.qkvBias } : {}),
+      y: s.qkv,
+      n: Q + 2 * KV,
+      k: H,
+      norm: { weight: L.inputNorm, eps: c.rmsNormEps },
+    }, `L${l}:qkv`));
+    body.push(
+      prepareRopeKv(d, {
+        qkv: s.qkv,
+        q: s.q,
+        positions: s.positions,
+        invFreq: m.invFreq,
+        slots: s.slots,
+        kCache: m.kCache[l]!,
+        vCache: m.vCache[l]!,
+        tokens,
+        heads: c.numHeads,
+        kvHeads: c.numKvHeads,
+        headDim: c.headDim,
+        kvDtype,
+      }, `L${l}:rope_kv`),
+    );
+    body.push(prepareAttention(d, {
+      q: s.q,
+      kCache: m.kCache[l]!,
+      vCache: m.vCache[l]!,
+      positions: s.positions,
+      tableOffsets: s.tableOffsets,
+      blockTable: s.blockTable,
+      out: s.attn,
+      tokens,
+      heads: c.numHeads,
+      kvHeads: c.numKvHeads,
+      headDim: c.headDim,
+      blockSize: m.blockSize,
+      splits,
+      kvDtype,
+    }, `L${l}:attention`));
+    body.push(linear(
+      { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
+      `L${l}:o`,
+    ));
+    body.push(linear({
+      x: s.x,
+      weight: L.gateUp,
+      y: s.act,
+      n: c.intermediateSize,
+      k: H,
+      norm: { weight: L.postNorm, eps: c.rmsNormEps },
+      epilogue: "swiglu",
+    }, `L${l}:gate_up`));
+    body.push(linear({
+      x: s.act,
+      weight: L.down,
+      y: s.x,
+      n: H,
+      k: c.intermediateSize,
+      epilogue: "accumulate",
+    }, `L${l}:down`));
+  }
+  // The LM head reads the wanted rows of x (copied out after the body) through the final
+  // norm. A step without logit rows (a prompt chunk that does not end its prompt) has none.
+  if (rows > 0) {
+    head.push(linear(
+      {
+        x: s.rows,
+        weight: m.lmHead,
+        y: s.logits,
+        n: c.vocabSize,
+        k: H,
+        norm: { weight: m.finalNorm, eps: c.rmsNormEps },
+      },
+      "lm_head",
+      rows,
+    ));
+  }
+  const settled = await Promise.allSettled([...body, ...head]);
+  const plan: Plan = { body: [], head: [], owned: [] };
+  const failed = settled.find((r) => r.status === "rejected");
+  settled.forEach((r, i) => {
+    if (r.status === "rejected") return;
+    const v = r.value;
+    const list: (Dispatch & { uniform?: GPUBuffer })[] = "dispatches" in v
+      ? v.dispatches
+      : Array.isArray(v)
+      ? v
+      : [v];
+    (i < body.length ? plan.body : plan.head).push(...list);
+    if ("owned" in v) plan.owned.push(...v.owned);
+    else plan.owned.push(...list.flatMap((x) => x.uniform ? [x.uniform] : []));
+  });
+  if (failed) {
+    for (const b of plan.owned) b.destroy();
+    throw failed.reason;
+  }
+  return plan;
+}
