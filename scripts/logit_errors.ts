@@ -14,6 +14,7 @@
  * `deno run -A scripts/logit_errors.ts [--gguf-only | --no-gguf]`.
  */
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
+import { runCli } from "../src/adapters/deno/flags.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
 import type { KvDtype } from "../src/gpu/kernels/attention.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
@@ -32,6 +33,18 @@ import {
 } from "../src/model/verify.ts";
 import { MODELS } from "../test/support/models.ts";
 
+const { flags, fail } = runCli({
+  name: "logit_errors",
+  command: "deno run -A scripts/logit_errors.ts",
+  about: "The logit errors behind verify's bounds, one line per prompt.",
+  flags: {
+    "gguf-only": { type: "boolean", help: "only the GGUF comparisons" },
+    "no-gguf": { type: "boolean", help: "leave the GGUF comparisons out" },
+  },
+});
+if (flags["gguf-only"] && flags["no-gguf"]) fail("--gguf-only and --no-gguf: give one of them");
+const ggufOnly = flags["gguf-only"];
+const noGguf = flags["no-gguf"];
 const gpu = await acquireGpu({ label: "logit-errors" });
 console.log(`adapter: ${gpu.caps.adapter}`);
 const KVS: KvDtype[] = ["f32", "f16"];
@@ -81,9 +94,6 @@ async function gpuAgainst(
     }
   }
 }
-
-const ggufOnly = Deno.args.includes("--gguf-only");
-const noGguf = Deno.args.includes("--no-gguf");
 
 for (const m of MODELS) {
   const dir = m.dir.pathname;

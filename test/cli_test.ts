@@ -41,6 +41,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },
   { path: "test/run.ts", name: "test" },
+  { path: "scripts/logit_errors.ts", name: "logit_errors" },
   { path: "scripts/demo.mjs", name: "start", flag: ["--port", "1"] },
   { path: "scripts/build_package.mjs", name: "build", flag: ["--write-exports"] },
   { path: "scripts/conformance_browser.mjs", name: "conformance:browser" },

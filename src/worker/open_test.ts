@@ -74,9 +74,13 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
 
 Deno.test("openModel from a server without Range and with an SPA fallback: each file sent once per reader", async () => {
   // Python's http.server ignores Range; Vite without appType "mpa" answers index.html for every
-  // missing file. Fortune has no tokenizer_config.json or generation_config.json: both come back
-  // as that page and count as absent.
-  const server = rangeServer(FORTUNE, { range: false, fallback: SPA });
+  // missing file. With fortune's tokenizer_config.json and generation_config.json hidden, both
+  // come back as that page and count as absent.
+  const server = rangeServer(FORTUNE, {
+    range: false,
+    fallback: SPA,
+    hide: ["tokenizer_config.json", "generation_config.json"],
+  });
   const model = await openModel({ model: server.base, engine: { kvBlocks: 16 } });
   try {
     let text = "";
