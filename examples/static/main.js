@@ -24,7 +24,11 @@ $("form").addEventListener("submit", async (e) => {
   setState("generating", "generating…");
   let finish = "error";
   try {
-    const options = { max_tokens: Number($("max-tokens").value), signal: running.signal };
+    const options = {
+      max_tokens: Number($("max-tokens").value),
+      ...($("seed").value === "" ? {} : { seed: Number($("seed").value) }),
+      signal: running.signal,
+    };
     for await (const piece of model.generate(prompt, options)) {
       $("output").textContent += piece.text;
       finish = piece.finish ?? finish; // the last piece has it: stop, length or cancelled

@@ -83,9 +83,11 @@ after(async () => {
 
 const ready = () => page.waitForSelector("body[data-state=ready]", { timeout: 60_000 });
 
-async function generate(prompt, maxTokens) {
+async function generate(prompt, maxTokens, seed = 1) {
   await page.fill("#prompt", prompt);
   await page.fill("#max-tokens", String(maxTokens));
+  // Seeded: unseeded, fortune may draw EOS within the tokens asked for and end with "stop".
+  await page.fill("#seed", String(seed));
   await page.click("#generate");
 }
 
