@@ -1,6 +1,6 @@
 /**
- * In Chromium (SwiftShader WebGPU: subgroups, no f16): the linear kernels (the subgroup
- * matrix-vector path, which Deno's adapters never take) against their reference, every
+ * In Chromium (SwiftShader WebGPU: subgroups, no f16; no Kiln kernel uses subgroups): the linear
+ * kernels, compiled by Chromium's own shader compiler, against their reference, every
  * reference model loaded over HTTP with Range requests, its logits compared with HF's within
  * `verify`'s bounds with an f32 and with an f16 KV cache (SwiftShader's f32 arithmetic is not
  * lavapipe's; the summaries print each prompt's errors), and the sampler against the shared
