@@ -1,24 +1,37 @@
 /**
- * WGSL sources live in `shaders/*.wgsl`, one kernel family per file. They are fetched once
- * (file: URLs under Deno, http under a browser or Vite) and compiled once per device: every
- * compute pipeline Kiln dispatches comes from `computePipeline`'s per-device cache, which an
- * engine fills while it starts (see `engines/webgpu/warmup.ts`).
+ * WGSL sources live in `shaders/*.wgsl`, one kernel family per file, with shared fragments in
+ * `shaders/lib/` and per-format decoders in `shaders/quant/` that kernels import
+ * (`shader_compose.ts`). A shader is named by its variant string (`logits`, or
+ * `matvec_quant:format=q4_k`); files are fetched once (file: URLs under Deno, http under a
+ * browser or Vite), each variant composed once and compiled once per device: every compute
+ * pipeline Kiln dispatches comes from `computePipeline`'s per-device cache, keyed by the variant,
+ * which an engine fills while it starts (see `engines/webgpu/warmup.ts`).
  */
 
-import { loadShaderText } from "./shader_text.ts";
+import { composeShader } from "./shader_compose.ts";
+import { loadShaderFile } from "./shader_text.ts";
 
-const sources = new Map<string, Promise<string>>();
-
-/** The text of `shaders/<name>.wgsl`. */
-export function shaderSource(name: string): Promise<string> {
-  let src = sources.get(name);
-  if (src === undefined) {
-    src = loadShaderText(name);
-    src.catch(() => sources.delete(name));
-    sources.set(name, src);
-  }
-  return src;
+/** Memoise an async function of a string; a rejected result is forgotten (the next call retries). */
+function cached(f: (key: string) => Promise<string>): (key: string) => Promise<string> {
+  const cache = new Map<string, Promise<string>>();
+  return (key) => {
+    let v = cache.get(key);
+    if (v === undefined) {
+      v = f(key);
+      v.catch(() => cache.delete(key));
+      cache.set(key, v);
+    }
+    return v;
+  };
 }
+
+/** The text of `shaders/<path>`, fetched once. */
+export const shaderFile: (path: string) => Promise<string> = cached(loadShaderFile);
+
+/** The composed WGSL of a shader variant (`shaders/<name>.wgsl` with its imports). */
+export const shaderSource: (variant: string) => Promise<string> = cached((variant) =>
+  composeShader(variant, shaderFile)
+);
 
 const modules = new WeakMap<GPUDevice, Map<string, GPUShaderModule>>();
 const pipelines = new WeakMap<GPUDevice, Map<string, Promise<GPUComputePipeline>>>();
@@ -70,8 +83,9 @@ async function shaderModule(device: GPUDevice, name: string): Promise<GPUShaderM
 }
 
 /**
- * A compute pipeline for `entryPoint` of `shaders/<name>.wgsl` with the given `override`
- * constants, cached per device (layout `auto`).
+ * A compute pipeline for `entryPoint` of the shader variant `name` (`shaders/<name>.wgsl`, or a
+ * composed `file:param=value` variant) with the given `override` constants, cached per device
+ * (layout `auto`).
  */
 export function computePipeline(
   device: GPUDevice,

@@ -1,14 +1,15 @@
 /**
- * Where WGSL text comes from: `shaders/<name>.wgsl` fetched relative to this module (file: URLs
- * under Deno, http under a browser or Vite's dev server). The npm package's build replaces this
- * module with one that holds the text of every `shaders/*.wgsl`, so bundlers and static folders
- * need no WGSL files beside the JavaScript (`scripts/build_package.mjs`).
+ * Where shader files come from: `shaders/<path>` (WGSL kernels and fragments, and the lookup
+ * tables some fragments bind) fetched relative to this module (file: URLs under Deno, http under
+ * a browser or Vite's dev server). The npm package's build replaces this module with one that
+ * holds the text of every file under `shaders/`, so bundlers and static folders need no shader
+ * files beside the JavaScript (`scripts/build_package.mjs`).
  */
 
-/** The text of `shaders/<name>.wgsl`. */
-export async function loadShaderText(name: string): Promise<string> {
-  const url = new URL(`../../shaders/${name}.wgsl`, import.meta.url);
+/** The text of `shaders/<path>` (`path` with its extension, e.g. `lib/quant_words.wgsl`). */
+export async function loadShaderFile(path: string): Promise<string> {
+  const url = new URL(`../../shaders/${path}`, import.meta.url);
   const r = await fetch(url);
-  if (!r.ok) throw new Error(`shader ${name}: ${r.status} ${r.statusText} (${url})`);
+  if (!r.ok) throw new Error(`shaders/${path}: ${r.status} ${r.statusText} (${url})`);
   return await r.text();
 }

@@ -1,6 +1,6 @@
 /**
  * Test-only: plant a one-step error in a single weight of quantized blocks, for tests that show
- * a comparison catches it. Block layouts as in `src/gpu/quant/legacy.ts` and `kquants.ts`.
+ * a comparison catches it. Block layouts as in `src/gpu/quant/formats/`.
  */
 import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/formats.ts";
 

@@ -14,7 +14,10 @@ export interface KernelDispatch extends Dispatch {
 export interface KernelSpec {
   /** Label of the dispatch and of the GPU objects it creates. */
   label: string;
-  /** The shader file's name under `shaders/`, without `.wgsl`. */
+  /**
+   * The shader variant: a file name under `shaders/` without `.wgsl`, or a composed
+   * `file:param=value` variant (`../shader_compose.ts`).
+   */
   shader: string;
   /** The entry point. */
   entry: string;

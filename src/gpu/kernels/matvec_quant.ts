@@ -1,7 +1,8 @@
 /**
- * Kernels over GGUF block-quantized weights (`shaders/matvec_quant.wgsl`), dequantizing in
- * registers: the weight buffer holds the blocks exactly as a GGUF file stores them, and no
- * dequantized copy is ever made.
+ * Kernels over GGUF block-quantized weights (`shaders/matvec_quant.wgsl`, composed per format
+ * with the format's decoder `shaders/quant/<fragment>.wgsl`), dequantizing in registers: the
+ * weight buffer holds the blocks exactly as a GGUF file stores them, and no dequantized copy is
+ * ever made.
  *
  * - `prepareQuantMatvec`: the decode product with RMSNorm before it and the residual add or
  *   SwiGLU after it folded in, writing into a column window of a wider output.
@@ -11,7 +12,10 @@ import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
 import { isCpuAdapter } from "../device.ts";
 import { grid } from "../dispatch.ts";
+import type { QuantFormat } from "../quant/format.ts";
 import { quantFormat, quantizedRowBytes, type QuantType } from "../quant/formats.ts";
+import { quantTableBuffer } from "../quant/tables.ts";
+import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 
 export type QuantEpilogue = "store" | "accumulate" | "swiglu";
@@ -66,6 +70,14 @@ function placeholder(device: GPUDevice): GPUBuffer {
     placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
   }
   return b;
+}
+
+/** The shader variant of `matvec_quant.wgsl` for format `f`. */
+const variant = (f: QuantFormat) => shaderVariant("matvec_quant", { format: f.fragment });
+
+/** Binding 7: the format's lookup table, for the formats that have one. */
+async function tableBinding(device: GPUDevice, f: QuantFormat): Promise<Record<number, GPUBuffer>> {
+  return f.table ? { 7: await quantTableBuffer(device, f.table) } : {};
 }
 
 function fail(what: string, message: string): never {
@@ -147,10 +159,9 @@ export async function prepareQuantMatvec(
   const [gx, gy] = grid(device, Math.ceil(a.n / ((wg / tpr) * rpt)));
   return await prepareKernel(device, {
     label,
-    shader: "matvec_quant",
+    shader: variant(f),
     entry: "main",
     constants: {
-      FORMAT: f.code,
       ROWS: Math.min(a.m, QUANT_MATVEC_ROWS),
       SWIGLU: epilogue === "swiglu" ? 1 : 0,
       TPR: tpr,
@@ -165,6 +176,7 @@ export async function prepareQuantMatvec(
       3: a.bias ?? placeholder(device),
       4: a.y,
       5: a.norm?.weight ?? placeholder(device),
+      ...await tableBinding(device, f),
     },
     workgroups: [gx, gy, slices],
   });
@@ -217,11 +229,10 @@ export async function prepareQuantEmbedding(
   const threadCount = a.tokens * (a.hidden / 32);
   return await prepareKernel(device, {
     label,
-    shader: "matvec_quant",
+    shader: variant(f),
     entry: "embed",
-    constants: { FORMAT: f.code },
     uniform: [a.tokens, 0, a.hidden, 0, 0, 0, a.rowStart, a.rowEnd, a.vocab, 0, 0, 0],
-    buffers: { 2: a.table, 4: a.out, 6: a.ids },
+    buffers: { 2: a.table, 4: a.out, 6: a.ids, ...await tableBinding(device, f) },
     workgroups: grid(device, Math.ceil(threadCount / EMBED_WG)),
   });
 }

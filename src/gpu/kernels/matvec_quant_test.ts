@@ -64,7 +64,7 @@ const PLAN: readonly (readonly [number, number, number, number])[] = [
 
 /** Store and accumulate, each with and without norm and bias, then SwiGLU with and without norm. */
 function cases(format: number): Case[] {
-  const [tprA, mA, tprB, mB] = PLAN[format]!;
+  const [tprA, mA, tprB, mB] = PLAN[format % PLAN.length]!;
   const out: Case[] = [];
   const push = (c: Omit<Case, "n" | "window">) =>
     out.push({ ...c, n: out.length % 2 ? 37 : 13, window: out.length % 4 < 2 });

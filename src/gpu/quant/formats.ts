@@ -1,49 +1,38 @@
 /**
- * GGUF/ggml block-quantized weight formats: the per-type block geometry, a float64 dequantizer
- * (the reference every quantized kernel is checked against) and a round-to-nearest quantizer
- * whose blocks decode the way ggml decodes them. A quantized [rows, cols] matrix is stored row
- * after row, each row `cols / blockSize` consecutive blocks (so `cols` must be whole blocks).
- * Block layouts: `legacy.ts` (Q8_0, Q4_0, Q4_1) and `kquants.ts` (Q4_K, Q5_K, Q6_K).
+ * The registry of GGUF/ggml block-quantized weight formats Kiln reads: one file per format in
+ * `formats/` (the contract is `format.ts`), listed here once. A quantized [rows, cols] matrix is
+ * stored row after row, each row `cols / blockSize` consecutive blocks (so `cols` must be whole
+ * blocks). Everything below works off the registry: lookup by name or ggml number, block byte
+ * counts, float64 dequantization (the reference every quantized kernel is checked against) and
+ * round-to-nearest quantization for the formats that have an encoder.
  */
 import { EngineError } from "../../contract/errors.ts";
-import { type BlockCodec, Q4_0, Q4_1, Q8_0 } from "./legacy.ts";
-import { Q4_K, Q5_K, Q6_K } from "./kquants.ts";
+import type { QuantFormat } from "./format.ts";
+import { Q4_0 } from "./formats/q4_0.ts";
+import { Q4_1 } from "./formats/q4_1.ts";
+import { Q4_K } from "./formats/q4_k.ts";
+import { Q5_K } from "./formats/q5_k.ts";
+import { Q6_K } from "./formats/q6_k.ts";
+import { Q8_0 } from "./formats/q8_0.ts";
+
+export type { QuantFormat, QuantTable } from "./format.ts";
+
+/** Every registered format by its `type` (each key is its format's `type`). */
+const REGISTRY = {
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+} as const satisfies Record<string, QuantFormat>;
 
 /** The GGUF/ggml block-quantized types Kiln reads. */
-export type QuantType = "Q8_0" | "Q4_0" | "Q4_1" | "Q4_K" | "Q5_K" | "Q6_K";
+export type QuantType = keyof typeof REGISTRY;
 
-export interface QuantFormat {
-  type: QuantType;
-  /** ggml's `ggml_type` number, as GGUF tensor infos store it. */
-  ggmlType: number;
-  /** Elements per block. */
-  blockSize: number;
-  /** Bytes per block. */
-  blockBytes: number;
-  /** The value of the `FORMAT` override constant of `shaders/matvec_quant.wgsl`. */
-  code: number;
-}
-
-const format = (
-  type: QuantType,
-  ggmlType: number,
-  blockSize: number,
-  blockBytes: number,
-  code: number,
-): QuantFormat => ({ type, ggmlType, blockSize, blockBytes, code });
-
-export const QUANT_FORMATS: Readonly<Record<QuantType, QuantFormat>> = {
-  Q8_0: format("Q8_0", 8, 32, 34, 0),
-  Q4_0: format("Q4_0", 2, 32, 18, 1),
-  Q4_1: format("Q4_1", 3, 32, 20, 2),
-  Q4_K: format("Q4_K", 12, 256, 144, 3),
-  Q5_K: format("Q5_K", 13, 256, 176, 4),
-  Q6_K: format("Q6_K", 14, 256, 210, 5),
-};
+export const QUANT_FORMATS: Readonly<Record<QuantType, QuantFormat>> = REGISTRY;
 
 export const QUANT_TYPES = Object.keys(QUANT_FORMATS) as QuantType[];
-
-const CODECS: Record<QuantType, BlockCodec> = { Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K };
 
 /** The format of `type`; an unknown type is an invalid argument. */
 export function quantFormat(type: string): QuantFormat {
@@ -59,7 +48,11 @@ export function quantFormat(type: string): QuantFormat {
 export function quantTypeOfGgml(ggmlType: number): QuantType {
   const found = QUANT_TYPES.find((t) => QUANT_FORMATS[t].ggmlType === ggmlType);
   if (found === undefined) {
-    throw EngineError.invalidArgument(`ggml type ${ggmlType} is not a supported quantized type`);
+    throw EngineError.invalidArgument(
+      `ggml type ${ggmlType} is not a supported quantized type (supported: ${
+        QUANT_TYPES.join(", ")
+      })`,
+    );
   }
   return found;
 }
@@ -97,10 +90,9 @@ export function dequantize(type: string, bytes: Uint8Array, count: number): Floa
       } blocks of ${f.blockBytes}), got ${bytes.byteLength}`,
     );
   }
-  const codec = CODECS[f.type];
   const out = new Float64Array(count);
   for (let b = 0; b < count / f.blockSize; b++) {
-    codec.decode(bytes, b * f.blockBytes, out, b * f.blockSize);
+    f.decode(bytes, b * f.blockBytes, out, b * f.blockSize);
   }
   return out;
 }
@@ -110,8 +102,9 @@ export const QUANTIZE_MAX_ABS = 65504;
 
 /**
  * Quantize a row-major [rows, cols] matrix to `type`, row after row, each row cols/blockSize
- * blocks. Round-to-nearest with a small scale search for the K-quants; not bit-identical to
- * llama.cpp's quantizer, but every block decodes the way ggml decodes it.
+ * blocks, with the format's `encode` (round-to-nearest, a small scale search for the K-quants;
+ * not bit-identical to llama.cpp's quantizer, but every block decodes the way ggml decodes it).
+ * A format without an encoder is an invalid argument.
  */
 export function quantize(
   type: string,
@@ -120,6 +113,10 @@ export function quantize(
   cols: number,
 ): Uint8Array {
   const f = quantFormat(type);
+  const encode = f.encode;
+  if (encode === undefined) {
+    throw EngineError.invalidArgument(`${f.type}: Kiln has no quantizer for this type`);
+  }
   const rowBytes = quantizedRowBytes(f.type, cols);
   if (!Number.isInteger(rows) || rows < 0 || values.length !== rows * cols) {
     throw EngineError.invalidArgument(
@@ -133,10 +130,9 @@ export function quantize(
       );
     }
   }
-  const codec = CODECS[f.type];
   const out = new Uint8Array(rows * rowBytes);
   for (let b = 0; b < values.length / f.blockSize; b++) {
-    codec.encode(values, b * f.blockSize, out, b * f.blockBytes);
+    encode.call(f, values, b * f.blockSize, out, b * f.blockBytes);
   }
   return out;
 }

@@ -10,7 +10,7 @@ import {
   quantizedBytes,
   quantTypeOfGgml,
 } from "./formats.ts";
-import { packScaleMins, scaleMin } from "./kquants.ts";
+import { packScaleMins, scaleMin } from "./kscales.ts";
 
 Deno.test("block geometry matches ggml: elements and bytes per block", () => {
   const geometry = QUANT_TYPES.map((

@@ -5,5 +5,6 @@
  * @module
  */
 export * from "./formats.ts";
+export { loadQuantTable, parseQuantTable, quantTableBuffer } from "./tables.ts";
 export { quantMatvecRef } from "./reference.ts";
 export { randomBlocks } from "./random_blocks.ts";

@@ -1,0 +1,67 @@
+/**
+ * The contract of one GGUF/ggml block-quantized weight format. Each format is one file in
+ * `formats/` (`formats/<fragment>.ts`) exporting a {@linkcode QuantFormat}, listed by the
+ * registry `formats.ts`; its GPU decoder is the WGSL fragment `shaders/quant/<fragment>.wgsl`,
+ * which the product and embedding kernels import (`shaders/matvec_quant.wgsl`, composed by
+ * `../shader_compose.ts` per format).
+ *
+ * A fragment defines exactly
+ *
+ * ```wgsl
+ * const BLOCK_ELEMS: u32;                          // = blockSize
+ * const BLOCK_BYTES: u32;                          // = blockBytes
+ * fn load_slice(b: u32, s: u32) -> Raw             // raw words of slice s of the block at byte b
+ * fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8> // its 32 weights: 8 groups of 4 consecutive
+ * fn group_elem(s: u32, g: u32) -> u32             // element offset in the block of group g
+ * ```
+ *
+ * plus private helpers prefixed with its own name, reading the weights through
+ * `shaders/lib/quant_words.wgsl` (`word_at`, `half_at`, `span`, `byte_at`, `byte_of`, `nib_lo`,
+ * `nib_hi`, `bits_each`, `i8x4`; `struct Raw { q: array<u32, 8>, h: vec4<u32> }`). A slice is any
+ * 32 weights of the block forming 8 runs of 4 consecutive elements.
+ *
+ * Lookup tables (the i-quants' grids): a format with a `table` declares in its fragment
+ * `@group(0) @binding(7) var<storage, read> grid: array<u32>;`. The table's words
+ * are the data file `shaders/tables/<name>.json` (`{ "source": ..., "words": [u32, ...] }`,
+ * generated from ggml by a committed script, never typed in), loaded like shader text (so the
+ * npm package inlines it) and uploaded once per device to a storage buffer labelled
+ * `kiln:table:<name>` (`tables.ts`), which the kernels bind at binding 7 for that
+ * format only.
+ * @module
+ */
+
+/** A lookup table a format's fragment reads at `@group(0) @binding(7)`. */
+export interface QuantTable {
+  /** The data file `shaders/tables/<name>.json`. */
+  name: string;
+  /** Its length in u32 words (checked when it loads). */
+  words: number;
+}
+
+/** One block-quantized format: geometry, float64 CPU codec, WGSL fragment, random blocks. */
+export interface QuantFormat {
+  /** Kiln's name: ggml's type name upper-cased ("Q4_K", "IQ2_XXS", "MXFP4"). */
+  readonly type: string;
+  /** ggml's `ggml_type` number, as GGUF tensor infos store it. */
+  readonly ggmlType: number;
+  /** Elements per block (32 or 256). */
+  readonly blockSize: number;
+  /** Bytes per block. */
+  readonly blockBytes: number;
+  /** The WGSL fragment `shaders/quant/<fragment>.wgsl` (and this file's name in `formats/`). */
+  readonly fragment: string;
+  /** Decode the block at byte `offset` of `bytes` to `out[outOffset..+blockSize)`, bit-exact with ggml. */
+  decode(bytes: Uint8Array, offset: number, out: Float64Array, outOffset: number): void;
+  /**
+   * Optional round-to-nearest quantizer: encode `values[offset..+blockSize)` as one block at
+   * byte `outOffset` of `out`. Formats without one load from GGUF files but `quantize` refuses them.
+   */
+  encode?(values: ArrayLike<number>, offset: number, out: Uint8Array, outOffset: number): void;
+  /**
+   * Write one well-formed random block at byte `offset` of `out` (every quant, scale and high
+   * bit random, scales sized to keep weights within about ±1); `next()` is a uniform u32.
+   */
+  randomBlock(out: Uint8Array, offset: number, next: () => number): void;
+  /** The lookup table the fragment binds at binding 7, if any. */
+  readonly table?: QuantTable;
+}

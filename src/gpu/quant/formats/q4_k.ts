@@ -1,0 +1,26 @@
+/**
+ * Q4_K, 144-byte super-blocks of 256: `d`, `dmin` and the 12 scale bytes as in `../kscales.ts`,
+ * 128 bytes of nibbles at 16. Sub-blocks 2p and 2p+1 share the 32 bytes at 16 + 32p: element l
+ * of sub-block 2p is the low nibble of byte l, of sub-block 2p+1 the high.
+ * GPU decoder: `shaders/quant/q4_k.wgsl`.
+ */
+import type { QuantFormat } from "../format.ts";
+import { decodeAsymBlock, encodeAsymBlock, randomAsymBlock } from "../kscales.ts";
+
+export const Q4_K: QuantFormat = {
+  type: "Q4_K",
+  ggmlType: 12,
+  blockSize: 256,
+  blockBytes: 144,
+  fragment: "q4_k",
+  decode: (src, at, out, outAt) => decodeAsymBlock(src, at, out, outAt, false),
+  encode(values, from, dst, at) {
+    const q = encodeAsymBlock(values, from, dst, at, 15);
+    for (let p = 0; p < 4; p++) {
+      for (let l = 0; l < 32; l++) {
+        dst[at + 16 + 32 * p + l] = q[64 * p + l]! | (q[64 * p + 32 + l]! << 4);
+      }
+    }
+  },
+  randomBlock: (out, at, next) => randomAsymBlock(out, at, next, false),
+};

@@ -1,0 +1,31 @@
+/**
+ * Q8_0, 34-byte blocks of 32: f16 `d` at 0, 32 × int8 `q` at 2; element i = d · q[i].
+ * GPU decoder: `shaders/quant/q8_0.wgsl`.
+ */
+import type { QuantFormat } from "../format.ts";
+import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
+
+export const Q8_0: QuantFormat = {
+  type: "Q8_0",
+  ggmlType: 8,
+  blockSize: 32,
+  blockBytes: 34,
+  fragment: "q8_0",
+  decode(src, at, out, outAt) {
+    const d = readF16(src, at);
+    for (let i = 0; i < 32; i++) out[outAt + i] = d * ((src[at + 2 + i]! << 24) >> 24);
+  },
+  encode(values, from, dst, at) {
+    let amax = 0;
+    for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(values[from + i]!));
+    const d = writeF16(dst, at, amax / 127);
+    const inv = d === 0 ? 0 : 1 / d;
+    for (let i = 0; i < 32; i++) {
+      dst[at + 2 + i] = clamp(roundHalfAway(values[from + i]! * inv), -127, 127) & 0xff;
+    }
+  },
+  randomBlock(out, at, next) {
+    randomBytes(out, at + 2, 32, next);
+    randomF16(out, at, 1 / 127, next);
+  },
+};
