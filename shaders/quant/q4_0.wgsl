@@ -20,8 +20,8 @@ fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8> {
   var v: array<vec4<f32>, 8>;
   let d = unpack2x16float(r.h.x).x;
   for (var i = 0u; i < 4u; i++) {
-    v[i] = d * nib_lo(r.q[i]) - 8.0 * d;
-    v[4u + i] = d * nib_hi(r.q[i]) - 8.0 * d;
+    v[i] = d * (nib_lo(r.q[i]) - 8.0);
+    v[4u + i] = d * (nib_hi(r.q[i]) - 8.0);
   }
   return v;
 }

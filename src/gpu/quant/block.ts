@@ -38,20 +38,19 @@ export function randomF16(out: Uint8Array, at: number, size: number, next: () =>
 
 /**
  * Decode the 16 nibble bytes at `at` in ggml's 4-bit order (element i < 16 the low nibble of
- * byte i, element i + 16 its high nibble) as scale·nibble + offset.
+ * byte i, element i + 16 its high nibble), each nibble q as `value(q)`.
  */
 export function decodeNibbles(
   src: Uint8Array,
   at: number,
-  scale: number,
-  offset: number,
   out: Float64Array,
   o: number,
+  value: (q: number) => number,
 ): void {
   for (let i = 0; i < 16; i++) {
     const byte = src[at + i]!;
-    out[o + i] = scale * (byte & 15) + offset;
-    out[o + 16 + i] = scale * (byte >> 4) + offset;
+    out[o + i] = value(byte & 15);
+    out[o + 16 + i] = value(byte >> 4);
   }
 }
 

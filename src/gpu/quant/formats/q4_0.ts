@@ -23,7 +23,7 @@ export const Q4_0: QuantFormat = {
   fragment: "q4_0",
   decode(src, at, out, outAt) {
     const d = readF16(src, at);
-    decodeNibbles(src, at + 2, d, -8 * d, out, outAt);
+    decodeNibbles(src, at + 2, out, outAt, (q) => d * (q - 8)); // −0 where ggml has it
   },
   encode(values, from, dst, at) {
     // The value of largest magnitude maps to level 0 (−8·d), which uses the asymmetric range.

@@ -21,7 +21,8 @@ export const Q4_1: QuantFormat = {
   blockBytes: 20,
   fragment: "q4_1",
   decode(src, at, out, outAt) {
-    decodeNibbles(src, at + 4, readF16(src, at), readF16(src, at + 2), out, outAt);
+    const d = readF16(src, at), m = readF16(src, at + 2);
+    decodeNibbles(src, at + 4, out, outAt, (q) => d * q + m);
   },
   encode(values, from, dst, at) {
     let lo = Infinity, hi = -Infinity;

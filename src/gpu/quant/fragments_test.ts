@@ -1,0 +1,68 @@
+/**
+ * Each registered format against the contract in `format.ts`: its registry entry and file
+ * names, and its WGSL fragment's geometry, functions and table binding (the kernels' GPU tests
+ * in `../kernels/matvec_quant_test.ts` check what the fragment computes).
+ */
+import { deepStrictEqual as assertEquals, ok } from "node:assert/strict";
+import { EngineError } from "../../contract/errors.ts";
+import { shaderFile, shaderSource } from "../shader.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "./formats.ts";
+import { loadQuantTable, parseQuantTable } from "./tables.ts";
+
+const SIGNATURES = [
+  "fn load_slice(b: u32, s: u32) -> Raw",
+  "fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8>",
+  "fn group_elem(s: u32, g: u32) -> u32",
+];
+
+for (const type of QUANT_TYPES) {
+  Deno.test(`${type}: registry entry, fragment geometry, functions and table binding`, async () => {
+    const f = QUANT_FORMATS[type];
+    assertEquals([f.type, f.fragment], [type, type.toLowerCase()]);
+    ok(f.blockSize === 32 || f.blockSize === 256, `block size ${f.blockSize}`);
+    const text = await shaderFile(`quant/${f.fragment}.wgsl`);
+    const constant = (name: string) =>
+      Number(new RegExp(`^const ${name}: u32 = (\\d+)u;$`, "m").exec(text)?.[1]);
+    assertEquals([constant("BLOCK_ELEMS"), constant("BLOCK_BYTES")], [f.blockSize, f.blockBytes]);
+    for (const sig of SIGNATURES) ok(text.includes(`${sig} {`), `${type}: defines ${sig}`);
+    const own = [...text.matchAll(/^fn (\w+)\(/gm)].map((m) => m[1]!)
+      .filter((name) => !["load_slice", "decode", "group_elem"].includes(name));
+    const foreign = own.filter((name) => !name.startsWith(`${f.fragment}_`));
+    assertEquals(foreign, [], `${type}: helpers must be prefixed ${f.fragment}_`);
+    const bindings = [...text.matchAll(/@binding\((\d+)\)/g)].map((m) => Number(m[1]));
+    assertEquals(bindings, f.table ? [7] : [], `${type}: bindings`);
+    const composed = await shaderSource(`matvec_quant:format=${f.fragment}`);
+    ok(composed.includes(`const BLOCK_BYTES: u32 = ${f.blockBytes}u;`));
+  });
+}
+
+function refuses(fn: () => unknown, includes: string): void {
+  try {
+    fn();
+  } catch (e) {
+    ok(e instanceof EngineError && e.type === "InvalidArgument", String(e));
+    ok(e.message.includes(includes), e.message);
+    return;
+  }
+  throw new Error(`no error (expected one mentioning ${includes})`);
+}
+
+Deno.test("table data files: u32 words of the declared length, malformed or missing ones refused", async () => {
+  const table = { name: "t", words: 3 };
+  assertEquals(
+    [...parseQuantTable(table, '{"source":"test","words":[0,1,4294967295]}')],
+    [0, 1, 4294967295],
+  );
+  refuses(() => parseQuantTable(table, "{"), "tables/t.json: not JSON");
+  refuses(() => parseQuantTable(table, '{"words":3}'), "no `words` array");
+  refuses(() => parseQuantTable(table, '{"words":[1,2]}'), "2 words, the format expects 3");
+  refuses(() => parseQuantTable(table, '{"words":[1,2,-1]}'), "word 2 (-1) is not a u32");
+  refuses(() => parseQuantTable(table, '{"words":[1,2.5,3]}'), "word 1 (2.5)");
+  refuses(() => parseQuantTable(table, '{"words":[1,2,4294967296]}'), "is not a u32");
+  try {
+    await loadQuantTable({ name: "no_such_table", words: 1 });
+    throw new Error("a missing table loaded");
+  } catch (e) {
+    ok(String(e).includes("shaders/tables/no_such_table.json"), String(e));
+  }
+});
