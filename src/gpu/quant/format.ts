@@ -21,12 +21,13 @@
  * 32 weights of the block forming 8 runs of 4 consecutive elements.
  *
  * Lookup tables (the i-quants' grids): a format with a `table` declares in its fragment
- * `@group(0) @binding(7) var<storage, read> grid: array<u32>;`. The table's words
- * are the data file `shaders/tables/<name>.json` (`{ "source": ..., "words": [u32, ...] }`,
- * generated from ggml by a committed script, never typed in), loaded like shader text (so the
- * npm package inlines it) and uploaded once per device to a storage buffer labelled
- * `kiln:table:<name>` (`tables.ts`), which the kernels bind at binding 7 for that
- * format only.
+ * `@group(0) @binding(7) var<storage, read> grid: array<u32>;`, and its CPU `decode` gets the same
+ * words as its last argument. The words are the data file `shaders/tables/<name>.json`
+ * (`{ "source": "<the script that made it>", "words": [u32, ...] }`, generated from ggml by a
+ * committed script, never typed in), read like shader text (the npm package inlines it) by
+ * `tables.ts`: `await loadQuantTables()` before `dequantize` of a tabled type (which refuses
+ * otherwise); the kernels bind the storage buffer `kiln:table:<name>`, made once per device
+ * (`quantTableBuffer`), at binding 7 for that format only.
  * @module
  */
 
@@ -50,8 +51,17 @@ export interface QuantFormat {
   readonly blockBytes: number;
   /** The WGSL fragment `shaders/quant/<fragment>.wgsl` (and this file's name in `formats/`). */
   readonly fragment: string;
-  /** Decode the block at byte `offset` of `bytes` to `out[outOffset..+blockSize)`, bit-exact with ggml. */
-  decode(bytes: Uint8Array, offset: number, out: Float64Array, outOffset: number): void;
+  /**
+   * Decode the block at byte `offset` of `bytes` to `out[outOffset..+blockSize)`, bit-exact with
+   * ggml; `table` is the words of the format's `table` (undefined for formats without one).
+   */
+  decode(
+    bytes: Uint8Array,
+    offset: number,
+    out: Float64Array,
+    outOffset: number,
+    table?: Uint32Array,
+  ): void;
   /**
    * Optional round-to-nearest quantizer: encode `values[offset..+blockSize)` as one block at
    * byte `outOffset` of `out`. Formats without one load from GGUF files but `quantize` refuses them.

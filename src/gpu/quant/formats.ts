@@ -7,7 +7,7 @@
  * round-to-nearest quantization for the formats that have an encoder.
  */
 import { EngineError } from "../../contract/errors.ts";
-import type { QuantFormat } from "./format.ts";
+import type { QuantFormat, QuantTable } from "./format.ts";
 import { Q4_0 } from "./formats/q4_0.ts";
 import { Q4_1 } from "./formats/q4_1.ts";
 import { Q4_K } from "./formats/q4_k.ts";
@@ -57,6 +57,31 @@ export function quantTypeOfGgml(ggmlType: number): QuantType {
   return found;
 }
 
+/** The words of the tables loaded so far (`tables.ts` fills it), by table name. */
+const tableWords = new Map<string, Uint32Array>();
+
+/** Record the loaded words of `table` (called by `tables.ts`'s loader). */
+export function provideQuantTable(table: QuantTable, words: Uint32Array): void {
+  if (words.length !== table.words) {
+    throw EngineError.invalidArgument(
+      `table ${table.name}: ${words.length} words, the format expects ${table.words}`,
+    );
+  }
+  tableWords.set(table.name, words);
+}
+
+/** The words of `f`'s table (undefined without one); a table not loaded yet is refused. */
+function tableOf(f: QuantFormat): Uint32Array | undefined {
+  if (f.table === undefined) return undefined;
+  const words = tableWords.get(f.table.name);
+  if (words === undefined) {
+    throw EngineError.invalidArgument(
+      `${f.type}: its table ${f.table.name} is not loaded (await loadQuantTables() first)`,
+    );
+  }
+  return words;
+}
+
 /** Bytes of `count` elements of `type`; `count` must be whole blocks. */
 export function quantizedBytes(type: string, count: number): number {
   const f = quantFormat(type);
@@ -79,7 +104,10 @@ export function quantizedRowBytes(type: string, cols: number): number {
   return (cols / f.blockSize) * f.blockBytes;
 }
 
-/** The `count` elements that `bytes` (exactly count/blockSize blocks of `type`) encode, in float64. */
+/**
+ * The `count` elements that `bytes` (exactly count/blockSize blocks of `type`) encode, in
+ * float64. A format with a lookup table needs it loaded first (`loadQuantTables`).
+ */
 export function dequantize(type: string, bytes: Uint8Array, count: number): Float64Array {
   const f = quantFormat(type);
   const need = quantizedBytes(f.type, count);
@@ -90,9 +118,10 @@ export function dequantize(type: string, bytes: Uint8Array, count: number): Floa
       } blocks of ${f.blockBytes}), got ${bytes.byteLength}`,
     );
   }
+  const table = tableOf(f);
   const out = new Float64Array(count);
   for (let b = 0; b < count / f.blockSize; b++) {
-    f.decode(bytes, b * f.blockBytes, out, b * f.blockSize);
+    f.decode(bytes, b * f.blockBytes, out, b * f.blockSize, table);
   }
   return out;
 }

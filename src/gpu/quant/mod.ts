@@ -5,6 +5,6 @@
  * @module
  */
 export * from "./formats.ts";
-export { loadQuantTable, parseQuantTable, quantTableBuffer } from "./tables.ts";
+export { loadQuantTable, loadQuantTables, parseQuantTable, quantTableBuffer } from "./tables.ts";
 export { quantMatvecRef } from "./reference.ts";
 export { randomBlocks } from "./random_blocks.ts";

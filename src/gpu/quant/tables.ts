@@ -1,12 +1,14 @@
 /**
- * The lookup tables some formats' fragments bind at `@group(0) @binding(7)` (see `format.ts`):
- * `shaders/tables/<name>.json`, `{ "source": "<how it was made>", "words": [u32, ...] }`, read
- * like shader text (the npm package inlines it) and uploaded once per device.
+ * The lookup tables of some formats (see `format.ts`): `shaders/tables/<name>.json`,
+ * `{ "source": "<the script that made it>", "words": [u32, ...] }`, read like shader text (the
+ * npm package inlines it), handed to the registry for the CPU decoders, and uploaded once per
+ * device for the fragments, which read them at `@group(0) @binding(7)`.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { uploadBuffer } from "../buffers.ts";
 import { shaderFile } from "../shader.ts";
 import type { QuantTable } from "./format.ts";
+import { provideQuantTable, QUANT_FORMATS, QUANT_TYPES, type QuantType } from "./formats.ts";
 
 /** The words of `table` from the text of its data file; a malformed file is an invalid argument. */
 export function parseQuantTable(table: QuantTable, text: string): Uint32Array {
@@ -35,15 +37,25 @@ export function parseQuantTable(table: QuantTable, text: string): Uint32Array {
 
 const loaded = new Map<string, Promise<Uint32Array>>();
 
-/** The words of `table`, read once. */
+/** The words of `table`, read once (and given to the registry's CPU decoders). */
 export function loadQuantTable(table: QuantTable): Promise<Uint32Array> {
   let words = loaded.get(table.name);
   if (words === undefined) {
-    words = shaderFile(`tables/${table.name}.json`).then((t) => parseQuantTable(table, t));
+    words = shaderFile(`tables/${table.name}.json`).then((t) => {
+      const w = parseQuantTable(table, t);
+      provideQuantTable(table, w);
+      return w;
+    });
     words.catch(() => loaded.delete(table.name));
     loaded.set(table.name, words);
   }
   return words;
+}
+
+/** Load the tables of `types` (default: every registered format), so `dequantize` can decode them. */
+export async function loadQuantTables(types: readonly QuantType[] = QUANT_TYPES): Promise<void> {
+  const tables = types.map((t) => QUANT_FORMATS[t].table).filter((t) => t !== undefined);
+  await Promise.all(tables.map(loadQuantTable));
 }
 
 const buffers = new WeakMap<GPUDevice, Map<string, Promise<GPUBuffer>>>();
