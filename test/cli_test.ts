@@ -40,6 +40,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/peers/to_gguf.ts", name: "to_gguf" },
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },
+  { path: "bench/peers/iq4_nl_values.ts", name: "iq4_nl_values" },
   { path: "test/run.ts", name: "test" },
   { path: "scripts/logit_errors.ts", name: "logit_errors" },
   { path: "scripts/demo.mjs", name: "start", flag: ["--port", "1"] },
