@@ -8,9 +8,14 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { QuantFormat, QuantTable } from "./format.ts";
+import { IQ4_NL } from "./formats/iq4_nl.ts";
+import { IQ4_XS } from "./formats/iq4_xs.ts";
+import { MXFP4 } from "./formats/mxfp4.ts";
 import { Q4_0 } from "./formats/q4_0.ts";
 import { Q4_1 } from "./formats/q4_1.ts";
 import { Q4_K } from "./formats/q4_k.ts";
+import { Q5_0 } from "./formats/q5_0.ts";
+import { Q5_1 } from "./formats/q5_1.ts";
 import { Q5_K } from "./formats/q5_k.ts";
 import { Q6_K } from "./formats/q6_k.ts";
 import { Q8_0 } from "./formats/q8_0.ts";
@@ -25,6 +30,11 @@ const REGISTRY = {
   Q4_K,
   Q5_K,
   Q6_K,
+  Q5_0,
+  Q5_1,
+  IQ4_NL,
+  IQ4_XS,
+  MXFP4,
 } as const satisfies Record<string, QuantFormat>;
 
 /** The GGUF/ggml block-quantized types Kiln reads. */

@@ -23,6 +23,11 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["Q4_K", 256, 144],
     ["Q5_K", 256, 176],
     ["Q6_K", 256, 210],
+    ["Q5_0", 32, 22],
+    ["Q5_1", 32, 24],
+    ["IQ4_NL", 32, 18],
+    ["IQ4_XS", 256, 136],
+    ["MXFP4", 32, 17],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -115,7 +120,12 @@ Deno.test("Q6_K: ql nibbles, qh bit pairs, int8 scales per 16 and d at byte 208"
   assertEquals([got[0], got[163], got[227]], [128, -6, 63]);
 });
 
-/** Round-trip bounds: relative RMS error over the matrix, and max error per block vs amax. */
+/**
+ * Round-trip bounds: relative RMS error over the matrix, and max error per block vs amax. Q5:
+ * half a step. IQ4_NL: half its widest level gap (12/127) or the 14/127 its top level falls short
+ * of −127; IQ4_XS adds half a step of its 6-bit sub-block scales (1/64). MXFP4: half E2M1's
+ * widest gap (4 to 6) at a power-of-two scale that can be a third of amax.
+ */
 const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   Q8_0: { rms: 0.006, maxPerAmax: 0.5 / 127 + 1e-3 },
   Q4_0: { rms: 0.08, maxPerAmax: 1 / 8 + 1e-3 },
@@ -123,6 +133,11 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   Q4_K: { rms: 0.065, maxPerAmax: 2 / 15 },
   Q5_K: { rms: 0.035, maxPerAmax: 2 / 31 },
   Q6_K: { rms: 0.018, maxPerAmax: 2 / 32 },
+  Q5_0: { rms: 0.035, maxPerAmax: 1 / 16 + 1e-3 },
+  Q5_1: { rms: 0.035, maxPerAmax: 1 / 31 + 1e-3 },
+  IQ4_NL: { rms: 0.08, maxPerAmax: 14 / 127 + 1e-3 },
+  IQ4_XS: { rms: 0.08, maxPerAmax: 14 / 127 + 1 / 64 + 1e-3 },
+  MXFP4: { rms: 0.13, maxPerAmax: 1 / 3 + 1e-3 },
 };
 
 for (const type of QUANT_TYPES) {

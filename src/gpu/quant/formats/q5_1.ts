@@ -1,0 +1,42 @@
+/**
+ * Q5_1 (ggml type 7): 24-byte blocks of 32 weights. f16 `d` at byte 0, f16 `m` at 2, the fifth
+ * bits `qh` at 4 and 16 nibble bytes at 8, both as in Q5_0. Element i = d · q + m, q the 5-bit
+ * level of element i (0..31).
+ */
+import type { QuantFormat } from "../format.ts";
+import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
+import { fiveBitLevels, packFiveBit } from "./q5_0.ts";
+
+const levels = new Uint8Array(32);
+
+export const Q5_1: QuantFormat = {
+  type: "Q5_1",
+  ggmlType: 7,
+  blockSize: 32,
+  blockBytes: 24,
+  fragment: "q5_1",
+  decode(bytes, offset, out, outOffset) {
+    const d = readF16(bytes, offset), m = readF16(bytes, offset + 2);
+    fiveBitLevels(bytes, offset + 4, offset + 8, levels);
+    for (let i = 0; i < 32; i++) out[outOffset + i] = d * levels[i]! + m;
+  },
+  encode(values, offset, out, outOffset) {
+    let lo = Infinity, hi = -Infinity;
+    for (let i = 0; i < 32; i++) {
+      lo = Math.min(lo, values[offset + i]!);
+      hi = Math.max(hi, values[offset + i]!);
+    }
+    const d = writeF16(out, outOffset, (hi - lo) / 31);
+    const m = writeF16(out, outOffset + 2, lo);
+    const inv = d === 0 ? 0 : 1 / d;
+    for (let i = 0; i < 32; i++) {
+      levels[i] = clamp(roundHalfAway((values[offset + i]! - m) * inv), 0, 31);
+    }
+    packFiveBit(levels, out, outOffset + 4, outOffset + 8);
+  },
+  randomBlock(out, offset, next) {
+    randomBytes(out, offset + 4, 20, next);
+    randomF16(out, offset, 1 / 62, next); // |d·q + m| ≤ 31/62 + 0.5
+    randomF16(out, offset + 2, 0.5, next);
+  },
+};
