@@ -20,6 +20,10 @@ import {
   seeded,
   u32Buffer,
 } from "../../../test/support/kernel_harness.ts";
+import { loadQuantTables } from "../quant/tables.ts";
+
+// The references dequantize tabled formats with their tables' data files.
+await loadQuantTables();
 
 /**
  * The f32 bound of every product here (`sumsTolerance`): c·u·(√k + 4)·(rms(ref) + |ref|).

@@ -11,6 +11,10 @@ import {
   quantTypeOfGgml,
 } from "./formats.ts";
 import { packScaleMins, scaleMin } from "./kscales.ts";
+import { loadQuantTables } from "./tables.ts";
+
+// Tabled formats decode from their tables' data files.
+await loadQuantTables();
 
 Deno.test("block geometry matches ggml: elements and bytes per block", () => {
   const geometry = QUANT_TYPES.map((

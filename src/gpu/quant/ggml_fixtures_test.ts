@@ -5,6 +5,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { dequantize, QUANT_FORMATS, QUANT_TYPES } from "./formats.ts";
+import { loadQuantTables } from "./tables.ts";
+
+// Tabled formats decode from their tables' data files.
+await loadQuantTables();
 
 interface GgmlFixture {
   type: string;

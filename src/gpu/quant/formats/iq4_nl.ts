@@ -1,22 +1,43 @@
 /**
  * IQ4_NL (ggml type 20): 18-byte blocks of 32 weights, Q4_0's layout with non-linear levels.
  * f16 `d` at byte 0, 16 nibble bytes at 2 (element i < 16 the low nibble of byte i, element
- * i + 16 its high nibble). Element = d · IQ4_NL_VALUES[nibble] (`iq4_nl_values.ts`, read back
- * from ggml).
+ * i + 16 its high nibble). Element = d · level[nibble]. The 16 int8 levels are read back from
+ * ggml by `bench/peers/iq4_nl_values.ts` into the table `shaders/tables/iq4nl.json` (four to a
+ * word), which the decoders (CPU and GPU) read, and into `../iq4_nl_values.ts` for the encoder.
  */
+import { EngineError } from "../../../contract/errors.ts";
 import type { QuantFormat, QuantTable } from "../format.ts";
 import { decodeNibbles, randomBytes, randomF16, readF16, writeF16 } from "../block.ts";
 import { IQ4_NL_VALUES } from "../iq4_nl_values.ts";
 
-/** The 16 nibble bytes at `at` scaled by `d`, in ggml's 4-bit order, as 32 elements at `o`. */
+/** The levels of the last table unpacked (decode runs once per block). */
+let unpacked: { table: Uint32Array; levels: number[] } | undefined;
+
+/** The 16 levels of `table` (IQ4_NL_TABLE's words: level q is the int8 at byte q of them). */
+export function nonLinearLevels(table: Uint32Array | undefined): readonly number[] {
+  if (table?.length !== 4) {
+    throw EngineError.invalidArgument(`IQ4 decode needs the ${IQ4_NL_TABLE.name} table's 4 words`);
+  }
+  if (unpacked?.table !== table) {
+    const levels = Array.from(
+      { length: 16 },
+      (_, q) => (table[q >> 2]! << (24 - 8 * (q & 3))) >> 24,
+    );
+    unpacked = { table, levels };
+  }
+  return unpacked.levels;
+}
+
+/** The 16 nibble bytes at `at` as `d` times their `levels`, in ggml's 4-bit order, at `o`. */
 export function decodeNonLinear(
   src: Uint8Array,
   at: number,
   d: number,
+  levels: readonly number[],
   out: Float64Array,
   o: number,
 ): void {
-  decodeNibbles(src, at, out, o, (q) => d * IQ4_NL_VALUES[q]!);
+  decodeNibbles(src, at, out, o, (q) => d * levels[q]!);
 }
 
 /** The index of the level nearest `v` (levels increase; ties to the lower). */
@@ -67,8 +88,9 @@ export const IQ4_NL: QuantFormat = {
   blockSize: 32,
   blockBytes: 18,
   fragment: "iq4_nl",
-  decode(bytes, offset, out, outOffset) {
-    decodeNonLinear(bytes, offset + 2, readF16(bytes, offset), out, outOffset);
+  decode(bytes, offset, out, outOffset, table) {
+    const levels = nonLinearLevels(table);
+    decodeNonLinear(bytes, offset + 2, readF16(bytes, offset), levels, out, outOffset);
   },
   encode(values, offset, out, outOffset) {
     // The element of largest magnitude lands on level 0 (−127·d), the widest end.

@@ -8,7 +8,13 @@
 import type { QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 import { IQ4_NL_VALUES } from "../iq4_nl_values.ts";
-import { decodeNonLinear, encodeNonLinear, IQ4_NL_TABLE, signedMax } from "./iq4_nl.ts";
+import {
+  decodeNonLinear,
+  encodeNonLinear,
+  IQ4_NL_TABLE,
+  nonLinearLevels,
+  signedMax,
+} from "./iq4_nl.ts";
 
 /** The 6-bit scale (0..63) of sub-block `j` of the block at `at`. */
 export function iq4xsScale(src: Uint8Array, at: number, j: number): number {
@@ -22,11 +28,12 @@ export const IQ4_XS: QuantFormat = {
   blockSize: 256,
   blockBytes: 136,
   fragment: "iq4_xs",
-  decode(bytes, offset, out, outOffset) {
+  decode(bytes, offset, out, outOffset, table) {
     const d = readF16(bytes, offset);
+    const levels = nonLinearLevels(table);
     for (let j = 0; j < 8; j++) {
       const dl = d * (iq4xsScale(bytes, offset, j) - 32);
-      decodeNonLinear(bytes, offset + 8 + 16 * j, dl, out, outOffset + 32 * j);
+      decodeNonLinear(bytes, offset + 8 + 16 * j, dl, levels, out, outOffset + 32 * j);
     }
   },
   encode(values, offset, out, outOffset) {

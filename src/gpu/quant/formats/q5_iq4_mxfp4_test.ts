@@ -6,13 +6,16 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import type { QuantFormat } from "../format.ts";
 import { dequantize } from "../formats.ts";
-import { loadQuantTable } from "../tables.ts";
+import { loadQuantTable, loadQuantTables } from "../tables.ts";
 import { IQ4_NL, IQ4_NL_TABLE } from "./iq4_nl.ts";
 import { IQ4_NL_VALUES } from "../iq4_nl_values.ts";
 import { IQ4_XS } from "./iq4_xs.ts";
 import { MXFP4 } from "./mxfp4.ts";
 import { Q5_0 } from "./q5_0.ts";
 import { Q5_1 } from "./q5_1.ts";
+
+// The IQ4 decoders read their levels from the table file.
+await loadQuantTables();
 
 const FORMATS: QuantFormat[] = [Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4];
 
