@@ -13,9 +13,13 @@
  * only, as ggml does it: q = byte·3ⁿ mod 256 moves trit n to the top, and (3q) >> 8 reads it.
  */
 import type { QuantFormat } from "../format.ts";
-import { f16At, randomF16, setF16, ternary } from "./block_fields.ts";
+import { randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 
 const POW3 = [1, 3, 9, 27, 81];
+
+/** The nearest of −1, 0, 1 to v / d (0 when d is 0). */
+export const ternary = (v: number, d: number): number =>
+  d > 0 ? Math.max(-1, Math.min(1, roundHalfAway(v / d))) : 0;
 
 /** Trit n (0..2, first trit most significant) of a TQ1_0 byte. */
 export const tq1Trit = (byte: number, n: number): number => ((((byte * POW3[n]!) & 255) * 3) >> 8);
@@ -40,7 +44,7 @@ export const TQ1_0: QuantFormat = {
   blockBytes: 54,
   fragment: "tq1_0",
   decode(bytes, offset, out, outOffset) {
-    const d = f16At(bytes, offset + 52);
+    const d = readF16(bytes, offset + 52);
     for (let e = 0; e < 256; e++) {
       const [at, n] = place(e);
       out[outOffset + e] = (tq1Trit(bytes[offset + at]!, n) - 1) * d;
@@ -49,7 +53,7 @@ export const TQ1_0: QuantFormat = {
   encode(values, offset, out, outOffset) {
     let amax = 0;
     for (let e = 0; e < 256; e++) amax = Math.max(amax, Math.abs(values[offset + e]!));
-    const d = setF16(out, outOffset + 52, amax);
+    const d = writeF16(out, outOffset + 52, amax);
     const trits = Array.from({ length: 52 }, () => [0, 0, 0, 0, 0]);
     for (let e = 0; e < 256; e++) {
       const [at, n] = place(e);

@@ -5,7 +5,8 @@
  * 0..2 (a stored 3 would decode to 2d).
  */
 import type { QuantFormat } from "../format.ts";
-import { f16At, randomF16, setF16, ternary } from "./block_fields.ts";
+import { randomF16, readF16, writeF16 } from "../block.ts";
+import { ternary } from "./tq1_0.ts";
 
 /** Where element e lives: [byte offset in the block, bit shift]. */
 const place = (e: number): [number, number] => [32 * (e >> 7) + (e & 31), 2 * ((e >> 5) & 3)];
@@ -17,7 +18,7 @@ export const TQ2_0: QuantFormat = {
   blockBytes: 66,
   fragment: "tq2_0",
   decode(bytes, offset, out, outOffset) {
-    const d = f16At(bytes, offset + 64);
+    const d = readF16(bytes, offset + 64);
     for (let e = 0; e < 256; e++) {
       const [at, shift] = place(e);
       out[outOffset + e] = (((bytes[offset + at]! >> shift) & 3) - 1) * d;
@@ -26,7 +27,7 @@ export const TQ2_0: QuantFormat = {
   encode(values, offset, out, outOffset) {
     let amax = 0;
     for (let e = 0; e < 256; e++) amax = Math.max(amax, Math.abs(values[offset + e]!));
-    const d = setF16(out, outOffset + 64, amax);
+    const d = writeF16(out, outOffset + 64, amax);
     out.fill(0, outOffset, outOffset + 64);
     for (let e = 0; e < 256; e++) {
       const [at, shift] = place(e);
