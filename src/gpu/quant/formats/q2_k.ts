@@ -10,9 +10,18 @@
  * Element e = d·scale[e/16]·q − dmin·min[e/16]. In float64 that is exact (a product of an f16
  * and a 6-bit integer is 17 bits; the difference of two spans < 53 bits), so rounding it to f32
  * gives what ggml's f32 arithmetic gives.
+ *
+ * `encode` fits each sub-block's (step, offset) as Q4_K's encoder does (`../kscales.ts`), then
+ * rounds the steps and offsets to 4 bits against `d` = largest step / 15 and `dmin` = largest
+ * offset / 15, trying each ±1 against the sub-block's squared error.
+ * GPU decoder: `shaders/quant/q2_k.wgsl`.
  */
 import type { QuantFormat } from "../format.ts";
-import { f16At, randomBytes, randomF16 } from "./block_fields.ts";
+import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
+import { asymError, fitAsym, levelOf } from "../kscales.ts";
+
+/** Element e's 2-bit quant: [byte offset in the block, shift]. */
+const place = (e: number): [number, number] => [16 + 32 * (e >> 7) + (e & 31), 2 * ((e >> 5) & 3)];
 
 export const Q2_K: QuantFormat = {
   type: "Q2_K",
@@ -21,11 +30,36 @@ export const Q2_K: QuantFormat = {
   blockBytes: 84,
   fragment: "q2_k",
   decode(bytes, offset, out, outOffset) {
-    const d = f16At(bytes, offset + 80), dmin = f16At(bytes, offset + 82);
+    const d = readF16(bytes, offset + 80), dmin = readF16(bytes, offset + 82);
     for (let e = 0; e < 256; e++) {
       const sm = bytes[offset + (e >> 4)]!;
-      const q = (bytes[offset + 16 + 32 * (e >> 7) + (e & 31)]! >> (2 * ((e >> 5) & 3))) & 3;
+      const [at, shift] = place(e);
+      const q = (bytes[offset + at]! >> shift) & 3;
       out[outOffset + e] = d * (sm & 15) * q - dmin * (sm >> 4);
+    }
+  },
+  encode(values, from, out, at) {
+    const fits = Array.from({ length: 16 }, (_, j) => fitAsym(values, from + 16 * j, 16, 3));
+    const d = writeF16(out, at + 80, Math.max(...fits.map((f) => f[0])) / 15);
+    const dmin = writeF16(out, at + 82, Math.max(...fits.map((f) => f[1])) / 15);
+    out.fill(0, at + 16, at + 80);
+    for (let j = 0; j < 16; j++) {
+      const [step, offset] = fits[j]!;
+      const ls0 = d > 0 ? clamp(roundHalfAway(step / d), 0, 15) : 0;
+      const lm0 = dmin > 0 ? clamp(roundHalfAway(offset / dmin), 0, 15) : 0;
+      let [ls, lm, bestErr] = [ls0, lm0, Infinity];
+      for (const s of [ls0, ls0 - 1, ls0 + 1]) {
+        for (const m of [lm0, lm0 - 1, lm0 + 1]) {
+          if (s < 0 || s > 15 || m < 0 || m > 15) continue;
+          const err = asymError(values, from + 16 * j, 16, 3, d * s, dmin * m);
+          if (err < bestErr) [ls, lm, bestErr] = [s, m, err];
+        }
+      }
+      out[at + j] = ls | (lm << 4);
+      for (let e = 16 * j; e < 16 * j + 16; e++) {
+        const [qat, shift] = place(e);
+        out[at + qat]! |= levelOf(values[from + e]!, d * ls, dmin * lm, 3) << shift;
+      }
     }
   },
   randomBlock(out, offset, next) {
