@@ -8,12 +8,16 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { QuantFormat, QuantTable } from "./format.ts";
+import { Q2_K } from "./formats/q2_k.ts";
+import { Q3_K } from "./formats/q3_k.ts";
 import { Q4_0 } from "./formats/q4_0.ts";
 import { Q4_1 } from "./formats/q4_1.ts";
 import { Q4_K } from "./formats/q4_k.ts";
 import { Q5_K } from "./formats/q5_k.ts";
 import { Q6_K } from "./formats/q6_k.ts";
 import { Q8_0 } from "./formats/q8_0.ts";
+import { TQ1_0 } from "./formats/tq1_0.ts";
+import { TQ2_0 } from "./formats/tq2_0.ts";
 
 export type { QuantFormat, QuantTable } from "./format.ts";
 
@@ -25,6 +29,10 @@ const REGISTRY = {
   Q4_K,
   Q5_K,
   Q6_K,
+  Q2_K,
+  Q3_K,
+  TQ1_0,
+  TQ2_0,
 } as const satisfies Record<string, QuantFormat>;
 
 /** The GGUF/ggml block-quantized types Kiln reads. */

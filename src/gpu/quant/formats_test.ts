@@ -23,6 +23,10 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["Q4_K", 256, 144],
     ["Q5_K", 256, 176],
     ["Q6_K", 256, 210],
+    ["Q2_K", 256, 84],
+    ["Q3_K", 256, 110],
+    ["TQ1_0", 256, 54],
+    ["TQ2_0", 256, 66],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -123,6 +127,11 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   Q4_K: { rms: 0.065, maxPerAmax: 2 / 15 },
   Q5_K: { rms: 0.035, maxPerAmax: 2 / 31 },
   Q6_K: { rms: 0.018, maxPerAmax: 2 / 32 },
+  Q2_K: { rms: 0.24, maxPerAmax: 0.4 },
+  Q3_K: { rms: 0.14, maxPerAmax: 0.26 },
+  // Ternary: measured 0.53 (Gaussian rows); each weight within d/2 of its value, d = amax in f16.
+  TQ1_0: { rms: 0.56, maxPerAmax: 0.5 * (1 + 2 ** -10) },
+  TQ2_0: { rms: 0.56, maxPerAmax: 0.5 * (1 + 2 ** -10) },
 };
 
 for (const type of QUANT_TYPES) {
@@ -177,7 +186,7 @@ function assertInvalid(fn: () => unknown, includes: string): void {
 }
 
 Deno.test("bad input: unknown type, partial blocks, wrong byte counts, bad rows, non-finite values", () => {
-  assertInvalid(() => quantFormat("Q3_K"), "unknown quantization type");
+  assertInvalid(() => quantFormat("Q7_K"), "unknown quantization type");
   assertInvalid(() => dequantize("F16", new Uint8Array(64), 32), "unknown quantization type");
   assertInvalid(() => quantTypeOfGgml(1), "not a supported");
   assertInvalid(() => dequantize("Q8_0", new Uint8Array(34), 33), "whole number");

@@ -74,6 +74,11 @@ const FALLBACK: Record<QuantType, GgufTensorType> = {
   Q4_K: "Q4_1",
   Q5_K: "Q8_0",
   Q6_K: "Q8_0",
+  // llama.cpp's fallback for every 2- and 3-bit 256-element type.
+  Q2_K: "Q4_0",
+  Q3_K: "Q4_0",
+  TQ1_0: "Q4_0",
+  TQ2_0: "Q4_0",
 };
 
 /** The type the mix wants before the row-length fallback. */
