@@ -11,6 +11,7 @@
  * A byte stores its trits (t + 1, first trit most significant) as v = Σ (tₙ + 1)·3^(4−n) in
  * 0..242, scaled to a byte as ⌈256·v / 243⌉. Trit n then comes back with integer arithmetic
  * only, as ggml does it: q = byte·3ⁿ mod 256 moves trit n to the top, and (3q) >> 8 reads it.
+ * GPU decoder: `shaders/quant/tq1_0.wgsl`.
  */
 import type { QuantFormat } from "../format.ts";
 import { randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";

@@ -2,7 +2,7 @@
  * TQ2_0 (ggml type 35): 256 ternary weights in 66 bytes, two bits each. Layout (bytes,
  * little-endian): 64 bytes `qs` at 0, element 128h + 32c + l (half h, c 0..3, l < 32) in bits
  * 2c..2c+1 of byte 32h + l; f16 `d` at 64. Element = d·(q − 1); ggml's quantizer writes q in
- * 0..2 (a stored 3 would decode to 2d).
+ * 0..2 (a stored 3 would decode to 2d). GPU decoder: `shaders/quant/tq2_0.wgsl`.
  */
 import type { QuantFormat } from "../format.ts";
 import { randomF16, readF16, writeF16 } from "../block.ts";
