@@ -8,10 +8,14 @@ import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/f
  * Per format, the bytes of a block that hold quants: `int8` bytes (Q8_0) are one element's quant
  * each; in the others the low nibble of a byte is one element's quant (Q4_0, Q4_1, Q4_K; IQ4_NL's
  * and IQ4_XS's index a non-uniform level and MXFP4's an E2M1 code, so their step varies) or its
- * low four bits (the `qs` of Q5_0, Q5_1 and Q5_K, Q6_K's `ql`), so ±1 on it moves that one
- * element by one step.
+ * low four bits (the `qs` of Q5_0, Q5_1 and Q5_K, Q6_K's `ql`), its low two bits are one
+ * element's (`2bit`: Q2_K, TQ2_0) or its low bits (Q3_K's `qs`), or its last base-3 trit is one
+ * element's (`trit`: TQ1_0's `qs`), so ±1 on it moves that one element by one step.
  */
-const QUANT_BYTES: Record<QuantType, readonly [number, number, "int8" | "nibble"]> = {
+const QUANT_BYTES: Record<
+  QuantType,
+  readonly [number, number, "int8" | "nibble" | "2bit" | "trit"]
+> = {
   Q8_0: [2, 34, "int8"],
   Q4_0: [2, 18, "nibble"],
   Q4_1: [4, 20, "nibble"],
@@ -23,7 +27,26 @@ const QUANT_BYTES: Record<QuantType, readonly [number, number, "int8" | "nibble"
   IQ4_NL: [2, 18, "nibble"],
   IQ4_XS: [8, 136, "nibble"],
   MXFP4: [1, 17, "nibble"],
+  Q2_K: [16, 80, "2bit"],
+  Q3_K: [32, 96, "2bit"],
+  TQ1_0: [0, 48, "trit"],
+  TQ2_0: [0, 64, "2bit"],
 };
+
+/** One step on the quant in the low `bits` bits of `byte` (down at the top of its range). */
+function stepLow(byte: number, bits: number): number {
+  const top = (1 << bits) - 1, low = byte & top;
+  return (byte & ~top & 0xff) | (low === top ? top - 1 : low + 1);
+}
+
+/**
+ * One step on the last trit of a TQ1_0 byte: it stores v (0..242, five trits) as ⌈256v / 243⌉,
+ * so v = ⌊243·byte / 256⌋, and v ± 1 changes the last trit only (down when it is 2).
+ */
+function stepTrit(byte: number): number {
+  const v = Math.floor((243 * byte) / 256);
+  return Math.ceil((256 * (v % 3 === 2 ? v - 1 : v + 1)) / 243);
+}
 
 /** Where a one-step error went: the element (in the whole tensor) and how much it moved. */
 export interface PlantedStep {
@@ -50,12 +73,9 @@ export function plantOneStep(
   for (let attempt = 0; attempt < 64; attempt++) {
     const i = at + start + Math.floor(rand() * (end - start));
     const old = bytes[i]!;
-    if (kind === "int8") {
-      bytes[i] = old === 0x7f ? 0x7e : (old + 1) & 0xff;
-    } else {
-      const low = old & 15;
-      bytes[i] = (old & 0xf0) | (low === 15 ? 14 : low + 1);
-    }
+    if (kind === "int8") bytes[i] = old === 0x7f ? 0x7e : (old + 1) & 0xff;
+    else if (kind === "trit") bytes[i] = stepTrit(old);
+    else bytes[i] = stepLow(old, kind === "nibble" ? 4 : 2);
     const after = dequantize(type, bytes.subarray(at, at + f.blockBytes), f.blockSize);
     const moved = [...after.keys()].filter((e) => after[e] !== before[e]);
     if (moved.length === 1) {

@@ -293,7 +293,7 @@ Deno.test("matvec_quant refuses bad shapes, windows, epilogues and short buffers
       "row length 40",
     );
     await rejectsInvalid(
-      prepareQuantMatvec(device, { ...args, type: "Q2_K" as QuantType }),
+      prepareQuantMatvec(device, { ...args, type: "Q7_K" as QuantType }),
       "unknown quantization type",
     );
     await rejectsInvalid(prepareQuantMatvec(device, { ...q8, m: 0 }), "m must be");

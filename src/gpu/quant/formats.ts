@@ -11,6 +11,8 @@ import type { QuantFormat, QuantTable } from "./format.ts";
 import { IQ4_NL } from "./formats/iq4_nl.ts";
 import { IQ4_XS } from "./formats/iq4_xs.ts";
 import { MXFP4 } from "./formats/mxfp4.ts";
+import { Q2_K } from "./formats/q2_k.ts";
+import { Q3_K } from "./formats/q3_k.ts";
 import { Q4_0 } from "./formats/q4_0.ts";
 import { Q4_1 } from "./formats/q4_1.ts";
 import { Q4_K } from "./formats/q4_k.ts";
@@ -19,6 +21,8 @@ import { Q5_1 } from "./formats/q5_1.ts";
 import { Q5_K } from "./formats/q5_k.ts";
 import { Q6_K } from "./formats/q6_k.ts";
 import { Q8_0 } from "./formats/q8_0.ts";
+import { TQ1_0 } from "./formats/tq1_0.ts";
+import { TQ2_0 } from "./formats/tq2_0.ts";
 
 export type { QuantFormat, QuantTable } from "./format.ts";
 
@@ -35,6 +39,10 @@ const REGISTRY = {
   IQ4_NL,
   IQ4_XS,
   MXFP4,
+  Q2_K,
+  Q3_K,
+  TQ1_0,
+  TQ2_0,
 } as const satisfies Record<string, QuantFormat>;
 
 /** The GGUF/ggml block-quantized types Kiln reads. */

@@ -32,6 +32,10 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["IQ4_NL", 32, 18],
     ["IQ4_XS", 256, 136],
     ["MXFP4", 32, 17],
+    ["Q2_K", 256, 84],
+    ["Q3_K", 256, 110],
+    ["TQ1_0", 256, 54],
+    ["TQ2_0", 256, 66],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -142,6 +146,11 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   IQ4_NL: { rms: 0.08, maxPerAmax: 14 / 127 + 1e-3 },
   IQ4_XS: { rms: 0.08, maxPerAmax: 14 / 127 + 1 / 64 + 1e-3 },
   MXFP4: { rms: 0.13, maxPerAmax: 1 / 3 + 1e-3 },
+  Q2_K: { rms: 0.24, maxPerAmax: 0.4 },
+  Q3_K: { rms: 0.14, maxPerAmax: 0.26 },
+  // Ternary: measured 0.53 (Gaussian rows); each weight within d/2 of its value, d = amax in f16.
+  TQ1_0: { rms: 0.56, maxPerAmax: 0.5 * (1 + 2 ** -10) },
+  TQ2_0: { rms: 0.56, maxPerAmax: 0.5 * (1 + 2 ** -10) },
 };
 
 for (const type of QUANT_TYPES) {
@@ -196,7 +205,7 @@ function assertInvalid(fn: () => unknown, includes: string): void {
 }
 
 Deno.test("bad input: unknown type, partial blocks, wrong byte counts, bad rows, non-finite values", () => {
-  assertInvalid(() => quantFormat("Q3_K"), "unknown quantization type");
+  assertInvalid(() => quantFormat("Q7_K"), "unknown quantization type");
   assertInvalid(() => dequantize("F16", new Uint8Array(64), 32), "unknown quantization type");
   assertInvalid(() => quantTypeOfGgml(1), "not a supported");
   assertInvalid(() => dequantize("Q8_0", new Uint8Array(34), 33), "whole number");

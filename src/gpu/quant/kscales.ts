@@ -38,19 +38,19 @@ export function packScaleMins(
 }
 
 /** Levels for x ≈ step·q − offset, q in 0..nmax (all zero when step is 0). */
-function levelOf(x: number, step: number, offset: number, nmax: number): number {
+export function levelOf(x: number, step: number, offset: number, nmax: number): number {
   return step > 0 ? clamp(roundHalfAway((x + offset) / step), 0, nmax) : 0;
 }
 
 /** Squared error of representing x[from..from+n) as step·q − offset. */
-function asymError(
+export function asymError(
   x: ArrayLike<number>,
   from: number,
   n: number,
   nmax: number,
   step: number,
   offset: number,
-) {
+): number {
   let err = 0;
   for (let i = from; i < from + n; i++) {
     err += (x[i]! - (step * levelOf(x[i]!, step, offset, nmax) - offset)) ** 2;
@@ -63,7 +63,12 @@ function asymError(
  * sizes around range/nmax, assign levels, then refit step and offset by least squares (offset
  * kept ≥ 0 so the lowest level stays ≤ 0), keeping the pair with the least squared error.
  */
-function fitAsym(x: ArrayLike<number>, from: number, n: number, nmax: number): [number, number] {
+export function fitAsym(
+  x: ArrayLike<number>,
+  from: number,
+  n: number,
+  nmax: number,
+): [number, number] {
   let lo = 0, hi = -Infinity;
   for (let i = from; i < from + n; i++) {
     lo = Math.min(lo, x[i]!);

@@ -77,6 +77,11 @@ const FALLBACK: Record<QuantType, GgufTensorType> = {
   IQ4_NL: "F16",
   IQ4_XS: "IQ4_NL",
   MXFP4: "F16",
+  // llama.cpp's fallback for every 2- and 3-bit 256-element type.
+  Q2_K: "Q4_0",
+  Q3_K: "Q4_0",
+  TQ1_0: "Q4_0",
+  TQ2_0: "Q4_0",
 };
 
 /** The type the mix wants before the row-length fallback. */
