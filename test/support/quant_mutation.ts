@@ -7,15 +7,27 @@ import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/f
 /**
  * Per format, the bytes of a block that hold quants: `int8` bytes (Q8_0) are one element's quant
  * each; in the others the low nibble of a byte is one element's quant (Q4_0, Q4_1, Q4_K) or its
- * low four bits (Q5_K's `qs`, Q6_K's `ql`), so ±1 on it moves that one element by one step.
+ * low four bits (Q5_K's `qs`, Q6_K's `ql`), so ±1 on it moves that one element by one step. In
+ * IQ2_S and IQ3_S a `sign` byte holds the signs of 8 weights: flipping one bit flips one weight.
+ * The other i-quants store a grid `index` per 4 or 8 weights (with sign and scale bytes between
+ * them in IQ2_XXS, IQ2_XS, IQ3_XXS): +1 on a byte moves one weight when the next grid entry
+ * differs from this one in one value, so picks that move more are drawn again.
  */
-const QUANT_BYTES: Record<QuantType, readonly [number, number, "int8" | "nibble"]> = {
+type QuantBytes = readonly [number, number, "int8" | "nibble" | "sign" | "index"];
+const QUANT_BYTES: Record<QuantType, QuantBytes> = {
   Q8_0: [2, 34, "int8"],
   Q4_0: [2, 18, "nibble"],
   Q4_1: [4, 20, "nibble"],
   Q4_K: [16, 144, "nibble"],
   Q5_K: [48, 176, "nibble"],
   Q6_K: [0, 128, "nibble"],
+  IQ2_XXS: [2, 66, "index"],
+  IQ2_XS: [2, 66, "index"],
+  IQ2_S: [34, 66, "sign"],
+  IQ3_XXS: [2, 66, "index"],
+  IQ3_S: [74, 106, "sign"],
+  IQ1_S: [2, 34, "index"],
+  IQ1_M: [0, 32, "index"],
 };
 
 /** Where a one-step error went: the element (in the whole tensor) and how much it moved. */
@@ -27,8 +39,10 @@ export interface PlantedStep {
 /**
  * Move one weight of block `block` of `bytes` (in place) by one quantization step: a quant byte
  * picked by `rand` (uniform in [0, 1)) gets +1 on its quant, or −1 at the top of its range.
- * Dequantizing the block before and after checks that exactly one element moved; a pick that
- * moves nothing (its sub-block scale is 0, so that weight has no step) is drawn again.
+ * (IQ2_S, IQ3_S: one sign flipped; the other i-quants: a grid index + 1.) Dequantizing the block
+ * before and after checks that exactly one element moved; a pick that moves nothing (its
+ * sub-block scale is 0, so that weight has no step), or for a grid index more than one, is drawn
+ * again.
  */
 export function plantOneStep(
   type: QuantType,
@@ -40,11 +54,15 @@ export function plantOneStep(
   const [start, end, kind] = QUANT_BYTES[type];
   const at = block * f.blockBytes;
   const before = dequantize(type, bytes.subarray(at, at + f.blockBytes), f.blockSize);
-  for (let attempt = 0; attempt < 64; attempt++) {
+  for (let attempt = 0; attempt < 256; attempt++) {
     const i = at + start + Math.floor(rand() * (end - start));
     const old = bytes[i]!;
     if (kind === "int8") {
       bytes[i] = old === 0x7f ? 0x7e : (old + 1) & 0xff;
+    } else if (kind === "sign") {
+      bytes[i] = old ^ (1 << Math.floor(rand() * 8));
+    } else if (kind === "index") {
+      bytes[i] = (old + 1) & 0xff;
     } else {
       const low = old & 15;
       bytes[i] = (old & 0xf0) | (low === 15 ? 14 : low + 1);
@@ -55,7 +73,9 @@ export function plantOneStep(
       const e = moved[0]!;
       return { element: block * f.blockSize + e, delta: after[e]! - before[e]! };
     }
-    if (moved.length > 1) throw new Error(`${type}: byte ${i - at} moved ${moved.length} weights`);
+    if (moved.length > 1 && kind !== "index") {
+      throw new Error(`${type}: byte ${i - at} moved ${moved.length} weights`);
+    }
     bytes[i] = old;
   }
   throw new Error(`${type}: block ${block} has no weight with a nonzero step`);

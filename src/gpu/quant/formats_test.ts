@@ -23,6 +23,13 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["Q4_K", 256, 144],
     ["Q5_K", 256, 176],
     ["Q6_K", 256, 210],
+    ["IQ2_XXS", 256, 66],
+    ["IQ2_XS", 256, 74],
+    ["IQ2_S", 256, 82],
+    ["IQ3_XXS", 256, 98],
+    ["IQ3_S", 256, 110],
+    ["IQ1_S", 256, 50],
+    ["IQ1_M", 256, 56],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -125,7 +132,7 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   Q6_K: { rms: 0.018, maxPerAmax: 2 / 32 },
 };
 
-for (const type of QUANT_TYPES) {
+for (const type of QUANT_TYPES.filter((t) => QUANT_FORMATS[t].encode !== undefined)) {
   Deno.test(`${type}: quantize then dequantize stays within its error bounds`, () => {
     const { blockSize } = quantFormat(type);
     const [rows, cols] = [5, 2 * 256];
@@ -191,4 +198,5 @@ Deno.test("bad input: unknown type, partial blocks, wrong byte counts, bad rows,
     "not finite",
   );
   assertInvalid(() => quantize("Q8_0", new Float32Array(32).fill(1e6), 1, 32), "exceeds");
+  assertInvalid(() => quantize("IQ2_XXS", new Float32Array(256), 1, 256), "no quantizer");
 });

@@ -5,6 +5,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { dequantize, QUANT_FORMATS, QUANT_TYPES } from "./formats.ts";
+import { loadQuantTables } from "./tables.ts";
 
 interface GgmlFixture {
   type: string;
@@ -33,6 +34,7 @@ async function fixtures(): Promise<Map<string, GgmlFixture>> {
 }
 
 const all = await fixtures();
+await loadQuantTables(); // the i-quants' grids
 
 Deno.test("every registered format has a ggml fixture, with the same ggml number and geometry", () => {
   for (const type of QUANT_TYPES) {
