@@ -5,7 +5,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import { decodeWeights, DTYPE_BYTES, type WeightDtype } from "../gpu/dtype.ts";
-import { dequantize, type QuantType } from "../gpu/quant/formats.ts";
+import { dequantize } from "../gpu/quant/formats.ts";
 import { loadQuantTables } from "../gpu/quant/tables.ts";
 import { unpermuteQkRows } from "./gguf/tensors.ts";
 import type { WeightInfo } from "./weights.ts";
@@ -33,7 +33,7 @@ export async function tensorValues(t: WeightInfo): Promise<Float64Array> {
     }
     values = decodeWeights(bytes, t.dtype);
   } else {
-    await loadQuantTables([t.dtype as QuantType]); // a tabled format's levels or grids
+    await loadQuantTables([t.dtype]); // a tabled format's levels or grids, read once
     values = dequantize(t.dtype, bytes, count);
   }
   const interleave = "ropeInterleave" in t ? t.ropeInterleave : undefined;

@@ -10,12 +10,14 @@ import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/f
  * and IQ4_XS's index a non-uniform level and MXFP4's an E2M1 code, so their step varies) or its
  * low four bits (the `qs` of Q5_0, Q5_1 and Q5_K, Q6_K's `ql`), its low two bits are one
  * element's (`2bit`: Q2_K, TQ2_0) or its low bits (Q3_K's `qs`), or its last base-3 trit is one
- * element's (`trit`: TQ1_0's `qs`), so ±1 on it moves that one element by one step.
+ * element's (`trit`: TQ1_0's `qs`), so ±1 on it moves that one element by one step. In IQ2_S and
+ * IQ3_S a `sign` byte holds the signs of 8 weights: flipping one bit flips one weight. The other
+ * i-quants store a grid `index` per 4 or 8 weights (with sign and scale bytes between them in
+ * IQ2_XXS, IQ2_XS, IQ3_XXS): +1 on a byte moves one weight when the next grid entry differs from
+ * this one in one value, so picks that move more are drawn again.
  */
-const QUANT_BYTES: Record<
-  QuantType,
-  readonly [number, number, "int8" | "nibble" | "2bit" | "trit"]
-> = {
+type QuantBytes = readonly [number, number, "int8" | "nibble" | "2bit" | "trit" | "sign" | "index"];
+const QUANT_BYTES: Record<QuantType, QuantBytes> = {
   Q8_0: [2, 34, "int8"],
   Q4_0: [2, 18, "nibble"],
   Q4_1: [4, 20, "nibble"],
@@ -31,6 +33,13 @@ const QUANT_BYTES: Record<
   Q3_K: [32, 96, "2bit"],
   TQ1_0: [0, 48, "trit"],
   TQ2_0: [0, 64, "2bit"],
+  IQ2_XXS: [2, 66, "index"],
+  IQ2_XS: [2, 66, "index"],
+  IQ2_S: [34, 66, "sign"],
+  IQ3_XXS: [2, 66, "index"],
+  IQ3_S: [74, 106, "sign"],
+  IQ1_S: [2, 34, "index"],
+  IQ1_M: [0, 32, "index"],
 };
 
 /** One step on the quant in the low `bits` bits of `byte` (down at the top of its range). */
@@ -57,8 +66,10 @@ export interface PlantedStep {
 /**
  * Move one weight of block `block` of `bytes` (in place) by one quantization step: a quant byte
  * picked by `rand` (uniform in [0, 1)) gets +1 on its quant, or −1 at the top of its range.
- * Dequantizing the block before and after checks that exactly one element moved; a pick that
- * moves nothing (its sub-block scale is 0, so that weight has no step) is drawn again.
+ * (IQ2_S, IQ3_S: one sign flipped; the other i-quants: a grid index + 1.) Dequantizing the block
+ * before and after checks that exactly one element moved; a pick that moves nothing (its
+ * sub-block scale is 0, so that weight has no step), or for a grid index more than one, is drawn
+ * again.
  */
 export function plantOneStep(
   type: QuantType,
@@ -70,11 +81,13 @@ export function plantOneStep(
   const [start, end, kind] = QUANT_BYTES[type];
   const at = block * f.blockBytes;
   const before = dequantize(type, bytes.subarray(at, at + f.blockBytes), f.blockSize);
-  for (let attempt = 0; attempt < 64; attempt++) {
+  for (let attempt = 0; attempt < 256; attempt++) {
     const i = at + start + Math.floor(rand() * (end - start));
     const old = bytes[i]!;
     if (kind === "int8") bytes[i] = old === 0x7f ? 0x7e : (old + 1) & 0xff;
     else if (kind === "trit") bytes[i] = stepTrit(old);
+    else if (kind === "sign") bytes[i] = old ^ (1 << Math.floor(rand() * 8));
+    else if (kind === "index") bytes[i] = (old + 1) & 0xff;
     else bytes[i] = stepLow(old, kind === "nibble" ? 4 : 2);
     const after = dequantize(type, bytes.subarray(at, at + f.blockBytes), f.blockSize);
     const moved = [...after.keys()].filter((e) => after[e] !== before[e]);
@@ -82,7 +95,9 @@ export function plantOneStep(
       const e = moved[0]!;
       return { element: block * f.blockSize + e, delta: after[e]! - before[e]! };
     }
-    if (moved.length > 1) throw new Error(`${type}: byte ${i - at} moved ${moved.length} weights`);
+    if (moved.length > 1 && kind !== "index") {
+      throw new Error(`${type}: byte ${i - at} moved ${moved.length} weights`);
+    }
     bytes[i] = old;
   }
   throw new Error(`${type}: block ${block} has no weight with a nonzero step`);

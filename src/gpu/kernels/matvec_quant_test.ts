@@ -4,6 +4,7 @@ import { storageBuffer, uploadBuffer } from "../buffers.ts";
 import { QUANT_FORMATS, QUANT_TYPES, quantize, type QuantType } from "../quant/formats.ts";
 import { quantEmbeddingRef, quantMatvecRef } from "../quant/reference.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
+import { loadQuantTables } from "../quant/tables.ts";
 import { plantOneStep, uniform } from "../../../test/support/quant_mutation.ts";
 import { prepareQuantEmbedding, prepareQuantMatvec, type QuantEpilogue } from "./matvec_quant.ts";
 import {
@@ -24,6 +25,8 @@ import { loadQuantTables } from "../quant/tables.ts";
 
 // The references dequantize tabled formats with their tables' data files.
 await loadQuantTables();
+
+await loadQuantTables(); // the float64 references decode the i-quants through their grids
 
 /**
  * The f32 bound of every product here (`sumsTolerance`): c·u·(√k + 4)·(rms(ref) + |ref|).

@@ -13,6 +13,13 @@ import { IQ4_XS } from "./formats/iq4_xs.ts";
 import { MXFP4 } from "./formats/mxfp4.ts";
 import { Q2_K } from "./formats/q2_k.ts";
 import { Q3_K } from "./formats/q3_k.ts";
+import { IQ1_M } from "./formats/iq1_m.ts";
+import { IQ1_S } from "./formats/iq1_s.ts";
+import { IQ2_S } from "./formats/iq2_s.ts";
+import { IQ2_XS } from "./formats/iq2_xs.ts";
+import { IQ2_XXS } from "./formats/iq2_xxs.ts";
+import { IQ3_S } from "./formats/iq3_s.ts";
+import { IQ3_XXS } from "./formats/iq3_xxs.ts";
 import { Q4_0 } from "./formats/q4_0.ts";
 import { Q4_1 } from "./formats/q4_1.ts";
 import { Q4_K } from "./formats/q4_k.ts";
@@ -43,6 +50,13 @@ const REGISTRY = {
   Q3_K,
   TQ1_0,
   TQ2_0,
+  IQ2_XXS,
+  IQ2_XS,
+  IQ2_S,
+  IQ3_XXS,
+  IQ3_S,
+  IQ1_S,
+  IQ1_M,
 } as const satisfies Record<string, QuantFormat>;
 
 /** The GGUF/ggml block-quantized types Kiln reads. */

@@ -36,6 +36,13 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["Q3_K", 256, 110],
     ["TQ1_0", 256, 54],
     ["TQ2_0", 256, 66],
+    ["IQ2_XXS", 256, 66],
+    ["IQ2_XS", 256, 74],
+    ["IQ2_S", 256, 82],
+    ["IQ3_XXS", 256, 98],
+    ["IQ3_S", 256, 110],
+    ["IQ1_S", 256, 50],
+    ["IQ1_M", 256, 56],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -153,7 +160,7 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   TQ2_0: { rms: 0.56, maxPerAmax: 0.5 * (1 + 2 ** -10) },
 };
 
-for (const type of QUANT_TYPES) {
+for (const type of QUANT_TYPES.filter((t) => QUANT_FORMATS[t].encode !== undefined)) {
   Deno.test(`${type}: quantize then dequantize stays within its error bounds`, () => {
     const { blockSize } = quantFormat(type);
     const [rows, cols] = [5, 2 * 256];
@@ -219,4 +226,5 @@ Deno.test("bad input: unknown type, partial blocks, wrong byte counts, bad rows,
     "not finite",
   );
   assertInvalid(() => quantize("Q8_0", new Float32Array(32).fill(1e6), 1, 32), "exceeds");
+  assertInvalid(() => quantize("IQ2_XXS", new Float32Array(256), 1, 256), "no quantizer");
 });

@@ -66,3 +66,20 @@ Deno.test("table data files: u32 words of the declared length, malformed or miss
     ok(String(e).includes("shaders/tables/no_such_table.json"), String(e));
   }
 });
+
+Deno.test("packed table data files: levels and bit-packed codes expand to the words, bad ones refused", () => {
+  const table = { name: "p", words: 2 };
+  // 8 bytes, 2-bit codes 0,1,2,0, 2,2,1,0 → bytes 8,25,255,8, 255,255,25,8 (level −1 is 255).
+  const codes = btoa(String.fromCharCode(0b00_10_01_00, 0b00_01_10_10));
+  const file = (levels: unknown, c: unknown) => JSON.stringify({ levels, codes: c });
+  assertEquals(
+    [...parseQuantTable(table, file([8, 25, -1], codes))],
+    [0x08ff1908, 0x0819ffff],
+  );
+  refuses(() => parseQuantTable(table, file([8], codes)), "2 to 256 bytes");
+  refuses(() => parseQuantTable(table, file([8, 256], codes)), "level 1 (256) is not a byte");
+  refuses(() => parseQuantTable(table, file([8, 25, -1], "%%")), "not base64");
+  refuses(() => parseQuantTable(table, file([8, 25, -1], btoa("\x24"))), "1 bytes of codes");
+  const three = btoa(String.fromCharCode(0b00_00_00_11, 0));
+  refuses(() => parseQuantTable(table, file([8, 25, -1], three)), "code 0 (3) names no level");
+});

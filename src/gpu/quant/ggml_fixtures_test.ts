@@ -7,9 +7,6 @@ import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/stric
 import { dequantize, QUANT_FORMATS, QUANT_TYPES } from "./formats.ts";
 import { loadQuantTables } from "./tables.ts";
 
-// Tabled formats decode from their tables' data files.
-await loadQuantTables();
-
 interface GgmlFixture {
   type: string;
   ggml_type: number;
@@ -37,6 +34,7 @@ async function fixtures(): Promise<Map<string, GgmlFixture>> {
 }
 
 const all = await fixtures();
+await loadQuantTables(); // the i-quants' grids
 
 Deno.test("every registered format has a ggml fixture, with the same ggml number and geometry", () => {
   for (const type of QUANT_TYPES) {

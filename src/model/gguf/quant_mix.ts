@@ -65,7 +65,8 @@ const UNIFORM: Record<Exclude<GgufMix, "q4_k_m">, QuantType> = {
   q6_k: "Q6_K",
 };
 
-const FALLBACK: Record<QuantType, GgufTensorType> = {
+/** Each type the mixes write, and the type its rows fall back to; any other goes to F16. */
+const FALLBACK: Partial<Record<QuantType, GgufTensorType>> = {
   Q8_0: "F16",
   Q4_0: "F16",
   Q4_1: "F16",
@@ -98,7 +99,7 @@ function wanted(mix: GgufMix, role: TensorRole, layer: number, ctx: MixContext):
 export function fitRow(type: GgufTensorType, cols: number): GgufTensorType {
   let t = type;
   while (t !== "F32" && t !== "F16" && t !== "BF16" && cols % QUANT_FORMATS[t].blockSize !== 0) {
-    t = FALLBACK[t];
+    t = FALLBACK[t] ?? "F16";
   }
   return t;
 }
