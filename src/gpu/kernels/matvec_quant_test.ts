@@ -21,12 +21,9 @@ import {
   seeded,
   u32Buffer,
 } from "../../../test/support/kernel_harness.ts";
-import { loadQuantTables } from "../quant/tables.ts";
 
 // The references dequantize tabled formats with their tables' data files.
 await loadQuantTables();
-
-await loadQuantTables(); // the float64 references decode the i-quants through their grids
 
 /**
  * The f32 bound of every product here (`sumsTolerance`): c·u·(√k + 4)·(rms(ref) + |ref|).
