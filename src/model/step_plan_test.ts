@@ -8,48 +8,17 @@
  */
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
-import type { Dispatch } from "../gpu/dispatch.ts";
 import { chooseSplits } from "../gpu/kernels/attention.ts";
 import { type PathKind } from "../gpu/paths.ts";
 import { openCheckpoint } from "./checkpoint.ts";
-import { Forward } from "./forward.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "./gguf/convert.ts";
 import { GpuModel } from "./gpu_model.ts";
 import { fileListFiles, type ModelFiles } from "./source.ts";
 import { testGpu, withErrorScopes } from "../../test/support/gpu.ts";
 import { MODELS } from "../../test/support/models.ts";
+import { productLabels, stepPipelines } from "../../test/support/step_pipelines.ts";
 
 const FIXTURE = MODELS.find((m) => m.name === "llama-gqa-f32")!.dir.pathname;
-
-/** A dispatch's pipeline: its shader, entry point and override constants. */
-interface Pipeline {
-  shader: string;
-  entry: string;
-  constants: Record<string, number>;
-}
-
-/** The pipeline a dispatch runs, from its label (`kiln:<shader>:<entry>:<K=V,...>`). */
-function pipelineOf(d: Dispatch): Pipeline {
-  const m = /^kiln:([^:]+):([^:]+):(.*)$/.exec(d.pipeline.label);
-  ok(m, `pipeline label ${JSON.stringify(d.pipeline.label)} of ${d.label}`);
-  const constants: Record<string, number> = {};
-  for (const kv of m[3]!.split(",").filter((s) => s)) {
-    const [k, v] = kv.split("=");
-    constants[k!] = Number(v);
-  }
-  return { shader: m[1]!, entry: m[2]!, constants };
-}
-
-/** The step's dispatches by label, each with its pipeline. */
-async function stepPipelines(model: GpuModel, tokens: number): Promise<Map<string, Pipeline>> {
-  const fwd = new Forward(model);
-  try {
-    const dispatches = await fwd.warm([{ tokens, rows: 1 }]);
-    return new Map(dispatches.map((d) => [d.label, pipelineOf(d)]));
-  } finally {
-    fwd.destroy();
-  }
-}
 
 /** The fixture as it is (F32) or quantized to GGUF Q8_0 in memory. */
 async function fixtureFiles(quantized: boolean): Promise<ModelFiles> {
@@ -81,11 +50,6 @@ async function withModel(
   });
 }
 
-/** The products of every layer: q/k/v, o, gate/up, down. */
-const PRODUCTS = (layers: number) =>
-  Array.from({ length: layers }, (_, l) => ["qkv", "o", "gate_up", "down"].map((p) => `L${l}:${p}`))
-    .flat();
-
 for (const paths of ["cpu", "gpu"] as const) {
   const gpuPaths = paths === "gpu";
   Deno.test(
@@ -96,7 +60,7 @@ for (const paths of ["cpu", "gpu"] as const) {
     } (${paths} paths)`,
     async () => {
       await withModel(paths, false, async (model) => {
-        const products = PRODUCTS(model.config.numLayers);
+        const products = productLabels(model.config.numLayers);
         for (const tokens of [1, 32, 33, 64]) {
           const step = await stepPipelines(model, tokens);
           const gemm = gpuPaths && tokens > 32;
@@ -145,7 +109,7 @@ for (const paths of ["cpu", "gpu"] as const) {
 
   Deno.test(`quantized products: ${gpuPaths ? 32 : 1} threads per row (${paths} paths)`, async () => {
     await withModel(paths, true, async (model) => {
-      const products = PRODUCTS(model.config.numLayers);
+      const products = productLabels(model.config.numLayers);
       for (const tokens of [1, 33]) {
         const step = await stepPipelines(model, tokens);
         for (const label of products) {
