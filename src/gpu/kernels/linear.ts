@@ -63,7 +63,7 @@ export interface FusedLinearArgs extends LinearArgs {
 /** Rows of activations up to which the matrix-vector kernel is used (per z-slice). */
 export const MATVEC_ROWS = 8;
 /** Above this many rows the `gpu` kernel paths take the tiled kernel (see `paths.ts`). */
-export const MATVEC_MAX_M = KERNEL_PATHS.gpu.gemmAboveRows;
+export const MATVEC_MAX_M: number = KERNEL_PATHS.gpu.gemmAboveRows;
 
 /**
  * Threads per output row, per workgroup, and rows per thread of `matvec.wgsl`, for `tpr` threads
