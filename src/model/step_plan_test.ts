@@ -107,7 +107,7 @@ for (const paths of ["cpu", "gpu"] as const) {
     });
   });
 
-  Deno.test(`quantized products: ${gpuPaths ? 32 : 1} threads per row (${paths} paths)`, async () => {
+  Deno.test(`quantized products: ${gpuPaths ? "32 threads" : "one thread"} per row (${paths} paths)`, async () => {
     await withModel(paths, true, async (model) => {
       const products = productLabels(model.config.numLayers);
       for (const tokens of [1, 33]) {
