@@ -129,6 +129,20 @@ Deno.test("fortune: bad environment values and a second argument are refused bef
   ]);
 });
 
+Deno.test("KILN_KERNEL_PATHS other than cpu or gpu is refused before loading by every tool that reads it", async () => {
+  const readers = ["serve", "fortune", "verify", "conformance", "logit_errors"];
+  const entries = ENTRIES.filter((e) => readers.includes(e.name));
+  equal(entries.length, readers.length);
+  await Promise.all(entries.map((e) =>
+    refused(
+      e,
+      e.flag?.[0] === "--model" || e.flag?.[0] === "--engine" ? e.flag : [],
+      'KILN_KERNEL_PATHS: expected one of cpu, gpu, got "fast"',
+      { KILN_KERNEL_PATHS: "fast" },
+    )
+  ));
+});
+
 /** Files that read a command line, outside the helpers and tests. */
 async function commandLineReaders(): Promise<string[]> {
   const found: string[] = [];

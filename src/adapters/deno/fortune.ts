@@ -15,6 +15,7 @@ import { IncrementalDetokenizer } from "../../text/detokenizer.ts";
 import { loadText } from "../../text/load.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
+import { KERNEL_PATHS_ENV, kernelPathsOption } from "./kernel_paths.ts";
 
 const { flags, args, env, fail } = runCli({
   name: "fortune",
@@ -37,6 +38,7 @@ const { flags, args, env, fail } = runCli({
   env: {
     KILN_SEED: { type: "integer", min: 0, help: "the sampling seed (default: from the clock)" },
     KILN_MAX_TOKENS: { type: "integer", min: 1, default: 400, help: "tokens to generate" },
+    ...KERNEL_PATHS_ENV,
   },
 });
 const modelPath = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
@@ -54,7 +56,7 @@ if (prompt.length === 0) {
     text.tokenizer.bosTokenId ?? fail(`${name} has no BOS token to start from: a PROMPT is needed`),
   ];
 }
-const engine = new WebGpuEngine({ files, name, kvBlocks: 64 });
+const engine = new WebGpuEngine({ files, name, kvBlocks: 64, ...kernelPathsOption(env) });
 const config = await engine.start(1n);
 const metrics = await engineMetrics(
   engine,
