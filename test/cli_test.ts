@@ -38,6 +38,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/readme_rows.ts", name: "readme_rows" },
   { path: "bench/peers/check.ts", name: "check", flag: ["--tokens", "4"] },
   { path: "bench/peers/to_gguf.ts", name: "to_gguf" },
+  { path: "bench/peers/ggml_blocks.ts", name: "ggml_blocks" },
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },
   { path: "test/run.ts", name: "test" },
