@@ -24,17 +24,17 @@
 //   row_end) of [vocab, k]): one thread per 32-weight slice of an output row.
 //
 // W row j is k / BLOCK consecutive ggml blocks, stored byte for byte as in a GGUF file; the
-// buffer is read as u32 words. Blocks of 34, 18 and 210 bytes are only 2-byte aligned, but every
+// buffer is read as u32 words. Blocks of 34, 18, 22 and 210 bytes are only 2-byte aligned, but every
 // field of every format starts at an even byte offset, so `word_at` reads the 4 bytes at any even
 // offset from one word or two (one word when the format's block size is a multiple of 4).
 //
-// Work unit: a "slice" of 32 weights whose quants fit in at most 8 words: a whole Q8_0/Q4_0/Q4_1
-// block; for Q4_K and Q5_K half of a 64-weight chunk (16 nibble bytes giving 16 weights of each
+// Work unit: a "slice" of 32 weights whose quants fit in at most 8 words: a whole Q8_0/Q4_0/Q4_1/
+// Q5_0/Q5_1 block (Q5's fifth bits in a header word); for Q4_K and Q5_K half of a 64-weight chunk (16 nibble bytes giving 16 weights of each
 // of its two sub-blocks); for Q6_K 8 positions of a 128-weight half, in each of its 4 groups.
 // On the GPU path a thread issues the loads of several slices before decoding any of them.
 // FORMAT is fixed per pipeline, so the per-format branches below fold away.
 
-override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K
+override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K, 6 Q5_0, 7 Q5_1
 // Activation rows per z-slice (1..8), fixed per pipeline so the row loops have constant bounds.
 override ROWS: u32 = 1u;
 override SWIGLU: bool = false;
@@ -82,7 +82,7 @@ var<workgroup> red_ss: array<f32, 64u * MAX_M>;
 var<private> ss_total: array<f32, MAX_M>;
 
 fn block_elems() -> u32 {
-  return select(32u, 256u, FORMAT >= 3u);
+  return select(32u, 256u, FORMAT >= 3u && FORMAT <= 5u);
 }
 
 fn block_bytes() -> u32 {
@@ -92,6 +92,8 @@ fn block_bytes() -> u32 {
     case 2u: { return 20u; }
     case 3u: { return 144u; }
     case 4u: { return 176u; }
+    case 6u: { return 22u; }
+    case 7u: { return 24u; }
     default: { return 210u; }
   }
 }
@@ -180,6 +182,21 @@ fn load_slice(b: u32, s: u32) -> Raw {
         r.q[i] = word_at(b + 4u + 4u * i);
       }
     }
+    case 6u: { // Q5_0: d at 0, fifth bits (u32) at 2, nibbles at 6
+      r.h.x = half_at(b);
+      r.h.y = word_at(b + 2u);
+      let q = span(b + 6u, 4u);
+      for (var i = 0u; i < 4u; i++) {
+        r.q[i] = q[i];
+      }
+    }
+    case 7u: { // Q5_1: d, m at 0, fifth bits at 4, nibbles at 8 (24-byte blocks: word-aligned)
+      r.h.x = word_at(b);
+      r.h.y = word_at(b + 4u);
+      for (var i = 0u; i < 4u; i++) {
+        r.q[i] = word_at(b + 8u + 4u * i);
+      }
+    }
     case 3u, 4u: { // d, dmin at 0, scales at 4..15, (Q5_K: qh at 16), nibbles at 16 or 48
       r.h = vec4<u32>(word_at(b), word_at(b + 4u), word_at(b + 8u), word_at(b + 12u));
       let qs = b + select(16u, 48u, FORMAT == 4u) + 32u * (s >> 1u) + 16u * (s & 1u);
@@ -236,6 +253,18 @@ fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8> {
       for (var i = 0u; i < 4u; i++) {
         v[i] = dm.x * nib_lo(r.q[i]) + offset;
         v[4u + i] = dm.x * nib_hi(r.q[i]) + offset;
+      }
+    }
+    case 6u, 7u: {
+      // Q5_0: d·(q − 16); Q5_1: d·q + m; bit e of the u32 in h.y is element e's fifth bit.
+      let dm = unpack2x16float(r.h.x);
+      let offset = select(-16.0 * dm.x, dm.y, FORMAT == 7u);
+      let lanes = vec4<u32>(0u, 1u, 2u, 3u);
+      for (var i = 0u; i < 4u; i++) {
+        let lo = nib_lo(r.q[i]) + 16.0 * vec4<f32>((vec4<u32>(r.h.y) >> (lanes + 4u * i)) & vec4<u32>(1u));
+        let hi = nib_hi(r.q[i]) + 16.0 * vec4<f32>((vec4<u32>(r.h.y) >> (lanes + 16u + 4u * i)) & vec4<u32>(1u));
+        v[i] = dm.x * lo + offset;
+        v[4u + i] = dm.x * hi + offset;
       }
     }
     case 3u, 4u: {

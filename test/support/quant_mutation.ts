@@ -7,12 +7,15 @@ import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/f
 /**
  * Per format, the bytes of a block that hold quants: `int8` bytes (Q8_0) are one element's quant
  * each; in the others the low nibble of a byte is one element's quant (Q4_0, Q4_1, Q4_K) or its
- * low four bits (Q5_K's `qs`, Q6_K's `ql`), so ±1 on it moves that one element by one step.
+ * low four bits (Q5_0's and Q5_1's nibbles, Q5_K's `qs`, Q6_K's `ql`), so ±1 on it moves that one
+ * element by one step.
  */
 const QUANT_BYTES: Record<QuantType, readonly [number, number, "int8" | "nibble"]> = {
   Q8_0: [2, 34, "int8"],
   Q4_0: [2, 18, "nibble"],
   Q4_1: [4, 20, "nibble"],
+  Q5_0: [6, 22, "nibble"],
+  Q5_1: [8, 24, "nibble"],
   Q4_K: [16, 144, "nibble"],
   Q5_K: [48, 176, "nibble"],
   Q6_K: [0, 128, "nibble"],

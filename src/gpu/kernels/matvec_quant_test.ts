@@ -60,6 +60,8 @@ const PLAN: readonly (readonly [number, number, number, number])[] = [
   [32, 1, 1, 1],
   [1, 1, 32, 3],
   [32, 3, 1, 1],
+  [1, 3, 32, 1],
+  [32, 9, 1, 3],
 ];
 
 /** Store and accumulate, each with and without norm and bias, then SwiGLU with and without norm. */

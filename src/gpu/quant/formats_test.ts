@@ -23,6 +23,8 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["Q4_K", 256, 144],
     ["Q5_K", 256, 176],
     ["Q6_K", 256, 210],
+    ["Q5_0", 32, 22],
+    ["Q5_1", 32, 24],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -120,6 +122,8 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   Q8_0: { rms: 0.006, maxPerAmax: 0.5 / 127 + 1e-3 },
   Q4_0: { rms: 0.08, maxPerAmax: 1 / 8 + 1e-3 },
   Q4_1: { rms: 0.08, maxPerAmax: 1 / 15 + 1e-3 },
+  Q5_0: { rms: 0.04, maxPerAmax: 1 / 16 + 1e-3 },
+  Q5_1: { rms: 0.04, maxPerAmax: 1 / 31 + 1e-3 },
   Q4_K: { rms: 0.065, maxPerAmax: 2 / 15 },
   Q5_K: { rms: 0.035, maxPerAmax: 2 / 31 },
   Q6_K: { rms: 0.018, maxPerAmax: 2 / 32 },
@@ -161,6 +165,40 @@ for (const type of QUANT_TYPES) {
         `${type} block at ${b0}: max error ${worst} vs amax ${amax}`,
       );
     }
+  });
+}
+
+/**
+ * `test/fixtures/ggml/<type>.json`: rows quantized and dequantized by ggml itself (see its
+ * README). Kiln's float64 decoder, rounded to f32, must give ggml's f32 values bit for bit.
+ */
+for (const type of QUANT_TYPES) {
+  Deno.test(`${type}: dequantize equals ggml's dequantize_row bit for bit`, async () => {
+    const name = type.toLowerCase().replace(/_k$/, "_K");
+    const url = new URL(`../../../test/fixtures/ggml/${name}.json`, import.meta.url);
+    const f = JSON.parse(await Deno.readTextFile(url)) as {
+      ggml_type: number;
+      rows: number;
+      cols: number;
+      blocks: string;
+      values: string;
+    };
+    assertEquals(f.ggml_type, QUANT_FORMATS[type].ggmlType);
+    const blocks = Uint8Array.fromBase64(f.blocks);
+    const want = new Float32Array(Uint8Array.fromBase64(f.values).buffer);
+    const got = dequantize(type, blocks, f.rows * f.cols);
+    let differ = 0, first = -1;
+    for (let i = 0; i < want.length; i++) {
+      if (!Object.is(Math.fround(got[i]!), want[i])) {
+        differ++;
+        if (first < 0) first = i;
+      }
+    }
+    assertEquals(
+      differ,
+      0,
+      `${differ} of ${want.length} differ; first at ${first}: ${got[first]} vs ggml ${want[first]}`,
+    );
   });
 }
 

@@ -28,19 +28,19 @@ const MODELS: { dir: string; q4km: { more: string[]; moreType: string; rest: str
   },
   {
     dir: fixture("llama-gqa-f32"), // 2 layers, untied; hidden 64: no K-quant fits
-    q4km: { more: ["output", "blk.1.attn_v", "blk.1.ffn_down"], moreType: "Q8_0", rest: "Q4_1" },
+    q4km: { more: ["output", "blk.1.attn_v", "blk.1.ffn_down"], moreType: "Q8_0", rest: "Q5_0" },
   },
   {
     dir: fixture("qwen2-bias-tied-f16"), // 3 layers, tied; hidden 96
     q4km: {
       more: ["token_embd", "blk.2.attn_v", "blk.2.ffn_down"],
       moreType: "Q8_0",
-      rest: "Q4_1",
+      rest: "Q5_0",
     },
   },
   {
     dir: fixture("llama-mqa-bf16"), // 2 layers, untied; hidden 64
-    q4km: { more: ["output", "blk.1.attn_v", "blk.1.ffn_down"], moreType: "Q8_0", rest: "Q4_1" },
+    q4km: { more: ["output", "blk.1.attn_v", "blk.1.ffn_down"], moreType: "Q8_0", rest: "Q5_0" },
   },
 ];
 
@@ -53,6 +53,7 @@ const BOUND: Record<string, number> = {
   Q6_K: 0.03,
   Q4_0: 0.13, // the largest |value| maps to -8, the other sign clips at +7
   Q4_1: 0.08,
+  Q5_0: 0.065, // as Q4_0 at half the step
   Q4_K: 0.125, // 6-bit sub-block scales and minimums add to the 4-bit step
 };
 

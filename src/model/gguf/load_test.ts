@@ -138,10 +138,11 @@ Deno.test("bad metadata and tensors are refused naming the key or tensor", async
     "self_attn",
     "does not match the config",
   );
-  const q50 = tensors.map((t) =>
-    t.name === "blk.1.attn_v.weight" ? { ...t, type: 6, data: new Uint8Array(16 * 22) } : t
+  // IQ4_NL (ggml type 20): a block type Kiln does not decode yet.
+  const iq4nl = tensors.map((t) =>
+    t.name === "blk.1.attn_v.weight" ? { ...t, type: 20, data: new Uint8Array(16 * 18) } : t
   );
-  await refused(open(encodeGguf(meta, q50)), "blk.1.attn_v.weight", "Q5_0");
+  await refused(open(encodeGguf(meta, iq4nl)), "blk.1.attn_v.weight", "IQ4_NL");
   const misaligned = tensors.map((t, i) => i === 3 ? { ...t, offset: 8 } : t);
   await refused(open(encodeGguf(meta, misaligned)), "multiple of 32");
   const overlap = tensors.map((t, i) => i === 3 ? { ...t, offset: 0 } : t);

@@ -28,11 +28,12 @@ async function quantizedFile(dir: string, mix: GgufMix, name: string): Promise<F
   return new File(parts as BlobPart[], `${name}-${mix}.gguf`);
 }
 
-// The fixtures' hidden size (64) takes no K-quant (256-element blocks): their q6_k and q4_k_m
-// files fall back to the legacy types, so only q8_0 and q4_0 are run on them.
+// The fixtures' hidden sizes (64, 96) take no K-quant (256-element blocks): their q4_k_m files
+// fall back as llama.cpp's do (Q4_K to Q5_0, Q6_K to Q8_0), which runs Q5_0 end to end; their
+// q6_k files would only repeat q8_0.
 const CASES: [typeof MODELS[number], GgufMix[]][] = MODELS.map((m) => [
   m,
-  m.name === "fortune" ? ["q8_0", "q4_0", "q6_k", "q4_k_m"] : ["q8_0", "q4_0"],
+  m.name === "fortune" ? ["q8_0", "q4_0", "q6_k", "q4_k_m"] : ["q8_0", "q4_0", "q4_k_m"],
 ]);
 
 /** A case's GGUF checkpoint and its float64 reference, built once for both kernel paths. */

@@ -10,10 +10,8 @@
  *   `i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2`, integer division).
  *
  * Norms and biases (1-D) stay F32. A block type needs whole blocks per row (32 elements for
- * Q8_0/Q4_0/Q4_1, 256 for the K-quants). Rows that do not fit fall back: Q6_K to Q8_0 (as
- * llama.cpp does); Q4_K to Q4_1 (llama.cpp takes Q5_0, which Kiln has no quantizer for; Q4_1
- * is the 32-element format closest to Q4_K: 4 bits with a scale and a minimum); Q8_0, Q4_0
- * and Q4_1 to F16.
+ * Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, 256 for the K-quants). Rows that do not fit fall back as llama.cpp's
+ * quantizer does: Q6_K to Q8_0, Q4_K to Q5_0; the 32-element types to F16.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { QUANT_FORMATS, type QuantType } from "../../gpu/quant/formats.ts";
@@ -71,7 +69,9 @@ const FALLBACK: Record<QuantType, GgufTensorType> = {
   Q8_0: "F16",
   Q4_0: "F16",
   Q4_1: "F16",
-  Q4_K: "Q4_1",
+  Q5_0: "F16",
+  Q5_1: "F16",
+  Q4_K: "Q5_0",
   Q5_K: "Q8_0",
   Q6_K: "Q8_0",
 };
