@@ -28,15 +28,21 @@
 // field of every format starts at an even byte offset, so `word_at` reads the 4 bytes at any even
 // offset from one word or two (one word when the format's block size is a multiple of 4).
 //
-// Work unit: a "slice" of 32 weights whose quants fit in at most 8 words: a whole Q8_0/Q4_0/Q4_1/
-// Q5_0/Q5_1 block (Q5's fifth bits in a header word); for Q4_K and Q5_K half of a 64-weight chunk (16 nibble bytes giving 16 weights of each
+// Work unit: a "slice" of 32 weights whose quants fit in at most 8 words: a whole Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1 (fifth bits in a header word) or IQ4_NL block; for Q4_K and Q5_K half of a 64-weight chunk (16 nibble bytes giving 16 weights of each
 // of its two sub-blocks); for Q6_K 8 positions of a 128-weight half, in each of its 4 groups.
 // On the GPU path a thread issues the loads of several slices before decoding any of them.
 // FORMAT is fixed per pipeline, so the per-format branches below fold away.
 
-override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K, 6 Q5_0, 7 Q5_1
+override FORMAT: u32 = 0u; // 0 Q8_0, 1 Q4_0, 2 Q4_1, 3 Q4_K, 4 Q5_K, 5 Q6_K, 6 Q5_0, 7 Q5_1, 8 IQ4_NL
 // Activation rows per z-slice (1..8), fixed per pipeline so the row loops have constant bounds.
 override ROWS: u32 = 1u;
+// IQ4_NL's 16 signed levels as int8 bytes, level q in byte q % 4 of word q / 4 (set from
+// `src/gpu/quant/iq4_nl_values.ts` for FORMAT 8 only).
+override IQ4_NL_0: u32 = 0u;
+override IQ4_NL_1: u32 = 0u;
+override IQ4_NL_2: u32 = 0u;
+override IQ4_NL_3: u32 = 0u;
 override SWIGLU: bool = false;
 override TPR: u32 = 32u;
 override WG: u32 = 256u;
@@ -88,7 +94,7 @@ fn block_elems() -> u32 {
 fn block_bytes() -> u32 {
   switch FORMAT {
     case 0u: { return 34u; }
-    case 1u: { return 18u; }
+    case 1u, 8u: { return 18u; }
     case 2u: { return 20u; }
     case 3u: { return 144u; }
     case 4u: { return 176u; }
@@ -151,6 +157,15 @@ fn bits_each(v: u32, b: u32, mask: u32) -> vec4<f32> {
   return vec4<f32>((vec4<u32>(v) >> (vec4<u32>(0u, 8u, 16u, 24u) + b)) & vec4<u32>(mask));
 }
 
+// IQ4_NL's levels of the nibbles at bit `shift` (0 or 4) of each byte of v.
+fn iq4nl(v: u32, shift: u32) -> vec4<f32> {
+  let levels = vec4<u32>(IQ4_NL_0, IQ4_NL_1, IQ4_NL_2, IQ4_NL_3);
+  let q = (vec4<u32>(v) >> (vec4<u32>(0u, 8u, 16u, 24u) + shift)) & vec4<u32>(15u);
+  let b = vec4<u32>(byte_of(levels, q.x), byte_of(levels, q.y), byte_of(levels, q.z),
+                    byte_of(levels, q.w));
+  return vec4<f32>(bitcast<vec4<i32>>(b << vec4<u32>(24u)) >> vec4<u32>(24u));
+}
+
 fn i8x4(v: u32) -> vec4<f32> {
   return vec4<f32>(bitcast<vec4<i32>>(vec4<u32>(v) << vec4<u32>(24u, 16u, 8u, 0u)) >> vec4<u32>(24u));
 }
@@ -169,7 +184,7 @@ fn load_slice(b: u32, s: u32) -> Raw {
       r.h.x = half_at(b);
       r.q = span(b + 2u, 8u);
     }
-    case 1u: { // Q4_0: d at 0, nibbles at 2
+    case 1u, 8u: { // Q4_0, IQ4_NL: d at 0, nibbles at 2
       r.h.x = half_at(b);
       let q = span(b + 2u, 4u);
       for (var i = 0u; i < 4u; i++) {
@@ -265,6 +280,13 @@ fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8> {
         let hi = nib_hi(r.q[i]) + 16.0 * vec4<f32>((vec4<u32>(r.h.y) >> (lanes + 16u + 4u * i)) & vec4<u32>(1u));
         v[i] = dm.x * lo + offset;
         v[4u + i] = dm.x * hi + offset;
+      }
+    }
+    case 8u: {
+      let d = unpack2x16float(r.h.x).x;
+      for (var i = 0u; i < 4u; i++) {
+        v[i] = d * iq4nl(r.q[i], 0u);
+        v[4u + i] = d * iq4nl(r.q[i], 4u);
       }
     }
     case 3u, 4u: {

@@ -6,8 +6,9 @@ import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/f
 
 /**
  * Per format, the bytes of a block that hold quants: `int8` bytes (Q8_0) are one element's quant
- * each; in the others the low nibble of a byte is one element's quant (Q4_0, Q4_1, Q4_K) or its
- * low four bits (Q5_0's and Q5_1's nibbles, Q5_K's `qs`, Q6_K's `ql`), so ±1 on it moves that one
+ * each; in the others the low nibble of a byte is one element's quant (Q4_0, Q4_1, Q4_K; IQ4_NL's
+ * indexes a non-uniform level, so its step varies) or its
+ * low four bits (the `qs` of Q5_0, Q5_1 and Q5_K, Q6_K's `ql`), so ±1 on it moves that one
  * element by one step.
  */
 const QUANT_BYTES: Record<QuantType, readonly [number, number, "int8" | "nibble"]> = {
@@ -19,6 +20,7 @@ const QUANT_BYTES: Record<QuantType, readonly [number, number, "int8" | "nibble"
   Q4_K: [16, 144, "nibble"],
   Q5_K: [48, 176, "nibble"],
   Q6_K: [0, 128, "nibble"],
+  IQ4_NL: [2, 18, "nibble"],
 };
 
 /** Where a one-step error went: the element (in the whole tensor) and how much it moved. */

@@ -11,7 +11,13 @@ import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
 import { grid } from "../dispatch.ts";
 import { kernelPaths } from "../paths.ts";
-import { quantFormat, quantizedRowBytes, type QuantType } from "../quant/formats.ts";
+import {
+  type QuantFormat,
+  quantFormat,
+  quantizedRowBytes,
+  type QuantType,
+} from "../quant/formats.ts";
+import { IQ4_NL_VALUES } from "../quant/iq4_nl_values.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 
 export type QuantEpilogue = "store" | "accumulate" | "swiglu";
@@ -66,6 +72,16 @@ function placeholder(device: GPUDevice): GPUBuffer {
     placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
   }
   return b;
+}
+
+/** The shader's `FORMAT` for `f`, with IQ4_NL's levels as four words of int8 bytes for its decoder. */
+function formatConstants(f: QuantFormat): Record<string, number> {
+  if (f.type !== "IQ4_NL") return { FORMAT: f.code };
+  const words = [0, 0, 0, 0];
+  IQ4_NL_VALUES.forEach((v, q) => {
+    words[q >> 2] = (words[q >> 2]! | ((v & 0xff) << (8 * (q & 3)))) >>> 0;
+  });
+  return { FORMAT: f.code, ...Object.fromEntries(words.map((w, i) => [`IQ4_NL_${i}`, w])) };
 }
 
 function fail(what: string, message: string): never {
@@ -150,7 +166,7 @@ export async function prepareQuantMatvec(
     shader: "matvec_quant",
     entry: "main",
     constants: {
-      FORMAT: f.code,
+      ...formatConstants(f),
       ROWS: Math.min(a.m, QUANT_MATVEC_ROWS),
       SWIGLU: epilogue === "swiglu" ? 1 : 0,
       TPR: tpr,
@@ -219,7 +235,7 @@ export async function prepareQuantEmbedding(
     label,
     shader: "matvec_quant",
     entry: "embed",
-    constants: { FORMAT: f.code },
+    constants: formatConstants(f),
     uniform: [a.tokens, 0, a.hidden, 0, 0, 0, a.rowStart, a.rowEnd, a.vocab, 0, 0, 0],
     buffers: { 2: a.table, 4: a.out, 6: a.ids },
     workgroups: grid(device, Math.ceil(threadCount / EMBED_WG)),

@@ -3,14 +3,23 @@
  * (the reference every quantized kernel is checked against) and a round-to-nearest quantizer
  * whose blocks decode the way ggml decodes them. A quantized [rows, cols] matrix is stored row
  * after row, each row `cols / blockSize` consecutive blocks (so `cols` must be whole blocks).
- * Block layouts: `legacy.ts` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) and `kquants.ts` (Q4_K, Q5_K, Q6_K).
+ * Block layouts: `legacy.ts` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL) and `kquants.ts` (Q4_K, Q5_K, Q6_K).
  */
 import { EngineError } from "../../contract/errors.ts";
-import { type BlockCodec, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 } from "./legacy.ts";
+import { type BlockCodec, IQ4_NL, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 } from "./legacy.ts";
 import { Q4_K, Q5_K, Q6_K } from "./kquants.ts";
 
 /** The GGUF/ggml block-quantized types Kiln reads. */
-export type QuantType = "Q8_0" | "Q4_0" | "Q4_1" | "Q5_0" | "Q5_1" | "Q4_K" | "Q5_K" | "Q6_K";
+export type QuantType =
+  | "Q8_0"
+  | "Q4_0"
+  | "Q4_1"
+  | "Q4_K"
+  | "Q5_K"
+  | "Q6_K"
+  | "Q5_0"
+  | "Q5_1"
+  | "IQ4_NL";
 
 export interface QuantFormat {
   type: QuantType;
@@ -41,11 +50,22 @@ export const QUANT_FORMATS: Readonly<Record<QuantType, QuantFormat>> = {
   Q6_K: format("Q6_K", 14, 256, 210, 5),
   Q5_0: format("Q5_0", 6, 32, 22, 6),
   Q5_1: format("Q5_1", 7, 32, 24, 7),
+  IQ4_NL: format("IQ4_NL", 20, 32, 18, 8),
 };
 
 export const QUANT_TYPES = Object.keys(QUANT_FORMATS) as QuantType[];
 
-const CODECS: Record<QuantType, BlockCodec> = { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K };
+const CODECS: Record<QuantType, BlockCodec> = {
+  Q8_0,
+  Q4_0,
+  Q4_1,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  Q5_0,
+  Q5_1,
+  IQ4_NL,
+};
 
 /** The format of `type`; an unknown type is an invalid argument. */
 export function quantFormat(type: string): QuantFormat {

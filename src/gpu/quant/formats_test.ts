@@ -25,6 +25,7 @@ Deno.test("block geometry matches ggml: elements and bytes per block", () => {
     ["Q6_K", 256, 210],
     ["Q5_0", 32, 22],
     ["Q5_1", 32, 24],
+    ["IQ4_NL", 32, 18],
   ]);
   assertEquals(QUANT_TYPES.map((t) => quantTypeOfGgml(QUANT_FORMATS[t].ggmlType)), QUANT_TYPES);
   assertEquals(quantizedBytes("Q6_K", 512), 420);
@@ -127,6 +128,9 @@ const BOUNDS: Record<string, { rms: number; maxPerAmax: number }> = {
   Q4_K: { rms: 0.065, maxPerAmax: 2 / 15 },
   Q5_K: { rms: 0.035, maxPerAmax: 2 / 31 },
   Q6_K: { rms: 0.018, maxPerAmax: 2 / 32 },
+  // The largest magnitude maps to level −127; a value of the other sign near −amax gets the
+  // top level of its side, 113: off by up to 14/127 of amax (more than half of any gap).
+  IQ4_NL: { rms: 0.08, maxPerAmax: 14 / 127 + 1e-3 },
 };
 
 for (const type of QUANT_TYPES) {

@@ -1,6 +1,6 @@
 /**
- * The 32-element ggml block formats Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1: decode one block to float64
- * and encode one block by round-to-nearest. Layouts (bytes, little-endian), as ggml lays them out:
+ * The 32-element ggml block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL: decode one block to
+ * float64 and encode one block by round-to-nearest. Layouts (bytes, little-endian), as ggml lays them out:
  *
  * - Q8_0, 34 bytes: f16 `d` at 0, 32 × int8 `q` at 2; element i = d · q[i].
  * - Q4_0, 18 bytes: f16 `d` at 0, 16 bytes at 2; element i < 16 is the low nibble of byte i,
@@ -11,9 +11,12 @@
  *   `qh` is element j's fifth bit (bits 16..31: elements 16..31); element = d · (q − 16).
  * - Q5_1, 24 bytes: f16 `d` at 0, f16 `m` at 2, u32 `qh` at 4, 16 bytes at 8 as in Q5_0;
  *   element = d · q + m.
+ * - IQ4_NL, 18 bytes: f16 `d` at 0, 16 bytes at 2 in Q4_0's nibble order; element = d · level
+ *   q, from 16 non-uniform signed levels (`iq4_nl_values.ts`, read back from ggml).
  * (llama.cpp writes Q5_0 and Q5_1 where a K-quant's 256-element super-block does not fit a row.)
  */
 import { f16ToNumber, numberToF16 } from "../dtype.ts";
+import { IQ4_NL_VALUES } from "./iq4_nl_values.ts";
 
 /** A block codec: `decode` writes the block's elements, `encode` writes the block's bytes. */
 export interface BlockCodec {
@@ -186,5 +189,36 @@ export const Q5_1: BlockCodec = {
       (_, i) => clamp(roundHalfAway((values[from + i]! - m) * inv), 0, 31),
     );
     packFiveBit(levels, dst, at + 8, at + 4);
+  },
+};
+
+export const IQ4_NL: BlockCodec = {
+  decode(src, at, out, outAt) {
+    const d = readF16(src, at);
+    for (let i = 0; i < 16; i++) {
+      const byte = src[at + 2 + i]!;
+      out[outAt + i] = d * IQ4_NL_VALUES[byte & 15]!;
+      out[outAt + 16 + i] = d * IQ4_NL_VALUES[byte >> 4]!;
+    }
+  },
+  encode(values, from, dst, at) {
+    // The value of largest magnitude maps to the level of largest magnitude (the first, negative
+    // one); every value then takes the nearest level.
+    let max = 0;
+    for (let i = 0; i < 32; i++) {
+      const v = values[from + i]!;
+      if (Math.abs(v) > Math.abs(max)) max = v;
+    }
+    const d = writeF16(dst, at, max / IQ4_NL_VALUES[0]!);
+    const levels = new Uint8Array(32);
+    for (let i = 0; i < 32; i++) {
+      const v = values[from + i]!;
+      let best = 0;
+      for (let q = 1; q < 16; q++) {
+        if (Math.abs(d * IQ4_NL_VALUES[q]! - v) < Math.abs(d * IQ4_NL_VALUES[best]! - v)) best = q;
+      }
+      levels[i] = best;
+    }
+    packNibbles(levels, dst, at + 2);
   },
 };

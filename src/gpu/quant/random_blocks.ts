@@ -16,6 +16,7 @@ const HALVES: Record<QuantType, readonly [number, number][]> = {
   Q4_K: [[0, 1 / (63 * 15)], [2, 1 / 63]],
   Q5_K: [[0, 1 / (63 * 31)], [2, 1 / 63]],
   Q6_K: [[208, 1 / (128 * 32)]],
+  IQ4_NL: [[0, 1 / 127]],
 };
 
 /** `count` elements (whole blocks) of `type`, from a seeded generator (xorshift32). */

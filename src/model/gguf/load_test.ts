@@ -138,11 +138,11 @@ Deno.test("bad metadata and tensors are refused naming the key or tensor", async
     "self_attn",
     "does not match the config",
   );
-  // IQ4_NL (ggml type 20): a block type Kiln does not decode yet.
-  const iq4nl = tensors.map((t) =>
-    t.name === "blk.1.attn_v.weight" ? { ...t, type: 20, data: new Uint8Array(16 * 18) } : t
+  // Q8_1 (ggml type 9, llama.cpp's activation format): a block type Kiln does not decode.
+  const q81 = tensors.map((t) =>
+    t.name === "blk.1.attn_v.weight" ? { ...t, type: 9, data: new Uint8Array(16 * 36) } : t
   );
-  await refused(open(encodeGguf(meta, iq4nl)), "blk.1.attn_v.weight", "IQ4_NL");
+  await refused(open(encodeGguf(meta, q81)), "blk.1.attn_v.weight", "Q8_1");
   const misaligned = tensors.map((t, i) => i === 3 ? { ...t, offset: 8 } : t);
   await refused(open(encodeGguf(meta, misaligned)), "multiple of 32");
   const overlap = tensors.map((t, i) => i === 3 ? { ...t, offset: 0 } : t);

@@ -74,6 +74,7 @@ const FALLBACK: Record<QuantType, GgufTensorType> = {
   Q4_K: "Q5_0",
   Q5_K: "Q8_0",
   Q6_K: "Q8_0",
+  IQ4_NL: "F16",
 };
 
 /** The type the mix wants before the row-length fallback. */
