@@ -57,6 +57,16 @@ export const Q8_0: BlockCodec = {
   },
 };
 
+/** The value of largest magnitude among the block's 32 (the first of equal ones), sign kept. */
+function signedAbsMax(values: ArrayLike<number>, from: number): number {
+  let max = 0;
+  for (let i = 0; i < 32; i++) {
+    const v = values[from + i]!;
+    if (Math.abs(v) > Math.abs(max)) max = v;
+  }
+  return max;
+}
+
 /** Decode the 16 nibble bytes at `at` as ggml's 4-bit order: low nibbles first, then high. */
 function nibbles(
   src: Uint8Array,
@@ -90,11 +100,7 @@ export const Q4_0: BlockCodec = {
   },
   encode(values, from, dst, at) {
     // The value of largest magnitude maps to level 0 (−8·d), which uses the asymmetric range.
-    let max = 0;
-    for (let i = 0; i < 32; i++) {
-      const v = values[from + i]!;
-      if (Math.abs(v) > Math.abs(max)) max = v;
-    }
+    const max = signedAbsMax(values, from);
     const d = writeF16(dst, at, max / -8);
     const inv = d === 0 ? 0 : 1 / d;
     const levels = new Uint8Array(32);
@@ -155,11 +161,7 @@ export const Q5_0: BlockCodec = {
   },
   encode(values, from, dst, at) {
     // As Q4_0: the value of largest magnitude maps to level 0 (−16·d).
-    let max = 0;
-    for (let i = 0; i < 32; i++) {
-      const v = values[from + i]!;
-      if (Math.abs(v) > Math.abs(max)) max = v;
-    }
+    const max = signedAbsMax(values, from);
     const d = writeF16(dst, at, max / -16);
     const inv = d === 0 ? 0 : 1 / d;
     const levels = Array.from(
@@ -204,11 +206,7 @@ export const IQ4_NL: BlockCodec = {
   encode(values, from, dst, at) {
     // The value of largest magnitude maps to the level of largest magnitude (the first, negative
     // one); every value then takes the nearest level.
-    let max = 0;
-    for (let i = 0; i < 32; i++) {
-      const v = values[from + i]!;
-      if (Math.abs(v) > Math.abs(max)) max = v;
-    }
+    const max = signedAbsMax(values, from);
     const d = writeF16(dst, at, max / IQ4_NL_VALUES[0]!);
     const levels = new Uint8Array(32);
     for (let i = 0; i < 32; i++) {
