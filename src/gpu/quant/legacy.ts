@@ -67,6 +67,16 @@ function signedAbsMax(values: ArrayLike<number>, from: number): number {
   return max;
 }
 
+/** The smallest and largest of the block's 32 values (Q4_1's and Q5_1's minimum and range). */
+function blockRange(values: ArrayLike<number>, from: number): [number, number] {
+  let lo = Infinity, hi = -Infinity;
+  for (let i = 0; i < 32; i++) {
+    lo = Math.min(lo, values[from + i]!);
+    hi = Math.max(hi, values[from + i]!);
+  }
+  return [lo, hi];
+}
+
 /** Decode the 16 nibble bytes at `at` as ggml's 4-bit order: low nibbles first, then high. */
 function nibbles(
   src: Uint8Array,
@@ -116,11 +126,7 @@ export const Q4_1: BlockCodec = {
     nibbles(src, at + 4, readF16(src, at), readF16(src, at + 2), out, outAt);
   },
   encode(values, from, dst, at) {
-    let lo = Infinity, hi = -Infinity;
-    for (let i = 0; i < 32; i++) {
-      lo = Math.min(lo, values[from + i]!);
-      hi = Math.max(hi, values[from + i]!);
-    }
+    const [lo, hi] = blockRange(values, from);
     const d = writeF16(dst, at, (hi - lo) / 15);
     const m = writeF16(dst, at + 2, lo);
     const inv = d === 0 ? 0 : 1 / d;
@@ -178,11 +184,7 @@ export const Q5_1: BlockCodec = {
     fiveBit(src, at + 8, at + 4).forEach((q, i) => out[outAt + i] = d * q + m);
   },
   encode(values, from, dst, at) {
-    let lo = Infinity, hi = -Infinity;
-    for (let i = 0; i < 32; i++) {
-      lo = Math.min(lo, values[from + i]!);
-      hi = Math.max(hi, values[from + i]!);
-    }
+    const [lo, hi] = blockRange(values, from);
     const d = writeF16(dst, at, (hi - lo) / 31);
     const m = writeF16(dst, at + 2, lo);
     const inv = d === 0 ? 0 : 1 / d;
