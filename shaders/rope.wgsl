@@ -50,8 +50,8 @@ fn turns(pos: u32, i: u32) -> u32 {
 // sin and cos of u * 2^-32 turn to about one ulp. WGSL's built-ins only promise 2^-11 absolute
 // error on [-pi, pi] (SwiftShader is near that bound), too coarse for logits within 1e-5 of a
 // float64 reference. The nearest quarter turn is the top two bits of u + 1/8 turn; the rest,
-// within 1/8 turn of it, becomes radians (one rounding: 2.3e-8 rad at most) for Taylor
-// polynomials on [-pi/4, pi/4].
+// within 1/8 turn of it, becomes radians (to f32 and times 2pi / 2^32: under 5e-8 rad) for
+// Taylor polynomials on [-pi/4, pi/4].
 fn sincos(u: u32) -> vec2<f32> {
   let v = u + 0x20000000u;
   let r = f32(bitcast<i32>(v & 0x3fffffffu) - 0x20000000) * 1.4629180792671596e-9; // 2pi / 2^32
