@@ -149,7 +149,7 @@ export async function buildPlan(
         qkv: s.qkv,
         q: s.q,
         positions: s.positions,
-        invFreq: m.invFreq,
+        frequencies: m.ropeFrequencies,
         slots: s.slots,
         kCache: m.kCache[l]!,
         vCache: m.vCache[l]!,

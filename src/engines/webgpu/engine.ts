@@ -309,20 +309,33 @@ export class WebGpuEngine implements LLMEngine {
     }
   }
 
-  /** Encode and submit one step; its sampled tokens are read back later (`#settle`). */
+  /**
+   * Encode and submit one step; its sampled tokens are read back later (`#settle`). A step that
+   * cannot be encoded (its plan refused, a pipeline failed) never reaches the GPU: it fails the
+   * requests it carries, typed, and the others go on.
+   */
   async #submit(step: Step): Promise<void> {
     const device = this.#gpu!.device;
     const encoder = device.createCommandEncoder({ label: "engine:step" });
-    const { logits } = await this.#forward!.encode(encoder, step.batch);
     const sampled = step.sampled;
     let read: (() => Promise<SampledToken[]>) | undefined;
-    if (sampled.length > 0) {
-      const store = this.#tokens!;
-      this.#sampler!.write(sampled.map((s) => s.sampling(store.start(s))));
-      await this.#sampler!.encode(encoder, logits, sampled.length);
-      await store.encodeAppend(encoder, sampled, this.#sampler!.result);
-      const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
-      read = this.#readback!.encode(encoder, sampled.length, withTop);
+    try {
+      const { logits } = await this.#forward!.encode(encoder, step.batch);
+      if (sampled.length > 0) {
+        const store = this.#tokens!;
+        this.#sampler!.write(sampled.map((s) => s.sampling(store.start(s))));
+        await this.#sampler!.encode(encoder, logits, sampled.length);
+        await store.encodeAppend(encoder, sampled, this.#sampler!.result);
+        const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
+        read = this.#readback!.encode(encoder, sampled.length, withTop);
+      }
+    } catch (e) {
+      const error = EngineError.from(e);
+      for (const { seq } of step.parts) {
+        seq.fail(error);
+        this.#scheduler!.remove(seq);
+      }
+      return;
     }
     device.queue.submit([encoder.finish()]);
     this.steps.submitted++;
