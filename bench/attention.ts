@@ -13,6 +13,7 @@ import { storageBuffer, uploadBuffer } from "../src/gpu/buffers.ts";
 import { type Dispatch, encodeDispatches } from "../src/gpu/dispatch.ts";
 import { baselineDispatch } from "./baselines/baseline.ts";
 import { prepareRope } from "../src/gpu/kernels/dense.ts";
+import { uploadRopeFrequencies } from "../src/gpu/kernels/rope_frequencies.ts";
 import {
   chooseSplits,
   kvBytesPerElement,
@@ -113,10 +114,10 @@ for (const ctx of contexts) {
       offsets: uploadBuffer(device, "bench:off", Uint32Array.from(offsets)),
       table: uploadBuffer(device, "bench:table", Uint32Array.from(table)),
       slots: uploadBuffer(device, "bench:slots", Uint32Array.from(slots)),
-      invFreq: uploadBuffer(
+      frequencies: uploadRopeFrequencies(
         device,
-        "bench:inv_freq",
-        wordsOf(Array.from({ length: HEAD_DIM / 2 }, (_, i) => 1e4 ** (-(2 * i) / HEAD_DIM))),
+        "bench:rope_frequencies",
+        Array.from({ length: HEAD_DIM / 2 }, (_, i) => 1e4 ** (-(2 * i) / HEAD_DIM)),
       ),
       q: uploadBuffer(device, "bench:q", ramp(batch * qCols, 1)),
       k: uploadBuffer(device, "bench:k", ramp(batch * row, 2)),
@@ -134,7 +135,7 @@ for (const ctx of contexts) {
     const ropeQ = await prepareRope(device, {
       x: buf.q,
       positions: buf.positions,
-      invFreq: buf.invFreq,
+      frequencies: buf.frequencies,
       tokens: batch,
       heads: HEADS,
       headDim: HEAD_DIM,
@@ -142,7 +143,7 @@ for (const ctx of contexts) {
     const ropeK = await prepareRope(device, {
       x: buf.k,
       positions: buf.positions,
-      invFreq: buf.invFreq,
+      frequencies: buf.frequencies,
       tokens: batch,
       heads: KV_HEADS,
       headDim: HEAD_DIM,
@@ -194,7 +195,7 @@ for (const ctx of contexts) {
           qkv: buf.qkv,
           q: buf.q,
           positions: buf.positions,
-          invFreq: buf.invFreq,
+          frequencies: buf.frequencies,
           slots: buf.slots,
           kCache,
           vCache,

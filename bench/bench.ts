@@ -9,7 +9,7 @@
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
  *     [--probe-mib 1024] [--peers [--peer-threads 1,2,4] [--sweep-rounds 2]] [--quick]
- *     [--quant q8_0,q4_k_m] [--out FILE]
+ *     [--quant q8_0,q4_k_m] [--gguf FILE,...] [--out FILE]
  *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
  *
  * A CPU peer (llama.cpp's CPU build) is run at each thread count of `--peer-threads` (default 1
@@ -23,7 +23,9 @@
  * helper), same prompts, interleaved with Kiln like a peer, after its greedy tokens match.
  *
  * `--quant`: also run each shape as GGUF files quantized by Kiln's converter (cached beside the
- * checkpoint), and hand llama.cpp the very same file.
+ * checkpoint), and hand llama.cpp the very same file. `--gguf FILE,...`: run GGUF files as they
+ * are (llama.cpp's own quantizations), after the shapes (alone: only them), peers given the same
+ * files.
  *
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
@@ -92,6 +94,12 @@ const { flags, fail } = runCli({
     },
     quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
     quant: { type: "list", choices: GGUF_MIXES, help: "also run each shape as these GGUF mixes" },
+    gguf: {
+      type: "list",
+      arg: "FILE,...",
+      help:
+        "GGUF files (llama.cpp's own, say) run as they are, after the shapes; peers get the same files",
+    },
     out: { type: "string", arg: "FILE", help: "the JSON report (default bench/results/...)" },
     caption: { type: "string", arg: "TEXT", help: "a caption for the report and chart" },
     engine: { type: "enum", choices: ["ort"], help: "also time onnxruntime-web's OrtEngine" },
@@ -125,7 +133,10 @@ const maxBatched = flags["max-batched-tokens"];
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = flags.model;
 const mixes: GgufMix[] = flags.quant ?? [];
-const shapes = modelDir ? [modelName(modelDir)] : (flags.shapes ?? known);
+// --gguf alone runs only those files.
+const shapes = modelDir
+  ? [modelName(modelDir)]
+  : (flags.shapes ?? (flags.gguf !== undefined ? [] : known));
 const log = (l: string) => console.error(l);
 const peerThreads = {
   candidates: flags["peer-threads"] !== undefined
@@ -191,11 +202,19 @@ async function shapeModel(shape: string, mix?: GgufMix): Promise<string> {
   return file;
 }
 
-/** Fill `result` for one shape (what was measured before a failure stays in it). */
-async function benchShape(shape: string, result: ShapeResult, mix?: GgufMix): Promise<void> {
-  const dir = await shapeModel(shape, mix);
+/**
+ * Fill `result` for one shape (what was measured before a failure stays in it); `file`: a GGUF
+ * file to run as it is instead of the shape's checkpoint.
+ */
+async function benchShape(
+  shape: string,
+  result: ShapeResult,
+  mix?: GgufMix,
+  file?: string,
+): Promise<void> {
+  const dir = file ?? await shapeModel(shape, mix);
   result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
-  const manifest = mix ? undefined : await readManifest(dir);
+  const manifest = mix || file ? undefined : await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
   const files = dirFiles(dir);
   const { config } = await openCheckpoint(files);
@@ -314,6 +333,17 @@ for (const shape of shapes) {
       log(`${name}: ${(e as Error).message}`);
       result.error = (e as Error).message;
     }
+  }
+}
+for (const file of flags.gguf ?? []) {
+  const name = file.replace(/^.*\//, "").replace(/\.gguf$/i, "");
+  const result: ShapeResult = { shape: name, model_dir: file, skipped: [] };
+  results.push(result);
+  try {
+    await benchShape(name, result, undefined, file);
+  } catch (e) {
+    log(`${name}: ${(e as Error).message}`);
+    result.error = (e as Error).message;
   }
 }
 // What the full run measures that this one did not.

@@ -59,6 +59,8 @@ export interface PeerReport {
   publishable?: boolean;
   /** Why the ratios must not be published. */
   withheld?: string[];
+  /** What the guard saw that does not withhold them (a thread count that collapsed). */
+  notes?: string[];
 }
 
 /** Every peer's report, and the machine's load while they were timed. */
@@ -223,6 +225,7 @@ export async function comparePeers(
     }
     judgePeer(report, watch.check);
     if (report.withheld) log(`peer ${p.name}: ratios withheld: ${report.withheld.join("; ")}`);
+    for (const n of report.notes ?? []) log(`peer ${p.name}: note: ${n}`);
   }
   return { peers: [...reports.values()], machine: watch.check };
 }

@@ -172,18 +172,35 @@ Deno.test("a CPU peer is timed at its fastest thread count, and every tried coun
   ]);
 });
 
-Deno.test("a collapsed thread count or a busy machine keeps the ratios from being published", async () => {
+Deno.test("a collapsed thread count withholds the ratios unless the others' CPU share was measured low", async () => {
   const kiln = fake("kiln", [], { tps: 114 });
-  const collapsed = await comparePeers(kiln, [cpuPeer([], { 1: 680, 2: 1.5 })], "/m", {
-    ...plan,
-    prefill: [],
-    threads: { candidates: [1, 2], rounds: 1 },
-    probe: quietProbe(),
+  const sweep = { ...plan, prefill: [], threads: { candidates: [1, 2], rounds: 1 } };
+  const unmeasured: LoadProbe = {
+    cores: 2,
+    sample: () => Promise.resolve(undefined),
+    loadavg: () => 0.3,
+  };
+  const blind = await comparePeers(kiln, [cpuPeer([], { 1: 680, 2: 1.5 })], "/m", {
+    ...sweep,
+    probe: unmeasured,
   }, () => {});
-  const c = collapsed.peers[0]!;
+  const c = blind.peers[0]!;
   equal(c.decode![0]!.threads!.chosen, 1, "still timed at its best");
   equal(c.publishable, false);
   ok(c.withheld!.some((w) => /2 threads ran at 1.50 tok\/s/.test(w)), c.withheld!.join("; "));
+
+  // /proc saw the others take 1% of the machine: the collapse is kept as a note only.
+  const quiet = await comparePeers(kiln, [cpuPeer([], { 1: 680, 2: 1.5 })], "/m", {
+    ...sweep,
+    probe: quietProbe(),
+  }, () => {});
+  const q = quiet.peers[0]!;
+  equal(q.publishable, true, (q.withheld ?? []).join("; "));
+  ok(q.notes!.some((n) => /2 threads ran at 1.50 tok\/s/.test(n)), String(q.notes));
+});
+
+Deno.test("a busy machine keeps the ratios from being published", async () => {
+  const kiln = fake("kiln", [], { tps: 114 });
 
   const busy = await comparePeers(kiln, [fake("gpu", [], { tps: 50 })], "/m", {
     ...plan,

@@ -1,9 +1,13 @@
 /**
  * Whether a comparison of Kiln with a peer may be published. A ratio is withheld when the run
  * was disturbed (other processes took a share of the CPU while it was timed) or when the peer
- * was starved (it ran far below its own speed at its fewest threads, or a thread count the
- * machine has cores for collapsed: the cores were not free). Thresholds are `GUARD`'s; every
- * reason is a sentence for the JSON, the table and the chart.
+ * was starved (it ran far below its own speed at its fewest threads). A thread count the
+ * machine has cores for that collapses (ggml's threads spin at barriers, so two threads on two
+ * cores fall to a few tok/s when anything else wants a core) is a sign the cores were not free:
+ * it withholds the ratio where the others' CPU share could not be measured, and is kept as a
+ * note where `/proc` measured that share and found it under the limit (the benchmark's own
+ * processes then shared the cores, and the peer is timed at its best count all the same).
+ * Thresholds are `GUARD`'s; every reason is a sentence for the JSON, the table and the chart.
  */
 import type { PeerReport } from "./compare.ts";
 import type { MachineCheck } from "./machine_load.ts";
@@ -55,29 +59,49 @@ export function sweepReasons(
   timed: readonly number[],
   cores: number,
 ): string[] {
+  return [...collapseReasons(what, sweep, cores), ...starvedReasons(what, sweep, timed)];
+}
+
+function fewestRate(sweep: ThreadSweep): { threads: number; rate: number } {
   const fewest = sweep.tried.reduce((a, b) => (b.threads < a.threads ? b : a), sweep.tried[0]!);
-  const base = bestRate(fewest);
+  return { threads: fewest.threads, rate: bestRate(fewest) };
+}
+
+/** Thread counts the machine has cores for that ran far below the fewest threads' rate. */
+export function collapseReasons(what: string, sweep: ThreadSweep, cores: number): string[] {
+  const { threads: few, rate: base } = fewestRate(sweep);
   const out: string[] = [];
   for (const t of sweep.tried) {
-    if (t.threads > fewest.threads && t.threads <= cores) {
+    if (t.threads > few && t.threads <= cores) {
       const r = bestRate(t);
       if (r < GUARD.minCountOverFewest * base) {
         out.push(
           `${what}: ${t.threads} threads ran at ${rate(r)}, under ${
             pct(GUARD.minCountOverFewest)
-          } of the ${fewest.threads}-thread ${rate(base)}, on ${cores} cores: the cores were ` +
+          } of the ${few}-thread ${rate(base)}, on ${cores} cores: the cores were ` +
             `not free`,
         );
       }
     }
   }
+  return out;
+}
+
+/** The peer's timed rounds far below its own rate at its fewest threads: it was starved. */
+export function starvedReasons(
+  what: string,
+  sweep: ThreadSweep,
+  timed: readonly number[],
+): string[] {
+  const { threads: few, rate: base } = fewestRate(sweep);
+  const out: string[] = [];
   if (timed.length > 0) {
     const m = median(timed);
     if (m < GUARD.minTimedOverFewest * base) {
       out.push(
         `${what}: timed at ${rate(m)} with ${sweep.chosen} threads, under ${
           pct(GUARD.minTimedOverFewest)
-        } of its own ${fewest.threads}-thread ${rate(base)} in the sweep: starved`,
+        } of its own ${few}-thread ${rate(base)} in the sweep: starved`,
       );
     }
   }
@@ -111,27 +135,27 @@ export function judgePeer(report: PeerReport, machine: MachineCheck): void {
   if (report.decode === undefined && report.prefill === undefined) return;
   const reasons = report.status === "ok" ? [] : [`the peer failed: ${report.reason ?? "error"}`];
   reasons.push(...machineReasons(machine));
-  for (const d of report.decode ?? []) {
-    const what = `batch ${d.batch} decode`;
-    if (d.threads) {
-      reasons.push(
-        ...sweepReasons(what, d.threads, d.tokens_per_s.map((p) => p.peer), machine.cores),
-      );
+  // Collapsed counts blame the machine only where the others' share went unmeasured.
+  const measured = machine.windows.some((w) => w.foreign_cpu_share !== null);
+  const notes: string[] = [];
+  const workloads = [
+    ...(report.decode ?? []).map((d) => ({ what: `batch ${d.batch} decode`, ...d })),
+    ...(report.prefill ?? []).map((f) => ({ what: `${f.prompt_tokens}-token prefill`, ...f })),
+  ];
+  for (const w of workloads) {
+    if (w.threads) {
+      const collapsed = collapseReasons(w.what, w.threads, machine.cores);
+      if (measured) notes.push(...collapsed);
+      else reasons.push(...collapsed);
+      reasons.push(...starvedReasons(w.what, w.threads, w.tokens_per_s.map((p) => p.peer)));
     }
-    reasons.push(...spreadReasons(what, d.tokens_per_s));
-  }
-  for (const f of report.prefill ?? []) {
-    const what = `${f.prompt_tokens}-token prefill`;
-    if (f.threads) {
-      reasons.push(
-        ...sweepReasons(what, f.threads, f.tokens_per_s.map((p) => p.peer), machine.cores),
-      );
-    }
-    reasons.push(...spreadReasons(what, f.tokens_per_s));
+    reasons.push(...spreadReasons(w.what, w.tokens_per_s));
   }
   report.publishable = reasons.length === 0;
   if (reasons.length > 0) report.withheld = reasons;
   else delete report.withheld;
+  if (notes.length > 0) report.notes = notes;
+  else delete report.notes;
 }
 
 /** A report's ratios may be printed: its run carried the guard and passed it. */

@@ -54,6 +54,7 @@ export function readmeRows(reports: readonly BenchReport[]): string {
       } else if (p.status !== "ok") {
         notes.push(`${s.shape}, ${p.name}: ${p.status}${p.reason ? `: ${p.reason}` : ""}.`);
       }
+      for (const n of p.notes ?? []) notes.push(`${s.shape}, ${p.name}: ${n}.`);
     }
   }
   if (notes.length > 0) out.push("", ...notes.map((n) => `- ${n}`));

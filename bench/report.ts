@@ -160,5 +160,6 @@ function peerLines(p: PeerReport): string[] {
   if (timed && !publishable(p)) {
     lines.push(`    Kiln ÷ peer withheld: ${withheldBecause(p).join("; ")}`);
   }
+  for (const n of p.notes ?? []) lines.push(`    note: ${n}`);
   return lines;
 }

@@ -11,10 +11,12 @@
  *   dequantized weights.
  *
  * Columns: max |err|, max |reference logit|, max |err| / max(1, max |ref|), relative L2.
- * `deno run -A scripts/logit_errors.ts [--gguf-only | --no-gguf]`.
+ * `deno run -A scripts/logit_errors.ts [--gguf-only | --no-gguf]` (`KILN_KERNEL_PATHS=gpu`: through
+ * a GPU's kernels on any adapter).
  */
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
+import { KERNEL_PATHS_ENV } from "../src/adapters/deno/kernel_paths.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
 import type { KvDtype } from "../src/gpu/kernels/attention.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
@@ -33,7 +35,7 @@ import {
 } from "../src/model/verify.ts";
 import { MODELS } from "../test/support/models.ts";
 
-const { flags, fail } = runCli({
+const { flags, env, fail } = runCli({
   name: "logit_errors",
   command: "deno run -A scripts/logit_errors.ts",
   about: "The logit errors behind verify's bounds, one line per prompt.",
@@ -41,12 +43,14 @@ const { flags, fail } = runCli({
     "gguf-only": { type: "boolean", help: "only the GGUF comparisons" },
     "no-gguf": { type: "boolean", help: "leave the GGUF comparisons out" },
   },
+  env: KERNEL_PATHS_ENV,
 });
 if (flags["gguf-only"] && flags["no-gguf"]) fail("--gguf-only and --no-gguf: give one of them");
 const ggufOnly = flags["gguf-only"];
 const noGguf = flags["no-gguf"];
-const gpu = await acquireGpu({ label: "logit-errors" });
-console.log(`adapter: ${gpu.caps.adapter}`);
+const paths = env.KILN_KERNEL_PATHS;
+const gpu = await acquireGpu({ label: "logit-errors", ...(paths ? { paths } : {}) });
+console.log(`adapter: ${gpu.caps.adapter} (${gpu.caps.paths} kernel paths)`);
 const KVS: KvDtype[] = ["f32", "f16"];
 const NONE = { maxAbs: Infinity, relL2: Infinity };
 

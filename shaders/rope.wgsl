@@ -1,5 +1,10 @@
 // Rotary position embedding, HF rotate-half convention: for i < head_dim/2, (x_i, x_{i+half})
-// rotates by angle pos * inv_freq[i].
+// rotates by angle pos * inv_freq[i]. The angle is taken in turns, exactly: freqs[i] holds
+// inv_freq[i] / 2pi as a 64-bit binary fraction (high word, low word; whole turns dropped), so
+// pos * freqs[i] modulo one turn is integer arithmetic, and only the last step, a quarter turn
+// to radians, rounds. An f32 angle pos * inv_freq[i] errs by half an ulp of the angle, which
+// grows with the position (3e-5 rad at 1000, 4e-3 rad at 100000), and reducing it by pi/2 in f32
+// loses as much again.
 //
 //   main:    in place on x [T, heads, head_dim].
 //   rope_kv: from one fused q/k/v product qkv [T, (heads + 2 kv_heads) * head_dim] (q, then k,
@@ -20,30 +25,47 @@ override KV_F16: bool = false;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
 @group(0) @binding(2) var<storage, read> positions: array<u32>;
-@group(0) @binding(3) var<storage, read> inv_freq: array<f32>;
+@group(0) @binding(3) var<storage, read> freqs: array<vec2<u32>>;
 @group(0) @binding(4) var<storage, read> qkv: array<f32>;
 @group(0) @binding(5) var<storage, read> slots: array<u32>;
 @group(0) @binding(6) var<storage, read_write> k_cache: array<u32>;
 @group(0) @binding(7) var<storage, read_write> v_cache: array<u32>;
 
-// sin and cos to about one ulp. WGSL's built-ins only promise 2^-11 absolute error on
-// [-pi, pi] (SwiftShader is near that bound), too coarse for logits within 1e-3 of a float64
-// reference. Cody-Waite reduction by pi/2 in two parts, then Taylor polynomials on [-pi/4, pi/4].
-fn sincos(a: f32) -> vec2<f32> {
-  let q = round(a * 0.6366197723675814);
-  var r = a - q * 1.5707963705062866;
-  r = r - q * -4.371139000186243e-8;
+// The angle pos * inv_freq[i] modulo one turn, in units of 2^-32 turn: pos * (hi + lo / 2^32)
+// with u32 products that wrap (whole turns drop out) and the high word of pos * lo from 16-bit
+// halves (WGSL has no widening multiply). Truncating the low word errs by less than 2^-32 turn.
+fn turns(pos: u32, i: u32) -> u32 {
+  let f = freqs[i];
+  let ph = pos >> 16u;
+  let pl = pos & 0xffffu;
+  let fh = f.y >> 16u;
+  let fl = f.y & 0xffffu;
+  let cross1 = ph * fl;
+  let cross2 = pl * fh;
+  let mid = ((pl * fl) >> 16u) + (cross1 & 0xffffu) + (cross2 & 0xffffu);
+  let carry = ph * fh + (cross1 >> 16u) + (cross2 >> 16u) + (mid >> 16u);
+  return pos * f.x + carry;
+}
+
+// sin and cos of u * 2^-32 turn to about one ulp. WGSL's built-ins only promise 2^-11 absolute
+// error on [-pi, pi] (SwiftShader is near that bound), too coarse for logits within 1e-5 of a
+// float64 reference. The nearest quarter turn is the top two bits of u + 1/8 turn; the rest,
+// within 1/8 turn of it, becomes radians (to f32 and times 2pi / 2^32: under 5e-8 rad) for
+// Taylor polynomials on [-pi/4, pi/4].
+fn sincos(u: u32) -> vec2<f32> {
+  let v = u + 0x20000000u;
+  let r = f32(bitcast<i32>(v & 0x3fffffffu) - 0x20000000) * 1.4629180792671596e-9; // 2pi / 2^32
   let r2 = r * r;
   let s = r + r * r2 * (-0.16666666666666666 + r2 * (0.008333333333333333 + r2 * (-1.984126984126984e-4 + r2 * 2.755731922398589e-6)));
   let c = 1.0 + r2 * (-0.5 + r2 * (0.041666666666666664 + r2 * (-0.001388888888888889 + r2 * 2.48015873015873e-5)));
-  let quadrant = i32(q) & 3;
-  if (quadrant == 0) {
+  let quadrant = v >> 30u;
+  if (quadrant == 0u) {
     return vec2<f32>(s, c);
   }
-  if (quadrant == 1) {
+  if (quadrant == 1u) {
     return vec2<f32>(c, -s);
   }
-  if (quadrant == 2) {
+  if (quadrant == 2u) {
     return vec2<f32>(-s, -c);
   }
   return vec2<f32>(-c, s);
@@ -60,7 +82,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let th = i / half; // token * heads + head
   let t = th / p.heads;
   let base = th * p.head_dim;
-  let sc = sincos(f32(positions[t]) * inv_freq[j]);
+  let sc = sincos(turns(positions[t], j));
   let s = sc.x;
   let c = sc.y;
   let x1 = x[base + j];
@@ -70,10 +92,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 // Element e (< head_dim) of the rotated head whose row starts at qkv[base], at position pos.
-fn rotated(base: u32, e: u32, pos: f32) -> f32 {
+fn rotated(base: u32, e: u32, pos: u32) -> f32 {
   let half = p.head_dim / 2u;
   let i = e % half;
-  let sc = sincos(pos * inv_freq[i]);
+  let sc = sincos(turns(pos, i));
   let x1 = qkv[base + i];
   let x2 = qkv[base + i + half];
   return select(x2 * sc.y + x1 * sc.x, x1 * sc.y - x2 * sc.x, e < half);
@@ -93,7 +115,7 @@ fn rope_kv(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   let q_cols = p.heads * p.head_dim;
   let kv_cols = p.kv_heads * p.head_dim;
   let row = t * (q_cols + 2u * kv_cols);
-  let pos = f32(positions[t]);
+  let pos = positions[t];
   if (c < q_cols) {
     let base = row + c - c % p.head_dim;
     let e = c % p.head_dim;

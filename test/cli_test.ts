@@ -38,6 +38,8 @@ const ENTRIES: Entry[] = [
   { path: "bench/readme_rows.ts", name: "readme_rows" },
   { path: "bench/peers/check.ts", name: "check", flag: ["--tokens", "4"] },
   { path: "bench/peers/to_gguf.ts", name: "to_gguf" },
+  { path: "bench/peers/ggml_blocks.ts", name: "ggml_blocks" },
+  { path: "bench/peers/iq4_nl_values.ts", name: "iq4_nl_values" },
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },
   { path: "bench/peers/iq4_nl_values.ts", name: "iq4_nl_values" },
@@ -128,6 +130,20 @@ Deno.test("fortune: bad environment values and a second argument are refused bef
     refused(fortune, [], "KILN_MAX_TOKENS", { KILN_MAX_TOKENS: "0" }),
     refused(fortune, ["You", "will"], 'at most 1 argument ([PROMPT]), got "You" "will"'),
   ]);
+});
+
+Deno.test("KILN_KERNEL_PATHS other than cpu or gpu is refused before loading by every tool that reads it", async () => {
+  const readers = ["serve", "fortune", "verify", "conformance", "logit_errors"];
+  const entries = ENTRIES.filter((e) => readers.includes(e.name));
+  equal(entries.length, readers.length);
+  await Promise.all(entries.map((e) =>
+    refused(
+      e,
+      e.flag?.[0] === "--model" || e.flag?.[0] === "--engine" ? e.flag : [],
+      'KILN_KERNEL_PATHS: expected one of cpu, gpu, got "fast"',
+      { KILN_KERNEL_PATHS: "fast" },
+    )
+  ));
 });
 
 /** Files that read a command line, outside the helpers and tests. */

@@ -3,8 +3,10 @@ import { equal, ok } from "node:assert/strict";
 import { promtoolCheck } from "./support/promtool.ts";
 import { encodeGguf } from "../src/model/gguf/test_encoder.ts";
 import { tinyMetadata, tinyTensors } from "../src/model/gguf/test_model.ts";
+import { quantizeToFile } from "../src/adapters/deno/quantize.ts";
 
 const FORTUNE_CLI = new URL("../src/adapters/deno/fortune.ts", import.meta.url).pathname;
+const FORTUNE_DIR = new URL("../models/fortune/", import.meta.url).pathname;
 
 async function fortune(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command(Deno.execPath(), {
@@ -72,4 +74,41 @@ Deno.test("npm run fortune with no prompt on GGUFs that add no BOS: BOS if the m
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("npm run fortune on a Q4_K_M GGUF continues a prompt longer than one prefill chunk", async () => {
+  // Fortune's tokenizer takes a character a token: 300 of them are two chunks of the engine's
+  // 256, the first without logits (once 'matvec_quant: m must be an integer >= 1, got 0').
+  const dir = await Deno.makeTempDir({ prefix: "kiln-fortune-" });
+  try {
+    const file = `${dir}/fortune-q4_k_m.gguf`;
+    await quantizeToFile(FORTUNE_DIR, file, "q4_k_m");
+    const prompt = "A wise old owl sat in an oak. ".repeat(10);
+    const { code, stdout, stderr } = await fortune(["--model", file, prompt], {
+      KILN_MAX_TOKENS: "4",
+    });
+    equal(code, 0, stderr);
+    ok(promptTokens(stdout) > 256, stdout);
+    ok(/\(4 tokens in/.test(stdout), stdout);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("npm run fortune: a request the engine fails, or a model it cannot load, ends with one line naming the error, no stack", async () => {
+  // 1100 characters and BOS: more tokens than fortune's context of 1024.
+  const long = await fortune(["x".repeat(1100)], { KILN_MAX_TOKENS: "4" });
+  equal(long.code, 1, long.stderr);
+  const line = "fortune: InvalidArgument: request.token_ids: 1101 tokens leave no room in the " +
+    "context of 1024";
+  ok(long.stderr.includes(line), long.stderr);
+  ok(!/Uncaught|\n\s+at /.test(long.stderr), long.stderr);
+  // The failed request is counted as such, then the engine shut down and printed its metrics.
+  ok(
+    /^dynamo_frontend_requests_total\{[^}]*status="error"[^}]*\} 1$/m.test(long.stdout),
+    long.stdout,
+  );
+  const missing = await fortune(["--model", "/nonexistent", "hello"]);
+  equal(missing.code, 2, missing.stderr);
+  equal(missing.stderr.trim(), "fortune: InvalidArgument: /nonexistent/: no tokenizer.json");
 });

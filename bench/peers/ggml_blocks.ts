@@ -9,6 +9,7 @@
  * Rows (ROWS x COLS): Gaussian values at magnitudes from 1e-3 to 30, a row with outliers, a row
  * of zeros and a row of one repeated value, from a fixed seed so reruns write the same files.
  */
+import { runCli } from "../../src/adapters/deno/flags.ts";
 import { openGgml } from "./ggml.ts";
 
 /** The block types of GGUF files llama.cpp writes (ggml's names). */
@@ -48,8 +49,7 @@ function gaussianRows(seed: number): Float32Array {
     s ^= s << 5;
     return ((s >>> 0) + 0.5) / 2 ** 32;
   };
-  const gauss = () =>
-    Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+  const gauss = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
   const out = new Float32Array(ROWS * COLS);
   const scales = [1e-3, 0.02, 0.1, 1, 30];
   for (let r = 0; r < ROWS; r++) {
@@ -66,7 +66,14 @@ function gaussianRows(seed: number): Float32Array {
 }
 
 if (import.meta.main) {
-  const names = Deno.args.length > 0 ? Deno.args : [...GGML_FILE_TYPES];
+  const { args } = runCli({
+    name: "ggml_blocks",
+    command: "deno run -A bench/peers/ggml_blocks.ts",
+    about: "Writes test/fixtures/ggml/<type>.json: rows quantized and dequantized by ggml itself.",
+    flags: {},
+    args: { usage: "[TYPE...]", min: 0, max: Infinity, help: "ggml type names (default: all)" },
+  });
+  const names = args.length > 0 ? args : [...GGML_FILE_TYPES];
   const ggml = await openGgml();
   const dir = new URL("../../test/fixtures/ggml/", import.meta.url);
   await Deno.mkdir(dir, { recursive: true });

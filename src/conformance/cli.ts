@@ -6,8 +6,9 @@ import { engineFactory, engineNames } from "./engines.ts";
 import { formatReport, runConformanceReport } from "./kit.ts";
 import "../adapters/deno/engines.ts";
 import { runCli } from "../adapters/deno/flags.ts";
+import { KERNEL_PATHS_ENV } from "../adapters/deno/kernel_paths.ts";
 
-const { flags, fail } = runCli({
+const { flags, env, fail } = runCli({
   name: "conformance",
   command: "deno task conformance",
   about: `Dynamo's backend conformance checks against an engine, one line per check. Engines: ${
@@ -30,12 +31,15 @@ const { flags, fail } = runCli({
     ep: { type: "enum", choices: ["webgpu", "wasm"], help: "ort, ort-worker: execution provider" },
     json: { type: "boolean", help: "print the report as one JSON object" },
   },
+  env: KERNEL_PATHS_ENV,
 });
 // The engine makers read their options as text, as the command line gave them.
 const options: Record<string, string> = {};
 for (const k of ["model", "kv-blocks", "variant", "ep"] as const) {
   if (flags[k] !== undefined) options[k] = String(flags[k]);
 }
+// webgpu, worker: the kernel paths of the engine's device.
+if (env.KILN_KERNEL_PATHS !== undefined) options["kernel-paths"] = env.KILN_KERNEL_PATHS;
 const factory = await engineFactory(flags.engine, options) ??
   fail(`unknown engine: ${flags.engine}`);
 const report = await runConformanceReport(factory);

@@ -3,6 +3,7 @@
  * (`shader-f16`, `subgroups`, `timestamp-query`) and the largest limits the adapter allows.
  */
 import { EngineError } from "../contract/errors.ts";
+import { chooseKernelPaths, isCpuAdapter, PATH_KINDS, type PathKind } from "./paths.ts";
 
 /** Which compute paths the device supports; reported in `EngineConfig.runtime_data`. */
 export interface GpuCapabilities {
@@ -24,6 +25,8 @@ export interface GpuCapabilities {
   maxComputeInvocationsPerWorkgroup: number;
   /** A CPU implementation of WebGPU (see `isCpuAdapter`). */
   cpuAdapter: boolean;
+  /** The kernel paths the device takes (see `paths.ts`). */
+  paths: PathKind;
 }
 
 /** An acquired device and what it can do. */
@@ -44,6 +47,11 @@ export interface AcquireOptions {
   disable?: ReadonlyArray<"shader-f16" | "subgroups" | "timestamp-query">;
   /** The device's label (default `kiln-device`). */
   label?: string;
+  /**
+   * The kernel paths the device takes (see `paths.ts`): by default `cpu` on a fallback (CPU)
+   * adapter and `gpu` otherwise. `gpu` makes a CPU adapter run every kernel a GPU runs.
+   */
+  paths?: PathKind;
 }
 
 const NO_WEBGPU = "WebGPU is not available: navigator.gpu is missing. In a browser, use a recent " +
@@ -69,6 +77,11 @@ const LIMITS = [
  */
 export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
   // Typed structurally: pages have Navigator, workers WorkerNavigator, Deno workers neither name.
+  if (options.paths !== undefined && !PATH_KINDS.includes(options.paths)) {
+    throw EngineError.invalidArgument(
+      `kernel paths must be one of ${PATH_KINDS.join(", ")}, got ${JSON.stringify(options.paths)}`,
+    );
+  }
   const gpu = (globalThis as { navigator?: { gpu?: GPU } }).navigator?.gpu;
   if (gpu === undefined) throw new EngineError("CannotConnect", NO_WEBGPU);
   const adapter = await gpu.requestAdapter(
@@ -100,6 +113,7 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
       cause: e,
     });
   }
+  const paths = chooseKernelPaths(device, options.paths);
   const info = adapter.info;
   const caps: GpuCapabilities = {
     f16: device.features.has("shader-f16"),
@@ -111,6 +125,7 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
     maxComputeWorkgroupStorageSize: device.limits.maxComputeWorkgroupStorageSize,
     maxComputeInvocationsPerWorkgroup: device.limits.maxComputeInvocationsPerWorkgroup,
     cpuAdapter: isCpuAdapter(device),
+    paths: paths.kind,
   };
   const lost = device.lost.then((i) =>
     new EngineError("EngineShutdown", `GPU device lost (${i.reason}): ${i.message}`)
@@ -121,28 +136,21 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
 /**
  * Which compute paths the kernels take on this device, for `EngineConfig.runtime_data`.
  * Kiln's kernels compute in f32: F16/BF16 weights are widened in-kernel, so `shader-f16` and
- * `subgroups` are reported but not required. Decode products give each thread whole output rows
- * on a CPU adapter and reduce 64 threads per row through workgroup memory on a GPU.
+ * `subgroups` are reported but not required (no kernel uses subgroups). Decode products give each
+ * thread whole output rows on the `cpu` kernel paths and reduce 64 threads per row through
+ * workgroup memory on the `gpu` paths.
  */
 export function runtimeData(caps: GpuCapabilities): Record<string, unknown> {
   return {
     adapter: caps.adapter,
     compute: "f32",
     reductions: "workgroup",
-    decode_products: caps.cpuAdapter ? "rows per thread (CPU adapter)" : "64 threads per row",
+    cpu_adapter: caps.cpuAdapter,
+    kernel_paths: caps.paths,
+    decode_products: caps.paths === "cpu" ? "rows per thread" : "64 threads per row",
     shader_f16_available: caps.f16,
     subgroups_available: caps.subgroups,
     timestamp_query: caps.timestamps,
     max_storage_buffer_binding_size: caps.maxStorageBufferBindingSize,
   };
-}
-
-/**
- * Whether `device` runs on a CPU implementation of WebGPU (the adapter says it is a fallback
- * adapter: lavapipe, llvmpipe, SwiftShader). Kernels pick their shapes by it: there a workgroup
- * barrier switches through every invocation in turn, and splitting work that one core could do
- * alone only adds dispatches.
- */
-export function isCpuAdapter(device: GPUDevice): boolean {
-  return (device.adapterInfo as GPUAdapterInfo | undefined)?.isFallbackAdapter === true;
 }

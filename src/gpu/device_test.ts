@@ -1,6 +1,7 @@
 import { equal, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
-import { acquireGpu } from "./device.ts";
+import { acquireGpu, runtimeData } from "./device.ts";
+import { KERNEL_PATHS, kernelPaths, PATH_KINDS, type PathKind } from "./paths.ts";
 
 Deno.test("acquireGpu reports capabilities and turns device loss into an EngineError", async () => {
   const gpu = await acquireGpu({ label: "kiln-device-test" });
@@ -46,4 +47,23 @@ Deno.test("no WebGPU at all: a CannotConnect error naming what to install or ena
   } finally {
     if (original) Object.defineProperty(globalThis, "navigator", original);
   }
+});
+
+Deno.test("kernel paths: the adapter's by default, either kind on request, anything else refused", async () => {
+  const auto = await acquireGpu({ label: "kiln-paths-default" });
+  equal(auto.caps.paths, auto.caps.cpuAdapter ? "cpu" : "gpu");
+  equal(kernelPaths(auto.device), KERNEL_PATHS[auto.caps.paths]);
+  equal(runtimeData(auto.caps).kernel_paths, auto.caps.paths);
+  auto.device.destroy();
+  for (const kind of PATH_KINDS) {
+    const gpu = await acquireGpu({ label: `kiln-paths-${kind}`, paths: kind });
+    equal(gpu.caps.paths, kind);
+    equal(kernelPaths(gpu.device), KERNEL_PATHS[kind]);
+    gpu.device.destroy();
+  }
+  await rejects(
+    acquireGpu({ paths: "fast" as PathKind }),
+    (e: unknown) =>
+      e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes('"fast"'),
+  );
 });

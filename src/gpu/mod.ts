@@ -4,6 +4,14 @@
  * @module
  */
 export * from "./device.ts";
+export {
+  isCpuAdapter,
+  KERNEL_PATHS,
+  type KernelPaths,
+  kernelPaths,
+  PATH_KINDS,
+  type PathKind,
+} from "./paths.ts";
 export * from "./buffers.ts";
 export * from "./dtype.ts";
 export type { QuantType } from "./quant/formats.ts";

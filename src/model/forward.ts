@@ -37,7 +37,7 @@ export interface ForwardOptions {
   tokensFrom?: GPUBuffer;
   /**
    * Key-axis splits of decode attention (steps of up to 4 tokens). By default chosen from the
-   * context on a GPU, and 1 on a CPU adapter.
+   * context on the `gpu` kernel paths, and 1 on `cpu` (see `gpu/paths.ts`).
    */
   attentionSplits?: number;
 }

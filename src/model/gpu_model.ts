@@ -8,11 +8,12 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { Gpu } from "../gpu/device.ts";
-import { STORAGE, storageBuffer, uploadBuffer } from "../gpu/buffers.ts";
+import { STORAGE, storageBuffer } from "../gpu/buffers.ts";
 import { isFloatDtype, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "./config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
 import type { GpuWeight } from "../gpu/kernels/product.ts";
+import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
 import type { ModelFiles } from "./source.ts";
@@ -93,8 +94,8 @@ export class GpuModel {
   readonly kCache: GPUBuffer[] = [];
   /** Value cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
   readonly vCache: GPUBuffer[] = [];
-  /** RoPE inverse frequencies (with the config's scaling), f32, `headDim / 2` of them. */
-  readonly invFreq: GPUBuffer;
+  /** RoPE inverse frequencies (with the config's scaling), as `uploadRopeFrequencies` stores them. */
+  readonly ropeFrequencies: GPUBuffer;
   /** The format the weights came in, and the dtype that holds most of their bytes. */
   readonly format: "safetensors" | "gguf";
   /** The dtype holding most of the weights' bytes. */
@@ -109,13 +110,11 @@ export class GpuModel {
   ) {
     this.format = checkpoint.format;
     this.dtype = dominantDtype(weightList(checkpoint.weights));
-    this.invFreq = this.own(
-      uploadBuffer(
+    this.ropeFrequencies = this.own(
+      uploadRopeFrequencies(
         gpu.device,
-        "rope:inv_freq",
-        Float32Array.from(
-          ropeInvFreq(this.config.headDim, this.config.ropeTheta, this.config.ropeScaling),
-        ),
+        "rope:frequencies",
+        ropeInvFreq(this.config.headDim, this.config.ropeTheta, this.config.ropeScaling),
       ),
     );
   }

@@ -20,12 +20,12 @@ import {
   prepareRopeKv,
 } from "../gpu/kernels/attention.ts";
 import { prepareEmbedding } from "../gpu/kernels/dense.ts";
-import { isCpuAdapter } from "../gpu/device.ts";
 import { isFloatDtype } from "../gpu/dtype.ts";
 import type { LinearScratch } from "../gpu/kernels/linear.ts";
 import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
+import { kernelPaths } from "../gpu/paths.ts";
 import type { GpuModel } from "./gpu_model.ts";
 
 /** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
@@ -66,7 +66,7 @@ export const SPLIT_MAX_TOKENS = 4;
 /**
  * Key-axis splits of a step's attention. Split-K decode spreads one sequence's keys over many
  * workgroups: a GPU needs that for long contexts; a CPU adapter has enough workgroups in the
- * heads and only pays the merge.
+ * heads and only pays the merge. The device's kernel paths say which (`paths.ts`).
  */
 function attentionSplits(
   device: GPUDevice,
@@ -75,14 +75,14 @@ function attentionSplits(
   forced: number | undefined,
 ): number {
   if (tokens > SPLIT_MAX_TOKENS) return 1;
-  return forced ?? (isCpuAdapter(device) ? 1 : chooseSplits(context));
+  return forced ?? (kernelPaths(device).splitAttention ? chooseSplits(context) : 1);
 }
 
 /** Where a plan's token ids come from, and how its decode attention splits. */
 export interface PlanOptions {
   /** A token store: the step's `tokens` are indices into it, gathered on the GPU. */
   store?: GPUBuffer;
-  /** Key-axis splits of decode attention (default: from the context on a GPU, 1 on a CPU). */
+  /** Key-axis splits of decode attention (default: by the context on `gpu` paths, else 1). */
   splits?: number;
 }
 
@@ -149,7 +149,7 @@ export async function buildPlan(
         qkv: s.qkv,
         q: s.q,
         positions: s.positions,
-        invFreq: m.invFreq,
+        frequencies: m.ropeFrequencies,
         slots: s.slots,
         kCache: m.kCache[l]!,
         vCache: m.vCache[l]!,

@@ -38,6 +38,7 @@ const webgpu: HostEngineMaker = (o, files, onProgress) => {
     ...(o.kvBlocks !== undefined ? { kvBlocks: o.kvBlocks } : {}),
     ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
     ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
+    ...(o.kernelPaths ? { kernelPaths: o.kernelPaths } : {}),
     ...(onProgress ? { onLoadProgress: onProgress } : {}),
   });
   return Promise.resolve({

@@ -7,6 +7,7 @@ import * as Comlink from "comlink";
 import { EngineError, isSerializedError, type SerializedError } from "../contract/errors.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
 import type { RequestStats } from "../engines/live_requests.ts";
+import type { PathKind } from "../gpu/paths.ts";
 
 /** The model a worker loads, named by how its files are reached. */
 export type ModelSpec =
@@ -48,6 +49,11 @@ export interface HostOptions {
   maxNumBatchedTokens?: number;
   /** Reported as `EngineConfig.served_model_name`. */
   servedModelName?: string;
+  /**
+   * `webgpu` engine: its device's kernel paths (see `gpu/paths.ts`; default from the adapter).
+   * `gpu` runs a GPU's kernels on a CPU adapter.
+   */
+  kernelPaths?: PathKind;
 }
 
 /** Messages on a request's port: chunk batches, then `end` or `error`. */

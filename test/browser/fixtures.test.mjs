@@ -1,13 +1,17 @@
-// The reference models and the sampler on Chromium's SwiftShader WebGPU.
+// The reference models and the sampler on Chromium's SwiftShader WebGPU, on its default (cpu)
+// kernel paths, and the small HF fixtures and one small GGUF again on the gpu kernel paths.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { useBrowser } from "../support/browser.mjs";
 
 const run = useBrowser();
 
-test("reference models and sampler in Chromium (SwiftShader WebGPU)", async (t) => {
+test("reference models and sampler in Chromium (SwiftShader WebGPU), on cpu and gpu kernel paths", async (t) => {
   const { results, logs } = await run("test/browser/pages/fixtures.html", 900_000);
   assert.ok(results.length >= 6, `expected every check, got ${results.length}\n${logs.join("\n")}`);
+  const gpuPaths = results.filter((r) => r.name.endsWith("(gpu paths)"));
+  // The dispatch check, the three HF fixtures (one twice: f32 and f16 KV), one GGUF.
+  assert.equal(gpuPaths.length, 6, `gpu-path checks: ${gpuPaths.map((r) => r.name).join("; ")}`);
   for (const r of results) {
     await t.test(r.name, () => {
       if (r.message) t.diagnostic(`${r.name}: ${r.message}`);

@@ -45,15 +45,18 @@ after(async () => {
 /**
  * Budgets in KiB (1024 bytes) for what a page loads to run Kiln, raw and gzipped (level 9): the
  * Vite app's main chunk and Kiln's worker as Vite builds them, and the package's self-contained
- * browser build. About 10% above the sizes measured when they were set (README, Embed it, quotes
- * them); `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side
- * effects (scripts/build_vendor.mjs), would add ~215 KiB to each file.
+ * browser build. About 10% above the sizes measured when they were last set (README, Embed it,
+ * quotes them): reset when issue 21's block formats pushed the worker past the first budgets
+ * (173 KiB when those were set, 191 KiB with kernel paths, pipeline warm-up, library error
+ * classification and three more GGUF formats); `@huggingface/tasks`'s tables, which a bundler
+ * keeps unless told they are free of side effects (scripts/build_vendor.mjs), would add ~215 KiB
+ * to each file.
  */
 const BUDGET_KIB = {
-  "vite main chunk": [175, 55],
-  "vite worker": [190, 62],
-  "browser/kiln.js": [175, 55],
-  "browser/kiln_worker.js": [205, 66],
+  "vite main chunk": [185, 57],
+  "vite worker": [210, 69],
+  "browser/kiln.js": [185, 57],
+  "browser/kiln_worker.js": [225, 73],
 };
 
 test("the Vite build's main chunk and worker, and the browser build, are within their budgets", (t) => {

@@ -3,12 +3,25 @@
  * test on any WebGPU validation or out-of-memory error raised inside it.
  */
 import { acquireGpu, type Gpu } from "../../src/gpu/device.ts";
+import type { PathKind } from "../../src/gpu/paths.ts";
 
 let shared: Promise<Gpu> | undefined;
+const others = new Map<PathKind, Promise<Gpu>>();
 
-/** The test process's device (real GPU, lavapipe or llvmpipe). */
-export function testGpu(): Promise<Gpu> {
-  return shared ??= acquireGpu({ label: "kiln-test" });
+/**
+ * The test process's device (real GPU, lavapipe or llvmpipe), whose kernel paths are its
+ * adapter's default; given `paths`, a device that takes those (that one when its default
+ * agrees, else a second device: `gpu` runs a GPU's kernels on a CPU adapter; see
+ * `src/gpu/paths.ts`).
+ */
+export async function testGpu(paths?: PathKind): Promise<Gpu> {
+  const gpu = await (shared ??= acquireGpu({ label: "kiln-test" }));
+  if (paths === undefined || gpu.caps.paths === paths) return gpu;
+  let other = others.get(paths);
+  if (other === undefined) {
+    others.set(paths, other = acquireGpu({ label: `kiln-test:${paths}-paths`, paths }));
+  }
+  return await other;
 }
 
 /** Run `fn` inside validation and out-of-memory error scopes; throw if either caught one. */

@@ -12,12 +12,17 @@ import { modelName } from "../../model/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import type { OrtHostOptions } from "../../worker/protocol.ts";
 import { OrtEngine } from "../../engines/ort/engine.ts";
+import type { PathKind } from "../../gpu/paths.ts";
 
 const DEFAULT_MODEL = new URL("../../../models/fortune/", import.meta.url).pathname;
 
 /** `--kv-blocks N` when given; absent, the engine sizes its cache itself. */
 const kvBlocks = (options: Record<string, string>): { kvBlocks?: number } =>
   options["kv-blocks"] === undefined ? {} : { kvBlocks: Number(options["kv-blocks"]) };
+
+/** `kernel-paths` (`KILN_KERNEL_PATHS`) when given; start() refuses anything but cpu or gpu. */
+const kernelPaths = (options: Record<string, string>): { kernelPaths?: PathKind } =>
+  options["kernel-paths"] === undefined ? {} : { kernelPaths: options["kernel-paths"] as PathKind };
 
 /**
  * The fortune model as an ONNX export (the shared fixture, else exported once into
@@ -29,7 +34,8 @@ const onnxFortune = async () =>
 registerEngine("webgpu", (options) => {
   const dir = options.model ?? DEFAULT_MODEL;
   const name = modelName(dir);
-  return () => new WebGpuEngine({ files: dirFiles(dir), name, ...kvBlocks(options) });
+  return () =>
+    new WebGpuEngine({ files: dirFiles(dir), name, ...kvBlocks(options), ...kernelPaths(options) });
 });
 
 registerEngine("worker", (options) => {
@@ -41,6 +47,7 @@ registerEngine("worker", (options) => {
       {
         model: { kind: "dir", path: dir, name },
         ...kvBlocks(options),
+        ...kernelPaths(options),
       },
     );
 });

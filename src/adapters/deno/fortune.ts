@@ -4,9 +4,12 @@
  * given, with its own tokenizer) and the WebGPU adapter Deno finds, stream a sampled completion
  * to the terminal, drain and clean up, then print the metrics a scraper would read (model load,
  * drain and cleanup times, KV cache gauges, request counters). No prompt: the model's BOS token
- * starts the text (a model without one needs a prompt: exit 2).
+ * starts the text (a model without one needs a prompt: exit 2). A model that cannot be loaded
+ * ends the run with one line naming the error (exit 2); a request the engine fails (a prompt
+ * longer than the context) with that line after the text so far, then the metrics (exit 1).
  */
 import { RequestContext } from "../../contract/engine.ts";
+import { EngineError } from "../../contract/errors.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
@@ -15,6 +18,7 @@ import { IncrementalDetokenizer } from "../../text/detokenizer.ts";
 import { loadText } from "../../text/load.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
+import { KERNEL_PATHS_ENV, kernelPathsOption } from "./kernel_paths.ts";
 
 const { flags, args, env, fail } = runCli({
   name: "fortune",
@@ -37,15 +41,23 @@ const { flags, args, env, fail } = runCli({
   env: {
     KILN_SEED: { type: "integer", min: 0, help: "the sampling seed (default: from the clock)" },
     KILN_MAX_TOKENS: { type: "integer", min: 1, default: 400, help: "tokens to generate" },
+    ...KERNEL_PATHS_ENV,
   },
 });
 const modelPath = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
 const promptText = args[0] ?? "";
 const seed = env.KILN_SEED ?? Date.now() % 1_000_000;
 
+/** The line an error ends the run with: its type and message, no stack. */
+const errorLine = (e: EngineError) => `fortune: ${e.type}: ${e.message}`;
+const exitWith = (e: unknown): never => {
+  console.error(errorLine(EngineError.from(e)));
+  Deno.exit(2);
+};
+
 const files = dirFiles(modelPath);
 const name = modelName(modelPath);
-const text = await loadText(files);
+const text = await loadText(files).catch(exitWith);
 let prompt = text.tokenizer.encode(promptText);
 if (prompt.length === 0) {
   // An empty text encodes to nothing when the tokenizer adds no BOS (a GGUF whose metadata says
@@ -54,8 +66,8 @@ if (prompt.length === 0) {
     text.tokenizer.bosTokenId ?? fail(`${name} has no BOS token to start from: a PROMPT is needed`),
   ];
 }
-const engine = new WebGpuEngine({ files, name, kvBlocks: 64 });
-const config = await engine.start(1n);
+const engine = new WebGpuEngine({ files, name, kvBlocks: 64, ...kernelPathsOption(env) });
+const config = await engine.start(1n).catch(exitWith);
 const metrics = await engineMetrics(
   engine,
   { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
@@ -76,24 +88,34 @@ await write(promptText);
 let n = 0;
 const tGen = performance.now();
 const ctx = new RequestContext();
-for await (
-  const chunk of engine.generate({
-    model: config.model,
-    token_ids: prompt,
-    stop_conditions: { max_tokens: env.KILN_MAX_TOKENS },
-    sampling_options: { temperature: 0.8, top_p: 0.95, seed },
-    output_options: {},
-    eos_token_ids: [...text.tokenizer.eosTokenIds],
-    annotations: [],
-  }, ctx)
-) {
-  n += chunk.token_ids.length;
-  if (chunk.token_ids.length > 0) tracker.tokens(chunk.token_ids.length);
-  await write(detok.push(chunk.token_ids));
-  if (chunk.finish_reason) tracker.finish("success");
+let failure: EngineError | undefined;
+try {
+  for await (
+    const chunk of engine.generate({
+      model: config.model,
+      token_ids: prompt,
+      stop_conditions: { max_tokens: env.KILN_MAX_TOKENS },
+      sampling_options: { temperature: 0.8, top_p: 0.95, seed },
+      output_options: {},
+      eos_token_ids: [...text.tokenizer.eosTokenIds],
+      annotations: [],
+    }, ctx)
+  ) {
+    n += chunk.token_ids.length;
+    if (chunk.token_ids.length > 0) tracker.tokens(chunk.token_ids.length);
+    await write(detok.push(chunk.token_ids));
+    if (chunk.finish_reason) tracker.finish("success");
+  }
+} catch (e) {
+  failure = EngineError.from(e);
+  tracker.finish("error", failure.type);
 }
 const seconds = (performance.now() - tGen) / 1000;
-console.log(`\n\n(${n} tokens in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
+if (failure) console.error(`\n\n${errorLine(failure)}`);
+else {
+  console.log(`\n\n(${n} tokens in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
+}
 await shutDown(engine, metrics);
 console.log("\n--- metrics (Prometheus text) ---");
 console.log(metrics.render().body);
+if (failure) Deno.exit(1);

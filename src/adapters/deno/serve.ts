@@ -20,6 +20,7 @@ import { ortWasmPaths } from "./ort_wasm.ts";
 import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
 import { modelName } from "../../model/source.ts";
 import { runCli } from "./flags.ts";
+import { kernelPathsOption } from "./kernel_paths.ts";
 import { SERVE, startupLines } from "./serve_flags.ts";
 import type { LoadPhase } from "../../model/gpu_model.ts";
 
@@ -61,6 +62,7 @@ const newEngine = () =>
     {
       model,
       ...engineOptions,
+      ...kernelPathsOption(env),
       // Absent: the engine sizes the cache from the context and the device's buffer limits.
       ...(flags["kv-blocks"] === undefined ? {} : { kvBlocks: flags["kv-blocks"] }),
       maxNumSeqs: flags["max-num-seqs"],

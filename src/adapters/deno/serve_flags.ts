@@ -4,6 +4,7 @@
  * in force).
  */
 import type { CliSpec, FlagTable, FlagValues } from "./flags.ts";
+import { KERNEL_PATHS_ENV } from "./kernel_paths.ts";
 
 /** A day: `setTimeout` cannot wait much longer (2^31 ms), so longer timeouts are refused. */
 const DAY_S = 86_400;
@@ -76,6 +77,7 @@ export const SERVE_FLAGS = {
 /** The environment `deno task serve` reads. */
 export const SERVE_ENV = {
   KILN_API_KEY: { type: "string", arg: "KEY", help: "the API key when --api-key is not given" },
+  ...KERNEL_PATHS_ENV,
 } as const satisfies FlagTable;
 
 /** `deno task serve`'s command line. */

@@ -8,8 +8,9 @@ import { GpuModel } from "../../model/gpu_model.ts";
 import { parseReference, verifyModel } from "../../model/verify.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
+import { KERNEL_PATHS_ENV } from "./kernel_paths.ts";
 
-const { flags } = runCli({
+const { flags, env } = runCli({
   name: "verify",
   command: "deno task verify",
   about: "A checkpoint on the GPU Deno finds against reference logits: one JSON line per " +
@@ -24,20 +25,25 @@ const { flags } = runCli({
     },
     "kv-dtype": { type: "enum", choices: ["f16", "f32"], help: "the KV cache's dtype" },
   },
+  env: KERNEL_PATHS_ENV,
 });
 const dir = flags.model;
 const kvDtype = flags["kv-dtype"];
 const refPath = flags.reference ?? `${dir}/reference.json`;
 try {
   const reference = parseReference(await Deno.readTextFile(refPath));
-  const gpu = await acquireGpu({ label: "kiln-verify" });
+  const paths = env.KILN_KERNEL_PATHS;
+  const gpu = await acquireGpu({ label: "kiln-verify", ...(paths ? { paths } : {}) });
   const model = await GpuModel.load(gpu, dirFiles(dir), kvDtype ? { kvDtype } : {});
   const { passed, dtype } = await verifyModel(
     model,
     reference,
     (r) => console.log(JSON.stringify(r)),
   );
-  console.error(`adapter: ${gpu.caps.adapter}; weights ${dtype}; KV cache ${model.kvDtype}`);
+  console.error(
+    `adapter: ${gpu.caps.adapter}; ${gpu.caps.paths} kernel paths; weights ${dtype}; ` +
+      `KV cache ${model.kvDtype}`,
+  );
   model.destroy();
   console.log(`verify: ${passed ? "PASS" : "FAIL"}`);
   Deno.exit(passed ? 0 : 1);

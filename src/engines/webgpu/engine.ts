@@ -18,6 +18,7 @@ import { EngineError } from "../../contract/errors.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { acquireGpu, type Gpu, runtimeData } from "../../gpu/device.ts";
+import type { PathKind } from "../../gpu/paths.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import { Forward } from "../../model/forward.ts";
@@ -58,6 +59,12 @@ export interface WebGpuEngineOptions {
   maxNumBatchedTokens?: number;
   /** An already acquired device (tests share one); otherwise the engine acquires and owns one. */
   gpu?: Gpu;
+  /**
+   * The kernel paths of the device the engine acquires (see `gpu/paths.ts`; default: `cpu` on
+   * a fallback adapter, else `gpu`). `gpu` runs a GPU's kernels on a CPU adapter, as tests do.
+   * With `gpu` given, it must name that device's paths.
+   */
+  kernelPaths?: PathKind;
   /** How long drain() waits for in-flight requests (default 30 s). */
   drainTimeoutMs?: number;
   /**
@@ -141,8 +148,16 @@ export class WebGpuEngine implements LLMEngine {
     const t0 = performance.now();
     const o = this.options;
     try {
+      if (o.gpu && o.kernelPaths !== undefined && o.gpu.caps.paths !== o.kernelPaths) {
+        throw EngineError.invalidArgument(
+          `kernelPaths ${o.kernelPaths}: the device given takes ${o.gpu.caps.paths} paths`,
+        );
+      }
       this.#ownsGpu = o.gpu === undefined;
-      this.#gpu = o.gpu ?? await acquireGpu({ label: `kiln:${o.name}` });
+      this.#gpu = o.gpu ?? await acquireGpu({
+        label: `kiln:${o.name}`,
+        ...(o.kernelPaths === undefined ? {} : { paths: o.kernelPaths }),
+      });
       const blockSize = o.blockSize ?? 16;
       const checkpoint = await openCheckpoint(o.files);
       const context = checkpoint.config.maxPositionEmbeddings;
@@ -294,20 +309,33 @@ export class WebGpuEngine implements LLMEngine {
     }
   }
 
-  /** Encode and submit one step; its sampled tokens are read back later (`#settle`). */
+  /**
+   * Encode and submit one step; its sampled tokens are read back later (`#settle`). A step that
+   * cannot be encoded (its plan refused, a pipeline failed) never reaches the GPU: it fails the
+   * requests it carries, typed, and the others go on.
+   */
   async #submit(step: Step): Promise<void> {
     const device = this.#gpu!.device;
     const encoder = device.createCommandEncoder({ label: "engine:step" });
-    const { logits } = await this.#forward!.encode(encoder, step.batch);
     const sampled = step.sampled;
     let read: (() => Promise<SampledToken[]>) | undefined;
-    if (sampled.length > 0) {
-      const store = this.#tokens!;
-      this.#sampler!.write(sampled.map((s) => s.sampling(store.start(s))));
-      await this.#sampler!.encode(encoder, logits, sampled.length);
-      await store.encodeAppend(encoder, sampled, this.#sampler!.result);
-      const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
-      read = this.#readback!.encode(encoder, sampled.length, withTop);
+    try {
+      const { logits } = await this.#forward!.encode(encoder, step.batch);
+      if (sampled.length > 0) {
+        const store = this.#tokens!;
+        this.#sampler!.write(sampled.map((s) => s.sampling(store.start(s))));
+        await this.#sampler!.encode(encoder, logits, sampled.length);
+        await store.encodeAppend(encoder, sampled, this.#sampler!.result);
+        const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
+        read = this.#readback!.encode(encoder, sampled.length, withTop);
+      }
+    } catch (e) {
+      const error = EngineError.from(e);
+      for (const { seq } of step.parts) {
+        seq.fail(error);
+        this.#scheduler!.remove(seq);
+      }
+      return;
     }
     device.queue.submit([encoder.finish()]);
     this.steps.submitted++;

@@ -79,8 +79,8 @@ export interface RopeKvArgs {
   q: GPUBuffer;
   /** u32 per token: its position. */
   positions: GPUBuffer;
-  /** headDim / 2 f32: the RoPE inverse frequencies. */
-  invFreq: GPUBuffer;
+  /** The RoPE inverse frequencies, [headDim / 2], as `uploadRopeFrequencies` stores them. */
+  frequencies: GPUBuffer;
   /** u32 per token: cache slot (block * blockSize + offset); 0xFFFFFFFF = padding, skipped. */
   slots: GPUBuffer;
   /** Key cache, [blocks, blockSize, kvHeads, headDim] in `kvDtype`. */
@@ -119,7 +119,7 @@ export async function prepareRopeKv(
     buffers: {
       1: a.q,
       2: a.positions,
-      3: a.invFreq,
+      3: a.frequencies,
       4: a.qkv,
       5: a.slots,
       6: a.kCache,

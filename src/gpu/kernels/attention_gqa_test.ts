@@ -6,6 +6,7 @@
 import { rejects } from "node:assert/strict";
 import { decodeKv, pagedAttentionRef, ropeKvRef } from "../reference/attention.ts";
 import { type KvDtype, prepareAttention, prepareKvWrite, prepareRopeKv } from "./attention.ts";
+import { uploadRopeFrequencies } from "./rope_frequencies.ts";
 import { readBuffer } from "../buffers.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
@@ -65,9 +66,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
     const tokens = positions.length;
     const row = (heads + 2 * kvHeads) * headDim;
     const qkv = asF32(seeded(5, tokens * row));
-    const invFreq = asF32(
-      Array.from({ length: headDim / 2 }, (_, i) => 10000 ** (-(2 * i) / headDim)),
-    );
+    const invFreq = Array.from({ length: headDim / 2 }, (_, i) => 10000 ** (-(2 * i) / headDim));
     const cacheElems = blocks * BLOCK * kvHeads * headDim;
     const kCache = outBuffer(device, "gqa:k_cache", cacheElems * bytesOf(kvDtype) / 4);
     const vCache = outBuffer(device, "gqa:v_cache", cacheElems * bytesOf(kvDtype) / 4);
@@ -77,7 +76,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       qkv: f32Buffer(device, "gqa:qkv", qkv),
       q: qOut,
       positions: posBuf,
-      invFreq: f32Buffer(device, "gqa:inv_freq", invFreq),
+      frequencies: uploadRopeFrequencies(device, "gqa:rope_frequencies", invFreq),
       slots: u32Buffer(device, "gqa:slots", slots),
       kCache,
       vCache,
@@ -159,7 +158,7 @@ Deno.test("attention wrappers refuse bad shapes with an InvalidArgument EngineEr
     rejects(f, (e: unknown) => e instanceof EngineError && e.type === "InvalidArgument");
   const kv = { k: b, v: b, slots: b, kCache: b, vCache: b, tokens: 1, kvHeads: 1 };
   await refuse(() => prepareKvWrite(device, { ...kv, headDim: 3, kvDtype: "f16" }));
-  const rope = { qkv: b, q: b, positions: b, invFreq: b, slots: b, kCache: b, vCache: b };
+  const rope = { qkv: b, q: b, positions: b, frequencies: b, slots: b, kCache: b, vCache: b };
   await refuse(() =>
     prepareRopeKv(device, { ...rope, tokens: 1, heads: 2, kvHeads: 1, headDim: 5, kvDtype: "f16" })
   );

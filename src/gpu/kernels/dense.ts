@@ -90,8 +90,8 @@ export interface RopeArgs {
   x: GPUBuffer;
   /** Position of each token, u32 [tokens]. */
   positions: GPUBuffer;
-  /** Inverse frequencies, f32 [headDim / 2]. */
-  invFreq: GPUBuffer;
+  /** The inverse frequencies, [headDim / 2], as `uploadRopeFrequencies` stores them. */
+  frequencies: GPUBuffer;
   /** Number of tokens. */
   tokens: number;
   /** Heads per token. */
@@ -102,7 +102,7 @@ export interface RopeArgs {
 
 /**
  * Rotary position embedding in place, HF rotate-half convention: `(x[i], x[i + headDim/2])` rotates
- * by `position * invFreq[i]`.
+ * by `position * invFreq[i]` (reduced modulo a turn exactly; see `rope_frequencies.ts`).
  */
 export function prepareRope(
   device: GPUDevice,
@@ -114,7 +114,7 @@ export function prepareRope(
     shader: "rope",
     entry: "main",
     uniform: [a.tokens, a.heads, a.headDim, 0],
-    buffers: { 1: a.x, 2: a.positions, 3: a.invFreq },
+    buffers: { 1: a.x, 2: a.positions, 3: a.frequencies },
     workgroups: grid256(device, a.tokens * a.heads * (a.headDim / 2)),
   });
 }

@@ -2,6 +2,7 @@ import { uploadBuffer } from "../buffers.ts";
 import { embeddingRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
 import { prepareEmbedding, prepareRmsNorm, prepareRope, prepareSwiGluHalves } from "./dense.ts";
+import { uploadRopeFrequencies } from "./rope_frequencies.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
@@ -116,27 +117,30 @@ for (const scaling of SCALINGS) {
   Deno.test(`rope (${scaling.type}) on odd token counts and positions past the original max`, async () => {
     const { device } = await testGpu();
     await withErrorScopes(device, async () => {
-      const [tokens, heads, hd] = [5, 3, 32];
-      const positions = [0, 1, 63, 200, 1023];
-      const inv = asF32(ropeInvFreq(hd, 10000, scaling));
+      const [heads, hd] = [3, 32];
+      const positions = [0, 1, 63, 200, 1023, 4097, 65537, 1000003];
+      const tokens = positions.length;
+      const inv = ropeInvFreq(hd, 10000, scaling);
       const x = asF32(seeded(7, tokens * heads * hd));
       const buf = f32Buffer(device, "rope:x", x);
       const d = await prepareRope(device, {
         x: buf,
         positions: u32Buffer(device, "rope:pos", positions),
-        invFreq: f32Buffer(device, "rope:inv", inv),
+        frequencies: uploadRopeFrequencies(device, "rope:frequencies", inv),
         tokens,
         heads,
         headDim: hd,
       });
-      // Angles reach ~1e3 rad, where rounding the angle p·θ to f32 errs by up to half an ulp,
-      // 2^-15 ≈ 3.1e-5 rad; a rotated pair (norm ≤ √2) moves by at most that times √2, 4.3e-5.
-      // That bounds the error (measured on lavapipe: 1.5e-5; the bound was 3e-4 + 1e-5·|ref|).
+      // The angle p·θ is reduced modulo a turn in integers, so it errs by one rounding of the
+      // remainder (under 5e-8 rad) at any position, where an f32 angle would err by half its
+      // ulp (3e-5 rad at 1023, 0.03 rad at 1000003). sin and cos are within about two f32
+      // ulps and the rotation adds two roundings: a few 1e-7 on pairs of norm ≤ √2 (measured
+      // on lavapipe: 1.1e-7).
       assertClose(
         await runRead(device, [d], buf, x.length),
         ropeRef(x, positions, inv, heads, hd),
-        4.4e-5,
-        1e-6,
+        3e-7,
+        2 ** -22,
         "rope",
       );
     });

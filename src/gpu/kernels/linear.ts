@@ -11,7 +11,7 @@
 import { storageBuffer } from "../buffers.ts";
 import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
 import { grid } from "../dispatch.ts";
-import { isCpuAdapter } from "../device.ts";
+import { KERNEL_PATHS, kernelPaths } from "../paths.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 import { prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
 import { prepareGemm } from "./gemm.ts";
@@ -46,8 +46,8 @@ export interface FusedLinearArgs extends LinearArgs {
   /** `store` (default): y = r; `accumulate`: y += r; `swiglu`: y = silu(r_gate) * r_up. */
   epilogue?: Epilogue;
   /**
-   * Threads per output row of `matvec.wgsl` (a power of two up to 64). By default 1 on a CPU
-   * adapter and 64 on a GPU; tests set it to cover both paths on one adapter.
+   * Threads per output row of `matvec.wgsl` (a power of two up to 64). By default the device's
+   * kernel paths say (1 on `cpu`, 64 on `gpu`); tests set it to cover every variant.
    */
   threadsPerRow?: number;
   /**
@@ -62,25 +62,23 @@ export interface FusedLinearArgs extends LinearArgs {
 
 /** Rows of activations up to which the matrix-vector kernel is used (per z-slice). */
 export const MATVEC_ROWS = 8;
-/** Above this many rows the tiled kernel is used. */
-export const MATVEC_MAX_M = 32;
+/** Above this many rows the `gpu` kernel paths take the tiled kernel (see `paths.ts`). */
+export const MATVEC_MAX_M: number = KERNEL_PATHS.gpu.gemmAboveRows;
 
 /**
- * Threads per output row, per workgroup, and rows per thread of `matvec.wgsl`. A CPU
- * implementation of WebGPU runs every invocation of a workgroup up to each barrier in turn, so
- * there one thread owns whole rows and nothing is reduced; a GPU splits each row over 64 threads.
+ * Threads per output row, per workgroup, and rows per thread of `matvec.wgsl`, for `tpr` threads
+ * per row (by default as the device's kernel paths say). With one thread per row (a CPU
+ * adapter's paths, where a barrier switches through every invocation in turn) each thread owns
+ * `CPU_RPT` whole rows and nothing is reduced; more threads split each row and reduce it.
  */
 function matvecThreads(
   device: GPUDevice,
-  tpr?: number,
+  tpr = kernelPaths(device).matvecThreadsPerRow,
 ): { tpr: number; wg: number; rpt: number } {
-  if (tpr !== undefined) {
-    if (!(Number.isInteger(tpr) && tpr >= 1 && tpr <= 64 && (tpr & (tpr - 1)) === 0)) {
-      throw new Error(`threadsPerRow ${tpr} is not a power of two in 1..64`);
-    }
-    return { tpr, wg: Math.max(64, tpr * 4), rpt: tpr === 1 ? CPU_RPT : 1 };
+  if (!(Number.isInteger(tpr) && tpr >= 1 && tpr <= 64 && (tpr & (tpr - 1)) === 0)) {
+    throw new Error(`threadsPerRow ${tpr} is not a power of two in 1..64`);
   }
-  return isCpuAdapter(device) ? { tpr: 1, wg: 64, rpt: CPU_RPT } : { tpr: 64, wg: 256, rpt: 1 };
+  return { tpr, wg: Math.max(64, tpr * 4), rpt: tpr === 1 ? CPU_RPT : 1 };
 }
 
 /**
@@ -100,16 +98,15 @@ function placeholder(device: GPUDevice): GPUBuffer {
 }
 
 /**
- * Whether the matrix-vector kernel (16-byte weight loads) takes this shape: up to
- * `MATVEC_MAX_M` rows on a GPU; any number on a CPU adapter, where it is about twice as fast as
- * the tiled GEMM even re-reading the weights for every 8 rows (lavapipe, SmolLM2's 1536×576 and
- * 576×1536 products: 1.8-2.1× at 64 and 256 rows, 7× at 16).
+ * Whether the matrix-vector kernel (16-byte weight loads) takes this shape: K aligned to the
+ * load, and at most `maxRows` rows (the device's `kernelPaths(device).gemmAboveRows`: 32 on the
+ * `gpu` paths, any number on the `cpu` paths; see `paths.ts` for why).
  */
 export function isMatvecShape(
   a: Pick<LinearArgs, "m" | "k" | "dtype">,
-  cpuAdapter = false,
+  maxRows = MATVEC_MAX_M,
 ): boolean {
-  return (cpuAdapter || a.m <= MATVEC_MAX_M) && a.k % (a.dtype === "f32" ? 4 : 8) === 0;
+  return a.m <= maxRows && a.k % (a.dtype === "f32" ? 4 : 8) === 0;
 }
 
 const EPILOGUE_CODE: Record<Epilogue, number> = { store: 0, accumulate: 1, swiglu: 2 };
@@ -125,7 +122,7 @@ export function prepareMatvec(
   label = "matvec",
   anyRows = false,
 ): Promise<KernelDispatch> {
-  if (!isMatvecShape(a, anyRows || isCpuAdapter(device))) {
+  if (!isMatvecShape(a, anyRows ? Infinity : kernelPaths(device).gemmAboveRows)) {
     throw new Error(`${label}: not a matrix-vector shape (m ${a.m}, k ${a.k})`);
   }
   if (a.b && a.epilogue === "swiglu") throw new Error(`${label}: no bias with swiglu`);
@@ -168,7 +165,7 @@ export function prepareLinear(
   a: LinearArgs,
   label = "linear",
 ): Promise<KernelDispatch> {
-  if (isMatvecShape(a, isCpuAdapter(device))) return prepareMatvec(device, a, label);
+  if (isMatvecShape(a, kernelPaths(device).gemmAboveRows)) return prepareMatvec(device, a, label);
   return prepareGemm(device, a, label);
 }
 
@@ -199,7 +196,7 @@ export async function prepareFusedLinear(
   if (a.ldy !== undefined || a.y0 !== undefined) {
     return { dispatches: [await prepareMatvec(device, a, label, true)] };
   }
-  if (isMatvecShape(a, isCpuAdapter(device))) {
+  if (isMatvecShape(a, kernelPaths(device).gemmAboveRows)) {
     return { dispatches: [await prepareMatvec(device, a, label)] };
   }
   // Prepared together (their pipelines compile side by side), run in this order.

@@ -1,7 +1,7 @@
 import { uploadBuffer } from "../buffers.ts";
 import { fusedLinearRef, linearRef } from "../reference/dense.ts";
 import { type Epilogue, isMatvecShape, prepareFusedLinear, prepareLinear } from "./linear.ts";
-import { isCpuAdapter } from "../device.ts";
+import { kernelPaths } from "../paths.ts";
 import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
@@ -88,7 +88,7 @@ for (const dtype of DTYPES) {
           normed: outBuffer(device, "fused:normed", m * k),
           product: outBuffer(device, "fused:product", m * 2 * n),
         };
-        const threads = isMatvecShape({ m, k, dtype }, isCpuAdapter(device))
+        const threads = isMatvecShape({ m, k, dtype }, kernelPaths(device).gemmAboveRows)
           ? [1, 64]
           : [undefined];
         // Each pipeline variant takes a while to compile on a CPU adapter: every combination

@@ -10,8 +10,8 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
-import { isCpuAdapter } from "../device.ts";
 import { grid } from "../dispatch.ts";
+import { kernelPaths } from "../paths.ts";
 import type { QuantFormat } from "../quant/format.ts";
 import { quantFormat, quantizedRowBytes, type QuantType } from "../quant/formats.ts";
 import { quantTableBuffer } from "../quant/tables.ts";
@@ -42,9 +42,9 @@ export interface QuantMatvecArgs {
   /** First output column; default 0. */
   y0?: number;
   /**
-   * Threads per output row (a power of two up to 64). By default 1 on a CPU adapter (each
-   * thread owns whole rows: no reduction, no barrier) and 32 on a GPU; tests set it to cover
-   * both paths on one adapter.
+   * Threads per output row (a power of two up to 64). By default the device's kernel paths say:
+   * 1 on `cpu` (each thread owns whole rows: no reduction, no barrier), 32 on `gpu`; tests set
+   * it to cover every variant.
    */
   threadsPerRow?: number;
 }
@@ -107,7 +107,7 @@ function threads(device: GPUDevice, tpr?: number): { tpr: number; wg: number; rp
       fail("matvec_quant", `threadsPerRow ${tpr} is not a power of two in 1..64`);
     }
   } else {
-    tpr = isCpuAdapter(device) ? 1 : 32;
+    tpr = kernelPaths(device).quantThreadsPerRow;
   }
   const rpt = tpr === 1 ? CPU_RPT : 1;
   return { tpr, wg: tpr === 1 ? 64 : 256, rpt };

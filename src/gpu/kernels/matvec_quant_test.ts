@@ -64,6 +64,9 @@ const PLAN: readonly (readonly [number, number, number, number])[] = [
   [32, 1, 1, 1],
   [1, 1, 32, 3],
   [32, 3, 1, 1],
+  [1, 3, 32, 1],
+  [32, 9, 1, 3],
+  [1, 9, 32, 1],
 ];
 
 /** Store and accumulate, each with and without norm and bias, then SwiGLU with and without norm. */

@@ -4,6 +4,7 @@
  */
 export * from "./kernel.ts";
 export * from "./dense.ts";
+export * from "./rope_frequencies.ts";
 export * from "./linear.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";

@@ -121,6 +121,13 @@ export async function prepareProduct(
   scratch: LinearScratch,
   label: string,
 ): Promise<KernelDispatch[]> {
+  // Checked here for every kind of part: a float product would otherwise compile a kernel for
+  // no rows (a step without logit rows once asked for an LM head over m = 0).
+  for (const [name, v] of [["m", a.m], ["n", a.n], ["k", a.k]] as const) {
+    if (!(Number.isInteger(v) && v >= 1)) {
+      throw EngineError.invalidArgument(`${label}: ${name} must be an integer >= 1, got ${v}`);
+    }
+  }
   const epilogue = a.epilogue ?? "store";
   const parts = a.weight.parts;
   const rows = parts.reduce((s, p) => s + p.rows, 0);

@@ -6,8 +6,16 @@
  * lavapipe's; the summaries print each prompt's errors), and the sampler against the shared
  * cases; and fortune quantized to GGUF Q4_K_M in the page, loaded from a `File` and checked
  * against float64 logits on its dequantized weights.
+ *
+ * All of that on the kernel paths SwiftShader takes by default (`cpu`: it is a fallback adapter),
+ * then, on a second device acquired with `paths: "gpu"`, the kernels a GPU takes (see
+ * `src/gpu/paths.ts`): a check that its steps dispatch them (the tiled GEMM above 32 rows, 64
+ * threads per row, split-K decode attention, 32 threads per quantized row), the three small HF
+ * fixtures against HF's logits (f32 KV cache; f16 for one), and one small GGUF against float64.
+ * Fortune stays on the default paths: SwiftShader runs the GPU's kernels slowly (a barrier
+ * switches through every thread), and these checks already add about 1.5 minutes.
  */
-import { acquireGpu } from "../../../src/gpu/device.ts";
+import { acquireGpu, type Gpu } from "../../../src/gpu/device.ts";
 import { GpuModel } from "../../../src/model/gpu_model.ts";
 import { fileListFiles } from "../../../src/model/source.ts";
 import { urlFiles } from "../../../src/model/url_source.ts";
@@ -22,6 +30,8 @@ import { uploadBuffer } from "../../../src/gpu/buffers.ts";
 import type { SamplingParams } from "../../../src/gpu/reference/sampling.ts";
 import { runChecks } from "./report.ts";
 import { linearCheck } from "./linear.ts";
+import { productLabels, stepPipelines } from "../../support/step_pipelines.ts";
+import type { GgufMix } from "../../../src/model/gguf/quant_mix.ts";
 
 const MODELS = [
   "test/fixtures/models/llama-gqa-f32",
@@ -31,6 +41,9 @@ const MODELS = [
 ];
 
 const gpu = await acquireGpu({ label: "kiln-browser-test" });
+const gpuPaths = await acquireGpu({ label: "kiln-browser-test:gpu-paths", paths: "gpu" });
+const HF_FIXTURES = MODELS.filter((dir) => dir.startsWith("test/fixtures/"));
+const KV_DTYPES: KvDtype[] = ["f32", "f16"];
 
 /** `max |err| / max |ref| / rel L2 / greedy agreed/checked` of each prompt. */
 const summarize = (results: PromptResult[]) =>
@@ -40,12 +53,15 @@ const summarize = (results: PromptResult[]) =>
     } / ${r.greedy_agree}/${r.greedy_checked}`
   ).join("; ");
 
+/** `(cpu paths)` or `(gpu paths)`: which kernels `g` takes. */
+const onPaths = (g: Gpu) => `(${g.caps.paths} paths)`;
+
 /** A model against HF's logits within `verify`'s bounds for its KV cache dtype. */
-const modelCheck = (dir: string, kvDtype: KvDtype) =>
-  [`logits match HF: ${dir} (KV ${kvDtype})`, async () => {
+const modelCheck = (dir: string, kvDtype: KvDtype, g: Gpu = gpu) =>
+  [`logits match HF: ${dir} (KV ${kvDtype}) ${onPaths(g)}`, async () => {
     const base = new URL(`/${dir}/`, location.href).href;
     const reference = parseReference(await (await fetch(`${base}reference.json`)).text());
-    const model = await GpuModel.load(gpu, urlFiles(base), { kvDtype });
+    const model = await GpuModel.load(g, urlFiles(base), { kvDtype });
     try {
       const { passed, results } = await verifyModel(model, reference);
       const summary = `KV ${model.kvDtype}: ${summarize(results)}`;
@@ -56,29 +72,85 @@ const modelCheck = (dir: string, kvDtype: KvDtype) =>
     }
   }] as const;
 
-const ggufCheck = [
-  "fortune as GGUF Q4_K_M from a File: logits match float64 on the dequantized weights",
-  async () => {
-    const parts: Uint8Array[] = [];
-    const source = await readHfCheckpoint(
-      urlFiles(new URL("/models/fortune/", location.href).href),
-    );
-    await writeHfAsGguf(source, (b) => void parts.push(b.slice()), { mix: "q4_k_m" });
-    const file = new File(parts as BlobPart[], "fortune-q4_k_m.gguf");
-    const checkpoint = await openCheckpoint(fileListFiles([file]));
-    const ref = await ReferenceModel.load(checkpoint.config, checkpoint.weights);
-    const reference = buildReference(ref, checkpoint.weights, "fortune", [[256, 89, 111, 117]], 4);
-    const model = await GpuModel.fromCheckpoint(gpu, checkpoint, { kvDtype: "f32" });
+/** `dir` quantized to GGUF with `mix` in the page, as a `File`'s checkpoint. */
+async function ggufCheckpoint(dir: string, mix: GgufMix) {
+  const parts: Uint8Array[] = [];
+  const source = await readHfCheckpoint(urlFiles(new URL(`/${dir}/`, location.href).href));
+  await writeHfAsGguf(source, (b) => void parts.push(b.slice()), { mix });
+  const file = new File(parts as BlobPart[], `${dir.split("/").pop()}-${mix}.gguf`);
+  return await openCheckpoint(fileListFiles([file]));
+}
+
+/**
+ * `dir` as GGUF `mix` from a File against float64 on its dequantized weights: `steps` greedy
+ * steps after each of `prompts` (default: the first two of its reference file).
+ */
+const ggufCheck = (
+  dir: string,
+  mix: GgufMix,
+  g: Gpu,
+  steps: number,
+  prompts?: number[][],
+) =>
+  [
+    `${dir} as GGUF ${mix.toUpperCase()} from a File: logits match float64 on the dequantized ` +
+    `weights ${onPaths(g)}`,
+    async () => {
+      const checkpoint = await ggufCheckpoint(dir, mix);
+      const ids = prompts ?? parseReference(
+        await (await fetch(`/${dir}/reference.json`)).text(),
+      ).prompts.slice(0, 2).map((p) => p.input_ids);
+      const ref = await ReferenceModel.load(checkpoint.config, checkpoint.weights);
+      const reference = buildReference(ref, checkpoint.weights, dir, ids, steps);
+      const model = await GpuModel.fromCheckpoint(g, checkpoint, { kvDtype: "f32" });
+      try {
+        const { passed, results } = await verifyModel(model, reference);
+        const summary = `${model.dtype}, KV ${model.kvDtype}: ${summarize(results)}`;
+        if (!passed) throw new Error(summary);
+        return summary;
+      } finally {
+        model.destroy();
+      }
+    },
+  ] as const;
+
+/**
+ * The pipelines `g`'s steps dispatch on the llama-gqa fixture (context 512: two key splits), F32
+ * and as GGUF Q8_0: on `gpu` paths the GEMM for a 33-token prefill and 64 threads per row for a
+ * decode step, split-K decode attention, 32 threads per row of the quantized products.
+ */
+const pathsCheck = (g: Gpu) =>
+  [`steps dispatch the kernels of their paths ${onPaths(g)}`, async () => {
+    const dir = "test/fixtures/models/llama-gqa-f32";
+    const want = g.caps.paths === "gpu"
+      ? { prefill: "gemm", tpr: 64, attention: "split", quantTpr: 32 }
+      : { prefill: "matvec", tpr: 1, attention: "single", quantTpr: 1 };
+    const got: Record<string, unknown> = {};
+    const float = await GpuModel.load(g, urlFiles(new URL(`/${dir}/`, location.href).href));
     try {
-      const { passed, results } = await verifyModel(model, reference);
-      const summary = `${model.dtype}, KV ${model.kvDtype}: ${summarize(results)}`;
-      if (!passed) throw new Error(summary);
-      return summary;
+      const layers = productLabels(float.config.numLayers);
+      const prefill = await stepPipelines(float, 33);
+      const decode = await stepPipelines(float, 1);
+      got.prefill = [...new Set(layers.map((l) => prefill.get(l)?.shader))].join();
+      got.tpr = [...new Set(layers.map((l) => decode.get(l)?.constants.TPR))].join();
+      got.attention = [...decode.values()].find((p) => p.shader === "attention")?.entry;
     } finally {
-      model.destroy();
+      float.destroy();
     }
-  },
-] as const;
+    const quant = await GpuModel.fromCheckpoint(g, await ggufCheckpoint(dir, "q8_0"));
+    try {
+      const layers = productLabels(quant.config.numLayers);
+      const decode = await stepPipelines(quant, 1);
+      got.quantTpr = [...new Set(layers.map((l) => decode.get(l)?.constants.TPR))].join();
+    } finally {
+      quant.destroy();
+    }
+    const expected = Object.fromEntries(Object.entries(want).map(([k, v]) => [k, String(v)]));
+    if (JSON.stringify(got) !== JSON.stringify(expected)) {
+      throw new Error(`dispatched ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
+    }
+    return JSON.stringify(got);
+  }] as const;
 
 const samplerCheck = [
   "sampler distributions match the shared HF cases",
@@ -127,7 +199,12 @@ await runChecks([
       Promise.resolve(`${gpu.caps.adapter} f16=${gpu.caps.f16} subgroups=${gpu.caps.subgroups}`),
   ],
   linearCheck(gpu.device),
-  ...MODELS.flatMap((dir) => [modelCheck(dir, "f32"), modelCheck(dir, "f16")]),
-  ggufCheck,
+  ...MODELS.flatMap((dir) => KV_DTYPES.map((kv) => modelCheck(dir, kv))),
+  ggufCheck("models/fortune", "q4_k_m", gpu, 4, [[256, 89, 111, 117]]),
   samplerCheck,
+  pathsCheck(gpuPaths),
+  // f32 KV for each (f16 adds little here: Deno runs both on both paths), f16 for the cheapest.
+  ...HF_FIXTURES.map((dir) => modelCheck(dir, "f32", gpuPaths)),
+  modelCheck("test/fixtures/models/llama-mqa-bf16", "f16", gpuPaths),
+  ggufCheck("test/fixtures/models/qwen2-bias-tied-f16", "q8_0", gpuPaths, 6),
 ]);

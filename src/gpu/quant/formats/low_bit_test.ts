@@ -3,7 +3,7 @@
  * layouts checked on hand-made blocks, random blocks well-formed, and the ternary encoders'
  * round trips.
  */
-import { deepStrictEqual as assertEquals, equal, ok as assert } from "node:assert/strict";
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import type { QuantFormat } from "../format.ts";
 import { Q2_K } from "./q2_k.ts";
 import { Q3_K, q3kScale } from "./q3_k.ts";
