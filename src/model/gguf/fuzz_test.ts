@@ -1,11 +1,12 @@
 /**
- * Fuzzing of GGUF headers: mutations of a small valid model (random bytes, extreme counts and
- * lengths written over the header, truncations, spliced ranges) must load or be refused with
- * `InvalidArgument`; `@huggingface/gguf`'s own errors only of the classes its corpus stands for.
+ * Fuzzing of GGUF headers: mutations of small valid models (one per registered 32-element block
+ * type: random bytes, extreme counts and lengths written over the header, truncations, spliced
+ * ranges) must load or be refused with `InvalidArgument`; `@huggingface/gguf`'s own errors only of the classes its corpus stands for.
  * An input is the list of edits made to the model, so a finding stays small. Scaled, seeded and
  * checked like the other fuzzers (`test/fuzz/harness.ts`, `deno task fuzz`).
  */
 import { blobSource } from "../source.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";
 import { readGgufFile } from "./header.ts";
 import { openGguf } from "./load.ts";
 import { tinyGguf } from "./test_model.ts";
@@ -25,14 +26,20 @@ const EXTREMES = [
   2n ** 64n - 1n,
 ];
 
-/** One edit: a byte set, a u64 or u32 written, a cut, or `n` bytes from `s` copied in at `d`. */
+/**
+ * One edit: a byte set, a u64 or u32 written, a cut, or `n` bytes from `s` copied in at `d`; an
+ * input may begin with `["base", t]`, the model whose first q projection is block type
+ * `BASE_TYPES[t]` that the edits apply to (Q8_0 without it).
+ */
 type Edit =
+  | ["base", number]
   | ["byte", number, number]
   | ["u64" | "u32", number, string]
   | ["cut", number]
   | ["splice", number, number, number];
 
 function apply(out: Uint8Array<ArrayBuffer>, e: Edit): Uint8Array<ArrayBuffer> {
+  if (e[0] === "base") return out;
   const view = new DataView(out.buffer);
   if (e[0] === "byte") out[e[1]] = e[2];
   else if (e[0] === "u64") view.setBigUint64(e[1], BigInt(e[2]), true);
@@ -79,9 +86,17 @@ function edits(base: Uint8Array<ArrayBuffer>, header: number, r: () => number): 
   return list;
 }
 
+/** The registered block types a 32-wide row holds: one base model each. */
+const BASE_TYPES = QUANT_TYPES.filter((t) => QUANT_FORMATS[t].blockSize === 32);
+const BASES = await Promise.all(BASE_TYPES.map(async (t) => {
+  const bytes = tinyGguf({ qType: QUANT_FORMATS[t].ggmlType });
+  const header = (await readGgufFile(blobSource(new Blob([bytes]), `${t}.gguf`))).dataOffset;
+  return { bytes, header };
+}));
+const baseOf = (list: readonly Edit[]) =>
+  BASES[list[0]?.[0] === "base" ? list[0][1] : BASE_TYPES.indexOf("Q8_0")]!;
+
 Deno.test("fuzzed GGUF headers load or are refused with InvalidArgument", async () => {
-  const base = tinyGguf({ qType: 8 });
-  const header = (await readGgufFile(blobSource(new Blob([base]), "base.gguf"))).dataOffset;
   await fuzz({
     name: "GGUF header",
     corpus: "gguf_header",
@@ -91,9 +106,13 @@ Deno.test("fuzzed GGUF headers load or are refused with InvalidArgument", async 
     // Few runs, still warming up: ~2.1 KiB per run measured over the last ~130 (28 B per run
     // over 1,100 runs at KILN_FUZZ_SCALE=5).
     heapPerRunBytes: 16 * 1024,
-    generate: (r) => edits(base, header, r),
+    generate: (r) => {
+      const t = Math.floor(r() * BASES.length);
+      const { bytes, header } = BASES[t]!;
+      return [["base", t] as Edit, ...edits(bytes, header, r)];
+    },
     run: async (list: Edit[]) => {
-      const bytes = list.reduce(apply, new Uint8Array(base));
+      const bytes = list.reduce(apply, new Uint8Array(baseOf(list).bytes));
       const m = await openGguf(
         "f.gguf",
         (name) => Promise.resolve(blobSource(new Blob([bytes]), name)),

@@ -7,6 +7,7 @@ import { blobSource } from "../source.ts";
 import { encodeGguf, T, typed } from "./test_encoder.ts";
 import { tinyGguf, tinyHfConfig, tinyMetadata, tinyTensors } from "./test_model.ts";
 import { readGgufFile } from "./header.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";
 import { llama3FromFreqFactors, openGguf, openGgufBlobs, openGgufUrl } from "./load.ts";
 
 const blobOpen = (files: Record<string, Uint8Array<ArrayBuffer>>) => (name: string) =>
@@ -155,6 +156,58 @@ Deno.test("bad metadata and tensors are refused naming the key or tensor", async
   const huge = [{ name: "w", type: 0, dims: [2 ** 32, 2 ** 32, 2 ** 20], data: new Uint8Array(4) }];
   await refused(open(encodeGguf(meta, huge)), "tensor w", "2^53");
   await refused(open(new Uint8Array(0)), "x.gguf");
+});
+
+Deno.test("every registered block type: byte counts checked against the blocks, truncation and unknown types refused naming the tensor", async () => {
+  const read = (bytes: Uint8Array<ArrayBuffer>) =>
+    readGgufFile(blobSource(new Blob([bytes]), "x.gguf"));
+  const meta = { "general.architecture": "llama" };
+  for (const type of QUANT_TYPES) {
+    const f = QUANT_FORMATS[type];
+    // Long enough that a short w overlaps it before the file ends.
+    const after = {
+      name: "v",
+      type: 0,
+      dims: [f.blockBytes],
+      data: new Uint8Array(4 * f.blockBytes),
+    };
+    // 32 blocks: two fewer bytes-worth of blocks is more than the 32-byte alignment can pad.
+    const dims = [4 * f.blockSize, 8];
+    const bytes = 32 * f.blockBytes;
+    const w = (data: Uint8Array, t = f.ggmlType) => ({ name: "w", type: t, dims, data });
+    const good = await read(encodeGguf(meta, [w(new Uint8Array(bytes)), after]));
+    deepStrictEqual(
+      good.tensors.map((t) => [t.name, t.dtype, t.length]),
+      [["w", type, bytes], ["v", "f32", 4 * f.blockBytes]],
+      type,
+    );
+    // Data two blocks short of what the type and dims need: the next tensor starts inside it.
+    const short = w(new Uint8Array(bytes - 2 * f.blockBytes));
+    await refused(read(encodeGguf(meta, [short, after])), "tensor v", "overlaps tensor w");
+    // The same as the last tensor, and a file cut inside w's last block.
+    await refused(read(encodeGguf(meta, [after, short])), "tensor w", "past the end");
+    const whole = encodeGguf(meta, [after, w(new Uint8Array(bytes))]);
+    await refused(read(whole.slice(0, whole.length - 1)), "tensor w", "past the end");
+    // A row that is not whole blocks.
+    const ragged = {
+      name: "w",
+      type: f.ggmlType,
+      dims: [f.blockSize + 16, 2],
+      data: new Uint8Array(4 * f.blockBytes),
+    };
+    await refused(read(encodeGguf(meta, [ragged])), "tensor w", `${type} blocks of ${f.blockSize}`);
+  }
+  // ggml numbers Kiln does not read: a retired one (Q4_2), an activation format (Q8_K) and ones
+  // past the end of ggml's list; the refusal names the tensor, the type and what is supported.
+  for (
+    const [t, name] of [[4, "4"], [15, "Q8_K"], [99, "unknown type 99"], [
+      2 ** 31,
+      "unknown",
+    ]] as const
+  ) {
+    const bad = { name: "w", type: t, dims: [256, 2], data: new Uint8Array(1024) };
+    await refused(read(encodeGguf(meta, [bad])), "tensor w", name, "is not supported", "IQ2_XXS");
+  }
 });
 
 Deno.test("Llama 3 RoPE frequency factors become llama3 scaling", async () => {

@@ -2,12 +2,13 @@
  * Test-only: a tiny Llama/Qwen2 GGUF (metadata, tokenizer, tensors) built with the test encoder,
  * and the HF `config.json` of the same model.
  */
+import { quantizedBytes, quantTypeOfGgml } from "../../gpu/quant/formats.ts";
 import { encodeGguf, T, type TestTensor, typed, type Value } from "./test_encoder.ts";
 
 export interface TinyOptions {
   arch?: "llama" | "qwen2";
   tied?: boolean;
-  /** ggml type of `blk.0.attn_q.weight` (default F32). */
+  /** ggml type of `blk.0.attn_q.weight` (default F32; a block type of 32 elements, zero blocks). */
   qType?: number;
   layers?: number;
 }
@@ -89,7 +90,9 @@ export function tinyTensors(o: TinyOptions = {}): TestTensor[] {
     name,
     type,
     dims: [cols, rows],
-    data: type === 8 ? new Uint8Array((cols / 32) * rows * 34) : f32(cols * rows),
+    data: type === 0
+      ? f32(cols * rows)
+      : new Uint8Array(quantizedBytes(quantTypeOfGgml(type), cols * rows)),
   });
   const vec = (name: string, n: number): TestTensor => ({
     name,
