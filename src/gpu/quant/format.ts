@@ -42,8 +42,12 @@ export interface QuantTable {
   words: number;
 }
 
-/** One block-quantized format: geometry, float64 CPU codec, WGSL fragment, random blocks. */
-export interface QuantFormat {
+/**
+ * A format's geometry: what a GGUF header needs to size and check a tensor. Each format file
+ * exports it on its own as `<TYPE>_BLOCK` (the registry of these is `blocks.ts`), so code that
+ * only reads headers (the page's side of a worker, in a browser) keeps none of the codecs.
+ */
+export interface QuantBlock {
   /** Kiln's name: ggml's type name upper-cased ("Q4_K", "IQ2_XXS", "MXFP4"). */
   readonly type: string;
   /** ggml's `ggml_type` number, as GGUF tensor infos store it. */
@@ -54,6 +58,10 @@ export interface QuantFormat {
   readonly blockBytes: number;
   /** The WGSL fragment `shaders/quant/<fragment>.wgsl` (and this file's name in `formats/`). */
   readonly fragment: string;
+}
+
+/** One block-quantized format: geometry, float64 CPU codec, WGSL fragment, random blocks. */
+export interface QuantFormat extends QuantBlock {
   /**
    * Decode the block at byte `offset` of `bytes` to `out[outOffset..+blockSize)`, bit-exact with
    * ggml; `table` is the words of the format's `table` (undefined for formats without one).

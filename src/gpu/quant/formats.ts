@@ -1,12 +1,12 @@
 /**
  * The registry of GGUF/ggml block-quantized weight formats Kiln reads: one file per format in
- * `formats/` (the contract is `format.ts`), listed here once. A quantized [rows, cols] matrix is
- * stored row after row, each row `cols / blockSize` consecutive blocks (so `cols` must be whole
- * blocks). Everything below works off the registry: lookup by name or ggml number, block byte
- * counts, float64 dequantization (the reference every quantized kernel is checked against) and
+ * `formats/` (the contract is `format.ts`), whose geometry alone `blocks.ts` lists (the type system
+ * keeps the two lists the same). Everything below works off the registry: lookup by name, float64
+ * dequantization (the reference every quantized kernel is checked against) and
  * round-to-nearest quantization for the formats that have an encoder.
  */
 import { EngineError } from "../../contract/errors.ts";
+import { QUANT_TYPES, quantizedBytes, quantizedRowBytes, type QuantType } from "./blocks.ts";
 import type { QuantFormat, QuantTable } from "./format.ts";
 import { IQ4_NL } from "./formats/iq4_nl.ts";
 import { IQ4_XS } from "./formats/iq4_xs.ts";
@@ -31,7 +31,16 @@ import { Q8_0 } from "./formats/q8_0.ts";
 import { TQ1_0 } from "./formats/tq1_0.ts";
 import { TQ2_0 } from "./formats/tq2_0.ts";
 
-export type { QuantFormat, QuantTable } from "./format.ts";
+export type { QuantBlock, QuantFormat, QuantTable } from "./format.ts";
+export {
+  QUANT_BLOCKS,
+  QUANT_TYPES,
+  quantBlock,
+  quantizedBytes,
+  quantizedRowBytes,
+  type QuantType,
+  quantTypeOfGgml,
+} from "./blocks.ts";
 
 /** Every registered format by its `type` (each key is its format's `type`). */
 const REGISTRY = {
@@ -57,14 +66,9 @@ const REGISTRY = {
   IQ3_S,
   IQ1_S,
   IQ1_M,
-} as const satisfies Record<string, QuantFormat>;
-
-/** The GGUF/ggml block-quantized types Kiln reads. */
-export type QuantType = keyof typeof REGISTRY;
+} as const satisfies Record<QuantType, QuantFormat>;
 
 export const QUANT_FORMATS: Readonly<Record<QuantType, QuantFormat>> = REGISTRY;
-
-export const QUANT_TYPES = Object.keys(QUANT_FORMATS) as QuantType[];
 
 /** The format of `type`; an unknown type is an invalid argument. */
 export function quantFormat(type: string): QuantFormat {
@@ -74,19 +78,6 @@ export function quantFormat(type: string): QuantFormat {
     );
   }
   return QUANT_FORMATS[type as QuantType];
-}
-
-/** The supported type with ggml type number `ggmlType`. */
-export function quantTypeOfGgml(ggmlType: number): QuantType {
-  const found = QUANT_TYPES.find((t) => QUANT_FORMATS[t].ggmlType === ggmlType);
-  if (found === undefined) {
-    throw EngineError.invalidArgument(
-      `ggml type ${ggmlType} is not a supported quantized type (supported: ${
-        QUANT_TYPES.join(", ")
-      })`,
-    );
-  }
-  return found;
 }
 
 /** The words of the tables loaded so far (`tables.ts` fills it), by table name. */
@@ -112,28 +103,6 @@ function tableOf(f: QuantFormat): Uint32Array | undefined {
     );
   }
   return words;
-}
-
-/** Bytes of `count` elements of `type`; `count` must be whole blocks. */
-export function quantizedBytes(type: string, count: number): number {
-  const f = quantFormat(type);
-  if (!Number.isInteger(count) || count < 0 || count % f.blockSize !== 0) {
-    throw EngineError.invalidArgument(
-      `${f.type}: ${count} elements is not a whole number of ${f.blockSize}-element blocks`,
-    );
-  }
-  return (count / f.blockSize) * f.blockBytes;
-}
-
-/** Bytes of one row of `cols` elements; `cols` must be a multiple of the block size. */
-export function quantizedRowBytes(type: string, cols: number): number {
-  const f = quantFormat(type);
-  if (!Number.isInteger(cols) || cols <= 0 || cols % f.blockSize !== 0) {
-    throw EngineError.invalidArgument(
-      `${f.type}: row length ${cols} is not a positive multiple of the block size ${f.blockSize}`,
-    );
-  }
-  return (cols / f.blockSize) * f.blockBytes;
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { WeightDtype } from "../../gpu/dtype.ts";
-import { QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../../gpu/quant/formats.ts";
+import { QUANT_BLOCKS, QUANT_TYPES, type QuantType } from "../../gpu/quant/blocks.ts";
 import { htmlPage, looksLikeHtml } from "../html.ts";
 import type { ByteSource } from "../source.ts";
 import {
@@ -69,7 +69,7 @@ export function ggmlTypeName(n: number): string {
 export function dtypeOfGgml(n: number): GgufDtype | undefined {
   const float = FLOAT_TYPES[n];
   if (float) return float[0];
-  return QUANT_TYPES.find((t) => QUANT_FORMATS[t].ggmlType === n);
+  return QUANT_TYPES.find((t) => QUANT_BLOCKS[t].ggmlType === n);
 }
 
 /** A `fetch` over `source` that answers the parser's Range requests, and nothing else. */
@@ -222,7 +222,7 @@ export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
     if (float) {
       length = elements * float[1];
     } else {
-      const f = QUANT_FORMATS[dtype as QuantType];
+      const f = QUANT_BLOCKS[dtype as QuantType];
       if (dims[0]! % f.blockSize !== 0) {
         throw bad(
           `tensor ${name}: rows of ${

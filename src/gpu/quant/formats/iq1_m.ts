@@ -7,7 +7,7 @@
  * The grid is IQ1_S's; weight = d · (2s + 1) · (grid + δ), one s per 16 weights.
  */
 import { f16ToNumber, numberToF16 } from "../../dtype.ts";
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes } from "../block.ts";
 import { gridWords, IQ1_DELTA, IQ1S_GRID, putIq1, u16 } from "../iquants.ts";
 
@@ -15,12 +15,17 @@ import { gridWords, IQ1_DELTA, IQ1S_GRID, putIq1, u16 } from "../iquants.ts";
 const iq1mScaleBits = (b: Uint8Array, at: number): number =>
   (b[at + 1]! >> 4) | (b[at + 3]! & 0xf0) | ((b[at + 5]! >> 4) << 8) | ((b[at + 7]! & 0xf0) << 8);
 
-export const IQ1_M: QuantFormat = {
+/** IQ1_M's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ1_M_BLOCK = {
   type: "IQ1_M",
   ggmlType: 29,
   blockSize: 256,
   blockBytes: 56,
   fragment: "iq1_m",
+} as const satisfies QuantBlock;
+
+export const IQ1_M: QuantFormat = {
+  ...IQ1_M_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ1S_GRID, table);
     const d = f16ToNumber(iq1mScaleBits(bytes, offset + 48));

@@ -5,16 +5,21 @@
  * the scale s and bit 15 the sign of the shift δ = ±1/8. The iq1s grid holds values in {−1, 0, 1};
  * weight = d · (2s + 1) · (grid + δ).
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes, randomF16, readF16 } from "../block.ts";
 import { gridWords, IQ1_DELTA, IQ1S_GRID, putIq1, u16 } from "../iquants.ts";
 
-export const IQ1_S: QuantFormat = {
+/** IQ1_S's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ1_S_BLOCK = {
   type: "IQ1_S",
   ggmlType: 19,
   blockSize: 256,
   blockBytes: 50,
   fragment: "iq1_s",
+} as const satisfies QuantBlock;
+
+export const IQ1_S: QuantFormat = {
+  ...IQ1_S_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ1S_GRID, table);
     const d = readF16(bytes, offset);

@@ -5,16 +5,21 @@
  * and 8 scale bytes at 74 (low nibble for the first 16 weights of sub-block i, high for the
  * rest). Weight = d · (0.5 + s) / 4 · iq2s grid · sign.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes, randomF16, readF16 } from "../block.ts";
 import { gridWords, IQ2S_GRID, putEntry } from "../iquants.ts";
 
-export const IQ2_S: QuantFormat = {
+/** IQ2_S's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ2_S_BLOCK = {
   type: "IQ2_S",
   ggmlType: 22,
   blockSize: 256,
   blockBytes: 82,
   fragment: "iq2_s",
+} as const satisfies QuantBlock;
+
+export const IQ2_S: QuantFormat = {
+  ...IQ2_S_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ2S_GRID, table);
     const d = readF16(bytes, offset);

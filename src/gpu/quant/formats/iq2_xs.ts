@@ -4,16 +4,21 @@
  * `iqSigns`), 8 scale bytes at 66 (sub-block i of 32 weights: low nibble for its first 16
  * weights, high nibble for the rest). Weight = d · (0.5 + s) / 4 · grid · sign.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes, randomF16, readF16 } from "../block.ts";
 import { gridWords, IQ2XS_GRID, iqSigns, putEntry, u16 } from "../iquants.ts";
 
-export const IQ2_XS: QuantFormat = {
+/** IQ2_XS's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ2_XS_BLOCK = {
   type: "IQ2_XS",
   ggmlType: 17,
   blockSize: 256,
   blockBytes: 74,
   fragment: "iq2_xs",
+} as const satisfies QuantBlock;
+
+export const IQ2_XS: QuantFormat = {
+  ...IQ2_XS_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ2XS_GRID, table);
     const d = readF16(bytes, offset);

@@ -4,16 +4,21 @@
  * `a` indexes the iq2xxs grid (8 values) for weights 8l..8l+7, bits 7l..7l+6 of `b` are their sign
  * code (`iqSigns`) and bits 28..31 the sub-block scale s. Weight = d · (0.5 + s) / 4 · grid · sign.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes, randomF16, readF16 } from "../block.ts";
 import { gridWords, IQ2XXS_GRID, iqSigns, putEntry, u32 } from "../iquants.ts";
 
-export const IQ2_XXS: QuantFormat = {
+/** IQ2_XXS's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ2_XXS_BLOCK = {
   type: "IQ2_XXS",
   ggmlType: 16,
   blockSize: 256,
   blockBytes: 66,
   fragment: "iq2_xxs",
+} as const satisfies QuantBlock;
+
+export const IQ2_XXS: QuantFormat = {
+  ...IQ2_XXS_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ2XXS_GRID, table);
     const d = readF16(bytes, offset);

@@ -5,16 +5,21 @@
  * and 4 scale bytes at 106 (sub-block i: nibble i & 1 of byte i >> 1). Weight =
  * d · (1 + 2s) · iq3s grid · sign.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes, randomF16, readF16 } from "../block.ts";
 import { gridWords, IQ3S_GRID, putEntry } from "../iquants.ts";
 
-export const IQ3_S: QuantFormat = {
+/** IQ3_S's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ3_S_BLOCK = {
   type: "IQ3_S",
   ggmlType: 21,
   blockSize: 256,
   blockBytes: 110,
   fragment: "iq3_s",
+} as const satisfies QuantBlock;
+
+export const IQ3_S: QuantFormat = {
+  ...IQ3_S_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ3S_GRID, table);
     const d = readF16(bytes, offset);

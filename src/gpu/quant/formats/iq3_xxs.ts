@@ -4,16 +4,21 @@
  * (sub-block i) a little-endian u32 at 66 + 4i: bits 7l..7l+6 are the sign code (`iqSigns`) of
  * weights 8l..8l+7, bits 28..31 the scale s. Weight = d · (0.5 + s) / 2 · grid · sign.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomBytes, randomF16, readF16 } from "../block.ts";
 import { gridWords, IQ3XXS_GRID, iqSigns, putEntry, u32 } from "../iquants.ts";
 
-export const IQ3_XXS: QuantFormat = {
+/** IQ3_XXS's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ3_XXS_BLOCK = {
   type: "IQ3_XXS",
   ggmlType: 18,
   blockSize: 256,
   blockBytes: 98,
   fragment: "iq3_xxs",
+} as const satisfies QuantBlock;
+
+export const IQ3_XXS: QuantFormat = {
+  ...IQ3_XXS_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const words = gridWords(IQ3XXS_GRID, table);
     const d = readF16(bytes, offset);

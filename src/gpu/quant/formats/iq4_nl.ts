@@ -6,7 +6,7 @@
  * word), which the decoders (CPU and GPU) read, and into `../iq4_nl_values.ts` for the encoder.
  */
 import { EngineError } from "../../../contract/errors.ts";
-import type { QuantFormat, QuantTable } from "../format.ts";
+import type { QuantBlock, QuantFormat, QuantTable } from "../format.ts";
 import { decodeNibbles, randomBytes, randomF16, readF16, writeF16 } from "../block.ts";
 import { IQ4_NL_VALUES } from "../iq4_nl_values.ts";
 
@@ -82,12 +82,17 @@ export function signedMax(values: ArrayLike<number>, from: number, n: number): n
  */
 export const IQ4_NL_TABLE: QuantTable = { name: "iq4nl", words: 4 };
 
-export const IQ4_NL: QuantFormat = {
+/** IQ4_NL's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ4_NL_BLOCK = {
   type: "IQ4_NL",
   ggmlType: 20,
   blockSize: 32,
   blockBytes: 18,
   fragment: "iq4_nl",
+} as const satisfies QuantBlock;
+
+export const IQ4_NL: QuantFormat = {
+  ...IQ4_NL_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const levels = nonLinearLevels(table);
     decodeNonLinear(bytes, offset + 2, readF16(bytes, offset), levels, out, outOffset);

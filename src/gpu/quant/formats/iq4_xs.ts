@@ -5,7 +5,7 @@
  * first: its low 4 bits), 128 nibble bytes at 8: sub-block j takes bytes 8 + 16j .. 8 + 16j + 15
  * in IQ4_NL's order. Element = d · (scale_j − 32) · IQ4_NL_VALUES[nibble].
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 import { IQ4_NL_VALUES } from "../iq4_nl_values.ts";
 import {
@@ -22,12 +22,17 @@ export function iq4xsScale(src: Uint8Array, at: number, j: number): number {
   return ((src[at + 4 + (j >> 1)]! >> (4 * (j & 1))) & 15) | (((high >> (2 * j)) & 3) << 4);
 }
 
-export const IQ4_XS: QuantFormat = {
+/** IQ4_XS's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const IQ4_XS_BLOCK = {
   type: "IQ4_XS",
   ggmlType: 23,
   blockSize: 256,
   blockBytes: 136,
   fragment: "iq4_xs",
+} as const satisfies QuantBlock;
+
+export const IQ4_XS: QuantFormat = {
+  ...IQ4_XS_BLOCK,
   decode(bytes, offset, out, outOffset, table) {
     const d = readF16(bytes, offset);
     const levels = nonLinearLevels(table);

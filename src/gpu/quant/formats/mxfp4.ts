@@ -5,7 +5,7 @@
  * Element = 2^(e − 127) · e2m1(code); ggml keeps the E2M1 values doubled (integers) and halves
  * the scale, which is the same number.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { decodeNibbles, randomBytes } from "../block.ts";
 
 /**
@@ -26,12 +26,17 @@ function nearestCode(v: number): number {
   return v < 0 && c !== 0 ? c | 8 : c;
 }
 
-export const MXFP4: QuantFormat = {
+/** MXFP4's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const MXFP4_BLOCK = {
   type: "MXFP4",
   ggmlType: 39,
   blockSize: 32,
   blockBytes: 17,
   fragment: "mxfp4",
+} as const satisfies QuantBlock;
+
+export const MXFP4: QuantFormat = {
+  ...MXFP4_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = 2 ** (bytes[offset]! - 128);
     decodeNibbles(bytes, offset + 1, out, outOffset, (q) => d * e2m1Doubled(q));

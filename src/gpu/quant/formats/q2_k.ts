@@ -16,19 +16,24 @@
  * offset / 15, trying each ±1 against the sub-block's squared error.
  * GPU decoder: `shaders/quant/q2_k.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 import { asymError, fitAsym, levelOf } from "../kscales.ts";
 
 /** Element e's 2-bit quant: [byte offset in the block, shift]. */
 const place = (e: number): [number, number] => [16 + 32 * (e >> 7) + (e & 31), 2 * ((e >> 5) & 3)];
 
-export const Q2_K: QuantFormat = {
+/** Q2_K's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q2_K_BLOCK = {
   type: "Q2_K",
   ggmlType: 10,
   blockSize: 256,
   blockBytes: 84,
   fragment: "q2_k",
+} as const satisfies QuantBlock;
+
+export const Q2_K: QuantFormat = {
+  ...Q2_K_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = readF16(bytes, offset + 80), dmin = readF16(bytes, offset + 82);
     for (let e = 0; e < 256; e++) {

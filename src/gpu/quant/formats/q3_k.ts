@@ -18,7 +18,7 @@
  * near 3, whichever fits better), the largest step given scale −32 by `d`, each scale rounded
  * against `d` and tried ±1. GPU decoder: `shaders/quant/q3_k.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 
 /** The 6-bit scale (0..63, stored with an offset of 32) of sub-block i of the block at `at`. */
@@ -53,12 +53,17 @@ function fitStep(x: ArrayLike<number>, from: number): number {
   return best;
 }
 
-export const Q3_K: QuantFormat = {
+/** Q3_K's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q3_K_BLOCK = {
   type: "Q3_K",
   ggmlType: 11,
   blockSize: 256,
   blockBytes: 110,
   fragment: "q3_k",
+} as const satisfies QuantBlock;
+
+export const Q3_K: QuantFormat = {
+  ...Q3_K_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = readF16(bytes, offset + 108);
     for (let i = 0; i < 16; i++) {

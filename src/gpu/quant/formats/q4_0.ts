@@ -3,7 +3,7 @@
  * nibble of byte i, element i + 16 its high nibble; element = d · (nibble − 8).
  * GPU decoder: `shaders/quant/q4_0.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import {
   clamp,
   decodeNibbles,
@@ -15,12 +15,17 @@ import {
   writeF16,
 } from "../block.ts";
 
-export const Q4_0: QuantFormat = {
+/** Q4_0's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q4_0_BLOCK = {
   type: "Q4_0",
   ggmlType: 2,
   blockSize: 32,
   blockBytes: 18,
   fragment: "q4_0",
+} as const satisfies QuantBlock;
+
+export const Q4_0: QuantFormat = {
+  ...Q4_0_BLOCK,
   decode(src, at, out, outAt) {
     const d = readF16(src, at);
     decodeNibbles(src, at + 2, out, outAt, (q) => d * (q - 8)); // −0 where ggml has it

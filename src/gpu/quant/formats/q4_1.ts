@@ -2,7 +2,7 @@
  * Q4_1, 20-byte blocks of 32: f16 `d` at 0, f16 `m` at 2, 16 nibble bytes at 4 in Q4_0's order;
  * element = d · nibble + m. GPU decoder: `shaders/quant/q4_1.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import {
   clamp,
   decodeNibbles,
@@ -14,12 +14,17 @@ import {
   writeF16,
 } from "../block.ts";
 
-export const Q4_1: QuantFormat = {
+/** Q4_1's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q4_1_BLOCK = {
   type: "Q4_1",
   ggmlType: 3,
   blockSize: 32,
   blockBytes: 20,
   fragment: "q4_1",
+} as const satisfies QuantBlock;
+
+export const Q4_1: QuantFormat = {
+  ...Q4_1_BLOCK,
   decode(src, at, out, outAt) {
     const d = readF16(src, at), m = readF16(src, at + 2);
     decodeNibbles(src, at + 4, out, outAt, (q) => d * q + m);

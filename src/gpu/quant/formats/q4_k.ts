@@ -4,15 +4,20 @@
  * of sub-block 2p is the low nibble of byte l, of sub-block 2p+1 the high.
  * GPU decoder: `shaders/quant/q4_k.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { decodeAsymBlock, encodeAsymBlock, randomAsymBlock } from "../kscales.ts";
 
-export const Q4_K: QuantFormat = {
+/** Q4_K's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q4_K_BLOCK = {
   type: "Q4_K",
   ggmlType: 12,
   blockSize: 256,
   blockBytes: 144,
   fragment: "q4_k",
+} as const satisfies QuantBlock;
+
+export const Q4_K: QuantFormat = {
+  ...Q4_K_BLOCK,
   decode: (src, at, out, outAt) => decodeAsymBlock(src, at, out, outAt, false),
   encode(values, from, dst, at) {
     const q = encodeAsymBlock(values, from, dst, at, 15);

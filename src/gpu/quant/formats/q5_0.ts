@@ -4,7 +4,7 @@
  * (element i < 16 the low nibble of byte i, element i + 16 its high nibble).
  * Element i = d · (q − 16), q = nibble | (bit i of qh) << 4.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 
 /** The 32 five-bit levels (0..31) of the `qh` word at `qh` and the 16 nibble bytes at `qs`. */
@@ -31,12 +31,17 @@ export function packFiveBit(
 
 const levels = new Uint8Array(32);
 
-export const Q5_0: QuantFormat = {
+/** Q5_0's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q5_0_BLOCK = {
   type: "Q5_0",
   ggmlType: 6,
   blockSize: 32,
   blockBytes: 22,
   fragment: "q5_0",
+} as const satisfies QuantBlock;
+
+export const Q5_0: QuantFormat = {
+  ...Q5_0_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = readF16(bytes, offset);
     fiveBitLevels(bytes, offset + 2, offset + 6, levels);

@@ -3,18 +3,23 @@
  * bits `qh` at 4 and 16 nibble bytes at 8, both as in Q5_0. Element i = d · q + m, q the 5-bit
  * level of element i (0..31).
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 import { fiveBitLevels, packFiveBit } from "./q5_0.ts";
 
 const levels = new Uint8Array(32);
 
-export const Q5_1: QuantFormat = {
+/** Q5_1's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q5_1_BLOCK = {
   type: "Q5_1",
   ggmlType: 7,
   blockSize: 32,
   blockBytes: 24,
   fragment: "q5_1",
+} as const satisfies QuantBlock;
+
+export const Q5_1: QuantFormat = {
+  ...Q5_1_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = readF16(bytes, offset), m = readF16(bytes, offset + 2);
     fiveBitLevels(bytes, offset + 4, offset + 8, levels);

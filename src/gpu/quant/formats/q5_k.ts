@@ -3,15 +3,20 @@
  * 32 bytes `qh` at 16, 128 nibble bytes at 48 in Q4_K's order; element l of sub-block j adds 16
  * when bit j of qh[l] is set. GPU decoder: `shaders/quant/q5_k.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { decodeAsymBlock, encodeAsymBlock, randomAsymBlock } from "../kscales.ts";
 
-export const Q5_K: QuantFormat = {
+/** Q5_K's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q5_K_BLOCK = {
   type: "Q5_K",
   ggmlType: 13,
   blockSize: 256,
   blockBytes: 176,
   fragment: "q5_k",
+} as const satisfies QuantBlock;
+
+export const Q5_K: QuantFormat = {
+  ...Q5_K_BLOCK,
   decode: (src, at, out, outAt) => decodeAsymBlock(src, at, out, outAt, true),
   encode(values, from, dst, at) {
     const q = encodeAsymBlock(values, from, dst, at, 31);

@@ -5,7 +5,7 @@
  * 2) or 64h + 32 + l (c = 1, 3), its low nibble for c < 2 and high nibble otherwise, and bits
  * 2c..2c+1 of qh byte 32h + l as bits 4..5. GPU decoder: `shaders/quant/q6_k.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 
 /** Squared error of x[from..from+16) as step·q, q in −32..31. */
@@ -33,12 +33,17 @@ function fitSym(x: ArrayLike<number>, from: number): number {
   return best;
 }
 
-export const Q6_K: QuantFormat = {
+/** Q6_K's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q6_K_BLOCK = {
   type: "Q6_K",
   ggmlType: 14,
   blockSize: 256,
   blockBytes: 210,
   fragment: "q6_k",
+} as const satisfies QuantBlock;
+
+export const Q6_K: QuantFormat = {
+  ...Q6_K_BLOCK,
   decode(src, at, out, outAt) {
     const d = readF16(src, at + 208);
     for (let h = 0; h < 2; h++) {

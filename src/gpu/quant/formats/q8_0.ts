@@ -2,15 +2,20 @@
  * Q8_0, 34-byte blocks of 32: f16 `d` at 0, 32 × int8 `q` at 2; element i = d · q[i].
  * GPU decoder: `shaders/quant/q8_0.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { clamp, randomBytes, randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 
-export const Q8_0: QuantFormat = {
+/** Q8_0's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const Q8_0_BLOCK = {
   type: "Q8_0",
   ggmlType: 8,
   blockSize: 32,
   blockBytes: 34,
   fragment: "q8_0",
+} as const satisfies QuantBlock;
+
+export const Q8_0: QuantFormat = {
+  ...Q8_0_BLOCK,
   decode(src, at, out, outAt) {
     const d = readF16(src, at);
     for (let i = 0; i < 32; i++) out[outAt + i] = d * ((src[at + 2 + i]! << 24) >> 24);

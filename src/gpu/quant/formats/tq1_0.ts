@@ -13,7 +13,7 @@
  * only, as ggml does it: q = byte·3ⁿ mod 256 moves trit n to the top, and (3q) >> 8 reads it.
  * GPU decoder: `shaders/quant/tq1_0.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomF16, readF16, roundHalfAway, writeF16 } from "../block.ts";
 
 const POW3 = [1, 3, 9, 27, 81];
@@ -38,12 +38,17 @@ function place(e: number): [number, number] {
   return [48 + ((e - 240) & 3), (e - 240) >> 2];
 }
 
-export const TQ1_0: QuantFormat = {
+/** TQ1_0's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const TQ1_0_BLOCK = {
   type: "TQ1_0",
   ggmlType: 34,
   blockSize: 256,
   blockBytes: 54,
   fragment: "tq1_0",
+} as const satisfies QuantBlock;
+
+export const TQ1_0: QuantFormat = {
+  ...TQ1_0_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = readF16(bytes, offset + 52);
     for (let e = 0; e < 256; e++) {

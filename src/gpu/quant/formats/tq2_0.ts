@@ -4,19 +4,24 @@
  * 2c..2c+1 of byte 32h + l; f16 `d` at 64. Element = d·(q − 1); ggml's quantizer writes q in
  * 0..2 (a stored 3 would decode to 2d). GPU decoder: `shaders/quant/tq2_0.wgsl`.
  */
-import type { QuantFormat } from "../format.ts";
+import type { QuantBlock, QuantFormat } from "../format.ts";
 import { randomF16, readF16, writeF16 } from "../block.ts";
 import { ternary } from "./tq1_0.ts";
 
 /** Where element e lives: [byte offset in the block, bit shift]. */
 const place = (e: number): [number, number] => [32 * (e >> 7) + (e & 31), 2 * ((e >> 5) & 3)];
 
-export const TQ2_0: QuantFormat = {
+/** TQ2_0's geometry: all a GGUF header needs (`../blocks.ts`). */
+export const TQ2_0_BLOCK = {
   type: "TQ2_0",
   ggmlType: 35,
   blockSize: 256,
   blockBytes: 66,
   fragment: "tq2_0",
+} as const satisfies QuantBlock;
+
+export const TQ2_0: QuantFormat = {
+  ...TQ2_0_BLOCK,
   decode(bytes, offset, out, outOffset) {
     const d = readF16(bytes, offset + 64);
     for (let e = 0; e < 256; e++) {
