@@ -179,9 +179,20 @@ Deno.test("matvec_quant: a one-step error in one weight of a random block fails 
       const rand = uniform(200 + ti);
       const x = asF32(seeded(300 + ti, k));
       // The error each plant makes in its row's output: step · x at the planted column.
+      // A block where no pick moves exactly one weight (an i-quant grid index whose neighbours
+      // all differ in several values) passes the plant to the row's next block.
       const plantedErr = Array.from({ length: n }, (_, r) => {
-        const p = plantOneStep(type, planted, r * perRow + Math.floor(rand() * perRow), rand);
-        return Math.abs(p.delta * x[p.element - r * k]!);
+        const first = Math.floor(rand() * perRow);
+        for (let b = 0; b < perRow; b++) {
+          const block = r * perRow + (first + b) % perRow;
+          try {
+            const p = plantOneStep(type, planted, block, rand);
+            return Math.abs(p.delta * x[p.element - r * k]!);
+          } catch (e) {
+            if (!String(e).includes("no weight with a nonzero step")) throw e;
+          }
+        }
+        throw new Error(`${type}: no block of row ${r} takes a one-weight step`);
       });
       const run = async (weights: Uint8Array) => {
         const y = storageBuffer(device, "mvq:y", n * 4);
