@@ -1,6 +1,6 @@
 /**
- * Prompts longer than one prefill chunk, in every weight format Kiln reads: each block type of
- * the registry (`QUANT_TYPES`, so a format added there is tested here too), F16, and the q4_k_m
+ * Prompts longer than one prefill chunk, in every weight format Kiln writes: each block type of
+ * the registry with an encoder (so a format added there is tested here too), F16, and the q4_k_m
  * mix (a layer whose q/k/v and down are Q4_K and Q6_K parts: products over split weights). The
  * prompt is prefilled in chunks as the engine schedules it: every chunk but the last asks for no
  * logits (the step shape that once failed on quantized weights past 256 tokens with "m must be an
