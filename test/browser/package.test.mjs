@@ -48,15 +48,16 @@ after(async () => {
  * browser build. About 10% above the sizes measured when they were last set (README, Embed it,
  * quotes them): reset when issue 21's block formats pushed the worker past the first budgets
  * (173 KiB when those were set, 191 KiB with kernel paths, pipeline warm-up, library error
- * classification and three more GGUF formats); `@huggingface/tasks`'s tables, which a bundler
- * keeps unless told they are free of side effects (scripts/build_vendor.mjs), would add ~215 KiB
- * to each file.
+ * classification and three more GGUF formats), and again at 22 formats (219 KiB: each format's
+ * codecs, WGSL fragment and tables; the main chunk keeps only their geometry, 170 KiB);
+ * `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side effects
+ * (scripts/build_vendor.mjs), would add ~215 KiB to each file.
  */
 const BUDGET_KIB = {
   "vite main chunk": [185, 57],
-  "vite worker": [210, 69],
+  "vite worker": [240, 77],
   "browser/kiln.js": [185, 57],
-  "browser/kiln_worker.js": [225, 73],
+  "browser/kiln_worker.js": [254, 81],
 };
 
 test("the Vite build's main chunk and worker, and the browser build, are within their budgets", (t) => {
