@@ -39,6 +39,8 @@ const ENTRIES: Entry[] = [
   { path: "bench/peers/check.ts", name: "check", flag: ["--tokens", "4"] },
   { path: "bench/peers/to_gguf.ts", name: "to_gguf" },
   { path: "bench/peers/ggml_blocks.ts", name: "ggml_blocks" },
+  { path: "bench/peers/llama_quantize.ts", name: "llama_quantize", flag: ["--out", "/tmp/x"] },
+  { path: "bench/peers/llamacpp_greedy.ts", name: "llamacpp_greedy", flag: ["--tokens", "4"] },
   { path: "bench/peers/iq4_nl_values.ts", name: "iq4_nl_values" },
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },

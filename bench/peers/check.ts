@@ -9,8 +9,8 @@
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
-import { Forward } from "../../src/model/forward.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
+import { type Greedy, kilnGreedy } from "./kiln_greedy.ts";
 import { peers } from "./mod.ts";
 import { OrtWebGpuPeer } from "./ort_web.ts";
 import { runCli } from "../../src/adapters/deno/flags.ts";
@@ -54,53 +54,16 @@ function prompts(vocab: number): number[][] {
   return [[1 % vocab], ids(1, 5), ids(2, 17), ids(3, 40)];
 }
 
-/** Kiln's greedy tokens, with the top-1/top-2 logit margin at each step (from its own logits). */
-async function kilnGreedy(): Promise<
+/** Kiln's greedy tokens on the checkpoint, with its top-2 margins. */
+async function kilnOn(): Promise<
   { adapter: string; run: (p: number[]) => Promise<Greedy> }
 > {
   const gpu = await acquireGpu({ label: "kiln-check" });
   const model = await GpuModel.load(gpu, dirFiles(modelDir), { kvBlocks: 16 });
-  const vocab = model.config.vocabSize;
-  const blockTable = Array.from({ length: model.kvBlocks }, (_, i) => i);
-  const run = async (prompt: number[]): Promise<Greedy> => {
-    const fwd = new Forward(model);
-    const tokens: number[] = [], margins: number[] = [];
-    try {
-      let step = prompt, start = 0;
-      for (let k = 0; k < n; k++) {
-        const positions = step.map((_, i) => start + i);
-        const logits = await fwd.run({
-          tokens: step,
-          positions,
-          slots: positions,
-          tableOffsets: step.map(() => 0),
-          blockTable,
-          logitRows: [step.length - 1],
-        });
-        let best = 0, second = -Infinity;
-        for (let v = 1; v < vocab; v++) {
-          if (logits[v]! > logits[best]!) [second, best] = [logits[best]!, v];
-          else if (logits[v]! > second) second = logits[v]!;
-        }
-        tokens.push(best);
-        margins.push(logits[best]! - second);
-        start += step.length;
-        step = [best];
-      }
-    } finally {
-      fwd.destroy();
-    }
-    return { tokens, margins };
-  };
-  return { adapter: gpu.caps.adapter, run };
+  return { adapter: gpu.caps.adapter, run: (p) => kilnGreedy(model, p, n) };
 }
 
-interface Greedy {
-  tokens: number[];
-  margins: number[];
-}
-
-const kiln = await kilnGreedy();
+const kiln = await kilnOn();
 const config = JSON.parse(await Deno.readTextFile(`${modelDir}/config.json`));
 const vocab = config.vocab_size as number;
 // A divergence where Kiln's own top-2 margin is below twice the dtype's logit tolerance (as
