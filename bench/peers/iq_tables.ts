@@ -31,7 +31,11 @@ interface Grid {
    * the zeroed block `b` (d already set); returns the element offset of its values and their
    * scale (the output is value * scale, plus `bias` for iq1s).
    */
-  place(b: Uint8Array, group: number, index: number): { at: number; scale: number };
+  place(
+    b: Uint8Array,
+    group: number,
+    index: number,
+  ): { at: number; scale: number };
   bias?: number;
 }
 
@@ -140,8 +144,13 @@ function extract(ggml: Ggml, g: Grid): Int32Array {
     for (const { index, at, scale } of places) {
       for (let j = 0; j < g.values; j++) {
         const v = (y[at + j]! - (g.bias ?? 0)) / scale;
-        const ok = Number.isInteger(v) && (g.signed ? v >= -128 && v < 128 : v >= 0 && v < 256);
-        if (!ok) throw new Error(`${g.name}[${index}][${j}]: ${y[at + j]} is not a byte`);
+        const ok = Number.isInteger(v) &&
+          (g.signed ? v >= -128 && v < 128 : v >= 0 && v < 256);
+        if (!ok) {
+          throw new Error(
+            `${g.name}[${index}][${j}]: ${y[at + j]} is not a byte`,
+          );
+        }
         out[index * g.values + j] = v;
       }
     }
@@ -172,11 +181,17 @@ function checkSigns(ggml: Ggml): void {
     const y = ggml.dequantize(t, b, t.blockSize);
     let mask = 0;
     for (let j = 0; j < 8; j++) {
-      if (y[j] === 0) throw new Error("iq2xs grid entry 0 has a zero: cannot read signs");
+      if (y[j] === 0) {
+        throw new Error("iq2xs grid entry 0 has a zero: cannot read signs");
+      }
       if (y[j]! < 0) mask |= 1 << j;
     }
     if (mask !== signsOf(code)) {
-      throw new Error(`sign code ${code}: ggml gives ${mask}, the parity rule ${signsOf(code)}`);
+      throw new Error(
+        `sign code ${code}: ggml gives ${mask}, the parity rule ${
+          signsOf(code)
+        }`,
+      );
     }
   }
 }

@@ -9,7 +9,11 @@ export interface Greedy {
 }
 
 /** `n` greedy tokens after `prompt` (the model's KV cache must hold `prompt.length + n`). */
-export async function kilnGreedy(model: GpuModel, prompt: number[], n: number): Promise<Greedy> {
+export async function kilnGreedy(
+  model: GpuModel,
+  prompt: number[],
+  n: number,
+): Promise<Greedy> {
   const vocab = model.config.vocabSize;
   const blockTable = Array.from({ length: model.kvBlocks }, (_, i) => i);
   const fwd = new Forward(model);

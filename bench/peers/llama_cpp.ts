@@ -201,7 +201,9 @@ export class LlamaCppPeer implements Peer {
     if (gpu === false) {
       this.setThreads = (n) => {
         if (!Number.isInteger(n) || n < 1) {
-          return Promise.reject(new RangeError(`${name}: threads must be a positive integer`));
+          return Promise.reject(
+            new RangeError(`${name}: threads must be a positive integer`),
+          );
         }
         this.#threads = n;
         return Promise.resolve();
@@ -211,14 +213,18 @@ export class LlamaCppPeer implements Peer {
 
   /** The request with this peer's thread count, when one was set. */
   #withThreads(req: Record<string, unknown>): Record<string, unknown> {
-    return this.#threads === undefined ? req : { ...req, threads: this.#threads };
+    return this.#threads === undefined
+      ? req
+      : { ...req, threads: this.#threads };
   }
 
   async setup(modelDir: string): Promise<string | undefined> {
     try {
       await ensurePeerDeps();
     } catch (e) {
-      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
+      return `npm packages not installable: ${
+        (e as Error).message.split("\n")[0]
+      }`;
     }
     if (!(await hasNode())) {
       return "node is not on PATH (node-llama-cpp runs in Node)";
@@ -290,7 +296,9 @@ export class LlamaCppPeer implements Peer {
     n: number,
     batch: number,
   ): Promise<{ tokens: number; seconds: number }> {
-    return this.#call(this.#withThreads({ op: "decode", ids: promptIds, n, batch }));
+    return this.#call(
+      this.#withThreads({ op: "decode", ids: promptIds, n, batch }),
+    );
   }
 
   prefill(promptIds: number[]): Promise<{ seconds: number }> {

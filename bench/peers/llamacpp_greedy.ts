@@ -54,10 +54,17 @@ if (import.meta.main) {
   const { flags } = runCli({
     name: "llamacpp_greedy",
     command: "deno run -A bench/peers/llamacpp_greedy.ts",
-    about: "Writes test/fixtures/llamacpp/greedy.json: llama.cpp's and Kiln's greedy tokens " +
+    about:
+      "Writes test/fixtures/llamacpp/greedy.json: llama.cpp's and Kiln's greedy tokens " +
       "on each llama.cpp-quantized file.",
     flags: {
-      tokens: { type: "integer", min: 1, max: 64, default: 16, help: "greedy tokens" },
+      tokens: {
+        type: "integer",
+        min: 1,
+        max: 64,
+        default: 16,
+        help: "greedy tokens",
+      },
     },
   });
   const n = flags.tokens;
@@ -67,7 +74,9 @@ if (import.meta.main) {
   const rows: Row[] = [];
   for (const m of MODELS) {
     const entries = manifest.files.filter((f) => f.model === m.name);
-    const ref = parseReference(await Deno.readTextFile(new URL("reference.json", m.dir)));
+    const ref = parseReference(
+      await Deno.readTextFile(new URL("reference.json", m.dir)),
+    );
     const prompt = ref.prompts[PROMPT]!.input_ids;
     prompts[m.name] = prompt;
     const paths = entries.map((f) => new URL(f.file, LLAMACPP_DIR).pathname);
@@ -80,9 +89,14 @@ if (import.meta.main) {
       let float64: number[];
       try {
         const checkpoint = await openCheckpoint(files);
-        const ref = await ReferenceModel.load(checkpoint.config, checkpoint.weights);
+        const ref = await ReferenceModel.load(
+          checkpoint.config,
+          checkpoint.weights,
+        );
         float64 = ref.prompt(prompt, n).greedy_tokens;
-        model = await GpuModel.fromCheckpoint(gpu, checkpoint, { kvBlocks: 16 });
+        model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
+          kvBlocks: 16,
+        });
       } catch (e) {
         const err = EngineError.from(e);
         rows.push({
@@ -129,9 +143,12 @@ if (import.meta.main) {
   );
   console.log("| --- | --- | --- | --- | --- | --- |");
   for (const r of rows) {
-    const cells = r.kiln === null
-      ? ["Kiln refuses the file", "-", "-", "-"]
-      : [r.same, r.margin === undefined ? "-" : r.margin.toFixed(4), r.kiln_f64, r.llama_f64];
+    const cells = r.kiln === null ? ["Kiln refuses the file", "-", "-", "-"] : [
+      r.same,
+      r.margin === undefined ? "-" : r.margin.toFixed(4),
+      r.kiln_f64,
+      r.llama_f64,
+    ];
     console.log(`| ${[r.model, r.ftype, ...cells].join(" | ")} |`);
   }
 }

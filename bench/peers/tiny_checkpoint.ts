@@ -20,11 +20,12 @@ export interface TinyOptions {
   seed?: number;
 }
 
-export const SHAPES: Record<string, [number, number, number, number, number]> = {
-  smollm2: [576, 9, 3, 64, 1536],
-  qwen2: [896, 14, 2, 64, 4864],
-  tiny: [16, 4, 2, 4, 24],
-};
+export const SHAPES: Record<string, [number, number, number, number, number]> =
+  {
+    smollm2: [576, 9, 3, 64, 1536],
+    qwen2: [896, 14, 2, 64, 4864],
+    tiny: [16, 4, 2, 4, 24],
+  };
 
 function gaussian(seed: number): () => number {
   let s = seed | 0;
@@ -34,7 +35,8 @@ function gaussian(seed: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return () => Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
+  return () =>
+    Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
 }
 
 /** Write a checkpoint to `dir`; returns its config. */
@@ -49,7 +51,8 @@ export async function writeTinyCheckpoint(
   const [h, nh, nkv, hd, inter] = o.dims ?? SHAPES.tiny!;
   const g = gaussian(o.seed ?? 1);
   const specs: [string, number[], () => number][] = [];
-  const add = (name: string, shape: number[], f = () => g() * std) => specs.push([name, shape, f]);
+  const add = (name: string, shape: number[], f = () => g() * std) =>
+    specs.push([name, shape, f]);
   add("model.embed_tokens.weight", [vocab, h], g);
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}.`;
@@ -127,13 +130,27 @@ if (import.meta.main) {
   const { flags, args } = runCli({
     name: "tiny_checkpoint",
     command: "deno run -A bench/peers/tiny_checkpoint.ts",
-    about: "A small random Llama or Qwen2 checkpoint folder (config.json, model.safetensors).",
+    about:
+      "A small random Llama or Qwen2 checkpoint folder (config.json, model.safetensors).",
     flags: {
-      arch: { type: "enum", choices: ["llama", "qwen2"], default: "llama", help: "architecture" },
+      arch: {
+        type: "enum",
+        choices: ["llama", "qwen2"],
+        default: "llama",
+        help: "architecture",
+      },
       layers: { type: "integer", min: 1, default: 2, help: "decoder layers" },
-      dtype: { type: "enum", choices: ["f16", "f32", "bf16"], default: "f16", help: "weights" },
+      dtype: {
+        type: "enum",
+        choices: ["f16", "f32", "bf16"],
+        default: "f16",
+        help: "weights",
+      },
       vocab: { type: "integer", min: 3, default: 300, help: "vocabulary size" },
-      untied: { type: "boolean", help: "an LM head of its own (default: tied to the embedding)" },
+      untied: {
+        type: "boolean",
+        help: "an LM head of its own (default: tied to the embedding)",
+      },
       shape: {
         type: "enum",
         choices: Object.keys(SHAPES),

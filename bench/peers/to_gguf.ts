@@ -17,9 +17,15 @@ if (import.meta.main) {
   const { args } = runCli({
     name: "to_gguf",
     command: "deno run -A bench/peers/to_gguf.ts",
-    about: "A safetensors checkpoint folder as one GGUF file, matrices in their own dtype.",
+    about:
+      "A safetensors checkpoint folder as one GGUF file, matrices in their own dtype.",
     flags: {},
-    args: { usage: "DIR OUT.gguf", min: 2, max: 2, help: "the checkpoint, the file to write" },
+    args: {
+      usage: "DIR OUT.gguf",
+      min: 2,
+      max: 2,
+      help: "the checkpoint, the file to write",
+    },
   });
   const [dir, out] = args as [string, string];
   await toGguf(dir, out);
