@@ -8,7 +8,10 @@
 
 /** The text of `shaders/<path>` (`path` with its extension, e.g. `lib/quant_words.wgsl`). */
 export async function loadShaderFile(path: string): Promise<string> {
-  const url = new URL(`../../shaders/${path}`, import.meta.url);
+  // Not `new URL(\`...${path}\`, import.meta.url)` written out: Vite's dev server rewrites that
+  // form into a glob of `shaders/*`, which misses the files in its subfolders.
+  const relative = `../../shaders/${path}`;
+  const url = new URL(relative, import.meta.url);
   const r = await fetch(url);
   if (!r.ok) throw new Error(`shaders/${path}: ${r.status} ${r.statusText} (${url})`);
   return await r.text();

@@ -188,6 +188,23 @@ test("a model loaded from local files generates the same seeded text as the embe
   assert.equal(fromFiles, fromUrl);
 });
 
+test("GGUF files llama.cpp quantized, picked as files, load and generate (Q2_K/Q3_K, IQ3_S's grid)", async () => {
+  for (const ftype of ["Q2_K", "IQ3_S"]) {
+    await page.setInputFiles("#model-files", [
+      `${ROOT}test/fixtures/llamacpp/fortune/${ftype}.gguf`,
+    ]);
+    await page.waitForSelector("body[data-state=loading]");
+    await ready();
+    assert.match(await text("#model-name"), /\(1024 tokens of context\)/);
+    await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+    await generate({ prompt: "You will", maxTokens: 16, seed: 7 });
+    const { output, finish, line } = await finished();
+    ok(output.startsWith("You will") && output.length > "You will".length, `${ftype}: ${output}`);
+    ok(finish === "length" || finish === "eos", `${ftype}: ${line}`);
+  }
+  assert.deepEqual(pageErrors, []);
+});
+
 test("fortune's ONNX export picked as files runs on onnxruntime-web in the worker and generates", async () => {
   const onnx = `${ROOT}${onnxFortunePath().slice(1)}`;
   await page.setInputFiles("#model-files", [

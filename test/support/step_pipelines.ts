@@ -6,23 +6,29 @@ import type { Dispatch } from "../../src/gpu/dispatch.ts";
 import { Forward } from "../../src/model/forward.ts";
 import type { GpuModel } from "../../src/model/gpu_model.ts";
 
-/** A dispatch's pipeline: its shader, entry point and override constants. */
+/** A dispatch's pipeline: its shader file and variant, entry point and override constants. */
 export interface Pipeline {
+  /** The shader file (`matvec_quant`). */
   shader: string;
+  /** The composed variant (`matvec_quant:format=q8_0`; the file alone when it has none). */
+  variant: string;
   entry: string;
   constants: Record<string, number>;
 }
 
-/** The pipeline a dispatch runs, from its label (`kiln:<shader>:<entry>:<K=V,...>`). */
+/**
+ * The pipeline a dispatch runs, from its label (`kiln:<variant>:<entry>:<K=V,...>`, the variant
+ * `<shader>` or `<shader>:<k=v,...>`).
+ */
 export function pipelineOf(d: Dispatch): Pipeline {
-  const m = /^kiln:([^:]+):([^:]+):(.*)$/.exec(d.pipeline.label);
+  const m = /^kiln:([^:]+(?::[^:]+=[^:]*)?):([^:=]+):(.*)$/.exec(d.pipeline.label);
   if (!m) throw new Error(`${d.label}: pipeline label ${JSON.stringify(d.pipeline.label)}`);
   const constants: Record<string, number> = {};
   for (const kv of m[3]!.split(",").filter((s) => s)) {
     const [k, v] = kv.split("=");
     constants[k!] = Number(v);
   }
-  return { shader: m[1]!, entry: m[2]!, constants };
+  return { shader: m[1]!.split(":")[0]!, variant: m[1]!, entry: m[2]!, constants };
 }
 
 /** The dispatches of a step of `tokens` tokens and one logit row, by label, with their pipelines. */

@@ -4,8 +4,9 @@
  * reference model loaded over HTTP with Range requests, its logits compared with HF's within
  * `verify`'s bounds with an f32 and with an f16 KV cache (SwiftShader's f32 arithmetic is not
  * lavapipe's; the summaries print each prompt's errors), and the sampler against the shared
- * cases; and fortune quantized to GGUF Q4_K_M in the page, loaded from a `File` and checked
- * against float64 logits on its dequantized weights.
+ * cases; fortune quantized to GGUF Q4_K_M in the page, and six files llama.cpp quantized (every
+ * block type its quantizer wrote for the test models), each loaded from a `File` as the demo's
+ * file picker gives it and checked against float64 logits on its dequantized weights.
  *
  * All of that on the kernel paths SwiftShader takes by default (`cpu`: it is a fallback adapter),
  * then, on a second device acquired with `paths: "gpu"`, the kernels a GPU takes (see
@@ -19,7 +20,7 @@ import { acquireGpu, type Gpu } from "../../../src/gpu/device.ts";
 import { GpuModel } from "../../../src/model/gpu_model.ts";
 import { fileListFiles } from "../../../src/model/source.ts";
 import { urlFiles } from "../../../src/model/url_source.ts";
-import { openCheckpoint } from "../../../src/model/checkpoint.ts";
+import { type Checkpoint, openCheckpoint } from "../../../src/model/checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../../src/model/gguf/convert.ts";
 import { buildReference } from "../../../src/model/reference_file.ts";
 import { ReferenceModel } from "../../../src/model/reference_model.ts";
@@ -82,21 +83,21 @@ async function ggufCheckpoint(dir: string, mix: GgufMix) {
 }
 
 /**
- * `dir` as GGUF `mix` from a File against float64 on its dequantized weights: `steps` greedy
- * steps after each of `prompts` (default: the first two of its reference file).
+ * A GGUF checkpoint against float64 on its dequantized weights: `steps` greedy steps after each of
+ * `prompts` (default: the first two of the reference file of `dir`, the model it was made from).
  */
-const ggufCheck = (
+const ggufVerify = (
+  name: string,
+  open: () => Promise<Checkpoint>,
   dir: string,
-  mix: GgufMix,
   g: Gpu,
   steps: number,
   prompts?: number[][],
 ) =>
   [
-    `${dir} as GGUF ${mix.toUpperCase()} from a File: logits match float64 on the dequantized ` +
-    `weights ${onPaths(g)}`,
+    `${name}: logits match float64 on the dequantized weights ${onPaths(g)}`,
     async () => {
-      const checkpoint = await ggufCheckpoint(dir, mix);
+      const checkpoint = await open();
       const ids = prompts ?? parseReference(
         await (await fetch(`/${dir}/reference.json`)).text(),
       ).prompts.slice(0, 2).map((p) => p.input_ids);
@@ -113,6 +114,37 @@ const ggufCheck = (
       }
     },
   ] as const;
+
+/** `dir` quantized to GGUF with `mix` in the page, from a File. */
+const ggufCheck = (dir: string, mix: GgufMix, g: Gpu, steps: number, prompts?: number[][]) =>
+  ggufVerify(
+    `${dir} as GGUF ${mix.toUpperCase()} from a File`,
+    () => ggufCheckpoint(dir, mix),
+    dir,
+    g,
+    steps,
+    prompts,
+  );
+
+/**
+ * A file llama.cpp quantized (test/fixtures/llamacpp/, bench/peers/llama_quantize.ts), fetched
+ * and opened as a `File`, as the demo's file picker gives it.
+ */
+const llamaCppCheck = (dir: string, ftype: string, steps: number, prompts?: number[][]) => {
+  const model = dir.split("/").pop()!;
+  return ggufVerify(
+    `llama.cpp's ${model} ${ftype}`,
+    async () => {
+      const url = `/test/fixtures/llamacpp/${model}/${ftype}.gguf`;
+      const bytes = await (await fetch(url)).arrayBuffer();
+      return await openCheckpoint(fileListFiles([new File([bytes], `${model}-${ftype}.gguf`)]));
+    },
+    dir,
+    gpu,
+    steps,
+    prompts,
+  );
+};
 
 /**
  * The pipelines `g`'s steps dispatch on the llama-gqa fixture (context 512: two key splits), F32
@@ -201,6 +233,13 @@ await runChecks([
   linearCheck(gpu.device),
   ...MODELS.flatMap((dir) => KV_DTYPES.map((kv) => modelCheck(dir, kv))),
   ggufCheck("models/fortune", "q4_k_m", gpu, 4, [[256, 89, 111, 117]]),
+  // llama.cpp's own files: every block type it wrote for them (Q2_K, Q3_K, TQ1_0, IQ4_XS, IQ3_S's
+  // grid through its table, and Q5_0, Q5_1, Q4_0, IQ4_NL, Q8_0, Q6_K in the fallbacks).
+  ...["Q2_K", "TQ1_0", "IQ4_XS", "IQ3_S"].map((t) =>
+    llamaCppCheck("models/fortune", t, 4, [[256, 89, 111, 117]])
+  ),
+  llamaCppCheck("test/fixtures/models/llama-gqa-f32", "Q3_K_M", 4),
+  llamaCppCheck("test/fixtures/models/llama-mqa-bf16", "IQ4_NL", 4),
   samplerCheck,
   pathsCheck(gpuPaths),
   // f32 KV for each (f16 adds little here: Deno runs both on both paths), f16 for the cheapest.
