@@ -44,7 +44,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/peers/iq4_nl_values.ts", name: "iq4_nl_values" },
   { path: "bench/peers/to_onnx.ts", name: "to_onnx", flag: ["--f32"] },
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },
-  { path: "bench/peers/iq4_nl_values.ts", name: "iq4_nl_values" },
+  { path: "bench/peers/iq_tables.ts", name: "iq_tables", flag: ["--check"] },
   { path: "test/run.ts", name: "test" },
   { path: "scripts/logit_errors.ts", name: "logit_errors" },
   { path: "scripts/demo.mjs", name: "start", flag: ["--port", "1"] },

@@ -19,8 +19,7 @@ const EXTRA = ["onnx-file", "onnxruntime-web-f32"];
 const { flags } = runCli({
   name: "check",
   command: "deno run -A bench/peers/check.ts",
-  about:
-    "Each peer's greedy tokens next to Kiln's on the same checkpoint; exit 1 if one " +
+  about: "Each peer's greedy tokens next to Kiln's on the same checkpoint; exit 1 if one " +
     "differs where Kiln's top-2 margin is clear.",
   flags: {
     model: {
@@ -53,8 +52,7 @@ const { flags } = runCli({
       type: "number",
       min: 0,
       arg: "MARGIN",
-      help:
-        "a divergence below this top-2 margin is a TIE (default 2e-3 for f32, else 6e-2)",
+      help: "a divergence below this top-2 margin is a TIE (default 2e-3 for f32, else 6e-2)",
     },
   },
 });
@@ -103,9 +101,7 @@ let checked = 0;
 // --ort-f32: also onnxruntime-web on an F32 export (f32 arithmetic, like Kiln's).
 const extra = [
   ...(onnx ? [new OrtWebGpuPeer("onnx-file", { onnxPath: onnx })] : []),
-  ...(flags["ort-f32"]
-    ? [new OrtWebGpuPeer("onnxruntime-web-f32", { dtype: "f32" })]
-    : []),
+  ...(flags["ort-f32"] ? [new OrtWebGpuPeer("onnxruntime-web-f32", { dtype: "f32" })] : []),
 ];
 for (const peer of [...peers, ...extra]) {
   if (only && !only.includes(peer.name)) continue;
@@ -122,9 +118,7 @@ for (const peer of [...peers, ...extra]) {
       const k = want.tokens.findIndex((t, j) => got[j] !== t);
       const margin = k < 0 ? Infinity : want.margins[k]!;
       const verdict = k < 0 ? "same" : margin < tie ? "TIE " : "DIFF";
-      const where = k < 0
-        ? ""
-        : ` from step ${k} (Kiln's margin there ${margin.toFixed(4)})`;
+      const where = k < 0 ? "" : ` from step ${k} (Kiln's margin there ${margin.toFixed(4)})`;
       console.log(`${verdict} prompt ${i} (${p.length} ids)${where}`);
       console.log(`  ${"kiln".padEnd(16)} ${want.tokens.join(" ")}`);
       console.log(`  ${peer.name.padEnd(16)} ${got.join(" ")}`);
@@ -135,12 +129,8 @@ for (const peer of [...peers, ...extra]) {
     await peer.close();
   }
 }
-const note = ties > 0
-  ? `; ${ties} diverged at a near tie (margin < ${tie})`
-  : "";
+const note = ties > 0 ? `; ${ties} diverged at a near tie (margin < ${tie})` : "";
 console.log(
-  failed === 0
-    ? `check: PASS (${checked} peers${note})`
-    : `check: FAIL (${failed} differ${note})`,
+  failed === 0 ? `check: PASS (${checked} peers${note})` : `check: FAIL (${failed} differ${note})`,
 );
 Deno.exit(failed === 0 ? 0 : 1);

@@ -6,8 +6,7 @@
  */
 import { ensurePeerDeps, peersDir } from "./deps.ts";
 
-const LIB =
-  "node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so";
+const LIB = "node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so";
 
 const core = {
   ggml_type_name: { parameters: ["i32"], result: "pointer" },
@@ -116,9 +115,7 @@ export async function openGgml(): Promise<Ggml> {
   return {
     type: (id) => types.get(id),
     typeNamed: (name) =>
-      [...types.values()].find((t) =>
-        t.name.toLowerCase() === name.toLowerCase()
-      ),
+      [...types.values()].find((t) => t.name.toLowerCase() === name.toLowerCase()),
     requiresImatrix: (t) => s.ggml_quantize_requires_imatrix(t.id),
     quantize(t, values, rows, cols, imatrix) {
       if (values.length !== rows * cols) {

@@ -49,8 +49,7 @@ function gaussianRows(seed: number): Float32Array {
     s ^= s << 5;
     return ((s >>> 0) + 0.5) / 2 ** 32;
   };
-  const gauss = () =>
-    Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+  const gauss = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
   const out = new Float32Array(ROWS * COLS);
   const scales = [1e-3, 0.02, 0.1, 1, 30];
   for (let r = 0; r < ROWS; r++) {
@@ -70,8 +69,7 @@ if (import.meta.main) {
   const { args } = runCli({
     name: "ggml_blocks",
     command: "deno run -A bench/peers/ggml_blocks.ts",
-    about:
-      "Writes test/fixtures/ggml/<type>.json: rows quantized and dequantized by ggml itself.",
+    about: "Writes test/fixtures/ggml/<type>.json: rows quantized and dequantized by ggml itself.",
     flags: {},
     args: {
       usage: "[TYPE...]",

@@ -58,9 +58,7 @@ for (const f of FORMATS) {
         equal(
           bad,
           0,
-          `${bad} elements differ, first at ${first}: ${got[first]} vs ${
-            want[first]
-          }`,
+          `${bad} elements differ, first at ${first}: ${got[first]} vs ${want[first]}`,
         );
       }
     } finally {

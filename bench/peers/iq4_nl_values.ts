@@ -15,8 +15,7 @@ if (import.meta.main) {
   runCli({
     name: "iq4_nl_values",
     command: "deno run -A bench/peers/iq4_nl_values.ts",
-    about:
-      "Writes src/gpu/quant/iq4_nl_values.ts and shaders/tables/iq4nl.json: IQ4_NL's " +
+    about: "Writes src/gpu/quant/iq4_nl_values.ts and shaders/tables/iq4nl.json: IQ4_NL's " +
       "levels, decoded by ggml itself.",
     flags: {},
   });
@@ -54,12 +53,9 @@ if (import.meta.main) {
     ].join("\n"),
   );
   const words = [0, 0, 0, 0];
-  levels.forEach((v, q) =>
-    words[q >> 2] = (words[q >> 2]! | ((v & 0xff) << (8 * (q & 3)))) >>> 0
-  );
+  levels.forEach((v, q) => words[q >> 2] = (words[q >> 2]! | ((v & 0xff) << (8 * (q & 3)))) >>> 0);
   const table = {
-    source:
-      "bench/peers/iq4_nl_values.ts: IQ4_NL's 16 levels from ggml's dequantize_row_iq4_nl, " +
+    source: "bench/peers/iq4_nl_values.ts: IQ4_NL's 16 levels from ggml's dequantize_row_iq4_nl, " +
       "as int8 bytes, level q at byte q & 3 of word q >> 2",
     words,
   };

@@ -8,11 +8,7 @@
  *   node_modules/.bin/deno test -A bench/peers/iq_blocks_test.ts
  */
 import { ok } from "node:assert/strict";
-import {
-  dequantize,
-  QUANT_FORMATS,
-  type QuantType,
-} from "../../src/gpu/quant/formats.ts";
+import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/formats.ts";
 import { randomBlocks } from "../../src/gpu/quant/random_blocks.ts";
 import { loadQuantTables } from "../../src/gpu/quant/tables.ts";
 import { openGgml } from "./ggml.ts";

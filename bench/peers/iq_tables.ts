@@ -16,6 +16,7 @@
  * as `array<u32>` (binding 7) and the CPU decoders get as an argument. The files store them
  * packed (`levels` and `codes`, src/gpu/quant/tables.ts): a grid has 3 or 8 distinct values.
  */
+import { runCli } from "../../src/adapters/deno/flags.ts";
 import { type Ggml, type GgmlType, openGgml } from "./ggml.ts";
 
 /** A grid: its file name, size, the type it is read from and how to craft its probe blocks. */
@@ -188,9 +189,7 @@ function checkSigns(ggml: Ggml): void {
     }
     if (mask !== signsOf(code)) {
       throw new Error(
-        `sign code ${code}: ggml gives ${mask}, the parity rule ${
-          signsOf(code)
-        }`,
+        `sign code ${code}: ggml gives ${mask}, the parity rule ${signsOf(code)}`,
       );
     }
   }
@@ -224,7 +223,15 @@ function tableFile(g: Grid, values: Int32Array): string {
 }
 
 if (import.meta.main) {
-  const check = Deno.args.includes("--check");
+  const { flags } = runCli({
+    name: "iq_tables",
+    command: "deno run -A bench/peers/iq_tables.ts",
+    about: "Writes shaders/tables/iq*.json: the i-quants' grids, read back out of ggml itself.",
+    flags: {
+      check: { type: "boolean", help: "compare with the committed files instead of writing them" },
+    },
+  });
+  const check = flags.check;
   const ggml = await openGgml();
   checkSigns(ggml);
   console.log("ksigns: ggml's 128 sign codes follow the parity rule");

@@ -213,18 +213,14 @@ export class LlamaCppPeer implements Peer {
 
   /** The request with this peer's thread count, when one was set. */
   #withThreads(req: Record<string, unknown>): Record<string, unknown> {
-    return this.#threads === undefined
-      ? req
-      : { ...req, threads: this.#threads };
+    return this.#threads === undefined ? req : { ...req, threads: this.#threads };
   }
 
   async setup(modelDir: string): Promise<string | undefined> {
     try {
       await ensurePeerDeps();
     } catch (e) {
-      return `npm packages not installable: ${
-        (e as Error).message.split("\n")[0]
-      }`;
+      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
     }
     if (!(await hasNode())) {
       return "node is not on PATH (node-llama-cpp runs in Node)";

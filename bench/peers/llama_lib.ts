@@ -158,9 +158,7 @@ export async function openLlamaQuantizer(
       // Error lines, less the rules of '=' llama.cpp frames some with.
       if (level === 4) {
         errors.push(
-          ...line.split("\n").map((l) => l.trim()).filter((l) =>
-            !/^=*$/.test(l)
-          ),
+          ...line.split("\n").map((l) => l.trim()).filter((l) => !/^=*$/.test(l)),
         );
       }
       log(line);
@@ -196,9 +194,7 @@ export async function openLlamaQuantizer(
       view.setInt32(FTYPE, ALL_FTYPES[ftype], true);
       errors = [];
       const rc = s.llama_model_quantize(cstr(input), cstr(output), params);
-      return rc === 0
-        ? undefined
-        : errors.join("\n") || `llama_model_quantize returned ${rc}`;
+      return rc === 0 ? undefined : errors.join("\n") || `llama_model_quantize returned ${rc}`;
     },
     close() {
       s.llama_log_set(null, null);

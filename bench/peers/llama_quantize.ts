@@ -16,12 +16,7 @@ import { quantizeToFile } from "../../src/adapters/deno/quantize.ts";
 import { runCli } from "../../src/adapters/deno/flags.ts";
 import { MODELS } from "../../test/support/models.ts";
 import { openGgml } from "./ggml.ts";
-import {
-  type Ftype,
-  FTYPES,
-  IMATRIX_FTYPES,
-  openLlamaQuantizer,
-} from "./llama_lib.ts";
+import { type Ftype, FTYPES, IMATRIX_FTYPES, openLlamaQuantizer } from "./llama_lib.ts";
 import {
   formatManifest,
   type LlamaCppFile,
@@ -65,16 +60,13 @@ if (import.meta.main) {
   const { flags } = runCli({
     name: "llama_quantize",
     command: "deno run -A bench/peers/llama_quantize.ts",
-    about:
-      "Writes test/fixtures/llamacpp/: the test models quantized by llama.cpp itself.",
+    about: "Writes test/fixtures/llamacpp/: the test models quantized by llama.cpp itself.",
     flags: {
       out: {
         type: "string",
         arg: "DIR",
-        default:
-          new URL("../../test/fixtures/llamacpp/", import.meta.url).pathname,
-        help:
-          "the folder to write (its manifest.json and one folder per model)",
+        default: new URL("../../test/fixtures/llamacpp/", import.meta.url).pathname,
+        help: "the folder to write (its manifest.json and one folder per model)",
       },
     },
   });
@@ -95,17 +87,13 @@ if (import.meta.main) {
     for (const m of MODELS) {
       const input = `${tmp}/${m.name}.gguf`;
       await quantizeToFile(m.dir.pathname, input);
-      const wanted = m.name === "fortune"
-        ? FORTUNE_FTYPES
-        : Object.keys(FTYPES) as Ftype[];
+      const wanted = m.name === "fortune" ? FORTUNE_FTYPES : Object.keys(FTYPES) as Ftype[];
       const kept: { ftype: Ftype; bytes: Uint8Array }[] = [];
       // Wanted first (the budget goes to them in order), then the rest, then the imatrix types.
       const order = [
         ...wanted,
         ...(Object.keys(FTYPES) as Ftype[]).filter((f) => !wanted.includes(f)),
-        ...(Object.keys(IMATRIX_FTYPES) as Ftype[]).filter((f) =>
-          !wanted.includes(f)
-        ),
+        ...(Object.keys(IMATRIX_FTYPES) as Ftype[]).filter((f) => !wanted.includes(f)),
       ];
       for (const ftype of order) {
         const file = `${tmp}/${m.name}-${ftype}.gguf`;
@@ -137,9 +125,7 @@ if (import.meta.main) {
         const types = JSON.stringify(entry.tensor_types);
         const twin = kept.find((k) => sameTensors(k.bytes, bytes));
         const reason = !wanted.includes(ftype)
-          ? ftype in IMATRIX_FTYPES
-            ? "an imatrix file type"
-            : "not in FORTUNE_FTYPES"
+          ? ftype in IMATRIX_FTYPES ? "an imatrix file type" : "not in FORTUNE_FTYPES"
           : twin !== undefined
           ? `the file ${twin.ftype} with general.file_type changed`
           : total + bytes.byteLength > BUDGET
@@ -174,9 +160,7 @@ if (import.meta.main) {
   const text = formatManifest(manifest);
   await Deno.writeTextFile(`${out}manifest.json`, text);
   console.log(
-    `${manifest.files.length} files, ${
-      total + text.length
-    } bytes with the manifest`,
+    `${manifest.files.length} files, ${total + text.length} bytes with the manifest`,
   );
   if (total + text.length > BUDGET) {
     throw new Error(`over the ${BUDGET}-byte budget`);

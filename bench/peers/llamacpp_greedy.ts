@@ -54,8 +54,7 @@ if (import.meta.main) {
   const { flags } = runCli({
     name: "llamacpp_greedy",
     command: "deno run -A bench/peers/llamacpp_greedy.ts",
-    about:
-      "Writes test/fixtures/llamacpp/greedy.json: llama.cpp's and Kiln's greedy tokens " +
+    about: "Writes test/fixtures/llamacpp/greedy.json: llama.cpp's and Kiln's greedy tokens " +
       "on each llama.cpp-quantized file.",
     flags: {
       tokens: {

@@ -69,9 +69,7 @@ export class OrtWebGpuPeer implements Peer {
     try {
       await ensurePeerDeps(); // onnx-proto, for the export
     } catch (e) {
-      return `npm packages not installable: ${
-        (e as Error).message.split("\n")[0]
-      }`;
+      return `npm packages not installable: ${(e as Error).message.split("\n")[0]}`;
     }
     let ort: typeof Ort;
     try {
@@ -79,8 +77,7 @@ export class OrtWebGpuPeer implements Peer {
     } catch (e) {
       return `onnxruntime-web not importable: ${(e as Error).message}`;
     }
-    const dist =
-      new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href;
+    const dist = new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href;
     ort.env.wasm.wasmPaths = dist;
     ort.env.wasm.numThreads = 1;
     ort.env.logLevel = "error";
@@ -108,9 +105,7 @@ export class OrtWebGpuPeer implements Peer {
     } catch (e) {
       return `session creation failed: ${(e as Error).message}`;
     }
-    const input = this.#session.inputMetadata.find((m) =>
-      m.name === "past_key_values.0.key"
-    );
+    const input = this.#session.inputMetadata.find((m) => m.name === "past_key_values.0.key");
     const f16 = input !== undefined && input.isTensor &&
       input.type === "float16";
     this.#ort = ort;
@@ -168,9 +163,7 @@ export class OrtWebGpuPeer implements Peer {
         });
         const logits = floats(result.logits!);
         const seq = step[0]!.length;
-        const next = out.map((_, b) =>
-          argmax(logits, (b * seq + seq - 1) * s.vocab, s.vocab)
-        );
+        const next = out.map((_, b) => argmax(logits, (b * seq + seq - 1) * s.vocab, s.vocab));
         onToken?.(performance.now());
         result.logits!.dispose();
         disposeAll(past);

@@ -41,9 +41,7 @@ function differ(
   want: Float32Array,
 ): number[] {
   const got = dequantize(f.type, bytes, want.length);
-  return [...want.keys()].filter((i) =>
-    !Object.is(Math.fround(got[i]!), want[i])
-  );
+  return [...want.keys()].filter((i) => !Object.is(Math.fround(got[i]!), want[i]));
 }
 
 Deno.test("Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4: Kiln decodes random, generated and encoded blocks as ggml does", async () => {
@@ -59,9 +57,7 @@ Deno.test("Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4: Kiln decodes random, generated and
         type,
       );
       const next = xorshift(f.ggmlType * 0x9e3779b1);
-      const random = new Uint8Array(BLOCKS * f.blockBytes).map(() =>
-        next() & 0xff
-      );
+      const random = new Uint8Array(BLOCKS * f.blockBytes).map(() => next() & 0xff);
       for (let b = 0; b < BLOCKS; b++) {
         // An f16 exponent of 31 (inf, NaN) becomes 30.
         for (const h of HALVES[type]) random[b * f.blockBytes + h + 1]! &= 0xfb;

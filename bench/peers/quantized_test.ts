@@ -31,11 +31,7 @@ import { GGUF_MIXES, type GgufMix } from "../../src/model/gguf/quant_mix.ts";
 import { encodeGguf, GgmlType } from "../../src/model/gguf/writer.ts";
 import { gpt2Json, read, TEXTS } from "../../src/text/test_tokenizers.ts";
 import { parseTokenizer } from "../../src/text/tokenizer.ts";
-import {
-  llamaCppGreedyEach,
-  llamaCppLogitsEach,
-  llamaCppTokenize,
-} from "./llama_cpp.ts";
+import { llamaCppGreedyEach, llamaCppLogitsEach, llamaCppTokenize } from "./llama_cpp.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
 import { openCheckpoint } from "../../src/model/checkpoint.ts";
 import { generateTokens } from "../../src/model/generate.ts";
@@ -185,13 +181,9 @@ async function run(name: string, c: Case): Promise<void> {
       const [got, deq] = [rest[2 * i]!, rest[2 * i + 1]!];
       const r = reports[i]!;
       console.log(
-        `${name} ${mix}: ${JSON.stringify(got)}; ${
-          agreement(got, base!)
-        }/${N} agree with the ` +
+        `${name} ${mix}: ${JSON.stringify(got)}; ${agreement(got, base!)}/${N} agree with the ` +
           `source, ${agreement(got, deq)}/${N} with its dequantized F32 copy ` +
-          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${
-            r.bitsPerWeight.toFixed(3)
-          } bpw`,
+          `${JSON.stringify(deq)}; ${r.bytes} bytes, ${r.bitsPerWeight.toFixed(3)} bpw`,
       );
       equal(got.length, N);
       ok(

@@ -5,10 +5,7 @@
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type ModelConfig, parseConfig } from "../../src/model/config.ts";
-import {
-  readCheckpoint,
-  type TensorInfo,
-} from "../../src/model/safetensors.ts";
+import { readCheckpoint, type TensorInfo } from "../../src/model/safetensors.ts";
 import { mapWeights, type ModelWeights } from "../../src/model/weights.ts";
 import { decodeWeights } from "../../src/gpu/dtype.ts";
 
@@ -86,8 +83,7 @@ export async function cacheDir(dir: string): Promise<string> {
   );
   const hex = [...hash.slice(0, 6)].map((b) => b.toString(16).padStart(2, "0"))
     .join("");
-  const root =
-    new URL("../../.cache/kiln-bench/peers/", import.meta.url).pathname;
+  const root = new URL("../../.cache/kiln-bench/peers/", import.meta.url).pathname;
   const out = `${root}${abs.split("/").pop()}-${hex}`;
   await Deno.mkdir(out, { recursive: true });
   return out;

@@ -20,12 +20,11 @@ export interface TinyOptions {
   seed?: number;
 }
 
-export const SHAPES: Record<string, [number, number, number, number, number]> =
-  {
-    smollm2: [576, 9, 3, 64, 1536],
-    qwen2: [896, 14, 2, 64, 4864],
-    tiny: [16, 4, 2, 4, 24],
-  };
+export const SHAPES: Record<string, [number, number, number, number, number]> = {
+  smollm2: [576, 9, 3, 64, 1536],
+  qwen2: [896, 14, 2, 64, 4864],
+  tiny: [16, 4, 2, 4, 24],
+};
 
 function gaussian(seed: number): () => number {
   let s = seed | 0;
@@ -35,8 +34,7 @@ function gaussian(seed: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return () =>
-    Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
+  return () => Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
 }
 
 /** Write a checkpoint to `dir`; returns its config. */
@@ -51,8 +49,7 @@ export async function writeTinyCheckpoint(
   const [h, nh, nkv, hd, inter] = o.dims ?? SHAPES.tiny!;
   const g = gaussian(o.seed ?? 1);
   const specs: [string, number[], () => number][] = [];
-  const add = (name: string, shape: number[], f = () => g() * std) =>
-    specs.push([name, shape, f]);
+  const add = (name: string, shape: number[], f = () => g() * std) => specs.push([name, shape, f]);
   add("model.embed_tokens.weight", [vocab, h], g);
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}.`;
@@ -130,8 +127,7 @@ if (import.meta.main) {
   const { flags, args } = runCli({
     name: "tiny_checkpoint",
     command: "deno run -A bench/peers/tiny_checkpoint.ts",
-    about:
-      "A small random Llama or Qwen2 checkpoint folder (config.json, model.safetensors).",
+    about: "A small random Llama or Qwen2 checkpoint folder (config.json, model.safetensors).",
     flags: {
       arch: {
         type: "enum",

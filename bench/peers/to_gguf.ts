@@ -17,8 +17,7 @@ if (import.meta.main) {
   const { args } = runCli({
     name: "to_gguf",
     command: "deno run -A bench/peers/to_gguf.ts",
-    about:
-      "A safetensors checkpoint folder as one GGUF file, matrices in their own dtype.",
+    about: "A safetensors checkpoint folder as one GGUF file, matrices in their own dtype.",
     flags: {},
     args: {
       usage: "DIR OUT.gguf",

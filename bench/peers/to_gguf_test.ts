@@ -48,9 +48,7 @@ Deno.test("a Llama checkpoint as GGUF: llama.cpp's names, dims, types and metada
     const q = parsed.tensorInfos.find((t) => t.name === "blk.0.attn_q.weight")!;
     deepStrictEqual(q.shape, [16n, 16n]);
     equal(Number(q.dtype), 1); // F16
-    const norm = parsed.tensorInfos.find((t) =>
-      t.name === "blk.0.attn_norm.weight"
-    )!;
+    const norm = parsed.tensorInfos.find((t) => t.name === "blk.0.attn_norm.weight")!;
     equal(Number(norm.dtype), 0); // F32
     // q row 1 of head 0 in llama.cpp's order is HF row 2 (head_dim 4: half 0, i 1 -> [i][half]).
     const hf = await tensorBytes(ck.weights.layers[0]!.q);

@@ -42,9 +42,7 @@ export async function onnxDecoder(
 ): Promise<Uint8Array> {
   const { config: c, weights: w } = ck;
   const g = new GraphBuilder();
-  const A: Elem = w.embed.dtype === "f16" && opts.dtype !== "f32"
-    ? Elem.F16
-    : Elem.F32;
+  const A: Elem = w.embed.dtype === "f16" && opts.dtype !== "f32" ? Elem.F16 : Elem.F32;
   const elemBytes = A === Elem.F16 ? 2 : 4;
   const { numHeads: nh, numKvHeads: nkv, headDim: hd } = c;
   const group = nh / nkv;
@@ -248,8 +246,7 @@ if (import.meta.main) {
   const { flags, args } = runCli({
     name: "to_onnx",
     command: "deno run -A bench/peers/to_onnx.ts",
-    about:
-      "A checkpoint folder as an ONNX decoder graph (opset 17) onnxruntime-web runs.",
+    about: "A checkpoint folder as an ONNX decoder graph (opset 17) onnxruntime-web runs.",
     flags: {
       f32: {
         type: "boolean",

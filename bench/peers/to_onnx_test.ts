@@ -5,8 +5,7 @@ import { openCheckpoint } from "./read_checkpoint.ts";
 import { onnxDecoder } from "./to_onnx.ts";
 
 const fortune = new URL("../../models/fortune/", import.meta.url).pathname;
-ort.env.wasm.wasmPaths =
-  new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href;
+ort.env.wasm.wasmPaths = new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href;
 ort.env.wasm.numThreads = 1;
 
 const i64 = (rows: number[]) =>
