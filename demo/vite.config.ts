@@ -1,11 +1,13 @@
 /**
  * The demo's Vite build: `demo/` is the root, the engine worker is bundled as an ES module
- * worker, WGSL files referenced by `new URL(..., import.meta.url)` become assets, and the embedded
- * fortune model is copied to `models/fortune/` next to the page.
+ * worker with every file under `shaders/` inlined as the npm package does (the kernels are
+ * composed from fragments in subfolders, which a `new URL` asset glob does not reach), and the
+ * embedded fortune model is copied to `models/fortune/` next to the page.
  */
 import { defineConfig, type Plugin } from "vite";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { shaderModule } from "../scripts/build_package.mjs";
 
 const FORTUNE = fileURLToPath(new URL("../models/fortune/", import.meta.url));
 const FILES = [
@@ -32,6 +34,16 @@ function embeddedModel(): Plugin {
   };
 }
 
+/** `src/gpu/shader_text.ts` replaced by the package build's module of inlined shader files. */
+function inlinedShaders(): Plugin {
+  const target = fileURLToPath(new URL("../src/gpu/shader_text.ts", import.meta.url));
+  return {
+    name: "kiln-inlined-shaders",
+    enforce: "pre",
+    load: (id) => (id.split("?")[0] === target ? shaderModule() : null),
+  };
+}
+
 export default defineConfig({
   root: fileURLToPath(new URL(".", import.meta.url)),
   base: "./",
@@ -45,11 +57,12 @@ export default defineConfig({
     target: "es2022",
     chunkSizeWarningLimit: 4096,
   },
-  worker: { format: "es" },
+  // The engine runs in the worker, whose bundle takes its own plugins.
+  worker: { format: "es", plugins: () => [inlinedShaders()] },
   // onnxruntime-web (the worker's ort engine, for ONNX exports) finds its .wasm through
   // `new URL("ort-wasm-simd-threaded.asyncify.wasm", import.meta.url)`: the build emits that file
   // as an asset and rewrites the URL, so it needs no `wasmPaths`. Pre-bundling it for the dev
   // server would move the module away from the file; serve it as it is.
   optimizeDeps: { exclude: ["onnxruntime-web"] },
-  plugins: [embeddedModel()],
+  plugins: [inlinedShaders(), embeddedModel()],
 });
