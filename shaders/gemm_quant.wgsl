@@ -182,14 +182,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 // activation rows wy * RB + r (r < RB). Slice by slice, it decodes its RPT rows' slices into
 // registers, then for each activation row loads the slice's 32 activations (the same addresses
 // in every thread: uniform loads, each serving RPT weight rows) and dots them with the RPT
-// decoded slices. On lavapipe (bench/gemm_quant.ts) this does 512 rows about twice as fast as
-// the matrix-vector kernel, where staging in workgroup memory (`main`) was slower than it.
-// Weight rows past n read row n - 1 and are never stored.
-override RPT: u32 = 4u; // 1..MAX_RPT
+// decoded slices. On lavapipe (bench/results/gemm-quant-lavapipe.json) this does 512 rows 2.6 to
+// 4.3 times as fast as the matrix-vector kernel; staging in workgroup memory (`main`) was
+// slower than the matrix-vector kernel there. Weight rows past n read row n - 1 and are never
+// stored.
+override RPT: u32 = 8u; // 1..MAX_RPT
 override RB: u32 = 32u; // 1..MAX_RB
 
 const MAX_RPT: u32 = 8u;
 const MAX_RB: u32 = 32u;
+
+// The dot product of two slices, summed as a tree: a CPU adapter runs it as written (no
+// reassociation), and 32 dependent additions would make it wait on each.
+fn dot8(a: array<vec4<f32>, 8>, b: array<vec4<f32>, 8>) -> f32 {
+  let s = ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3])) +
+    ((a[4] * b[4] + a[5] * b[5]) + (a[6] * b[6] + a[7] * b[7]));
+  return (s.x + s.y) + (s.z + s.w);
+}
 
 @compute @workgroup_size(NT)
 fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -239,17 +248,9 @@ fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
       }
       for (var i = 0u; i < RPT; i++) {
-        var d = 0.0;
-        for (var q = 0u; q < 8u; q++) {
-          d += dot(v[i][q], xs[q]);
-        }
-        acc[i][r] += d;
+        acc[i][r] += dot8(v[i], xs);
         if (SWIGLU) {
-          var d2 = 0.0;
-          for (var q = 0u; q < 8u; q++) {
-            d2 += dot(v2[i][q], xs[q]);
-          }
-          acc2[i][r] += d2;
+          acc2[i][r] += dot8(v2[i], xs);
         }
       }
     }

@@ -69,16 +69,15 @@ export interface QuantGemmRowsTile {
 export type QuantGemmTile = QuantGemmStagedTile | QuantGemmRowsTile;
 
 /**
- * CPU adapters: 16 threads of 4 weight rows, 32 activation rows per workgroup. On lavapipe
- * (`bench/gemm_quant.ts --sweep`, SmolLM2's 1536 × 576 and 576 × 1536 at 512 rows), 4 weight
- * rows per thread beat 2, 3 and 8; 32 activation rows beat 16 and matched 48 and 64; 16 threads
- * matched 32 to 128 on the wide shape and beat them on the narrow one (576 rows: 64 · 4 leave a
- * quarter of the last workgroup idle).
+ * CPU adapters: 16 threads of 8 weight rows, 32 activation rows per workgroup. On lavapipe
+ * (`bench/gemm_quant.ts --sweep`, SmolLM2's 1536 × 576 and 576 × 1536 at 512 rows, by CPU time)
+ * 8 weight rows per thread took 0.65 of the time of 4 and 0.85 of 6 (each load of x serves them
+ * all); 32 activation rows 0.8 of 16; 8 to 32 threads did the same.
  */
 export const QUANT_GEMM_CPU_TILE: Readonly<QuantGemmRowsTile> = {
   kind: "rows",
   threads: 16,
-  rpt: 4,
+  rpt: 8,
   rb: 32,
 };
 
@@ -99,8 +98,8 @@ export const QUANT_GEMM_GPU_TILE: Readonly<QuantGemmStagedTile> = {
 /**
  * Activation rows above which `prepareQuantProduct` takes the tiled GEMM: on a CPU adapter
  * above 8 (decode keeps the matrix-vector kernel; from 9 rows on, where it needs a second
- * z-slice, the GEMM was 1.6 to 2.5 times faster on lavapipe at every row count measured, see
- * `bench/results/gemm-quant-lavapipe.json`); on a GPU above `MATVEC_MAX_M`, as for float weights
+ * z-slice, the GEMM was 2.2 to 7.7 times faster on lavapipe at every row count measured, 9 to
+ * 512, see `bench/results/gemm-quant-lavapipe.json`); on a GPU above `MATVEC_MAX_M`, as for float weights
  * (not measured for quantized ones).
  */
 export function quantGemmMinRows(device: GPUDevice): number {
