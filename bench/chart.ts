@@ -2,7 +2,8 @@
  * Draw a bench result as an SVG bar chart: `deno run -A bench/chart.ts IN.json OUT.svg`.
  * Each row puts Kiln's number beside its peer's in the same run, labelled with the ratio:
  * `matmul` (GB/s against a read probe), `engine-decode` (tokens/s, pipelined against one
- * step at a time) and `matvec-threads` (products/s, one thread per row against 64 with barriers).
+ * step at a time), `matvec-threads` (products/s, one thread per row against 64 with barriers)
+ * and `gemm-quant` (rows/s of quantized prefill products, the GEMM against matvec slices).
  * A `kiln-bench` report (`deno task bench`) is drawn by `bench_chart.ts`.
  */
 import { renderBenchChart } from "./bench_chart.ts";
@@ -35,6 +36,17 @@ function chart(report: Report): Chart {
         label: `${r.streams} stream${r.streams === 1 ? "" : "s"}`,
         value: r.tokens_per_s,
         peer: sync[i].tokens_per_s,
+      })),
+    };
+  }
+  if (report.bench === "gemm-quant") {
+    return {
+      title: "quantized prefill products: activation rows per second, tiled GEMM vs matvec",
+      legend: "orange: gemm_quant (decoded once per 32 rows), grey: matvec_quant (once per 8 rows)",
+      rows: report.results.map((r) => ({
+        label: `${r.type} ${r.n}×${r.k} m=${r.m}`,
+        value: (1000 * r.m) / r.gemm_ms,
+        peer: (1000 * r.m) / r.matvec_ms,
       })),
     };
   }

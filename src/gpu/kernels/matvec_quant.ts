@@ -58,13 +58,13 @@ export const QUANT_MATVEC_ROWS = 8;
  */
 const CPU_RPT = 8;
 /** Bits of the shader's `flags` uniform. */
-const FLAG_BIAS = 1, FLAG_NORM = 2, FLAG_ACCUMULATE = 4;
-const EPILOGUES: readonly QuantEpilogue[] = ["store", "accumulate", "swiglu"];
+export const FLAG_BIAS = 1, FLAG_NORM = 2, FLAG_ACCUMULATE = 4;
+export const EPILOGUES: readonly QuantEpilogue[] = ["store", "accumulate", "swiglu"];
 
 const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
 
 /** The shader declares every optional binding (bias, norm weight); unused ones read this. */
-function placeholder(device: GPUDevice): GPUBuffer {
+export function placeholder(device: GPUDevice): GPUBuffer {
   let b = placeholders.get(device);
   if (b === undefined) {
     placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
@@ -76,21 +76,30 @@ function placeholder(device: GPUDevice): GPUBuffer {
 const variant = (f: QuantFormat) => shaderVariant("matvec_quant", { format: f.fragment });
 
 /** Binding 7: the format's lookup table, for the formats that have one. */
-async function tableBinding(device: GPUDevice, f: QuantFormat): Promise<Record<number, GPUBuffer>> {
+export async function tableBinding(
+  device: GPUDevice,
+  f: QuantFormat,
+): Promise<Record<number, GPUBuffer>> {
   return f.table ? { 7: await quantTableBuffer(device, f.table) } : {};
 }
 
-function fail(what: string, message: string): never {
+export function fail(what: string, message: string): never {
   throw EngineError.invalidArgument(`${what}: ${message}`);
 }
 
-function checkCount(what: string, name: string, v: number, min: number): void {
+export function checkCount(what: string, name: string, v: number, min: number): void {
   if (!Number.isInteger(v) || v < min) {
     fail(what, `${name} must be an integer >= ${min}, got ${v}`);
   }
 }
 
-function checkBuffer(device: GPUDevice, what: string, name: string, b: GPUBuffer, bytes: number) {
+export function checkBuffer(
+  device: GPUDevice,
+  what: string,
+  name: string,
+  b: GPUBuffer,
+  bytes: number,
+): void {
   if (b.size < bytes) fail(what, `${name} holds ${b.size} bytes, needs ${bytes}`);
   if (bytes > device.limits.maxStorageBufferBindingSize) {
     fail(

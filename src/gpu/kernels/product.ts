@@ -20,7 +20,8 @@ import {
   MATVEC_ROWS,
   prepareFusedLinear,
 } from "./linear.ts";
-import { prepareQuantMatvec, QUANT_MATVEC_ROWS } from "./matvec_quant.ts";
+import { QUANT_MATVEC_ROWS } from "./matvec_quant.ts";
+import { prepareQuantProduct } from "./gemm_quant.ts";
 
 /** `rows` consecutive rows of a weight, in one buffer of `dtype`. */
 export interface WeightPart {
@@ -57,13 +58,15 @@ export interface ProductArgs {
  * Row counts (M) that together take every pipeline `prepareProduct` can choose for 1 to `maxRows`
  * rows of activations, on any device: the matrix-vector kernels are specialized for each M up to
  * the rows of one z-slice (`MATVEC_ROWS`, `QUANT_MATVEC_ROWS`), larger M reuse that slice; a GPU
- * takes the tiled GEMM (and its norm and SwiGLU passes) above `MATVEC_MAX_M` rows. An engine
+ * takes the tiled GEMM (and its norm and SwiGLU passes) above `MATVEC_MAX_M` rows, quantized
+ * weights the quantized GEMM above `quantGemmMinRows` (one z-slice on a CPU adapter). An engine
  * builds its step plans at these sizes while it starts, so no request compiles a pipeline.
  */
 export function productRowClasses(maxRows: number): number[] {
   const slice = Math.max(MATVEC_ROWS, QUANT_MATVEC_ROWS);
   const out: number[] = [];
   for (let m = 1; m <= Math.min(slice, maxRows); m++) out.push(m);
+  if (maxRows > slice) out.push(slice + 1);
   if (maxRows > MATVEC_MAX_M) out.push(MATVEC_MAX_M + 1);
   return out;
 }
@@ -101,7 +104,7 @@ async function partProduct(
   }
   const { b, ...rest } = common;
   return [
-    await prepareQuantMatvec(device, {
+    await prepareQuantProduct(device, {
       ...rest,
       ...(b ? { bias: b } : {}),
       w: part.buffer,

@@ -1,0 +1,237 @@
+/**
+ * The tiled product over GGUF block-quantized weights for prefill (`shaders/gemm_quant.wgsl`,
+ * composed per format with the format's decoder like `matvec_quant.wgsl`, through the format
+ * contract only): the weights are decoded once per tile of many activation rows, where the
+ * matrix-vector kernel decodes them again for every 8. On a GPU each workgroup stages a tile of
+ * weight rows in workgroup memory once per k-step (`main`); on a CPU adapter, where every read
+ * of workgroup memory is a per-invocation load, each thread decodes its own weight rows into
+ * registers once per 32 activation rows (`rows`). Same arguments, fused work (RMSNorm, bias,
+ * residual add, SwiGLU) and output windows as `prepareQuantMatvec`; `prepareQuantProduct` picks
+ * between the two by the number of rows.
+ */
+import { isCpuAdapter } from "../device.ts";
+import type { QuantFormat } from "../quant/format.ts";
+import { quantFormat, quantizedRowBytes } from "../quant/formats.ts";
+import { shaderVariant } from "../shader_compose.ts";
+import { type KernelDispatch, prepareKernel } from "./kernel.ts";
+import { MATVEC_MAX_M } from "./linear.ts";
+import {
+  checkBuffer,
+  checkCount,
+  EPILOGUES,
+  fail,
+  FLAG_ACCUMULATE,
+  FLAG_BIAS,
+  FLAG_NORM,
+  placeholder,
+  prepareQuantMatvec,
+  QUANT_MATVEC_ROWS,
+  type QuantMatvecArgs,
+  tableBinding,
+} from "./matvec_quant.ts";
+
+/**
+ * The `main` entry's tile (GPUs): thread (tn, tm) of wgN × wgM computes `tn` output columns
+ * (weight rows, `wgN` apart) of `tm` activation rows (`wgM` apart); a workgroup covers
+ * tn·wgN columns × tm·wgM rows and stages its weight rows in workgroup memory `bk` elements at a
+ * time.
+ */
+export interface QuantGemmStagedTile {
+  kind: "staged";
+  /** Threads along n. */
+  wgN: number;
+  /** Threads along m. */
+  wgM: number;
+  /** Output columns per thread, 1 to 16. */
+  tn: number;
+  /** Activation rows per thread, 1 to 4. */
+  tm: number;
+  /** Elements of k per step, a multiple of 32; rounded up to whole blocks of the format. */
+  bk: number;
+  /** vec4 of padding per staged row (0 or 1; against bank conflicts on a GPU). */
+  pad: number;
+}
+
+/**
+ * The `rows` entry's tile (CPU adapters): `threads` threads each own `rpt` weight rows, decoded
+ * slice by slice into registers, of `rb` activation rows.
+ */
+export interface QuantGemmRowsTile {
+  kind: "rows";
+  /** Threads per workgroup. */
+  threads: number;
+  /** Weight rows per thread, 1 to 8. */
+  rpt: number;
+  /** Activation rows per workgroup, 1 to 32. */
+  rb: number;
+}
+
+export type QuantGemmTile = QuantGemmStagedTile | QuantGemmRowsTile;
+
+/**
+ * CPU adapters: 16 threads of 8 weight rows, 32 activation rows per workgroup. On lavapipe
+ * (`bench/gemm_quant.ts --sweep`, SmolLM2's 1536 × 576 and 576 × 1536 at 512 rows, by CPU time)
+ * 8 weight rows per thread took 0.65 of the time of 4 and 0.85 of 6 (each load of x serves them
+ * all); 32 activation rows 0.8 of 16; 8 to 32 threads did the same.
+ */
+export const QUANT_GEMM_CPU_TILE: Readonly<QuantGemmRowsTile> = {
+  kind: "rows",
+  threads: 16,
+  rpt: 8,
+  rb: 32,
+};
+
+/**
+ * GPUs: a 64 × 64 output tile of 4 × 4 per thread, like the float GEMM's, fitted to the
+ * workgroup memory by `fitQuantGemmTile`. Correct on lavapipe; its speed on a GPU is not measured.
+ */
+export const QUANT_GEMM_GPU_TILE: Readonly<QuantGemmStagedTile> = {
+  kind: "staged",
+  wgN: 16,
+  wgM: 16,
+  tn: 4,
+  tm: 4,
+  bk: 32,
+  pad: 1,
+};
+
+/**
+ * Activation rows above which `prepareQuantProduct` takes the tiled GEMM: on a CPU adapter
+ * above 8 (decode keeps the matrix-vector kernel; from 9 rows on, where it needs a second
+ * z-slice, the GEMM was 2.2 to 7.7 times faster on lavapipe at every row count measured, 9 to
+ * 512, see `bench/results/gemm-quant-lavapipe.json`); on a GPU above `MATVEC_MAX_M`, as for float weights
+ * (not measured for quantized ones).
+ */
+export function quantGemmMinRows(device: GPUDevice): number {
+  return isCpuAdapter(device) ? QUANT_MATVEC_ROWS : MATVEC_MAX_M;
+}
+
+/** Bytes of workgroup memory a tile stages (`rows` weight rows of bk/4 + pad vec4). */
+export function quantGemmTileBytes(t: QuantGemmStagedTile, swiglu: boolean): number {
+  return t.tn * t.wgN * (swiglu ? 2 : 1) * (t.bk / 4 + t.pad) * 16;
+}
+
+/**
+ * `tile` fitted to format `f` and the device: bk rounded up to whole blocks, then tn halved
+ * (and after it wgN) until the staged rows fit the workgroup memory.
+ */
+export function fitQuantGemmTile(
+  device: GPUDevice,
+  f: QuantFormat,
+  tile: QuantGemmStagedTile,
+  swiglu: boolean,
+): QuantGemmStagedTile {
+  const what = "gemm_quant";
+  const ok = [tile.wgN, tile.wgM, tile.tn, tile.tm, tile.bk, tile.pad].every(Number.isInteger) &&
+    tile.wgN >= 1 && tile.wgM >= 1 && tile.tn >= 1 && tile.tn <= 16 && tile.tm >= 1 &&
+    tile.tm <= 4 && tile.bk >= 32 && tile.bk % 32 === 0 && (tile.pad === 0 || tile.pad === 1);
+  if (!ok) fail(what, `bad tile ${JSON.stringify(tile)}`);
+  const t = { ...tile, bk: Math.ceil(tile.bk / f.blockSize) * f.blockSize };
+  const limit = device.limits.maxComputeWorkgroupStorageSize;
+  while (quantGemmTileBytes(t, swiglu) > limit) {
+    if (t.tn > 1) t.tn = Math.ceil(t.tn / 2);
+    else if (t.wgN > 1) t.wgN = Math.ceil(t.wgN / 2);
+    else fail(what, `a ${t.bk}-element step of ${f.type} weights exceeds the workgroup memory`);
+  }
+  const lim = device.limits;
+  if (
+    t.wgN * t.wgM > lim.maxComputeInvocationsPerWorkgroup ||
+    t.wgN > lim.maxComputeWorkgroupSizeX || t.wgM > lim.maxComputeWorkgroupSizeY
+  ) {
+    fail(what, `tile ${JSON.stringify(t)} exceeds the device's workgroup limits`);
+  }
+  return t;
+}
+
+/** `prepareQuantMatvec`'s arguments, and optionally another tile (tests, benchmarks). */
+export interface QuantGemmArgs extends QuantMatvecArgs {
+  /** Default `QUANT_GEMM_CPU_TILE` on a CPU adapter, `QUANT_GEMM_GPU_TILE` otherwise. */
+  tile?: QuantGemmTile;
+}
+
+/**
+ * r[i, j] = s_i·Σₖ x[i, k]·g[k]·W[j, k] + bias[y0 + j] with the epilogue, exactly as
+ * `prepareQuantMatvec` (same arguments; `threadsPerRow` is not used), for any m: the prefill
+ * product. `k` must be a multiple of the block size.
+ */
+export async function prepareQuantGemm(
+  device: GPUDevice,
+  a: QuantGemmArgs,
+  label = "gemm_quant",
+): Promise<KernelDispatch> {
+  const what = "gemm_quant";
+  const f = quantFormat(a.type);
+  checkCount(what, "m", a.m, 1);
+  checkCount(what, "n", a.n, 1);
+  checkCount(what, "k", a.k, 1);
+  const rowBytes = quantizedRowBytes(f.type, a.k);
+  const y0 = a.y0 ?? 0;
+  const ldy = a.ldy ?? a.n;
+  checkCount(what, "y0", y0, 0);
+  checkCount(what, "ldy", ldy, 1);
+  if (ldy < y0 + a.n) fail(what, `ldy ${ldy} is less than y0 + n = ${y0 + a.n}`);
+  const epilogue = a.epilogue ?? "store";
+  if (!EPILOGUES.includes(epilogue)) fail(what, `unknown epilogue ${epilogue}`);
+  const swiglu = epilogue === "swiglu";
+  if (swiglu && a.bias) fail(what, "no bias with the swiglu epilogue");
+  if (a.norm && !(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
+    fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
+  }
+  checkBuffer(device, what, "x", a.x, a.m * a.k * 4);
+  checkBuffer(device, what, "w", a.w, (swiglu ? 2 : 1) * a.n * rowBytes);
+  checkBuffer(device, what, "y", a.y, ((a.m - 1) * ldy + y0 + a.n) * 4);
+  if (a.bias) checkBuffer(device, what, "bias", a.bias, (y0 + a.n) * 4);
+  if (a.norm) checkBuffer(device, what, "norm weight", a.norm.weight, a.k * 4);
+  const tile = a.tile ?? (isCpuAdapter(device) ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
+  const max = device.limits.maxComputeWorkgroupsPerDimension;
+  let constants: Record<string, number>;
+  let workgroups: [number, number];
+  if (tile.kind === "rows") {
+    const ok = [tile.threads, tile.rpt, tile.rb].every(Number.isInteger) && tile.threads >= 1 &&
+      tile.threads <= device.limits.maxComputeInvocationsPerWorkgroup && tile.rpt >= 1 &&
+      tile.rpt <= 8 && tile.rb >= 1 && tile.rb <= 32;
+    if (!ok) fail(what, `bad tile ${JSON.stringify(tile)}`);
+    constants = { WG_N: 1, WG_M: tile.threads, RPT: tile.rpt, RB: tile.rb };
+    workgroups = [Math.ceil(a.n / (tile.threads * tile.rpt)), Math.ceil(a.m / tile.rb)];
+  } else {
+    const t = fitQuantGemmTile(device, f, tile, swiglu);
+    constants = { WG_N: t.wgN, WG_M: t.wgM, TN: t.tn, TM: t.tm, BK: t.bk, PAD: t.pad };
+    workgroups = [Math.ceil(a.n / (t.tn * t.wgN)), Math.ceil(a.m / (t.tm * t.wgM))];
+  }
+  if (workgroups[0] > max || workgroups[1] > max) {
+    fail(what, `${workgroups.join("×")} workgroups exceed the limit ${max}`);
+  }
+  const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
+    (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
+  return await prepareKernel(device, {
+    label,
+    shader: shaderVariant("gemm_quant", { format: f.fragment }),
+    entry: tile.kind === "rows" ? "rows" : "main",
+    constants: { ...constants, SWIGLU: swiglu ? 1 : 0 },
+    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, flags, 0],
+    floats: [3],
+    buffers: {
+      1: a.x,
+      2: a.w,
+      3: a.bias ?? placeholder(device),
+      4: a.y,
+      5: a.norm?.weight ?? placeholder(device),
+      ...await tableBinding(device, f),
+    },
+    workgroups,
+  });
+}
+
+/**
+ * The quantized product for `a.m` activation rows: the matrix-vector kernel up to
+ * `quantGemmMinRows(device)` rows (decode), the tiled GEMM above.
+ */
+export function prepareQuantProduct(
+  device: GPUDevice,
+  a: QuantMatvecArgs,
+  label: string,
+): Promise<KernelDispatch> {
+  return a.m > quantGemmMinRows(device)
+    ? prepareQuantGemm(device, a, label)
+    : prepareQuantMatvec(device, a, label);
+}

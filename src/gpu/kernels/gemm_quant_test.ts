@@ -1,0 +1,218 @@
+import { equal, ok, throws } from "node:assert/strict";
+import { EngineError } from "../../contract/errors.ts";
+import { storageBuffer, uploadBuffer } from "../buffers.ts";
+import { dequantize, QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../quant/formats.ts";
+import { loadQuantTables } from "../quant/tables.ts";
+import { randomBlocks } from "../quant/random_blocks.ts";
+import { fusedLinearRef } from "../reference/dense.ts";
+import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { asF32, f32Buffer, runRead, seeded } from "../../../test/support/kernel_harness.ts";
+import {
+  prepareQuantGemm,
+  prepareQuantProduct,
+  QUANT_GEMM_CPU_TILE,
+  QUANT_GEMM_GPU_TILE,
+  quantGemmMinRows,
+  type QuantGemmTile,
+} from "./gemm_quant.ts";
+import type { QuantEpilogue } from "./matvec_quant.ts";
+
+/**
+ * The f32 bound of every product here (`sumsTolerance`, c·u·(√k + 4)·(rms(ref) + |ref|)): c = 2
+ * for stored and accumulated products, 3 with SwiGLU (two sums multiplied), as for
+ * matvec_quant; the worst measured here on lavapipe (`KILN_TOL_REPORT=1`) is reported in the
+ * bench notes.
+ */
+const SUM_C = 2;
+const SWIGLU_C = 3;
+
+/** Row lengths of several blocks, the 32-element formats an odd number (9). */
+const K = (t: QuantType) => QUANT_FORMATS[t].blockSize === 32 ? 288 : 768;
+/** Activation rows: not a multiple of any tile's rows (32, 24, 5). */
+const M = 77;
+
+/**
+ * The tiles tested, each in its own pipelines: the two defaults (on lavapipe the `rows` one is
+ * the CPU default; the staged one is fitted to the workgroup memory per format), and a small
+ * `rows` tile whose edges (24 weight rows, 5 activation rows a workgroup) cut the shapes oddly.
+ */
+const TILES: readonly QuantGemmTile[] = [
+  QUANT_GEMM_CPU_TILE,
+  QUANT_GEMM_GPU_TILE,
+  { kind: "rows", threads: 8, rpt: 3, rb: 5 },
+];
+
+interface Case {
+  epilogue: QuantEpilogue;
+  norm: boolean;
+  bias: boolean;
+  n: number;
+  /** Write into columns [3, 3 + n) of rows n + 5 wide. */
+  window: boolean;
+}
+
+const CASES: readonly Case[] = [
+  { epilogue: "store", norm: false, bias: false, n: 37, window: false },
+  { epilogue: "store", norm: true, bias: true, n: 13, window: true },
+  { epilogue: "accumulate", norm: true, bias: false, n: 37, window: true },
+  { epilogue: "accumulate", norm: false, bias: true, n: 13, window: false },
+  { epilogue: "swiglu", norm: false, bias: false, n: 13, window: true },
+  { epilogue: "swiglu", norm: true, bias: false, n: 37, window: false },
+];
+
+/** The output [M, ldy] of the product over float64 weights `w` (the reference's last step). */
+function reference(
+  w: Float64Array,
+  x: Float64Array,
+  c: Case,
+  k: number,
+  opts: { gamma: Float64Array; bias: Float64Array; prior: Float64Array },
+): Float64Array {
+  const y0 = c.window ? 3 : 0;
+  const ldy = c.window ? c.n + 5 : c.n;
+  const window = new Float64Array(M * c.n);
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < c.n; j++) window[i * c.n + j] = opts.prior[i * ldy + y0 + j]!;
+  }
+  const bias = c.bias ? opts.bias.subarray(y0, y0 + c.n) : undefined;
+  const r = fusedLinearRef(x, w, bias, M, c.n, k, {
+    ...(c.norm ? { norm: { weight: opts.gamma, eps: 1e-5 } } : {}),
+    epilogue: c.epilogue,
+    y0: window,
+  });
+  const out = Float64Array.from(opts.prior);
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < c.n; j++) out[i * ldy + y0 + j] = r[i * c.n + j]!;
+  }
+  return out;
+}
+
+/**
+ * Run case `c` on `tile` and compare with the float64 reference (the format's CPU decode, then
+ * the product). Returns the output and the inputs for the mutation checks.
+ */
+async function runCase(
+  device: GPUDevice,
+  type: QuantType,
+  tile: QuantGemmTile,
+  c: Case,
+  seed: number,
+) {
+  const k = K(type);
+  const rows = c.epilogue === "swiglu" ? 2 * c.n : c.n;
+  const y0 = c.window ? 3 : 0;
+  const ldy = c.window ? c.n + 5 : c.n;
+  const bytes = randomBlocks(type, rows * k, seed);
+  const x = asF32(seeded(seed + 1, M * k));
+  const inputs = {
+    gamma: asF32(seeded(seed + 2, k)),
+    bias: asF32(seeded(seed + 3, y0 + c.n)),
+    prior: asF32(seeded(seed + 4, M * ldy)),
+  };
+  const y = f32Buffer(device, "gemmq:y", inputs.prior);
+  const d = await prepareQuantGemm(device, {
+    x: f32Buffer(device, "gemmq:x", x),
+    w: uploadBuffer(device, "gemmq:w", bytes),
+    y,
+    m: M,
+    n: c.n,
+    k,
+    type,
+    epilogue: c.epilogue,
+    tile,
+    ...(c.bias ? { bias: f32Buffer(device, "gemmq:b", inputs.bias) } : {}),
+    ...(c.norm ? { norm: { weight: f32Buffer(device, "gemmq:g", inputs.gamma), eps: 1e-5 } } : {}),
+    ...(c.window ? { ldy, y0 } : {}),
+  });
+  const got = await runRead(device, [d], y, M * ldy);
+  const w = dequantize(type, bytes, rows * k);
+  const ref = reference(w, x, c, k, inputs);
+  const c_ = c.epilogue === "swiglu" ? SWIGLU_C : SUM_C;
+  assertSumsClose(got, ref, k, c_, `${type} ${tile.kind} ${JSON.stringify(c)}`);
+  return { got, w, x, inputs, c_ };
+}
+
+await loadQuantTables();
+
+for (const type of QUANT_TYPES) {
+  Deno.test(`gemm_quant ${type}: every epilogue, norm and bias, on each tile; odd m and n, several blocks, output windows`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      let seed = 1000 * (QUANT_TYPES.indexOf(type) + 1);
+      for (const tile of TILES) {
+        for (const c of CASES) await runCase(device, type, tile, c, seed += 11);
+      }
+    });
+  });
+}
+
+/**
+ * The comparison must see the kernel bugs a tiled product is prone to, in every format: the
+ * last slice of one weight row left out (a k-step bound off by one), and two groups of 4 weights
+ * of one slice swapped (a slice's elements placed at the wrong offsets). The GPU output of a
+ * correct kernel is compared with references so mutated; each comparison must fail.
+ */
+Deno.test("gemm_quant: the comparison fails for a dropped slice or misplaced weights, every format", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const c = CASES[0]!;
+    for (const [ti, type] of QUANT_TYPES.entries()) {
+      const k = K(type);
+      const { got, w, x, inputs, c_ } = await runCase(device, type, TILES[0]!, c, 77 + ti);
+      const row = 5;
+      const dropped = w.slice();
+      dropped.fill(0, row * k + k - 32, (row + 1) * k);
+      const swapped = w.slice();
+      const at = row * k + 32;
+      for (let e = 0; e < 4; e++) {
+        swapped[at + e] = w[at + 8 + e]!;
+        swapped[at + 8 + e] = w[at + e]!;
+      }
+      for (const [name, mutated] of [["dropped slice", dropped], ["swapped groups", swapped]]) {
+        const ref = reference(mutated as Float64Array, x, c, k, inputs);
+        throws(() => assertSumsClose(got, ref, k, c_), `${type}: ${name} passed`);
+      }
+    }
+  });
+});
+
+Deno.test("gemm_quant: prepareQuantProduct takes the GEMM above quantGemmMinRows rows only", async () => {
+  const { device } = await testGpu();
+  await withErrorScopes(device, async () => {
+    const type = "Q8_0", n = 16, k = 64;
+    const w = uploadBuffer(device, "gemmq:w", randomBlocks(type, n * k, 5));
+    const min = quantGemmMinRows(device);
+    for (const m of [1, min, min + 1]) {
+      const x = storageBuffer(device, "gemmq:x", m * k * 4);
+      const y = storageBuffer(device, "gemmq:y", m * n * 4);
+      const d = await prepareQuantProduct(device, { x, w, y, m, n, k, type }, "gemmq");
+      equal(d.pipeline.label.includes("gemm_quant:"), m > min, `m ${m}`);
+    }
+  });
+});
+
+Deno.test("gemm_quant: bad arguments are invalid-argument errors", async () => {
+  const { device } = await testGpu();
+  const type = "Q4_K", n = 4, k = 256, m = 40;
+  const x = storageBuffer(device, "gemmq:x", m * k * 4);
+  const y = storageBuffer(device, "gemmq:y", m * n * 4);
+  const w = uploadBuffer(device, "gemmq:w", randomBlocks(type, 2 * n * k, 6));
+  const base = { x, w, y, m, n, k, type } as const;
+  const bad = async (what: string, args: Parameters<typeof prepareQuantGemm>[1]) => {
+    let err: unknown;
+    try {
+      await prepareQuantGemm(device, args);
+    } catch (e) {
+      err = e;
+    }
+    ok(err instanceof EngineError && err.type === "InvalidArgument", `${what}: ${err}`);
+  };
+  await bad("k not whole blocks", { ...base, k: 128 });
+  await bad("y too small", { ...base, m: m + 1 });
+  await bad("w too small for swiglu", { ...base, n: 2 * n, epilogue: "swiglu" });
+  await bad("bias with swiglu", { ...base, epilogue: "swiglu", bias: y });
+  await bad("ldy < y0 + n", { ...base, ldy: n, y0: 1 });
+  await bad("rows tile too big", { ...base, tile: { kind: "rows", threads: 64, rpt: 9, rb: 8 } });
+  await bad("staged tile", { ...base, tile: { ...QUANT_GEMM_GPU_TILE, bk: 48 } });
+  await bad("unknown type", { ...base, type: "Q9_9" as QuantType });
+});
