@@ -14,7 +14,8 @@ export {
 } from "./paths.ts";
 export * from "./buffers.ts";
 export * from "./dtype.ts";
-export type { QuantType } from "./quant/formats.ts";
+export { QUANT_BLOCKS, QUANT_TYPES, type QuantType } from "./quant/blocks.ts";
+export type { QuantBlock } from "./quant/format.ts";
 export type { History, SamplingParams } from "./reference/sampling.ts";
 export * from "./dispatch.ts";
 export * from "./shader.ts";

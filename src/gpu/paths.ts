@@ -32,6 +32,16 @@ export interface KernelPaths {
   readonly gemmAboveRows: number;
   /** Threads per output row of the quantized matrix-vector kernel (`matvec_quant.wgsl`). */
   readonly quantThreadsPerRow: number;
+  /**
+   * Quantized products of more activation rows than this take the quantized GEMM
+   * (`gemm_quant.wgsl`); fewer, the quantized matrix-vector kernel.
+   */
+  readonly quantGemmAboveRows: number;
+  /**
+   * The quantized GEMM's entry: `rows` (each thread decodes its weight rows into registers, once
+   * per 32 activation rows) or `staged` (a workgroup decodes a weight tile into workgroup memory).
+   */
+  readonly quantGemmTile: "rows" | "staged";
   /** Decode attention splits the key axis by the context length (else one pass). */
   readonly splitAttention: boolean;
 }
@@ -40,6 +50,11 @@ export interface KernelPaths {
  * The two tables. On a CPU adapter (lavapipe, SmolLM2's 1536×576 and 576×1536 products) the
  * one-thread-per-row matrix-vector kernel beats the tiled GEMM 1.8-2.1× at 64 and 256 rows and
  * 7× at 16, even re-reading the weights for every 8 rows; split-K only adds the merge there.
+ * Quantized weights are the other way round: decoding them again for every 8 rows costs more than
+ * the products, and the register-tiled quantized GEMM was 2.2-7.7× faster than the sliced kernel
+ * from 9 to 512 rows (`bench/results/gemm-quant-lavapipe.json`); workgroup memory, which lavapipe
+ * reads one invocation at a time, made the staged tile 0.3-0.6× the sliced kernel there. The
+ * GPU's quantized threshold follows the float one (not measured on a GPU).
  */
 export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
   cpu: {
@@ -47,6 +62,8 @@ export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
     matvecThreadsPerRow: 1,
     gemmAboveRows: Infinity,
     quantThreadsPerRow: 1,
+    quantGemmAboveRows: 8,
+    quantGemmTile: "rows",
     splitAttention: false,
   },
   gpu: {
@@ -54,6 +71,8 @@ export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
     matvecThreadsPerRow: 64,
     gemmAboveRows: 32,
     quantThreadsPerRow: 32,
+    quantGemmAboveRows: 32,
+    quantGemmTile: "staged",
     splitAttention: true,
   },
 };

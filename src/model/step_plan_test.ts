@@ -107,21 +107,30 @@ for (const paths of ["cpu", "gpu"] as const) {
     });
   });
 
-  Deno.test(`quantized products: ${gpuPaths ? "32 threads" : "one thread"} per row (${paths} paths)`, async () => {
-    await withModel(paths, true, async (model) => {
-      const products = productLabels(model.config.numLayers);
-      for (const tokens of [1, 33]) {
-        const step = await stepPipelines(model, tokens);
-        for (const label of products) {
-          const p = step.get(label);
-          ok(p, `${tokens} tokens: no dispatch ${label} in ${[...step.keys()]}`);
-          deepEqual(
-            [p.shader, p.entry, p.constants.TPR],
-            ["matvec_quant", "main", gpuPaths ? 32 : 1],
-            `${tokens} tokens, ${label}`,
-          );
+  Deno.test(
+    `quantized products: ${gpuPaths ? "32 threads" : "one thread"} per row, the ${
+      gpuPaths ? "staged" : "register-tiled"
+    } GEMM above ${gpuPaths ? 32 : 8} rows (${paths} paths)`,
+    async () => {
+      await withModel(paths, true, async (model) => {
+        const products = productLabels(model.config.numLayers);
+        // 1 and 8 rows: matvec on both; 9 and 32: the GEMM on cpu paths only; 33: on both.
+        for (const tokens of [1, 8, 9, 32, 33]) {
+          const gemm = tokens > (gpuPaths ? 32 : 8);
+          const step = await stepPipelines(model, tokens);
+          for (const label of products) {
+            const p = step.get(label);
+            ok(p, `${tokens} tokens: no dispatch ${label} in ${[...step.keys()]}`);
+            deepEqual(
+              gemm ? [p.shader, p.entry] : [p.shader, p.entry, p.constants.TPR],
+              gemm
+                ? ["gemm_quant", gpuPaths ? "main" : "rows"]
+                : ["matvec_quant", "main", gpuPaths ? 32 : 1],
+              `${tokens} tokens, ${label}`,
+            );
+          }
         }
-      }
-    });
-  });
+      });
+    },
+  );
 }

@@ -9,12 +9,11 @@
  * residual add, SwiGLU) and output windows as `prepareQuantMatvec`; `prepareQuantProduct` picks
  * between the two by the number of rows.
  */
-import { isCpuAdapter } from "../device.ts";
+import { kernelPaths } from "../paths.ts";
 import type { QuantFormat } from "../quant/format.ts";
 import { quantFormat, quantizedRowBytes } from "../quant/formats.ts";
 import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
-import { MATVEC_MAX_M } from "./linear.ts";
 import {
   checkBuffer,
   checkCount,
@@ -25,7 +24,6 @@ import {
   FLAG_NORM,
   placeholder,
   prepareQuantMatvec,
-  QUANT_MATVEC_ROWS,
   type QuantMatvecArgs,
   tableBinding,
 } from "./matvec_quant.ts";
@@ -96,14 +94,12 @@ export const QUANT_GEMM_GPU_TILE: Readonly<QuantGemmStagedTile> = {
 };
 
 /**
- * Activation rows above which `prepareQuantProduct` takes the tiled GEMM: on a CPU adapter
- * above 8 (decode keeps the matrix-vector kernel; from 9 rows on, where it needs a second
- * z-slice, the GEMM was 2.2 to 7.7 times faster on lavapipe at every row count measured, 9 to
- * 512, see `bench/results/gemm-quant-lavapipe.json`); on a GPU above `MATVEC_MAX_M`, as for float weights
- * (not measured for quantized ones).
+ * Activation rows above which `prepareQuantProduct` takes the tiled GEMM: the device's kernel
+ * paths' `quantGemmAboveRows` (`../paths.ts`: above 8 on the cpu paths, where the matrix-vector
+ * kernel would need a second z-slice; above 32 on the gpu paths).
  */
 export function quantGemmMinRows(device: GPUDevice): number {
-  return isCpuAdapter(device) ? QUANT_MATVEC_ROWS : MATVEC_MAX_M;
+  return kernelPaths(device).quantGemmAboveRows;
 }
 
 /** Bytes of workgroup memory a tile stages (`rows` weight rows of bk/4 + pad vec4). */
@@ -145,7 +141,7 @@ export function fitQuantGemmTile(
 
 /** `prepareQuantMatvec`'s arguments, and optionally another tile (tests, benchmarks). */
 export interface QuantGemmArgs extends QuantMatvecArgs {
-  /** Default `QUANT_GEMM_CPU_TILE` on a CPU adapter, `QUANT_GEMM_GPU_TILE` otherwise. */
+  /** Default: the kernel paths' `quantGemmTile`, `QUANT_GEMM_CPU_TILE` or `QUANT_GEMM_GPU_TILE`. */
   tile?: QuantGemmTile;
 }
 
@@ -182,7 +178,8 @@ export async function prepareQuantGemm(
   checkBuffer(device, what, "y", a.y, ((a.m - 1) * ldy + y0 + a.n) * 4);
   if (a.bias) checkBuffer(device, what, "bias", a.bias, (y0 + a.n) * 4);
   if (a.norm) checkBuffer(device, what, "norm weight", a.norm.weight, a.k * 4);
-  const tile = a.tile ?? (isCpuAdapter(device) ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
+  const tile = a.tile ??
+    (kernelPaths(device).quantGemmTile === "rows" ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
   const max = device.limits.maxComputeWorkgroupsPerDimension;
   let constants: Record<string, number>;
   let workgroups: [number, number];

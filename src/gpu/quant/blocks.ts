@@ -30,8 +30,8 @@ import { Q8_0_BLOCK } from "./formats/q8_0.ts";
 import { TQ1_0_BLOCK } from "./formats/tq1_0.ts";
 import { TQ2_0_BLOCK } from "./formats/tq2_0.ts";
 
-/** Every registered format's geometry by its `type`. */
-const BLOCKS = {
+/** Every registered format's geometry by its `type` (the list `QuantType` is made from). */
+export const QUANT_BLOCKS = {
   Q8_0: Q8_0_BLOCK,
   Q4_0: Q4_0_BLOCK,
   Q4_1: Q4_1_BLOCK,
@@ -57,25 +57,24 @@ const BLOCKS = {
 } as const satisfies Record<string, QuantBlock>;
 
 /** The GGUF/ggml block-quantized types Kiln reads. */
-export type QuantType = keyof typeof BLOCKS;
+export type QuantType = keyof typeof QUANT_BLOCKS;
 
-export const QUANT_BLOCKS: Readonly<Record<QuantType, QuantBlock>> = BLOCKS;
-
-export const QUANT_TYPES = Object.keys(BLOCKS) as QuantType[];
+/** Every registered block type, in the registry's order. */
+export const QUANT_TYPES = Object.keys(QUANT_BLOCKS) as QuantType[];
 
 /** The geometry of `type`; an unknown type is an invalid argument. */
 export function quantBlock(type: string): QuantBlock {
-  if (!Object.hasOwn(BLOCKS, type)) {
+  if (!Object.hasOwn(QUANT_BLOCKS, type)) {
     throw EngineError.invalidArgument(
       `unknown quantization type ${JSON.stringify(type)} (known: ${QUANT_TYPES.join(", ")})`,
     );
   }
-  return BLOCKS[type as QuantType];
+  return QUANT_BLOCKS[type as QuantType];
 }
 
 /** The supported type with ggml type number `ggmlType`. */
 export function quantTypeOfGgml(ggmlType: number): QuantType {
-  const found = QUANT_TYPES.find((t) => BLOCKS[t].ggmlType === ggmlType);
+  const found = QUANT_TYPES.find((t) => QUANT_BLOCKS[t].ggmlType === ggmlType);
   if (found === undefined) {
     throw EngineError.invalidArgument(
       `ggml type ${ggmlType} is not a supported quantized type (supported: ${

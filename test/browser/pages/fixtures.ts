@@ -4,9 +4,9 @@
  * reference model loaded over HTTP with Range requests, its logits compared with HF's within
  * `verify`'s bounds with an f32 and with an f16 KV cache (SwiftShader's f32 arithmetic is not
  * lavapipe's; the summaries print each prompt's errors), and the sampler against the shared
- * cases; fortune quantized to GGUF Q4_K_M in the page, and six files llama.cpp quantized (every
- * block type its quantizer wrote for the test models), each loaded from a `File` as the demo's
- * file picker gives it and checked against float64 logits on its dequantized weights.
+ * cases; fortune quantized to GGUF Q4_K_M in the page, and every file llama.cpp quantized for the
+ * test models (test/fixtures/llamacpp/), each loaded from a `File` as the demo's file picker gives
+ * it and checked against float64 logits on its dequantized weights.
  *
  * All of that on the kernel paths SwiftShader takes by default (`cpu`: it is a fallback adapter),
  * then, on a second device acquired with `paths: "gpu"`, the kernels a GPU takes (see
@@ -42,6 +42,10 @@ const MODELS = [
 ];
 
 const gpu = await acquireGpu({ label: "kiln-browser-test" });
+/** The files llama.cpp quantized (bench/peers/llama_quantize.ts): model and file type. */
+const LLAMACPP_FILES = ((await (await fetch("/test/fixtures/llamacpp/manifest.json")).json()) as {
+  files: { model: string; ftype: string }[];
+}).files;
 const gpuPaths = await acquireGpu({ label: "kiln-browser-test:gpu-paths", paths: "gpu" });
 const HF_FIXTURES = MODELS.filter((dir) => dir.startsWith("test/fixtures/"));
 const KV_DTYPES: KvDtype[] = ["f32", "f16"];
@@ -149,14 +153,27 @@ const llamaCppCheck = (dir: string, ftype: string, steps: number, prompts?: numb
 /**
  * The pipelines `g`'s steps dispatch on the llama-gqa fixture (context 512: two key splits), F32
  * and as GGUF Q8_0: on `gpu` paths the GEMM for a 33-token prefill and 64 threads per row for a
- * decode step, split-K decode attention, 32 threads per row of the quantized products.
+ * decode step, split-K decode attention, 32 threads per row of the quantized products and the
+ * staged quantized GEMM for their prefill (the register-tiled one on cpu paths).
  */
 const pathsCheck = (g: Gpu) =>
   [`steps dispatch the kernels of their paths ${onPaths(g)}`, async () => {
     const dir = "test/fixtures/models/llama-gqa-f32";
     const want = g.caps.paths === "gpu"
-      ? { prefill: "gemm", tpr: 64, attention: "split", quantTpr: 32 }
-      : { prefill: "matvec", tpr: 1, attention: "single", quantTpr: 1 };
+      ? {
+        prefill: "gemm",
+        tpr: 64,
+        attention: "split",
+        quantTpr: 32,
+        quantPrefill: "gemm_quant:main",
+      }
+      : {
+        prefill: "matvec",
+        tpr: 1,
+        attention: "single",
+        quantTpr: 1,
+        quantPrefill: "gemm_quant:rows",
+      };
     const got: Record<string, unknown> = {};
     const float = await GpuModel.load(g, urlFiles(new URL(`/${dir}/`, location.href).href));
     try {
@@ -174,6 +191,10 @@ const pathsCheck = (g: Gpu) =>
       const layers = productLabels(quant.config.numLayers);
       const decode = await stepPipelines(quant, 1);
       got.quantTpr = [...new Set(layers.map((l) => decode.get(l)?.constants.TPR))].join();
+      const prefill = await stepPipelines(quant, 33);
+      got.quantPrefill = [
+        ...new Set(layers.map((l) => `${prefill.get(l)?.shader}:${prefill.get(l)?.entry}`)),
+      ].join();
     } finally {
       quant.destroy();
     }
@@ -233,13 +254,12 @@ await runChecks([
   linearCheck(gpu.device),
   ...MODELS.flatMap((dir) => KV_DTYPES.map((kv) => modelCheck(dir, kv))),
   ggufCheck("models/fortune", "q4_k_m", gpu, 4, [[256, 89, 111, 117]]),
-  // llama.cpp's own files: every block type it wrote for them (Q2_K, Q3_K, TQ1_0, IQ4_XS, IQ3_S's
-  // grid through its table, and Q5_0, Q5_1, Q4_0, IQ4_NL, Q8_0, Q6_K in the fallbacks).
-  ...["Q2_K", "TQ1_0", "IQ4_XS", "IQ3_S"].map((t) =>
-    llamaCppCheck("models/fortune", t, 4, [[256, 89, 111, 117]])
+  // Every file llama.cpp quantized for the test models (test/fixtures/llamacpp/manifest.json).
+  ...LLAMACPP_FILES.map((f) =>
+    f.model === "fortune"
+      ? llamaCppCheck("models/fortune", f.ftype, 4, [[256, 89, 111, 117]])
+      : llamaCppCheck(`test/fixtures/models/${f.model}`, f.ftype, 4)
   ),
-  llamaCppCheck("test/fixtures/models/llama-gqa-f32", "Q3_K_M", 4),
-  llamaCppCheck("test/fixtures/models/llama-mqa-bf16", "IQ4_NL", 4),
   samplerCheck,
   pathsCheck(gpuPaths),
   // f32 KV for each (f16 adds little here: Deno runs both on both paths), f16 for the cheapest.
