@@ -30,7 +30,7 @@
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
  */
-import { relative } from "node:path";
+import { relative, resolve } from "node:path";
 import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
@@ -340,7 +340,8 @@ for (const file of flags.gguf ?? []) {
   const result: ShapeResult = { shape: name, model_dir: file, skipped: [] };
   results.push(result);
   try {
-    await benchShape(name, result, undefined, file);
+    // Absolute: the peers run from bench/peers/.
+    await benchShape(name, result, undefined, resolve(file));
   } catch (e) {
     log(`${name}: ${(e as Error).message}`);
     result.error = (e as Error).message;
