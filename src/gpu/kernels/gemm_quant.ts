@@ -11,17 +11,11 @@
  */
 import { kernelPaths } from "../paths.ts";
 import type { QuantFormat } from "../quant/format.ts";
-import { quantFormat, quantizedRowBytes } from "../quant/formats.ts";
 import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 import {
-  checkBuffer,
-  checkCount,
-  EPILOGUES,
+  checkQuantProduct,
   fail,
-  FLAG_ACCUMULATE,
-  FLAG_BIAS,
-  FLAG_NORM,
   placeholder,
   prepareQuantMatvec,
   type QuantMatvecArgs,
@@ -156,28 +150,8 @@ export async function prepareQuantGemm(
   label = "gemm_quant",
 ): Promise<KernelDispatch> {
   const what = "gemm_quant";
-  const f = quantFormat(a.type);
-  checkCount(what, "m", a.m, 1);
-  checkCount(what, "n", a.n, 1);
-  checkCount(what, "k", a.k, 1);
-  const rowBytes = quantizedRowBytes(f.type, a.k);
-  const y0 = a.y0 ?? 0;
-  const ldy = a.ldy ?? a.n;
-  checkCount(what, "y0", y0, 0);
-  checkCount(what, "ldy", ldy, 1);
-  if (ldy < y0 + a.n) fail(what, `ldy ${ldy} is less than y0 + n = ${y0 + a.n}`);
-  const epilogue = a.epilogue ?? "store";
-  if (!EPILOGUES.includes(epilogue)) fail(what, `unknown epilogue ${epilogue}`);
+  const { f, y0, ldy, epilogue, flags } = checkQuantProduct(device, what, a);
   const swiglu = epilogue === "swiglu";
-  if (swiglu && a.bias) fail(what, "no bias with the swiglu epilogue");
-  if (a.norm && !(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
-    fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
-  }
-  checkBuffer(device, what, "x", a.x, a.m * a.k * 4);
-  checkBuffer(device, what, "w", a.w, (swiglu ? 2 : 1) * a.n * rowBytes);
-  checkBuffer(device, what, "y", a.y, ((a.m - 1) * ldy + y0 + a.n) * 4);
-  if (a.bias) checkBuffer(device, what, "bias", a.bias, (y0 + a.n) * 4);
-  if (a.norm) checkBuffer(device, what, "norm weight", a.norm.weight, a.k * 4);
   const tile = a.tile ??
     (kernelPaths(device).quantGemmTile === "rows" ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
   const max = device.limits.maxComputeWorkgroupsPerDimension;
@@ -198,8 +172,6 @@ export async function prepareQuantGemm(
   if (workgroups[0] > max || workgroups[1] > max) {
     fail(what, `${workgroups.join("×")} workgroups exceed the limit ${max}`);
   }
-  const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
-    (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
   return await prepareKernel(device, {
     label,
     shader: shaderVariant("gemm_quant", { format: f.fragment }),

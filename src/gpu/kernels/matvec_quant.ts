@@ -122,20 +122,25 @@ function threads(device: GPUDevice, tpr?: number): { tpr: number; wg: number; rp
   return { tpr, wg: tpr === 1 ? 64 : 256, rpt };
 }
 
+/** A quantized product's arguments, checked, with its defaults and its uniform flags. */
+export interface CheckedQuantProduct {
+  f: QuantFormat;
+  y0: number;
+  ldy: number;
+  epilogue: QuantEpilogue;
+  /** Bits of `FLAG_BIAS`, `FLAG_NORM`, `FLAG_ACCUMULATE`. */
+  flags: number;
+}
+
 /**
- * r[i, j] = s_i·Σₖ x[i, k]·g[k]·W[j, k] + bias[y0 + j], with s_i = 1/√(mean_k x[i, k]² + eps)
- * and g the norm weight when `norm` is given (else s = g = 1), stored to y[i·ldy + y0 + j]
- * (`store`), added to it (`accumulate`), or with W = [gate; up] as y = silu(r_gate)·r_up
- * (`swiglu`). Built for decode (m ≤ 8, one pass over the weights); a larger m is taken 8 rows at a
- * time in z-slices that each decode the weights again: correct, but a prefill fallback, not a
- * tiled matmul. `k` must be a multiple of the block size (32, or 256 for the K-quants).
+ * Check the shape, output window, epilogue, norm and buffer sizes of a quantized product (the
+ * decode matvec and the prefill GEMM take the same arguments); `what` names it in the errors.
  */
-export async function prepareQuantMatvec(
+export function checkQuantProduct(
   device: GPUDevice,
+  what: string,
   a: QuantMatvecArgs,
-  label = "matvec_quant",
-): Promise<KernelDispatch> {
-  const what = "matvec_quant";
+): CheckedQuantProduct {
   const f = quantFormat(a.type);
   checkCount(what, "m", a.m, 1);
   checkCount(what, "n", a.n, 1);
@@ -158,12 +163,30 @@ export async function prepareQuantMatvec(
   checkBuffer(device, what, "y", a.y, ((a.m - 1) * ldy + y0 + a.n) * 4);
   if (a.bias) checkBuffer(device, what, "bias", a.bias, (y0 + a.n) * 4);
   if (a.norm) checkBuffer(device, what, "norm weight", a.norm.weight, a.k * 4);
+  const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
+    (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
+  return { f, y0, ldy, epilogue, flags };
+}
+
+/**
+ * r[i, j] = s_i·Σₖ x[i, k]·g[k]·W[j, k] + bias[y0 + j], with s_i = 1/√(mean_k x[i, k]² + eps)
+ * and g the norm weight when `norm` is given (else s = g = 1), stored to y[i·ldy + y0 + j]
+ * (`store`), added to it (`accumulate`), or with W = [gate; up] as y = silu(r_gate)·r_up
+ * (`swiglu`). Built for decode (m ≤ 8, one pass over the weights); a larger m is taken 8 rows at a
+ * time in z-slices that each decode the weights again: correct, but a prefill fallback, not a
+ * tiled matmul. `k` must be a multiple of the block size (32, or 256 for the K-quants).
+ */
+export async function prepareQuantMatvec(
+  device: GPUDevice,
+  a: QuantMatvecArgs,
+  label = "matvec_quant",
+): Promise<KernelDispatch> {
+  const what = "matvec_quant";
+  const { f, y0, ldy, epilogue, flags } = checkQuantProduct(device, what, a);
   const slices = Math.ceil(a.m / QUANT_MATVEC_ROWS);
   if (slices > device.limits.maxComputeWorkgroupsPerDimension) {
     fail(what, `m = ${a.m} is too many rows for one dispatch`);
   }
-  const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
-    (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
   const { tpr, wg, rpt } = threads(device, a.threadsPerRow);
   const [gx, gy] = grid(device, Math.ceil(a.n / ((wg / tpr) * rpt)));
   return await prepareKernel(device, {
