@@ -16,10 +16,9 @@ import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 import {
   checkQuantProduct,
   fail,
-  placeholder,
   prepareQuantMatvec,
+  productBindings,
   type QuantMatvecArgs,
-  tableBinding,
 } from "./matvec_quant.ts";
 
 /**
@@ -179,14 +178,7 @@ export async function prepareQuantGemm(
     constants: { ...constants, SWIGLU: swiglu ? 1 : 0 },
     uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, flags, 0],
     floats: [3],
-    buffers: {
-      1: a.x,
-      2: a.w,
-      3: a.bias ?? placeholder(device),
-      4: a.y,
-      5: a.norm?.weight ?? placeholder(device),
-      ...await tableBinding(device, f),
-    },
+    buffers: await productBindings(device, a, f),
     workgroups,
   });
 }

@@ -122,6 +122,22 @@ function threads(device: GPUDevice, tpr?: number): { tpr: number; wg: number; rp
   return { tpr, wg: tpr === 1 ? 64 : 256, rpt };
 }
 
+/** The bindings of a quantized product (both kernels): x, weights, bias, y, norm weight, table. */
+export async function productBindings(
+  device: GPUDevice,
+  a: QuantMatvecArgs,
+  f: QuantFormat,
+): Promise<Record<number, GPUBuffer>> {
+  return {
+    1: a.x,
+    2: a.w,
+    3: a.bias ?? placeholder(device),
+    4: a.y,
+    5: a.norm?.weight ?? placeholder(device),
+    ...await tableBinding(device, f),
+  };
+}
+
 /** A quantized product's arguments, checked, with its defaults and its uniform flags. */
 export interface CheckedQuantProduct {
   f: QuantFormat;
@@ -202,14 +218,7 @@ export async function prepareQuantMatvec(
     },
     uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0, 0, flags, 0, 0],
     floats: [3],
-    buffers: {
-      1: a.x,
-      2: a.w,
-      3: a.bias ?? placeholder(device),
-      4: a.y,
-      5: a.norm?.weight ?? placeholder(device),
-      ...await tableBinding(device, f),
-    },
+    buffers: await productBindings(device, a, f),
     workgroups: [gx, gy, slices],
   });
 }
