@@ -3,7 +3,8 @@
  * Each row puts Kiln's number beside its peer's in the same run, labelled with the ratio:
  * `matmul` (GB/s against a read probe), `engine-decode` (tokens/s, pipelined against one
  * step at a time), `matvec-threads` (products/s, one thread per row against 64 with barriers)
- * and `gemm-quant` (rows/s of quantized prefill products, the GEMM against matvec slices).
+ * `gemm-quant` (rows/s of quantized prefill products, the GEMM against matvec slices) and
+ * `float-products` (rows/s of float products, the product family against the replaced kernel).
  * A `kiln-bench` report (`deno task bench`) is drawn by `bench_chart.ts`.
  */
 import { renderBenchChart } from "./bench_chart.ts";
@@ -50,10 +51,21 @@ function chart(report: Report): Chart {
       })),
     };
   }
+  if (report.bench === "float-products") {
+    return {
+      title: "float products: activation rows per second, product family vs replaced matvec",
+      legend: "orange: F16/F32 as formats of matvec_quant / gemm_quant, grey: the old matvec.wgsl",
+      rows: report.results.map((r) => ({
+        label: `${r.dtype} ${r.n}×${r.k} m=${r.m}`,
+        value: (1000 * r.m) / r.family_ms,
+        peer: (1000 * r.m) / r.baseline_ms,
+      })),
+    };
+  }
   if (report.bench === "matvec-threads") {
     return {
-      title: `decode products per second on ${report.adapter}: one thread per row vs 64`,
-      legend: "orange: one thread per output row, grey: 64 threads per row (workgroup barriers)",
+      title: `decode products per second on ${report.adapter}: one thread per row vs 32`,
+      legend: "orange: one thread per output row, grey: 32 threads per row (workgroup barriers)",
       rows: report.results.map((r) => ({
         label: `${r.dtype} ${r.n}×${r.k}`,
         value: 1000 / r.thread_per_row_ms,

@@ -1,5 +1,5 @@
 // In Chromium (SwiftShader WebGPU, or a real GPU with CHROMIUM_ARGS): decode products with one
-// thread per output row against 64 threads per row reduced through workgroup memory, side by
+// thread per output row against 32 threads per row reduced through workgroup memory, side by
 // side on the same adapter. Prints the JSON report (ms per product and the ratio) and writes it
 // with --out FILE.
 //
@@ -10,7 +10,7 @@ import { runFlags } from "../scripts/flags.mjs";
 const { out } = runFlags({
   name: "matvec_browser",
   command: "node bench/matvec_browser.mjs",
-  about: "Decode products in Chromium, one thread per output row against 64 threads per row; " +
+  about: "Decode products in Chromium, one thread per output row against 32 threads per row; " +
     "prints the JSON report.",
   flags: { out: { type: "string", arg: "FILE", help: "also write the JSON report here" } },
 });

@@ -138,7 +138,7 @@ const report = {
   date: new Date().toISOString(),
   timer: timer.kind,
   note:
-    "threads_per_row 1: one thread per output row, 8 rows per thread at m = 1 (the CPU-adapter default); 32: 32 threads per row reduced in workgroup memory (the GPU default). F16 uses prepareLinear (matvec.wgsl, its default path for this adapter). K-quants use k = 512 for SmolLM2's k = 576.",
+    "threads_per_row 1: one thread per output row, 8 rows per thread at m = 1 (the CPU-adapter default); 32: 32 threads per row reduced in workgroup memory (the GPU default). F16 uses prepareLinear (the same product kernels with the F16 format, its default path for this adapter). K-quants use k = 512 for SmolLM2's k = 576.",
   results,
 };
 console.log(JSON.stringify(report, null, 2));

@@ -5,7 +5,7 @@
 // id falls there. An id outside the vocabulary (ids are validated on the CPU first; a gather
 // from the token store can still yield one) gets a zero row from the chunk that ends the table.
 
-override WEIGHT_DTYPE: u32 = 0u; // 0 f32, 1 f16, 2 bf16
+//! import lib/float_elems
 
 struct Params {
   tokens: u32,
@@ -23,15 +23,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
 fn weight(i: u32) -> f32 {
-  if (WEIGHT_DTYPE == 0u) {
-    return bitcast<f32>(table[i]);
-  }
-  let word = table[i >> 1u];
-  let half = (word >> ((i & 1u) * 16u)) & 0xffffu;
-  if (WEIGHT_DTYPE == 1u) {
-    return unpack2x16float(half).x;
-  }
-  return bitcast<f32>(half << 16u);
+  return float_elem(table[float_word(i)], i);
 }
 
 @compute @workgroup_size(256)

@@ -1,7 +1,10 @@
 // Register-blocked matrix-matrix product for prefill:
 //   y[m, n] = sum_k x[m, k] W[n, k] (+ b[n])      (ACCUMULATE: y[m, n] += the same)
 // x f32 row-major [M, K]; W row-major [N, K] stored as F32, F16 or BF16 (read as u32 words and
-// widened to f32); b in W's dtype; y f32 [M, N]; f32 accumulation.
+// widened to f32 by lib/float_elems); b f32; y f32 [M, N]; f32 accumulation. The product
+// kernels (matvec_quant.wgsl, gemm_quant.wgsl) take every float weight whose K is a multiple of
+// 32; this kernel is the one for other shapes.
+//! import lib/float_elems
 //
 // A workgroup of WG_N x WG_M threads computes a BM x BN output tile (BM = TM * WG_M, BN = 4 *
 // WG_N); each thread keeps TM x 4 outputs in registers: rows ty + i * WG_M, columns tx + j * WG_N
@@ -14,7 +17,6 @@
 //   scalar: one element per load, for any K.
 // Edges (M, N not multiples of the tile, the last K tile) are guarded; padding loads are zeros.
 
-override WEIGHT_DTYPE: u32 = 1u; // 0 f32, 1 f16, 2 bf16
 override HAS_BIAS: bool = false;
 override ACCUMULATE: bool = false;
 override WG_N: u32 = 16u; // threads along n
@@ -46,35 +48,22 @@ struct Params {
 @group(0) @binding(2) var<storage, read> w4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> x1: array<f32>;
 @group(0) @binding(2) var<storage, read> w1: array<u32>;
-@group(0) @binding(3) var<storage, read> bias: array<u32>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 var<workgroup> xs: array<vec4<f32>, BM * SK>;
 var<workgroup> ws: array<vec4<f32>, BN * SK>;
 
-fn half_pair(word: u32) -> vec2<f32> {
-  if (WEIGHT_DTYPE == 1u) {
-    return unpack2x16float(word);
-  }
-  return vec2<f32>(bitcast<f32>(word << 16u), bitcast<f32>(word & 0xffff0000u));
-}
-
 fn bias_at(n: u32) -> f32 {
   if (!HAS_BIAS) {
     return 0.0;
   }
-  if (WEIGHT_DTYPE == 0u) {
-    return bitcast<f32>(bias[n]);
-  }
-  return half_pair(bias[n >> 1u])[n & 1u];
+  return bias[n];
 }
 
 // Weight element i of the flattened [N, K] tensor, through the scalar view.
 fn weight1(i: u32) -> f32 {
-  if (WEIGHT_DTYPE == 0u) {
-    return bitcast<f32>(w1[i]);
-  }
-  return half_pair(w1[i >> 1u])[i & 1u];
+  return float_elem(w1[float_word(i)], i);
 }
 
 // Stage x[m0.., k0..] and W[n0.., k0..] with 16-byte loads.
@@ -115,8 +104,8 @@ fn load_vec4(m0: u32, n0: u32, k0: u32, lid: u32) {
       if (n < p.n && kk < p.k) {
         wv = w4[n * kw + kk / 8u];
       }
-      ws[r * SK + 2u * c] = vec4<f32>(half_pair(wv.x), half_pair(wv.y));
-      ws[r * SK + 2u * c + 1u] = vec4<f32>(half_pair(wv.z), half_pair(wv.w));
+      ws[r * SK + 2u * c] = vec4<f32>(float_pair(wv.x), float_pair(wv.y));
+      ws[r * SK + 2u * c + 1u] = vec4<f32>(float_pair(wv.z), float_pair(wv.w));
     }
   }
 }

@@ -2,9 +2,9 @@
 // matvec_quant.wgsl (src/gpu/shader_compose.ts): the variant `gemm_quant:format=<fragment>`
 // imports the format's decoder shaders/quant/<fragment>.wgsl and uses only its contract
 // (BLOCK_ELEMS, BLOCK_BYTES, load_slice, decode, group_elem; src/gpu/quant/format.ts), so every
-// format works here with no code of its own.
-//! import lib/quant_words
+// format, float or block-quantized, works here with no code of its own.
 //! import quant/{format}
+//! import lib/product
 //
 //   r[m, j] = s[m] * sum_k x[m, k] * g[k] * W[j, k] + b[y0 + j],   y[m * ldy + y0 + j] = r
 //
@@ -57,7 +57,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-// binding 2: the weights `w` (lib/quant_words); binding 7: the format's table, if it has one.
+// binding 2: the weights `w` (lib/quant_words or lib/float_words); binding 7: the format's table,
+// if it has one.
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> gamma: array<vec4<f32>>;
@@ -96,24 +97,6 @@ fn stage(n0: u32, k0: u32, lid: u32, norm: bool) {
       }
     }
   }
-}
-
-// Output (m, n) from its product r (its up product r2 with SWIGLU), scaled by the norm: stored,
-// with the bias, added to y, or silu(r) * r2.
-fn finish(m: u32, n: u32, r: f32, r2: f32) {
-  let o = m * p.ldy + p.y0 + n;
-  if (SWIGLU) {
-    y[o] = r / (1.0 + exp(-r)) * r2;
-    return;
-  }
-  var v = r;
-  if ((p.flags & 1u) != 0u) {
-    v += bias[p.y0 + n];
-  }
-  if ((p.flags & 4u) != 0u) {
-    v += y[o];
-  }
-  y[o] = v;
 }
 
 @compute @workgroup_size(NT)
@@ -191,14 +174,6 @@ override RB: u32 = 32u; // 1..MAX_RB
 
 const MAX_RPT: u32 = 8u;
 const MAX_RB: u32 = 32u;
-
-// The dot product of two slices, summed as a tree: a CPU adapter runs it as written (no
-// reassociation), and 32 dependent additions would make it wait on each.
-fn dot8(a: array<vec4<f32>, 8>, b: array<vec4<f32>, 8>) -> f32 {
-  let s = ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3])) +
-    ((a[4] * b[4] + a[5] * b[5]) + (a[6] * b[6] + a[7] * b[7]));
-  return (s.x + s.y) + (s.z + s.w);
-}
 
 @compute @workgroup_size(NT)
 fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {

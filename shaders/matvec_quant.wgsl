@@ -1,9 +1,10 @@
 // GGUF block-quantized weights, dequantized in registers. Composed per weight format
 // (src/gpu/shader_compose.ts): the variant `matvec_quant:format=<fragment>` imports the format's
 // decoder shaders/quant/<fragment>.wgsl (BLOCK_ELEMS, BLOCK_BYTES, load_slice, decode, group_elem;
-// the contract is src/gpu/quant/format.ts) and the weight readers it uses.
-//! import lib/quant_words
+// the contract is src/gpu/quant/format.ts), which brings the weight readers it uses: every
+// format, the float ones (F32, F16, BF16) as well as the GGUF blocks.
 //! import quant/{format}
+//! import lib/product
 //
 // Two entry points share the decoder:
 //
@@ -68,7 +69,8 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
-// binding 2: the weights `w` (lib/quant_words); binding 7: the format's table, if it has one.
+// binding 2: the weights `w` (lib/quant_words or lib/float_words); binding 7: the format's table,
+// if it has one.
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> gamma: array<vec4<f32>>;
@@ -133,9 +135,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc: array<array<f32, MAX_M>, MAX_RPT>;
   var acc2: array<array<f32, MAX_M>, MAX_RPT>; // SWIGLU: the up rows
   var ss: array<f32, MAX_M>; // norm: this thread's sums of squares of x
-  let has_bias = (p.flags & 1u) != 0u;
   let norm = (p.flags & 2u) != 0u;
-  let accumulate = (p.flags & 4u) != 0u;
   if (n0 < p.n) {
     // Rows past n (the last workgroup) read row n - 1; their results are never stored.
     var base: array<u32, MAX_RPT>;
@@ -201,11 +201,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             }
             let v = decode(ri, s);
             for (var r = 0u; r < ROWS; r++) {
-              var d = 0.0;
-              for (var q = 0u; q < 8u; q++) {
-                d += dot(v[q], xs[r][q]);
-              }
-              acc[i][r] += d;
+              acc[i][r] += dot8(v, xs[r]);
             }
             if (SWIGLU) {
               var ri2 = raw2[u * RPT + i];
@@ -214,11 +210,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
               }
               let v2 = decode(ri2, s);
               for (var r = 0u; r < ROWS; r++) {
-                var d = 0.0;
-                for (var q = 0u; q < 8u; q++) {
-                  d += dot(v2[q], xs[r][q]);
-                }
-                acc2[i][r] += d;
+                acc2[i][r] += dot8(v2, xs[r]);
               }
             }
           }
@@ -248,19 +240,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
         if (norm) {
           scale = inverseSqrt(ss_total[r] / f32(p.k) + p.eps);
         }
-        let o = m * p.ldy + p.y0 + n;
-        var v = acc[i][r] * scale;
-        if (SWIGLU) {
-          y[o] = v / (1.0 + exp(-v)) * (acc2[i][r] * scale);
-        } else {
-          if (has_bias) {
-            v += bias[p.y0 + n];
-          }
-          if (accumulate) {
-            v += y[o];
-          }
-          y[o] = v;
-        }
+        finish(m, n, acc[i][r] * scale, acc2[i][r] * scale);
       }
     }
   }

@@ -1,7 +1,7 @@
 // RMSNorm: y[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w. One workgroup per row,
 // a workgroup tree reduction (no subgroups needed).
 
-override WEIGHT_DTYPE: u32 = 0u; // 0 f32, 1 f16, 2 bf16
+//! import lib/float_elems
 const WG: u32 = 256u;
 
 struct Params {
@@ -19,15 +19,7 @@ struct Params {
 var<workgroup> partial: array<f32, WG>;
 
 fn weight(i: u32) -> f32 {
-  if (WEIGHT_DTYPE == 0u) {
-    return bitcast<f32>(w[i]);
-  }
-  let word = w[i >> 1u];
-  let half = (word >> ((i & 1u) * 16u)) & 0xffffu;
-  if (WEIGHT_DTYPE == 1u) {
-    return unpack2x16float(half).x;
-  }
-  return bitcast<f32>(half << 16u);
+  return float_elem(w[float_word(i)], i);
 }
 
 @compute @workgroup_size(WG)

@@ -33,6 +33,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/quant.ts", name: "quant", flag: ["--types", "Q8_0"] },
   { path: "bench/gemm.ts", name: "gemm", flag: ["--iters", "1"] },
   { path: "bench/gemm_quant.ts", name: "gemm_quant", flag: ["--iters", "1"] },
+  { path: "bench/float_products.ts", name: "float_products", flag: ["--iters", "1"] },
   { path: "bench/sampler.ts", name: "sampler", flag: ["--vocab", "100"] },
   { path: "bench/engine.ts", name: "engine", flag: ["--tokens", "4"] },
   { path: "bench/chart.ts", name: "chart" },

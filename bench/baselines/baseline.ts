@@ -1,6 +1,8 @@
 /**
  * Kernels Kiln replaced, kept so that a benchmark can time the old and the new side by side in
  * one run on one adapter: `matmul.wgsl` (the 16×16 tiled prefill product before `gemm.wgsl`),
+ * `matvec.wgsl` (the float matrix-vector product before float weights became formats of the
+ * product kernels),
  * `attention.wgsl` (per-query-head attention before the GQA kernel and `rope_kv`) and
  * `sampling.wgsl` (top-k/top-p thresholds by 32-step bisection before the radix select).
  */
@@ -12,7 +14,7 @@ const modules = new Map<string, GPUShaderModule>();
 /** A dispatch of `entry` in `bench/baselines/<file>.wgsl` over `buffers` (binding → buffer). */
 export async function baselineDispatch(
   device: GPUDevice,
-  file: "matmul" | "attention",
+  file: "matmul" | "attention" | "matvec",
   entry: string,
   spec: {
     constants?: Record<string, number>;

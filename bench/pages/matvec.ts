@@ -1,6 +1,7 @@
 /**
- * In the browser: decode products (one activation row) through `prepareMatvec` with one thread
- * per output row (no reduction: what CPU adapters take) and with 64 threads per row reduced
+ * In the browser: decode products (one activation row) through `prepareQuantMatvec` (the
+ * product kernels' matrix-vector kernel, float weights as formats of it) with one thread
+ * per output row (no reduction: what CPU adapters take) and with 32 threads per row reduced
  * through workgroup memory (what GPUs take), on one device, timed as wall time over many
  * dispatches in one submit. Run by `node bench/matvec_browser.mjs`; results land on
  * `window.__kiln.report`.
@@ -9,7 +10,7 @@ import { acquireGpu, type Gpu } from "../../src/gpu/device.ts";
 import { storageBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { encodeDispatches } from "../../src/gpu/dispatch.ts";
 import { encodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";
-import { prepareMatvec } from "../../src/gpu/kernels/linear.ts";
+import { prepareQuantMatvec } from "../../src/gpu/kernels/matvec_quant.ts";
 
 const SHAPES: [number, number][] = [[256, 256], [768, 256], [256, 768], [2048, 2048]];
 const DTYPES: WeightDtype[] = ["f16", "f32"];
@@ -26,9 +27,9 @@ async function msPerProduct(
   const w = uploadBuffer(d, "bench:w", encodeWeights(new Float64Array(n * k).fill(0.25), dtype));
   const x = storageBuffer(d, "bench:x", k * 4);
   const y = storageBuffer(d, "bench:y", n * 4);
-  const dispatch = await prepareMatvec(
+  const dispatch = await prepareQuantMatvec(
     d,
-    { x, w, y, m: 1, n, k, dtype, threadsPerRow },
+    { x, w, y, m: 1, n, k, type: dtype, threadsPerRow },
     "bench:matvec",
   );
   const run = async (iters: number) => {
@@ -50,7 +51,7 @@ const results = [];
 for (const dtype of DTYPES) {
   for (const [n, k] of SHAPES) {
     const row = await msPerProduct(gpu, dtype, n, k, 1);
-    const barrier = await msPerProduct(gpu, dtype, n, k, 64);
+    const barrier = await msPerProduct(gpu, dtype, n, k, 32);
     results.push({
       dtype,
       n,

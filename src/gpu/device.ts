@@ -137,7 +137,7 @@ export async function acquireGpu(options: AcquireOptions = {}): Promise<Gpu> {
  * Which compute paths the kernels take on this device, for `EngineConfig.runtime_data`.
  * Kiln's kernels compute in f32: F16/BF16 weights are widened in-kernel, so `shader-f16` and
  * `subgroups` are reported but not required (no kernel uses subgroups). Decode products give each
- * thread whole output rows on the `cpu` kernel paths and reduce 64 threads per row through
+ * thread whole output rows on the `cpu` kernel paths and reduce 32 threads per row through
  * workgroup memory on the `gpu` paths.
  */
 export function runtimeData(caps: GpuCapabilities): Record<string, unknown> {
@@ -147,7 +147,7 @@ export function runtimeData(caps: GpuCapabilities): Record<string, unknown> {
     reductions: "workgroup",
     cpu_adapter: caps.cpuAdapter,
     kernel_paths: caps.paths,
-    decode_products: caps.paths === "cpu" ? "rows per thread" : "64 threads per row",
+    decode_products: caps.paths === "cpu" ? "rows per thread" : "32 threads per row",
     shader_f16_available: caps.f16,
     subgroups_available: caps.subgroups,
     timestamp_query: caps.timestamps,

@@ -23,56 +23,48 @@ export const PATH_KINDS: readonly PathKind[] = ["cpu", "gpu"];
 export interface KernelPaths {
   /** Which table this is. */
   readonly kind: PathKind;
-  /** Threads per output row of the float matrix-vector kernel (`matvec.wgsl`). */
+  /**
+   * Threads per output row of the matrix-vector product kernel (`matvec_quant.wgsl`, every
+   * weight format).
+   */
   readonly matvecThreadsPerRow: number;
   /**
-   * Float products of more activation rows than this take the tiled GEMM (`gemm.wgsl`); fewer,
-   * the matrix-vector kernel. `Infinity`: always the matrix-vector kernel.
+   * Products of more activation rows than this take the tiled product kernel (`gemm_quant.wgsl`);
+   * fewer, the matrix-vector kernel.
    */
   readonly gemmAboveRows: number;
-  /** Threads per output row of the quantized matrix-vector kernel (`matvec_quant.wgsl`). */
-  readonly quantThreadsPerRow: number;
   /**
-   * Quantized products of more activation rows than this take the quantized GEMM
-   * (`gemm_quant.wgsl`); fewer, the quantized matrix-vector kernel.
-   */
-  readonly quantGemmAboveRows: number;
-  /**
-   * The quantized GEMM's entry: `rows` (each thread decodes its weight rows into registers, once
+   * The tiled kernel's entry: `rows` (each thread decodes its weight rows into registers, once
    * per 32 activation rows) or `staged` (a workgroup decodes a weight tile into workgroup memory).
    */
-  readonly quantGemmTile: "rows" | "staged";
+  readonly gemmTile: "rows" | "staged";
   /** Decode attention splits the key axis by the context length (else one pass). */
   readonly splitAttention: boolean;
 }
 
 /**
- * The two tables. On a CPU adapter (lavapipe, SmolLM2's 1536×576 and 576×1536 products) the
- * one-thread-per-row matrix-vector kernel beats the tiled GEMM 1.8-2.1× at 64 and 256 rows and
- * 7× at 16, even re-reading the weights for every 8 rows; split-K only adds the merge there.
- * Quantized weights are the other way round: decoding them again for every 8 rows costs more than
- * the products, and the register-tiled quantized GEMM was 2.2-7.7× faster than the sliced kernel
- * from 9 to 512 rows (`bench/results/gemm-quant-lavapipe.json`); workgroup memory, which lavapipe
- * reads one invocation at a time, made the staged tile 0.3-0.6× the sliced kernel there. The
- * GPU's quantized threshold follows the float one (not measured on a GPU).
+ * The two tables. On a CPU adapter the matrix-vector kernel decodes the weights again for every
+ * 8 activation rows, and from 4 rows on the register-tiled `rows` GEMM, which decodes them once
+ * per 32, is faster for every format (lavapipe, 1536 × 512, by GPU time: F16 0.92× the
+ * matrix-vector kernel's time at 4 rows, 0.55× at 8, 0.52× at 64 and 256; Q8_0 0.59× and 0.52×
+ * at 4 and 8; Q4_K 0.58× and 0.82×; at 2 rows the GEMM is 1.6-2.2× slower). Workgroup memory,
+ * which lavapipe reads one invocation at a time, made the staged tile 0.3-0.6× the sliced kernel
+ * there (`bench/results/gemm-quant-lavapipe.json`). A GPU reduces each row over 32 threads and
+ * stages the tile; its thresholds are not measured on a GPU.
  */
 export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
   cpu: {
     kind: "cpu",
     matvecThreadsPerRow: 1,
-    gemmAboveRows: Infinity,
-    quantThreadsPerRow: 1,
-    quantGemmAboveRows: 8,
-    quantGemmTile: "rows",
+    gemmAboveRows: 3,
+    gemmTile: "rows",
     splitAttention: false,
   },
   gpu: {
     kind: "gpu",
-    matvecThreadsPerRow: 64,
+    matvecThreadsPerRow: 32,
     gemmAboveRows: 32,
-    quantThreadsPerRow: 32,
-    quantGemmAboveRows: 32,
-    quantGemmTile: "staged",
+    gemmTile: "staged",
     splitAttention: true,
   },
 };

@@ -2,9 +2,9 @@
  * Every reference model on the GPU (lavapipe in CI) against HF's float64 logits: every prompt
  * position and every greedy step within the KV cache's bound (`tolerance`), greedy tokens
  * agreeing where the reference margin is wide. Each case runs through both kernel paths
- * (`src/gpu/paths.ts`) whatever the adapter: `cpu` (one thread per output row, no GEMM, no
- * split-K) and `gpu` (the tiled GEMM for the prompts over 32 tokens, 64 threads per row for the
- * rest, split-K decode attention).
+ * (`src/gpu/paths.ts`) whatever the adapter: `cpu` (one thread per output row up to 3 rows, the
+ * register-tiled GEMM above, no split-K) and `gpu` (the staged GEMM for the prompts over 32
+ * tokens, 32 threads per row for the rest, split-K decode attention).
  */
 import { equal, ok } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";

@@ -9,7 +9,7 @@
 import { EngineError } from "../contract/errors.ts";
 import type { Gpu } from "../gpu/device.ts";
 import { STORAGE, storageBuffer } from "../gpu/buffers.ts";
-import { isFloatDtype, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
+import type { TensorDtype, WeightDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "./config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
 import type { GpuWeight } from "../gpu/kernels/product.ts";
@@ -30,7 +30,7 @@ export interface GpuLayer {
   postNorm: GPUBuffer;
   /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
   qkv: GpuWeight;
-  /** [q; k; v] biases: f32 when q/k/v are quantized, else their dtype. */
+  /** [q; k; v] biases, f32 (for every weight format). */
   qkvBias?: GPUBuffer;
   /** Attention output projection: [hidden, heads·head_dim]. */
   o: GpuWeight;
@@ -215,7 +215,7 @@ export class GpuModel {
         down: await weight(l.down.name, [l.down]),
       };
       if (l.qBias && l.kBias && l.vBias) {
-        layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], biasDtype(layer.qkv, l.q.name));
+        layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], "f32");
       }
       this.layers.push(layer);
     }
@@ -233,21 +233,6 @@ export class GpuModel {
   destroy(): void {
     for (const b of this.#owned.splice(0)) b.destroy();
   }
-}
-
-/**
- * The dtype q/k/v biases are read in: the products' float dtype, or f32 for quantized ones (a
- * mix of the two cannot share one bias vector).
- */
-function biasDtype(qkv: GpuWeight, name: string): WeightDtype {
-  const floats = new Set(qkv.parts.map((p) => p.dtype).filter(isFloatDtype));
-  if (floats.size === 0) return "f32";
-  if (floats.size === 1 && floats.size === new Set(qkv.parts.map((p) => p.dtype)).size) {
-    return [...floats][0]!;
-  }
-  throw EngineError.invalidArgument(
-    `tensor ${name}: q/k/v with biases that mix float and quantized types are not supported`,
-  );
 }
 
 /** The dtype holding the most bytes among `tensors` (a Q4_K_M file's is Q4_K). */

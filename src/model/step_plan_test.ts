@@ -1,10 +1,11 @@
 /**
  * The pipelines a step dispatches on each kind of kernel paths (`src/gpu/paths.ts`), read from
  * the step's plan: so the fixture tests' `(gpu paths)` runs on a CPU adapter are known to run a
- * GPU's kernels, and the switch cannot silently do nothing. On `gpu` paths: the tiled GEMM for
- * the products of a prefill over 32 rows, 64 threads per row of the float matrix-vector kernel,
- * split-K decode attention (the fixture's context of 512 keys takes two splits) and 32 threads
- * per row of the quantized kernel; on `cpu` paths, one thread per row, no GEMM, no split.
+ * GPU's kernels, and the switch cannot silently do nothing. Float and quantized weights take the
+ * same product kernels (float weights are formats of them). On `gpu` paths: 32 threads per row of
+ * the matrix-vector kernel up to 32 rows, the staged GEMM above, and split-K decode attention
+ * (the fixture's context of 512 keys takes two splits); on `cpu` paths, one thread per row up to
+ * 3 rows, the register-tiled GEMM above, no split.
  */
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
@@ -52,39 +53,6 @@ async function withModel(
 
 for (const paths of ["cpu", "gpu"] as const) {
   const gpuPaths = paths === "gpu";
-  Deno.test(
-    `float products: ${
-      gpuPaths
-        ? "the GEMM above 32 rows, 64 threads per row up to 32"
-        : "one thread per row, never the GEMM"
-    } (${paths} paths)`,
-    async () => {
-      await withModel(paths, false, async (model) => {
-        const products = productLabels(model.config.numLayers);
-        for (const tokens of [1, 32, 33, 64]) {
-          const step = await stepPipelines(model, tokens);
-          const gemm = gpuPaths && tokens > 32;
-          for (const label of products) {
-            const p = step.get(label);
-            ok(p, `${tokens} tokens: no dispatch ${label} in ${[...step.keys()]}`);
-            if (gemm) {
-              equal(p.shader, "gemm", `${tokens} tokens, ${label}`);
-            } else {
-              deepEqual([p.shader, p.constants.TPR], ["matvec", gpuPaths ? 64 : 1], label);
-            }
-          }
-          // The GEMM path normalizes and applies SwiGLU in passes of its own.
-          equal(step.has("L0:gate_up:swiglu"), gemm, `${tokens} tokens: a SwiGLU pass`);
-          // The LM head takes the one logit row.
-          deepEqual(
-            [step.get("lm_head")?.shader, step.get("lm_head")?.constants.TPR],
-            ["matvec", gpuPaths ? 64 : 1],
-          );
-        }
-      });
-    },
-  );
-
   Deno.test(`decode attention: ${gpuPaths ? "split over the keys, then merged" : "one pass"} (${paths} paths)`, async () => {
     await withModel(paths, false, async (model) => {
       ok(chooseSplits(model.config.maxPositionEmbeddings) > 1, "the context is long enough");
@@ -107,30 +75,41 @@ for (const paths of ["cpu", "gpu"] as const) {
     });
   });
 
-  Deno.test(
-    `quantized products: ${gpuPaths ? "32 threads" : "one thread"} per row, the ${
-      gpuPaths ? "staged" : "register-tiled"
-    } GEMM above ${gpuPaths ? 32 : 8} rows (${paths} paths)`,
-    async () => {
-      await withModel(paths, true, async (model) => {
-        const products = productLabels(model.config.numLayers);
-        // 1 and 8 rows: matvec on both; 9 and 32: the GEMM on cpu paths only; 33: on both.
-        for (const tokens of [1, 8, 9, 32, 33]) {
-          const gemm = tokens > (gpuPaths ? 32 : 8);
-          const step = await stepPipelines(model, tokens);
-          for (const label of products) {
-            const p = step.get(label);
-            ok(p, `${tokens} tokens: no dispatch ${label} in ${[...step.keys()]}`);
+  for (const quantized of [false, true]) {
+    const above = gpuPaths ? 32 : 3;
+    Deno.test(
+      `${quantized ? "Q8_0" : "F32"} products: ${
+        gpuPaths ? "32 threads" : "one thread"
+      } per row, the ${
+        gpuPaths ? "staged" : "register-tiled"
+      } GEMM above ${above} rows, norm and SwiGLU fused (${paths} paths)`,
+      async () => {
+        await withModel(paths, quantized, async (model) => {
+          const products = productLabels(model.config.numLayers);
+          for (const tokens of [1, 3, 4, 8, 9, 32, 33]) {
+            const gemm = tokens > above;
+            const step = await stepPipelines(model, tokens);
+            for (const label of products) {
+              const p = step.get(label);
+              ok(p, `${tokens} tokens: no dispatch ${label} in ${[...step.keys()]}`);
+              deepEqual(
+                gemm ? [p.shader, p.entry] : [p.shader, p.entry, p.constants.TPR],
+                gemm
+                  ? ["gemm_quant", gpuPaths ? "main" : "rows"]
+                  : ["matvec_quant", "main", gpuPaths ? 32 : 1],
+                `${tokens} tokens, ${label}`,
+              );
+              equal(p.variant, `${p.shader}:format=${quantized ? "q8_0" : "f32"}`, label);
+            }
+            equal(step.has("L0:gate_up:swiglu"), false, `${tokens} tokens: no SwiGLU pass`);
+            // The LM head takes the one logit row.
             deepEqual(
-              gemm ? [p.shader, p.entry] : [p.shader, p.entry, p.constants.TPR],
-              gemm
-                ? ["gemm_quant", gpuPaths ? "main" : "rows"]
-                : ["matvec_quant", "main", gpuPaths ? 32 : 1],
-              `${tokens} tokens, ${label}`,
+              [step.get("lm_head")?.shader, step.get("lm_head")?.constants.TPR],
+              ["matvec_quant", gpuPaths ? 32 : 1],
             );
           }
-        }
-      });
-    },
-  );
+        });
+      },
+    );
+  }
 }

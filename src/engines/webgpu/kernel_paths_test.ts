@@ -31,7 +31,7 @@ Deno.test("an engine on gpu kernel paths streams fortune's float64 greedy tokens
   const config = await e.start(0n);
   try {
     equal(config.runtime_data?.kernel_paths, "gpu");
-    equal(config.runtime_data?.decode_products, "64 threads per row");
+    equal(config.runtime_data?.decode_products, "32 threads per row");
     const runs = await Promise.all(
       cases.map((c) =>
         collect(e, request(c.prompt, { stop_conditions: { max_tokens: c.greedy.length } }))

@@ -17,7 +17,7 @@ import { bytes, collect, FORTUNE, request } from "../../../test/support/fortune_
 
 /**
  * A device of its own whose pipeline creations are counted. `gpuShapes`: report the adapter as
- * not a CPU one, so the kernels take the shapes they take on a GPU (64 threads per row, the
+ * not a CPU one, so the kernels take the shapes they take on a GPU (32 threads per row, the
  * tiled GEMM above 32 rows, split-K decode attention), run here on lavapipe all the same.
  */
 async function countingGpu(gpuShapes = false): Promise<{ gpu: Gpu; created: () => string[] }> {

@@ -1,7 +1,8 @@
 /**
- * The register-blocked matrix-matrix product for prefill (`shaders/gemm.wgsl`):
+ * The general float product (`shaders/gemm.wgsl`), register-blocked, for any shape:
  * y[m, n] = x[m, :] · W[n, :] (+ b[n]), or y += that with `accumulate` (a residual add fused
- * into the epilogue).
+ * into the epilogue). The product kernels take float weights whose K is a multiple of 32
+ * (`linear.ts`); this one takes the other widths.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
@@ -34,7 +35,7 @@ export interface GemmArgs {
   x: GPUBuffer;
   /** [n, k] row-major in `dtype`. */
   w: GPUBuffer;
-  /** [n] in `dtype`. */
+  /** [n], f32. */
   b?: GPUBuffer;
   /** f32 [m, n]: written, or added to with `accumulate`. */
   y: GPUBuffer;
@@ -111,7 +112,7 @@ export function prepareGemm(
   fits("x", a.x, a.m * a.k * 4);
   fits("w", a.w, a.n * a.k * bytes);
   fits("y", a.y, a.m * a.n * 4);
-  if (a.b) fits("b", a.b, a.n * bytes);
+  if (a.b) fits("b", a.b, a.n * 4);
   const t = a.tile ?? GEMM_TILE;
   checkTile(device, t);
   const gx = Math.ceil(a.n / (4 * t.wgN));

@@ -88,11 +88,10 @@ export const QUANT_GEMM_GPU_TILE: Readonly<QuantGemmStagedTile> = {
 
 /**
  * Activation rows above which `prepareQuantProduct` takes the tiled GEMM: the device's kernel
- * paths' `quantGemmAboveRows` (`../paths.ts`: above 8 on the cpu paths, where the matrix-vector
- * kernel would need a second z-slice; above 32 on the gpu paths).
+ * paths' `gemmAboveRows` (`../paths.ts`: above 3 on the cpu paths, above 32 on the gpu paths).
  */
 export function quantGemmMinRows(device: GPUDevice): number {
-  return kernelPaths(device).quantGemmAboveRows;
+  return kernelPaths(device).gemmAboveRows;
 }
 
 /** Bytes of workgroup memory a tile stages (`rows` weight rows of bk/4 + pad vec4). */
@@ -134,7 +133,7 @@ export function fitQuantGemmTile(
 
 /** `prepareQuantMatvec`'s arguments, and optionally another tile (tests, benchmarks). */
 export interface QuantGemmArgs extends QuantMatvecArgs {
-  /** Default: the kernel paths' `quantGemmTile`, `QUANT_GEMM_CPU_TILE` or `QUANT_GEMM_GPU_TILE`. */
+  /** Default: the kernel paths' `gemmTile`, `QUANT_GEMM_CPU_TILE` or `QUANT_GEMM_GPU_TILE`. */
   tile?: QuantGemmTile;
 }
 
@@ -152,7 +151,7 @@ export async function prepareQuantGemm(
   const { f, y0, ldy, epilogue, flags } = checkQuantProduct(device, what, a);
   const swiglu = epilogue === "swiglu";
   const tile = a.tile ??
-    (kernelPaths(device).quantGemmTile === "rows" ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
+    (kernelPaths(device).gemmTile === "rows" ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
   const max = device.limits.maxComputeWorkgroupsPerDimension;
   let constants: Record<string, number>;
   let workgroups: [number, number];

@@ -49,7 +49,7 @@ async function check(
   tile?: GemmTile,
 ): Promise<void> {
   const w = weights(2 + m + n, n * k, dtype);
-  const b = weights(3 + n, n, dtype);
+  const b = asF32(seeded(3 + n, n));
   const x = asF32(seeded(4 + k, m * k));
   const withBias = mode !== "plain";
   const residual = asF32(seeded(RESIDUAL_SEED, m * n, 2));
@@ -59,7 +59,7 @@ async function check(
   const d = await prepareGemm(device, {
     x: f32Buffer(device, "gemm:x", x),
     w: uploadBuffer(device, "gemm:w", w.bytes),
-    ...(withBias ? { b: uploadBuffer(device, "gemm:b", b.bytes) } : {}),
+    ...(withBias ? { b: f32Buffer(device, "gemm:b", b) } : {}),
     y,
     m,
     n,
@@ -69,7 +69,7 @@ async function check(
     ...(tile ? { tile } : {}),
   }, `gemm:${mode}`);
   const got = await runRead(device, [d], y, m * n);
-  const ref = linearRef(x, w.values, withBias ? b.values : undefined, m, n, k);
+  const ref = linearRef(x, w.values, withBias ? b : undefined, m, n, k);
   if (mode === "accumulate") ref.forEach((v, i) => ref[i] = v + residual[i]!);
   assertSumsClose(got, ref, k, SUM_C, `gemm ${dtype} ${m}x${n}x${k} ${mode}`);
   d.uniform.destroy();

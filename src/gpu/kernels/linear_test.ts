@@ -1,7 +1,7 @@
 import { uploadBuffer } from "../buffers.ts";
 import { fusedLinearRef, linearRef } from "../reference/dense.ts";
-import { type Epilogue, isMatvecShape, prepareFusedLinear, prepareLinear } from "./linear.ts";
-import { kernelPaths } from "../paths.ts";
+import { type Epilogue, prepareFusedLinear, prepareLinear } from "./linear.ts";
+import { productTakes } from "../quant/product_formats.ts";
 import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   asF32,
@@ -22,7 +22,8 @@ import {
 const SUM_C = 4;
 const SWIGLU_C = 6;
 
-// Shapes for every path: scalar matvec (odd K), vec4 matvec (K % 8 == 0, M <= 32), tiled.
+// Shapes for every path: the product kernels (K % 32 == 0; matrix-vector for a few rows, tiled
+// above) and the general GEMM's vec4 (K % 4 or 8 == 0) and scalar (odd K) loads.
 const SHAPES = [
   [1, 131, 64],
   [3, 64, 128],
@@ -40,14 +41,14 @@ for (const dtype of DTYPES) {
       const { device } = await testGpu();
       await withErrorScopes(device, async () => {
         const w = weights(2 + m, n * k, dtype);
-        const b = weights(3 + n, n, dtype);
+        const b = asF32(seeded(3 + n, n));
         const x = asF32(seeded(4 + k, m * k));
         for (const withBias of [false, true]) {
           const y = outBuffer(device, "lin:y", m * n);
           const d = await prepareLinear(device, {
             x: f32Buffer(device, "lin:x", x),
             w: uploadBuffer(device, "lin:w", w.bytes),
-            ...(withBias ? { b: uploadBuffer(device, "lin:b", b.bytes) } : {}),
+            ...(withBias ? { b: f32Buffer(device, "lin:b", b) } : {}),
             y,
             m,
             n,
@@ -57,7 +58,7 @@ for (const dtype of DTYPES) {
           const got = await runRead(device, [d], y, m * n);
           assertSumsClose(
             got,
-            linearRef(x, w.values, withBias ? b.values : undefined, m, n, k),
+            linearRef(x, w.values, withBias ? b : undefined, m, n, k),
             k,
             SUM_C,
             `linear ${dtype} ${m}x${n}x${k}`,
@@ -70,17 +71,24 @@ for (const dtype of DTYPES) {
 
 const EPILOGUES: Epilogue[] = ["store", "accumulate", "swiglu"];
 
-// The fused product (RMSNorm before, residual add or SwiGLU after), in one dispatch for decode
-// shapes, with one thread per row (CPU adapters) and split rows (GPUs), and through the unfused
-// fallback for the others.
+// The fused product (RMSNorm before, residual add or SwiGLU after): in one dispatch of the
+// product kernels when K is a multiple of 32, with one thread per row (CPU adapters) and split
+// rows (GPUs) at a few rows, and through the unfused general GEMM for other K.
 for (const dtype of DTYPES) {
-  const fusedShapes = [[1, 131, 64], [3, 65, 136], [8, 7, 264], [11, 30, 8], [17, 9, 33]] as const;
+  const fusedShapes = [
+    [1, 131, 64],
+    [3, 65, 96],
+    [8, 7, 288],
+    [17, 9, 160],
+    [3, 65, 136],
+    [11, 30, 8],
+  ] as const;
   for (const [m, n, k] of fusedShapes) {
     Deno.test(`fused linear ${dtype} M=${m} N=${n} K=${k}: norm x epilogue`, async () => {
       const { device } = await testGpu();
       await withErrorScopes(device, async () => {
         const w = weights(5 + m, 2 * n * k, dtype);
-        const b = weights(6 + n, n, dtype);
+        const b = asF32(seeded(6 + n, n));
         const g = asF32(seeded(7 + k, k, 1.5));
         const x = asF32(seeded(8 + k, m * k, 2));
         const y0 = asF32(seeded(9 + n, m * n));
@@ -88,9 +96,8 @@ for (const dtype of DTYPES) {
           normed: outBuffer(device, "fused:normed", m * k),
           product: outBuffer(device, "fused:product", m * 2 * n),
         };
-        const threads = isMatvecShape({ m, k, dtype }, kernelPaths(device).gemmAboveRows)
-          ? [1, 64]
-          : [undefined];
+        // threadsPerRow applies to the matrix-vector kernel, which takes up to 3 rows on any paths.
+        const threads = productTakes(dtype, k) && m <= 3 ? [1, 32] : [undefined];
         // Each pipeline variant takes a while to compile on a CPU adapter: every combination
         // for F16, and the two extremes for the dtypes (which only change the weight decode).
         const combos = dtype === "f16"
@@ -107,7 +114,7 @@ for (const dtype of DTYPES) {
                 {
                   x: f32Buffer(device, "fused:x", x),
                   w: uploadBuffer(device, "fused:w", w.bytes),
-                  ...(withBias ? { b: uploadBuffer(device, "fused:b", b.bytes) } : {}),
+                  ...(withBias ? { b: f32Buffer(device, "fused:b", b) } : {}),
                   y,
                   m,
                   n,
@@ -120,7 +127,7 @@ for (const dtype of DTYPES) {
                 scratch,
                 "fused",
               );
-              const want = fusedLinearRef(x, w.values, withBias ? b.values : undefined, m, n, k, {
+              const want = fusedLinearRef(x, w.values, withBias ? b : undefined, m, n, k, {
                 epilogue,
                 y0,
                 ...(withNorm ? { norm: { weight: g, eps: 1e-5 } } : {}),

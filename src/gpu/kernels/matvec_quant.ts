@@ -1,8 +1,9 @@
 /**
- * Kernels over GGUF block-quantized weights (`shaders/matvec_quant.wgsl`, composed per format
- * with the format's decoder `shaders/quant/<fragment>.wgsl`), dequantizing in registers: the
- * weight buffer holds the blocks exactly as a GGUF file stores them, and no dequantized copy is
- * ever made.
+ * Products over weights in any product format (`shaders/matvec_quant.wgsl`, composed per format
+ * with the format's decoder `shaders/quant/<fragment>.wgsl`; `../quant/product_formats.ts`): the
+ * GGUF block-quantized formats, dequantized in registers from the blocks exactly as a GGUF file
+ * stores them (no dequantized copy is ever made), and F32, F16 and BF16, read 32 elements at a
+ * time through the same contract.
  *
  * - `prepareQuantMatvec`: the decode product with RMSNorm before it and the residual add or
  *   SwiGLU after it folded in, writing into a column window of a wider output.
@@ -14,6 +15,8 @@ import { grid } from "../dispatch.ts";
 import { kernelPaths } from "../paths.ts";
 import type { QuantFormat } from "../quant/format.ts";
 import { quantFormat, quantizedRowBytes, type QuantType } from "../quant/formats.ts";
+import { productFormat, productRowBytes } from "../quant/product_formats.ts";
+import type { TensorDtype } from "../dtype.ts";
 import { quantTableBuffer } from "../quant/tables.ts";
 import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
@@ -30,7 +33,8 @@ export interface QuantMatvecArgs {
   m: number;
   n: number;
   k: number;
-  type: QuantType;
+  /** The weights' format: a GGUF block type or a float dtype. */
+  type: TensorDtype;
   /** f32; output column j adds bias[y0 + j]. Not with `swiglu`. */
   bias?: GPUBuffer;
   /** RMSNorm of x folded in: its weight gamma as f32 [k], and epsilon. */
@@ -116,7 +120,7 @@ function threads(device: GPUDevice, tpr?: number): { tpr: number; wg: number; rp
       fail("matvec_quant", `threadsPerRow ${tpr} is not a power of two in 1..64`);
     }
   } else {
-    tpr = kernelPaths(device).quantThreadsPerRow;
+    tpr = kernelPaths(device).matvecThreadsPerRow;
   }
   const rpt = tpr === 1 ? CPU_RPT : 1;
   return { tpr, wg: tpr === 1 ? 64 : 256, rpt };
@@ -157,11 +161,11 @@ export function checkQuantProduct(
   what: string,
   a: QuantMatvecArgs,
 ): CheckedQuantProduct {
-  const f = quantFormat(a.type);
+  const f = productFormat(a.type);
   checkCount(what, "m", a.m, 1);
   checkCount(what, "n", a.n, 1);
   checkCount(what, "k", a.k, 1);
-  const rowBytes = quantizedRowBytes(f.type, a.k);
+  const rowBytes = productRowBytes(f, a.k);
   const y0 = a.y0 ?? 0;
   const ldy = a.ldy ?? a.n;
   checkCount(what, "y0", y0, 0);

@@ -1,7 +1,9 @@
 /**
- * Products against a weight as the model holds it on the GPU: float (F32/F16/BF16, through
- * `linear.ts`) or GGUF block-quantized (through `matvec_quant.ts`, dequantized in registers),
- * in one buffer or split by rows over several. A weight is split when it is bigger than one
+ * Products against a weight as the model holds it on the GPU, in any product format (float
+ * F32/F16/BF16 or GGUF block-quantized, `../quant/product_formats.ts`: one family of kernels,
+ * `matvec_quant.wgsl` for decode and `gemm_quant.wgsl` for prefill, composed per format; float
+ * weights of a width that is not a multiple of 32 take `gemm.wgsl` through `linear.ts`), in one
+ * buffer or split by rows over several. A weight is split when it is bigger than one
  * binding (a large vocabulary's embedding) or when tensors stacked for one product (q/k/v,
  * gate/up) have different types, as in Q4_K_M files where v and down often are Q6_K.
  *
@@ -13,14 +15,9 @@ import { EngineError } from "../../contract/errors.ts";
 import { isFloatDtype, type TensorDtype } from "../dtype.ts";
 import { prepareSwiGluHalves } from "./dense.ts";
 import type { KernelDispatch } from "./kernel.ts";
-import {
-  type Epilogue,
-  type LinearScratch,
-  MATVEC_MAX_M,
-  MATVEC_ROWS,
-  prepareFusedLinear,
-} from "./linear.ts";
+import { type Epilogue, type LinearScratch, prepareFusedLinear } from "./linear.ts";
 import { QUANT_MATVEC_ROWS } from "./matvec_quant.ts";
+import { KERNEL_PATHS, PATH_KINDS } from "../paths.ts";
 import { prepareQuantProduct } from "./gemm_quant.ts";
 
 /** `rows` consecutive rows of a weight, in one buffer of `dtype`. */
@@ -44,7 +41,7 @@ export interface ProductArgs {
   x: GPUBuffer;
   /** [n, k] (with `swiglu`, [2n, k]: gate then up). */
   weight: GpuWeight;
-  /** Bias over all n output columns: f32 for quantized weights, else the weights' dtype. */
+  /** Bias over all n output columns, f32. */
   b?: GPUBuffer;
   y: GPUBuffer;
   m: number;
@@ -56,19 +53,22 @@ export interface ProductArgs {
 
 /**
  * Row counts (M) that together take every pipeline `prepareProduct` can choose for 1 to `maxRows`
- * rows of activations, on any device: the matrix-vector kernels are specialized for each M up to
- * the rows of one z-slice (`MATVEC_ROWS`, `QUANT_MATVEC_ROWS`), larger M reuse that slice; a GPU
- * takes the tiled GEMM (and its norm and SwiGLU passes) above `MATVEC_MAX_M` rows, quantized
- * weights the quantized GEMM above `quantGemmMinRows` (one z-slice on a CPU adapter). An engine
- * builds its step plans at these sizes while it starts, so no request compiles a pipeline.
+ * rows of activations, on any device: the matrix-vector kernel is specialized for each M up to
+ * the rows of one z-slice (`QUANT_MATVEC_ROWS`), larger M reuse that slice; above a kernel
+ * paths' `gemmAboveRows` the tiled kernel takes over, one pipeline for every M (the general float
+ * GEMM, for widths the product kernels do not take, likewise). An engine builds its step plans at
+ * these sizes while it starts, so no request compiles a pipeline.
  */
 export function productRowClasses(maxRows: number): number[] {
-  const slice = Math.max(MATVEC_ROWS, QUANT_MATVEC_ROWS);
-  const out: number[] = [];
-  for (let m = 1; m <= Math.min(slice, maxRows); m++) out.push(m);
-  if (maxRows > slice) out.push(slice + 1);
-  if (maxRows > MATVEC_MAX_M) out.push(MATVEC_MAX_M + 1);
-  return out;
+  const slice = QUANT_MATVEC_ROWS;
+  const out = new Set<number>();
+  for (let m = 1; m <= Math.min(slice, maxRows); m++) out.add(m);
+  if (maxRows > slice) out.add(slice + 1);
+  for (const kind of PATH_KINDS) {
+    const above = KERNEL_PATHS[kind].gemmAboveRows;
+    if (maxRows > above) out.add(above + 1);
+  }
+  return [...out].sort((a, b) => a - b);
 }
 
 /** The dtype of a weight's parts when they all share one, else undefined. */
@@ -98,7 +98,6 @@ async function partProduct(
     ...placed,
   };
   if (isFloatDtype(part.dtype)) {
-    // An output window (ldy/y0) takes the matrix-vector kernel at any M; prepareFusedLinear knows.
     const args = { ...common, w: part.buffer, dtype: part.dtype, epilogue: out.epilogue };
     return (await prepareFusedLinear(device, args, scratch, label)).dispatches;
   }

@@ -15,13 +15,17 @@
  * fn group_elem(s: u32, g: u32) -> u32             // element offset in the block of group g
  * ```
  *
- * plus private helpers prefixed with its own name (`q5_0_...`). It begins with the line
- * `//! import lib/quant_words` (and imports any other `shaders/lib/` fragment it shares, as
- * `lib/k_scales` for Q4_K and Q5_K), which declares the weights `w: array<u32>` at binding 2,
- * `struct Raw { q: array<u32, 8>, h: vec4<u32> }` and the readers `word_at`, `half_at`, `span`
- * (even byte offsets), `byte_at` (any offset), `byte_of`, `nib_lo`, `nib_hi`, `bits_each`,
- * `i8x4`. A slice is any 32 weights of the block forming 8 runs of 4 consecutive elements whose
- * raw words fit `Raw`; `fragments_test.ts` checks the geometry, names and bindings.
+ * plus private helpers prefixed with its own name (`q5_0_...`). The float formats (F32, F16,
+ * BF16: `formats/f32.ts`, `f16.ts`, `bf16.ts`, listed by `product_formats.ts`) are formats too,
+ * a "block" being 32 consecutive elements: their fragments import `lib/float_words` instead,
+ * which binds the weights as `array<vec4<u32>>`, and define their own `Raw`. A block format
+ * begins with the line `//! import lib/quant_words` (and imports any other `shaders/lib/`
+ * fragment it shares, as `lib/k_scales` for Q4_K and Q5_K), which declares the weights
+ * `w: array<u32>` at binding 2, `struct Raw { q: array<u32, 8>, h: vec4<u32> }` and the
+ * readers `word_at`, `half_at`, `span` (even byte offsets), `byte_at` (any offset), `byte_of`,
+ * `nib_lo`, `nib_hi`, `bits_each`, `i8x4`. A slice is any 32 weights of the block forming 8
+ * runs of 4 consecutive elements whose raw words fit `Raw`; `fragments_test.ts` checks the
+ * geometry, names and bindings.
  *
  * Lookup tables (the i-quants' grids): a format with a `table` declares in its fragment
  * `@group(0) @binding(7) var<storage, read> grid: array<u32>;`, and its CPU `decode` gets the same

@@ -1,12 +1,15 @@
 /**
- * Each registered format against the contract in `format.ts`: its registry entry and file
- * names, and its WGSL fragment's geometry, functions and table binding (the kernels' GPU tests
- * in `../kernels/matvec_quant_test.ts` check what the fragment computes).
+ * Each registered format (the block-quantized ones and the float ones of `product_formats.ts`)
+ * against the contract in `format.ts`: its registry entry and file names, and its WGSL
+ * fragment's geometry, functions and table binding, composed into both product kernels (the
+ * kernels' GPU tests in `../kernels/matvec_quant_test.ts`, and for the float formats
+ * `../kernels/linear_test.ts`, check what the fragment computes).
  */
 import { deepStrictEqual as assertEquals, ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { shaderFile, shaderSource } from "../shader.ts";
 import { QUANT_FORMATS, QUANT_TYPES } from "./formats.ts";
+import { FLOAT_FORMATS } from "./product_formats.ts";
 import { loadQuantTable, parseQuantTable } from "./tables.ts";
 
 const SIGNATURES = [
@@ -15,9 +18,13 @@ const SIGNATURES = [
   "fn group_elem(s: u32, g: u32) -> u32",
 ];
 
-for (const type of QUANT_TYPES) {
+const FORMATS = [
+  ...QUANT_TYPES.map((type) => [type, QUANT_FORMATS[type]] as const),
+  ...Object.values(FLOAT_FORMATS).map((f) => [f.type, f] as const),
+];
+
+for (const [type, f] of FORMATS) {
   Deno.test(`${type}: registry entry, fragment geometry, functions and table binding`, async () => {
-    const f = QUANT_FORMATS[type];
     assertEquals([f.type, f.fragment], [type, type.toLowerCase()]);
     ok(f.blockSize === 32 || f.blockSize === 256, `block size ${f.blockSize}`);
     const text = await shaderFile(`quant/${f.fragment}.wgsl`);
@@ -31,8 +38,10 @@ for (const type of QUANT_TYPES) {
     assertEquals(foreign, [], `${type}: helpers must be prefixed ${f.fragment}_`);
     const bindings = [...text.matchAll(/@binding\((\d+)\)/g)].map((m) => Number(m[1]));
     assertEquals(bindings, f.table ? [7] : [], `${type}: bindings`);
-    const composed = await shaderSource(`matvec_quant:format=${f.fragment}`);
-    ok(composed.includes(`const BLOCK_BYTES: u32 = ${f.blockBytes}u;`));
+    for (const kernel of ["matvec_quant", "gemm_quant"]) {
+      const composed = await shaderSource(`${kernel}:format=${f.fragment}`);
+      ok(composed.includes(`const BLOCK_BYTES: u32 = ${f.blockBytes}u;`), kernel);
+    }
   });
 }
 

@@ -152,23 +152,24 @@ const llamaCppCheck = (dir: string, ftype: string, steps: number, prompts?: numb
 
 /**
  * The pipelines `g`'s steps dispatch on the llama-gqa fixture (context 512: two key splits), F32
- * and as GGUF Q8_0: on `gpu` paths the GEMM for a 33-token prefill and 64 threads per row for a
- * decode step, split-K decode attention, 32 threads per row of the quantized products and the
- * staged quantized GEMM for their prefill (the register-tiled one on cpu paths).
+ * and as GGUF Q8_0 (both through the same product kernels): on `gpu` paths the staged GEMM for a
+ * 33-token prefill, 32 threads per row for a decode step and split-K decode attention; on `cpu`
+ * paths the register-tiled GEMM, one thread per row and one attention pass.
  */
 const pathsCheck = (g: Gpu) =>
   [`steps dispatch the kernels of their paths ${onPaths(g)}`, async () => {
     const dir = "test/fixtures/models/llama-gqa-f32";
+    // Float and quantized weights take the same product kernels (float ones as formats).
     const want = g.caps.paths === "gpu"
       ? {
-        prefill: "gemm",
-        tpr: 64,
+        prefill: "gemm_quant:main",
+        tpr: 32,
         attention: "split",
         quantTpr: 32,
         quantPrefill: "gemm_quant:main",
       }
       : {
-        prefill: "matvec",
+        prefill: "gemm_quant:rows",
         tpr: 1,
         attention: "single",
         quantTpr: 1,
@@ -180,7 +181,9 @@ const pathsCheck = (g: Gpu) =>
       const layers = productLabels(float.config.numLayers);
       const prefill = await stepPipelines(float, 33);
       const decode = await stepPipelines(float, 1);
-      got.prefill = [...new Set(layers.map((l) => prefill.get(l)?.shader))].join();
+      got.prefill = [
+        ...new Set(layers.map((l) => `${prefill.get(l)?.shader}:${prefill.get(l)?.entry}`)),
+      ].join();
       got.tpr = [...new Set(layers.map((l) => decode.get(l)?.constants.TPR))].join();
       got.attention = [...decode.values()].find((p) => p.shader === "attention")?.entry;
     } finally {

@@ -9,12 +9,14 @@ import { linearRef } from "../../../src/gpu/reference/dense.ts";
 import { assertSumsClose, boundUsed, sumsTolerance, withErrorScopes } from "../../support/gpu.ts";
 import { asF32, f32Buffer, outBuffer, runRead, seeded } from "../../support/kernel_harness.ts";
 
-// M up to 9 (two z-slices of 8 rows), N not a multiple of any rows-per-workgroup, K with few
-// and many 16-byte loads per lane; the last shape takes the scalar path (K odd).
+// M from 1 (the matrix-vector kernel) to 9 (the tiled one), N not a multiple of any
+// rows-per-workgroup; K a multiple of 32 takes the product kernels (float weights as formats of
+// them), other K the general GEMM (vec4 loads, and scalar ones for the odd K of the last shape).
 const SHAPES: readonly (readonly [number, number, number])[] = [
   [1, 131, 64],
   [3, 45, 256],
   [8, 7, 264],
+  [9, 7, 288],
   [9, 130, 8],
   [1, 33, 1000],
   [2, 5, 3],
@@ -38,14 +40,14 @@ export const linearCheck = (
         for (const [m, n, k] of SHAPES) {
           await withErrorScopes(device, async () => {
             const wBytes = encodeWeights(seeded(2 + m, n * k, 0.5), dtype);
-            const bBytes = encodeWeights(seeded(3 + n, n, 0.5), dtype);
+            const bias = asF32(seeded(3 + n, n, 0.5));
             const x = asF32(seeded(4 + k, m * k));
             for (const withBias of [false, true]) {
               const y = outBuffer(device, "lin:y", m * n);
               const d = await prepareLinear(device, {
                 x: f32Buffer(device, "lin:x", x),
                 w: uploadBuffer(device, "lin:w", wBytes),
-                ...(withBias ? { b: uploadBuffer(device, "lin:b", bBytes) } : {}),
+                ...(withBias ? { b: f32Buffer(device, "lin:b", bias) } : {}),
                 y,
                 m,
                 n,
@@ -55,7 +57,7 @@ export const linearCheck = (
               const ref = linearRef(
                 x,
                 decodeWeights(wBytes, dtype),
-                withBias ? decodeWeights(bBytes, dtype) : undefined,
+                withBias ? bias : undefined,
                 m,
                 n,
                 k,
