@@ -5,6 +5,7 @@
 // nibble of byte e, e + 16 its high nibble. Weight = d * (scale_j - 32) * level[nibble]. The
 // levels are IQ4_NL's bound table, read as in iq4_nl.wgsl. Slice s is sub-block s.
 //! import lib/quant_words
+//! import lib/iq4_levels
 
 @group(0) @binding(7) var<storage, read> grid: array<u32>;
 
@@ -22,25 +23,14 @@ fn load_slice(b: u32, s: u32) -> Raw {
   return r;
 }
 
-// The levels of the 4 nibbles at bit `shift` of each byte of v; t: the 4 packed table words.
-fn iq4_xs_levels(t: vec4<u32>, v: u32, shift: u32) -> vec4<f32> {
-  let n = (vec4<u32>(v) >> (vec4<u32>(0u, 8u, 16u, 24u) + shift)) & vec4<u32>(15u);
-  let b4 = (n & vec4<u32>(4u)) != vec4<u32>(0u);
-  let word = select(select(vec4<u32>(t.x), vec4<u32>(t.y), b4),
-                    select(vec4<u32>(t.z), vec4<u32>(t.w), b4),
-                    (n & vec4<u32>(8u)) != vec4<u32>(0u));
-  let byte_top = word << (vec4<u32>(24u) - 8u * (n & vec4<u32>(3u)));
-  return vec4<f32>(bitcast<vec4<i32>>(byte_top) >> vec4<u32>(24u));
-}
-
 fn decode(r: Raw, s: u32) -> array<vec4<f32>, 8> {
   let scale = ((r.h.y >> (4u * s)) & 15u) | (((r.h.x >> (16u + 2u * s)) & 3u) << 4u);
   let dl = unpack2x16float(r.h.x).x * f32(i32(scale) - 32);
   let t = vec4<u32>(r.q[4], r.q[5], r.q[6], r.q[7]);
   var v: array<vec4<f32>, 8>;
   for (var i = 0u; i < 4u; i++) {
-    v[i] = dl * iq4_xs_levels(t, r.q[i], 0u);
-    v[4u + i] = dl * iq4_xs_levels(t, r.q[i], 4u);
+    v[i] = dl * iq4_levels(t, r.q[i], 0u);
+    v[4u + i] = dl * iq4_levels(t, r.q[i], 4u);
   }
   return v;
 }
