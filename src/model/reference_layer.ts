@@ -205,6 +205,10 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       linear(s.xn, T, need(w, "k"), w.kBias, kvDim, H, s.k);
       linear(s.xn, T, need(w, "v"), w.vBias, kvDim, H, s.v);
       return;
+    case "qk_norm":
+      rmsNorm(s.q, T * c.numHeads, need(w, "qNorm"), D, c.rmsNormEps, s.q);
+      rmsNorm(s.k, T * c.numKvHeads, need(w, "kNorm"), D, c.rmsNormEps, s.k);
+      return;
     case "rope":
       rope(s, s.q, c.numHeads, D);
       rope(s, s.k, c.numKvHeads, D);

@@ -68,6 +68,11 @@ function argmaxMargin(v: Float64Array): [number, number] {
 export interface ReferenceOptions {
   /** TEST ONLY: plant a {@linkcode TestMutation}; never set outside tests. */
   testMutation?: TestMutation;
+  /**
+   * TEST ONLY: run this layer recipe instead of the family's (an ablation: the family less one
+   * step shows that step matters); never set outside tests.
+   */
+  testRecipe?: readonly LayerStep[];
 }
 
 export class ReferenceModel {
@@ -81,9 +86,10 @@ export class ReferenceModel {
     private readonly norm: Float64Array,
     private readonly lmHead: Float64Array,
     private readonly mutation: TestMutation | undefined,
+    recipe: readonly LayerStep[] | undefined,
   ) {
     this.invFreq = ropeInvFreq(config.headDim, config.ropeTheta, config.ropeScaling);
-    this.#recipe = archOf(config).layer;
+    this.#recipe = recipe ?? archOf(config).layer;
   }
 
   /** Read every tensor of `weights` (a tensor used twice, like a tied LM head, once). */
@@ -113,6 +119,7 @@ export class ReferenceModel {
       await values(weights.norm),
       await values(weights.lmHead),
       options.testMutation,
+      options.testRecipe,
     );
   }
 

@@ -21,7 +21,8 @@ import {
   prepareAttention,
   prepareRopeKv,
 } from "../gpu/kernels/attention.ts";
-import { prepareEmbedding } from "../gpu/kernels/dense.ts";
+import { prepareEmbedding, prepareHeadNorm } from "../gpu/kernels/dense.ts";
+import { EngineError } from "../contract/errors.ts";
 import { isFloatDtype } from "../gpu/dtype.ts";
 import type { LinearScratch } from "../gpu/kernels/linear.ts";
 import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
@@ -30,6 +31,11 @@ import { prepareGather } from "../gpu/kernels/tokens.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { archOf, type LayerStep } from "./arch/mod.ts";
 import type { GpuLayer, GpuModel } from "./gpu_model.ts";
+
+/** A layer without a weight its recipe reads (a model built around the description's table). */
+function missing(role: string, layer: number): EngineError {
+  return EngineError.invalidArgument(`layer ${layer}: the recipe reads ${role}, which it lacks`);
+}
 
 /** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
 export interface Scratch {
@@ -149,6 +155,21 @@ export async function buildPlan(
           k: H,
           norm: { weight: L.inputNorm, eps: c.rmsNormEps },
         }, `L${l}:qkv`)];
+      case "qk_norm": {
+        const norm = (weight: GPUBuffer | undefined, which: string, heads: number, at: number) =>
+          weight === undefined ? Promise.reject(missing(`${which}Norm`, l)) : prepareHeadNorm(d, {
+            x: s.qkv,
+            weight,
+            tokens,
+            heads,
+            headDim: c.headDim,
+            stride: Q + 2 * KV,
+            offset: at,
+            eps: c.rmsNormEps,
+            dtype: "f32",
+          }, `L${l}:${which}_norm`);
+        return [norm(L.qNorm, "q", c.numHeads, 0), norm(L.kNorm, "k", c.numKvHeads, Q)];
+      }
       case "rope":
         return [prepareRopeKv(d, {
           qkv: s.qkv,

@@ -76,6 +76,8 @@ export interface TensorEntry<R extends string> {
 export type LayerStep =
   /** RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). */
   | { op: "attn_norm_qkv" }
+  /** A per-head RMSNorm of q and of k (weights `qNorm`, `kNorm` [head_dim]), before RoPE. */
+  | { op: "qk_norm" }
   /** Rotate-half RoPE on q and k with the config's frequencies; k and v enter the KV cache. */
   | { op: "rope" }
   /** Causal grouped-query attention over the cache, scaled by 1/sqrt(head_dim). */

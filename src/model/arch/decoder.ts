@@ -80,6 +80,22 @@ export const QKV_BIASES: readonly TensorEntry<LayerRole>[] = [
   },
 ];
 
+/** Per-head RMSNorm weights of q and k, shared by every head. */
+export const QK_NORMS: readonly TensorEntry<LayerRole>[] = [
+  {
+    role: "qNorm",
+    hf: "self_attn.q_norm.weight",
+    gguf: "attn_q_norm.weight",
+    shape: ["headDim"],
+  },
+  {
+    role: "kNorm",
+    hf: "self_attn.k_norm.weight",
+    gguf: "attn_k_norm.weight",
+    shape: ["headDim"],
+  },
+];
+
 /** The attention output projection, the MLP norm and the SwiGLU MLP. */
 export const ATTN_OUT_MLP: readonly TensorEntry<LayerRole>[] = [
   {

@@ -13,8 +13,9 @@ import type { ArchDescription } from "./arch.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { QWEN2 } from "./qwen2.ts";
+import { QWEN3 } from "./qwen3.ts";
 
-const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2];
+const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3];
 
 /** The families by `ModelConfig.arch`. */
 export const ARCHS: ReadonlyMap<string, ArchDescription> = new Map(
