@@ -1,6 +1,8 @@
 /**
- * A Llama/Mistral/Qwen2 safetensors checkpoint as an ONNX decoder (opset 17, standard ops only)
- * in the layout transformers.js reads:
+ * A safetensors checkpoint whose family runs the plain pre-norm SwiGLU layer (`PRE_NORM_SWIGLU`
+ * in `src/model/arch/decoder.ts`: Kiln's first three families) as an ONNX decoder (opset 17,
+ * standard ops only) in the layout transformers.js reads. The graph below is that recipe written
+ * out by hand, not compiled from the description: a family with another recipe is refused.
  *
  * - inputs `input_ids`, `attention_mask` [batch, past + seq], `position_ids` (int64) and
  *   `past_key_values.{i}.key` / `.value` [batch, kv_heads, past, head_dim];
@@ -15,6 +17,7 @@
  *
  *   deno run -A bench/peers/to_onnx.ts DIR OUT.onnx [--f32]
  */
+import { archOf, PRE_NORM_SWIGLU } from "../../src/model/arch/mod.ts";
 import { ropeInvFreq } from "../../src/model/rope.ts";
 import type { TensorInfo } from "../../src/model/safetensors.ts";
 import { EngineError } from "../../src/contract/errors.ts";
@@ -41,6 +44,12 @@ export async function onnxDecoder(
   opts: OnnxOptions = {},
 ): Promise<Uint8Array> {
   const { config: c, weights: w } = ck;
+  const recipe = archOf(c).layer;
+  if (JSON.stringify(recipe) !== JSON.stringify(PRE_NORM_SWIGLU)) {
+    throw EngineError.invalidArgument(
+      `to_onnx: the ${c.arch} layer (${recipe.map((s) => s.op)}) is not the one this export writes`,
+    );
+  }
   const g = new GraphBuilder();
   const A: Elem = w.embed.dtype === "f16" && opts.dtype !== "f32" ? Elem.F16 : Elem.F32;
   const elemBytes = A === Elem.F16 ? 2 : 4;

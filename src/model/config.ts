@@ -1,19 +1,21 @@
 /**
- * HF `config.json` for Llama, Mistral and Qwen2 checkpoints, read into a typed config.
- * Anything Kiln cannot run is refused with `InvalidArgument` naming the key.
+ * HF `config.json` read into a typed config, for every family `arch/` describes (the family's
+ * `hf.config` rules decide the keys families read differently). Anything Kiln cannot run is
+ * refused with `InvalidArgument` naming the key.
  */
 import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
+import { archByHfArchitecture, archByModelType, type ArchDescription } from "./arch/mod.ts";
 import type { RopeScaling } from "./rope.ts";
 
-/** The `model_type`s Kiln runs. */
-export type Architecture = "llama" | "mistral" | "qwen2";
+/** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
+export type Architecture = string;
 
 /** The hyperparameters of a checkpoint, from its HF `config.json` (or GGUF metadata). */
 export interface ModelConfig {
-  /** The model family. */
+  /** The model family (`archOf(config)` gives its description). */
   arch: Architecture;
   /** Rows of the embedding and the LM head. */
   vocabSize: number;
@@ -39,7 +41,7 @@ export interface ModelConfig {
   maxPositionEmbeddings: number;
   /** The LM head reuses the embedding matrix. */
   tieWordEmbeddings: boolean;
-  /** q/k/v projections carry biases (Qwen2 always; Llama with `attention_bias`). */
+  /** q/k/v projections carry biases (always in some families; others with `attention_bias`). */
   attentionBias: boolean;
   /** The config's BOS token id, if any. */
   bosTokenId?: number;
@@ -50,12 +52,6 @@ export interface ModelConfig {
 }
 
 type Json = Record<string, unknown>;
-
-const ARCHS: Record<string, Architecture> = {
-  LlamaForCausalLM: "llama",
-  MistralForCausalLM: "mistral",
-  Qwen2ForCausalLM: "qwen2",
-};
 
 function refuse(key: string, why: string): EngineError {
   return EngineError.invalidArgument(`config.${key}: ${why}`);
@@ -91,18 +87,20 @@ function num(c: Json, key: string, fallback?: number): number {
   return v;
 }
 
-function architecture(c: Json): Architecture {
+function architecture(c: Json): ArchDescription {
   const archs = c.architectures;
   if (Array.isArray(archs) && archs.length > 0) {
-    const arch = lookup(ARCHS, archs[0]);
+    const arch = archByHfArchitecture(archs[0]);
     if (arch === undefined) {
       throw refuse("architectures", `unsupported architecture ${describe(archs[0])}`);
     }
     return arch;
   }
-  const type = c.model_type;
-  if (type === "llama" || type === "mistral" || type === "qwen2") return type;
-  throw refuse("model_type", `unsupported model type ${describe(type)}`);
+  const arch = archByModelType(c.model_type);
+  if (arch === undefined) {
+    throw refuse("model_type", `unsupported model type ${describe(c.model_type)}`);
+  }
+  return arch;
 }
 
 function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
@@ -201,8 +199,9 @@ export function parseConfig(json: string | unknown): ModelConfig {
     throw refuse("head_dim", `${headDim} is not supported (an even size up to 256)`);
   }
   const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
+  const rules = arch.hf.config;
   const useWindow = cfg.use_sliding_window === true ||
-    (arch === "mistral" && cfg.sliding_window != null);
+    (rules.slidingWindow === "when_set" && cfg.sliding_window != null);
   if (
     useWindow && typeof cfg.sliding_window === "number" &&
     cfg.sliding_window < maxPositionEmbeddings
@@ -213,10 +212,10 @@ export function parseConfig(json: string | unknown): ModelConfig {
     );
   }
   const { theta, scaling } = ropeSettings(cfg);
-  const attentionBias = arch === "qwen2" ? true : cfg.attention_bias === true;
+  const attentionBias = rules.attentionBias === "always" || cfg.attention_bias === true;
   const vocabSize = int(cfg, "vocab_size");
   const config: ModelConfig = {
-    arch,
+    arch: arch.name,
     vocabSize,
     hiddenSize,
     intermediateSize: int(cfg, "intermediate_size"),

@@ -32,6 +32,9 @@ export interface GpuLayer {
   qkv: GpuWeight;
   /** [q; k; v] biases, f32 (for every weight format). */
   qkvBias?: GPUBuffer;
+  /** Per-head RMSNorm weights of q and k [head_dim], f32, in families with a `qk_norm` step. */
+  qNorm?: GPUBuffer;
+  kNorm?: GPUBuffer;
   /** Attention output projection: [hidden, heads·head_dim]. */
   o: GpuWeight;
   /** [gate; up] stacked: [2·intermediate, hidden]. */
@@ -217,6 +220,8 @@ export class GpuModel {
       if (l.qBias && l.kBias && l.vBias) {
         layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], "f32");
       }
+      if (l.qNorm) layer.qNorm = await vector([l.qNorm], "f32");
+      if (l.kNorm) layer.kNorm = await vector([l.kNorm], "f32");
       this.layers.push(layer);
     }
     this.finalNorm = await vector([w.norm], "f32");

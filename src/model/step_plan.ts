@@ -1,7 +1,9 @@
 /**
- * One step's dispatches, as a `Forward` caches them per step shape (tokens, logit rows).
+ * One step's dispatches, as a `Forward` caches them per step shape (tokens, logit rows): each
+ * layer's recipe (`ArchDescription.layer`) compiled step by step.
  *
- * Per layer, at decode (at most `MATVEC_MAX_M` tokens), six or seven dispatches:
+ * Per layer of the plain pre-norm recipe, at decode (at most `MATVEC_MAX_M` tokens), six or
+ * seven dispatches:
  *   1. q/k/v as one product (stacked weights, + bias), with the input RMSNorm folded in;
  *   2. RoPE on q and k fused with the KV cache write;
  *   3. paged attention (one pass, or split-K and a merge for long contexts);
@@ -19,14 +21,21 @@ import {
   prepareAttention,
   prepareRopeKv,
 } from "../gpu/kernels/attention.ts";
-import { prepareEmbedding } from "../gpu/kernels/dense.ts";
+import { prepareEmbedding, prepareHeadNorm } from "../gpu/kernels/dense.ts";
+import { EngineError } from "../contract/errors.ts";
 import { isFloatDtype } from "../gpu/dtype.ts";
 import type { LinearScratch } from "../gpu/kernels/linear.ts";
 import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
 import { kernelPaths } from "../gpu/paths.ts";
-import type { GpuModel } from "./gpu_model.ts";
+import { archOf, type LayerStep } from "./arch/mod.ts";
+import type { GpuLayer, GpuModel } from "./gpu_model.ts";
+
+/** A layer without a weight its recipe reads (a model built around the description's table). */
+function missing(role: string, layer: number): EngineError {
+  return EngineError.invalidArgument(`layer ${layer}: the recipe reads ${role}, which it lacks`);
+}
 
 /** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
 export interface Scratch {
@@ -133,70 +142,97 @@ export async function buildPlan(
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
   const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
   const kvDtype = m.kvDtype;
+  /** The dispatches of one recipe step of layer `l`. */
+  const layerStep = (step: LayerStep, l: number, L: GpuLayer): Part[] => {
+    switch (step.op) {
+      case "attn_norm_qkv":
+        return [linear({
+          x: s.x,
+          weight: L.qkv,
+          ...(L.qkvBias ? { b: L.qkvBias } : {}),
+          y: s.qkv,
+          n: Q + 2 * KV,
+          k: H,
+          norm: { weight: L.inputNorm, eps: c.rmsNormEps },
+        }, `L${l}:qkv`)];
+      case "qk_norm": {
+        const norm = (weight: GPUBuffer | undefined, which: string, heads: number, at: number) =>
+          weight === undefined ? Promise.reject(missing(`${which}Norm`, l)) : prepareHeadNorm(d, {
+            x: s.qkv,
+            weight,
+            tokens,
+            heads,
+            headDim: c.headDim,
+            stride: Q + 2 * KV,
+            offset: at,
+            eps: c.rmsNormEps,
+            dtype: "f32",
+          }, `L${l}:${which}_norm`);
+        return [norm(L.qNorm, "q", c.numHeads, 0), norm(L.kNorm, "k", c.numKvHeads, Q)];
+      }
+      case "rope":
+        return [prepareRopeKv(d, {
+          qkv: s.qkv,
+          q: s.q,
+          positions: s.positions,
+          frequencies: m.ropeFrequencies,
+          slots: s.slots,
+          kCache: m.kCache[l]!,
+          vCache: m.vCache[l]!,
+          tokens,
+          heads: c.numHeads,
+          kvHeads: c.numKvHeads,
+          headDim: c.headDim,
+          kvDtype,
+        }, `L${l}:rope_kv`)];
+      case "attention":
+        return [prepareAttention(d, {
+          q: s.q,
+          kCache: m.kCache[l]!,
+          vCache: m.vCache[l]!,
+          positions: s.positions,
+          tableOffsets: s.tableOffsets,
+          blockTable: s.blockTable,
+          out: s.attn,
+          tokens,
+          heads: c.numHeads,
+          kvHeads: c.numKvHeads,
+          headDim: c.headDim,
+          blockSize: m.blockSize,
+          splits,
+          kvDtype,
+        }, `L${l}:attention`)];
+      case "o_proj_residual":
+        return [linear(
+          { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
+          `L${l}:o`,
+        )];
+      case "mlp":
+        return [
+          linear({
+            x: s.x,
+            weight: L.gateUp,
+            y: s.act,
+            n: c.intermediateSize,
+            k: H,
+            norm: { weight: L.postNorm, eps: c.rmsNormEps },
+            epilogue: "swiglu",
+          }, `L${l}:gate_up`),
+          linear({
+            x: s.act,
+            weight: L.down,
+            y: s.x,
+            n: H,
+            k: c.intermediateSize,
+            epilogue: "accumulate",
+          }, `L${l}:down`),
+        ];
+    }
+  };
+  const recipe = archOf(c).layer;
   for (let l = 0; l < c.numLayers; l++) {
     const L = m.layers[l]!;
-    body.push(linear({
-      x: s.x,
-      weight: L.qkv,
-      ...(L.qkvBias ? { b: L.qkvBias } : {}),
-      y: s.qkv,
-      n: Q + 2 * KV,
-      k: H,
-      norm: { weight: L.inputNorm, eps: c.rmsNormEps },
-    }, `L${l}:qkv`));
-    body.push(
-      prepareRopeKv(d, {
-        qkv: s.qkv,
-        q: s.q,
-        positions: s.positions,
-        frequencies: m.ropeFrequencies,
-        slots: s.slots,
-        kCache: m.kCache[l]!,
-        vCache: m.vCache[l]!,
-        tokens,
-        heads: c.numHeads,
-        kvHeads: c.numKvHeads,
-        headDim: c.headDim,
-        kvDtype,
-      }, `L${l}:rope_kv`),
-    );
-    body.push(prepareAttention(d, {
-      q: s.q,
-      kCache: m.kCache[l]!,
-      vCache: m.vCache[l]!,
-      positions: s.positions,
-      tableOffsets: s.tableOffsets,
-      blockTable: s.blockTable,
-      out: s.attn,
-      tokens,
-      heads: c.numHeads,
-      kvHeads: c.numKvHeads,
-      headDim: c.headDim,
-      blockSize: m.blockSize,
-      splits,
-      kvDtype,
-    }, `L${l}:attention`));
-    body.push(linear(
-      { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
-      `L${l}:o`,
-    ));
-    body.push(linear({
-      x: s.x,
-      weight: L.gateUp,
-      y: s.act,
-      n: c.intermediateSize,
-      k: H,
-      norm: { weight: L.postNorm, eps: c.rmsNormEps },
-      epilogue: "swiglu",
-    }, `L${l}:gate_up`));
-    body.push(linear({
-      x: s.act,
-      weight: L.down,
-      y: s.x,
-      n: H,
-      k: c.intermediateSize,
-      epilogue: "accumulate",
-    }, `L${l}:down`));
+    for (const step of recipe) body.push(...layerStep(step, l, L));
   }
   // The LM head reads the wanted rows of x (copied out after the body) through the final
   // norm. A step without logit rows (a prompt chunk that does not end its prompt) has none.

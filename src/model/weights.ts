@@ -1,10 +1,12 @@
 /**
- * The tensors a Llama/Mistral/Qwen2 checkpoint must hold, checked against the config before
+ * The tensors a checkpoint must hold (its family's tensor table, `arch/`), checked against the
+ * config before
  * any GPU allocation: a missing tensor, a wrong shape or an unsupported dtype is refused with
  * `InvalidArgument` naming the tensor.
  */
 import { EngineError } from "../contract/errors.ts";
 import type { TensorDtype } from "../gpu/dtype.ts";
+import { archOf, type GlobalRole, globalTensors, layerTensors } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ByteSource } from "./source.ts";
 import type { TensorInfo } from "./safetensors.ts";
@@ -57,6 +59,10 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   kBias?: T;
   /** Value bias, when the config has attention biases. */
   vBias?: T;
+  /** Per-head RMSNorm weight of q [head_dim] (`self_attn.q_norm`), in families with one. */
+  qNorm?: T;
+  /** Per-head RMSNorm weight of k [head_dim] (`self_attn.k_norm`), in families with one. */
+  kNorm?: T;
   /** RMSNorm weight before the MLP (`post_attention_layernorm`). */
   postNorm: T;
   /** MLP gate projection (`mlp.gate_proj`). */
@@ -84,8 +90,7 @@ export function mapWeights<T extends WeightInfo>(
   config: ModelConfig,
   tensors: Map<string, T>,
 ): ModelWeights<T> {
-  const { hiddenSize: h, numHeads, numKvHeads, headDim, intermediateSize: inter, vocabSize } =
-    config;
+  const arch = archOf(config);
   const get = (name: string, shape: number[]): T => {
     const t = tensors.get(name);
     if (t === undefined) {
@@ -100,28 +105,14 @@ export function mapWeights<T extends WeightInfo>(
   };
   const layers: LayerWeights<T>[] = [];
   for (let i = 0; i < config.numLayers; i++) {
-    const p = `model.layers.${i}.`;
-    const layer: LayerWeights<T> = {
-      inputNorm: get(`${p}input_layernorm.weight`, [h]),
-      q: get(`${p}self_attn.q_proj.weight`, [numHeads * headDim, h]),
-      k: get(`${p}self_attn.k_proj.weight`, [numKvHeads * headDim, h]),
-      v: get(`${p}self_attn.v_proj.weight`, [numKvHeads * headDim, h]),
-      o: get(`${p}self_attn.o_proj.weight`, [h, numHeads * headDim]),
-      postNorm: get(`${p}post_attention_layernorm.weight`, [h]),
-      gate: get(`${p}mlp.gate_proj.weight`, [inter, h]),
-      up: get(`${p}mlp.up_proj.weight`, [inter, h]),
-      down: get(`${p}mlp.down_proj.weight`, [h, inter]),
-    };
-    if (config.attentionBias) {
-      layer.qBias = get(`${p}self_attn.q_proj.bias`, [numHeads * headDim]);
-      layer.kBias = get(`${p}self_attn.k_proj.bias`, [numKvHeads * headDim]);
-      layer.vBias = get(`${p}self_attn.v_proj.bias`, [numKvHeads * headDim]);
-    }
-    layers.push(layer);
+    const layer: Partial<LayerWeights<T>> = {};
+    for (const r of layerTensors(arch, config, i)) layer[r.entry.role] = get(r.hf, r.shape);
+    layers.push(layer as LayerWeights<T>);
   }
-  const embed = get("model.embed_tokens.weight", [vocabSize, h]);
-  const lmHead = config.tieWordEmbeddings ? embed : get("lm_head.weight", [vocabSize, h]);
-  return { embed, layers, norm: get("model.norm.weight", [h]), lmHead };
+  const global: Partial<Record<GlobalRole, T>> = {};
+  for (const r of globalTensors(arch, config)) global[r.entry.role] = get(r.hf, r.shape);
+  const embed = global.embed!;
+  return { embed, layers, norm: global.norm!, lmHead: global.lmHead ?? embed };
 }
 
 /** Every tensor the model reads, once each, in a stable order. */

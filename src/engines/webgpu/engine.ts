@@ -96,8 +96,8 @@ interface InFlight {
 type State = "new" | "starting" | "running" | "draining" | "stopped";
 
 /**
- * An {@linkcode LLMEngine} running a Llama-family checkpoint on WebGPU, with continuous batching
- * over a paged, prefix-cached KV cache.
+ * An {@linkcode LLMEngine} running a checkpoint of any family `src/model/arch/` describes on WebGPU,
+ * with continuous batching over a paged, prefix-cached KV cache.
  */
 export class WebGpuEngine implements LLMEngine {
   #state: State = "new";

@@ -77,10 +77,54 @@ export function prepareRmsNorm(
     shader: "rmsnorm",
     entry: "main",
     constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype] },
-    uniform: [a.rows, a.dim, a.eps, 0],
+    uniform: [a.rows, a.dim, a.eps, 1, a.dim, 0, 0, 0],
     floats: [2],
     buffers: { 1: a.x, 2: a.weight, 3: a.y },
     workgroups: grid(device, a.rows),
+  });
+}
+
+/** Buffers and shape of {@linkcode prepareHeadNorm}. */
+export interface HeadNormArgs {
+  /** f32 rows of `stride` elements per token (a fused q/k/v output); normalized in place. */
+  x: GPUBuffer;
+  /** Norm weight, `dtype` [headDim], shared by every head. */
+  weight: GPUBuffer;
+  /** Number of tokens. */
+  tokens: number;
+  /** Heads per token to normalize, `headDim` elements each, one after another. */
+  heads: number;
+  /** Width of a head. */
+  headDim: number;
+  /** Elements from one token's row to the next. */
+  stride: number;
+  /** Element where token 0's first head starts. */
+  offset: number;
+  /** Added to the mean square before the square root. */
+  eps: number;
+  /** Element type of `weight`. */
+  dtype: WeightDtype;
+}
+
+/**
+ * A per-head RMSNorm in place: for each token t and head h, the `headDim` elements at
+ * `offset + t·stride + h·headDim` are normalized with `weight` (one workgroup per head).
+ */
+export function prepareHeadNorm(
+  device: GPUDevice,
+  a: HeadNormArgs,
+  label = "head_norm",
+): Promise<KernelDispatch> {
+  const rows = a.tokens * a.heads;
+  return prepareKernel(device, {
+    label,
+    shader: "rmsnorm",
+    entry: "in_place",
+    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype] },
+    uniform: [rows, a.headDim, a.eps, a.heads, a.stride, a.offset, 0, 0],
+    floats: [2],
+    buffers: { 2: a.weight, 3: a.x },
+    workgroups: grid(device, rows),
   });
 }
 

@@ -1,7 +1,13 @@
 import { uploadBuffer } from "../buffers.ts";
-import { embeddingRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
+import { embeddingRef, headNormRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
-import { prepareEmbedding, prepareRmsNorm, prepareRope, prepareSwiGluHalves } from "./dense.ts";
+import {
+  prepareEmbedding,
+  prepareHeadNorm,
+  prepareRmsNorm,
+  prepareRope,
+  prepareSwiGluHalves,
+} from "./dense.ts";
 import { uploadRopeFrequencies } from "./rope_frequencies.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
@@ -96,6 +102,51 @@ for (const dtype of DTYPES) {
           1e-6,
           "rmsnorm",
         );
+      }
+    });
+  });
+}
+
+for (const dtype of DTYPES) {
+  Deno.test(`per-head rmsnorm in place, ${dtype}: strided heads of odd widths, the rest untouched`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      // [tokens, heads, headDim, stride, offset]: q heads of a q/k/v row, k heads after them,
+      // one head per token, heads wider than a workgroup.
+      const shapes: [number, number, number, number, number][] = [
+        [3, 5, 6, 52, 0],
+        [7, 2, 6, 52, 30],
+        [1, 1, 1, 3, 2],
+        [2, 3, 257, 800, 11],
+      ];
+      for (const [tokens, heads, headDim, stride, offset] of shapes) {
+        const n = tokens * stride + offset;
+        const x = asF32(seeded(headDim + tokens, n, 2));
+        const w = weights(headDim + 7, headDim, dtype, 1);
+        const buf = f32Buffer(device, "head_norm:x", x);
+        const shape = {
+          tokens,
+          heads: heads!,
+          headDim: headDim!,
+          stride: stride!,
+          offset: offset!,
+        };
+        const d = await prepareHeadNorm(device, {
+          x: buf,
+          weight: uploadBuffer(device, "head_norm:w", w.bytes),
+          ...shape,
+          eps: 1e-6,
+          dtype,
+        });
+        const want = headNormRef(x, w.values, shape, 1e-6);
+        const got = await runRead(device, [d], buf, n);
+        // Exactly as stored outside the heads; within the plain rmsnorm's bound inside them.
+        for (let i = 0; i < n; i++) {
+          const inHead = i >= offset && (i - offset) % stride < heads * headDim &&
+            i < offset + (tokens - 1) * stride + heads * headDim;
+          if (!inHead && got[i] !== x[i]) throw new Error(`element ${i} moved`);
+        }
+        assertClose(got, want, 1e-7, 1e-6, `head_norm ${shape.tokens}x${heads}x${headDim}`);
       }
     });
   });

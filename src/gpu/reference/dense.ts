@@ -34,6 +34,27 @@ export function rmsNormRef(
   return out;
 }
 
+/**
+ * `x` with a per-head RMSNorm applied to `heads` heads of `headDim` per token, token t's first
+ * head at `offset + t·stride` (the rest of `x` as it was).
+ */
+export function headNormRef(
+  x: ArrayLike<number>,
+  w: ArrayLike<number>,
+  s: { tokens: number; heads: number; headDim: number; stride: number; offset: number },
+  eps: number,
+): Float64Array {
+  const out = Float64Array.from(x);
+  for (let t = 0; t < s.tokens; t++) {
+    for (let h = 0; h < s.heads; h++) {
+      const o = s.offset + t * s.stride + h * s.headDim;
+      const row = rmsNormRef(out.subarray(o, o + s.headDim), w, s.headDim, eps);
+      out.set(row, o);
+    }
+  }
+  return out;
+}
+
 /** y[m, n] = sum_k x[m, k] W[n, k] + b[n], W in [N, K] layout. */
 export function linearRef(
   x: ArrayLike<number>,

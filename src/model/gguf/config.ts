@@ -1,14 +1,15 @@
 /**
  * A `ModelConfig` from GGUF metadata: the same object `parseConfig` gives for the equivalent HF
- * `config.json`. llama.cpp writes Mistral checkpoints as `llama`; anything but `llama`,
- * `mistral` and `qwen2` (and mixture-of-experts variants of them) is refused naming the key.
+ * `config.json`. `general.architecture` picks the family (`arch/mod.ts`), whose keys are
+ * `<architecture>.*`; any other architecture (and mixture-of-experts variants) is refused naming
+ * the key.
  */
 import type { WeightDtype } from "../../gpu/dtype.ts";
-import type { Architecture, ModelConfig } from "../config.ts";
+import { archByGguf, ggufArchitectures, layerEntry } from "../arch/mod.ts";
+import type { ModelConfig } from "../config.ts";
 import type { RopeScaling } from "../rope.ts";
 import type { GgufMetadata } from "./metadata.ts";
 
-const ARCHS: readonly Architecture[] = ["llama", "mistral", "qwen2"];
 /** `general.file_type` values of files whose weights are all (or mostly) one float dtype. */
 const FILE_DTYPES: Record<number, WeightDtype> = { 0: "f32", 1: "f16", 32: "bf16" };
 
@@ -37,18 +38,20 @@ function eosIds(m: GgufMetadata): number[] {
 
 /**
  * `tensorNames`: the GGUF names of the model's tensors (tied embeddings when there is no
- * `output.weight`; Llama attention biases when there is `blk.0.attn_q.bias`).
+ * `output.weight`; attention biases, in families where they are optional, when there is
+ * `blk.0.attn_q.bias`).
  */
 export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): ModelConfig {
   const archName = m.string("general.architecture");
-  const arch = ARCHS.find((a) => a === archName);
+  const arch = archByGguf(archName);
   if (arch === undefined) {
     throw m.refuse(
       "general.architecture",
-      `unsupported architecture ${JSON.stringify(archName)} (${ARCHS.join(", ")})`,
+      `unsupported architecture ${JSON.stringify(archName)} (${ggufArchitectures().join(", ")})`,
     );
   }
-  const p = `${arch}.`;
+  const p = `${archName}.`;
+  const qBias = layerEntry(arch, "qBias")?.gguf;
   if (m.uint(`${p}expert_count`, 0) > 0) {
     throw m.refuse(`${p}expert_count`, "mixture-of-experts models are not supported");
   }
@@ -86,7 +89,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     ? m.strings("tokenizer.ggml.tokens").length
     : m.count(`${p}vocab_size`);
   const config: ModelConfig = {
-    arch,
+    arch: arch.name,
     vocabSize,
     hiddenSize,
     intermediateSize: m.count(`${p}feed_forward_length`),
@@ -99,7 +102,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     ropeScaling: ropeScaling(m, p),
     maxPositionEmbeddings,
     tieWordEmbeddings: !tensorNames.has("output.weight"),
-    attentionBias: arch === "qwen2" || tensorNames.has("blk.0.attn_q.bias"),
+    attentionBias: arch.gguf.attentionBias === "always" || tensorNames.has(`blk.0.${qBias}`),
     eosTokenIds: eosIds(m),
   };
   if (m.has("tokenizer.ggml.bos_token_id")) {

@@ -1,18 +1,27 @@
 /**
- * An HF checkpoint (Llama, Mistral or Qwen2 safetensors; F32, F16 or BF16) as one GGUF v3 file
- * llama.cpp loads: the hyper-parameters under `llama.*` / `qwen2.*`, the tensors under
- * llama.cpp's names, the tokenizer (`tokenizer_meta.ts`), and each tensor in the type a
- * quantization mix gives it (`quant_mix.ts`), or, without a mix, in its own dtype.
+ * An HF checkpoint (safetensors of any family `arch/` describes; F32, F16 or BF16) as one GGUF
+ * v3 file llama.cpp loads: the hyper-parameters under `<gguf.write>.*`, the tensors under
+ * llama.cpp's names (the family's tensor table), the tokenizer (`tokenizer_meta.ts`), and each
+ * tensor in the type a quantization mix gives it (`quant_mix.ts`), or, without a mix, in its own
+ * dtype.
  *
  * Norms and biases are F32, as llama.cpp's converter writes them; llama3 RoPE scaling becomes
- * the `rope_freqs` tensor llama.cpp reads. For Llama and Mistral the q and k rows are permuted
- * from HF's rotate-half RoPE layout to llama.cpp's interleaved pairs (within each head, HF rows
- * [half][i] become [i][half]); Qwen2 runs with NEOX RoPE in llama.cpp, HF's layout, so its rows
- * stay. Tensors are read, converted and written one at a time.
+ * the `rope_freqs` tensor llama.cpp reads. In families whose llama.cpp RoPE interleaves q/k
+ * (`gguf.interleavedQk`) the q and k rows are permuted from HF's rotate-half layout to
+ * interleaved pairs (within each head, HF rows [half][i] become [i][half]); the others run with
+ * NEOX RoPE in llama.cpp, HF's layout, so their rows stay. Tensors are read, converted and written
+ * one at a time.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { decodeWeights, encodeWeights, type WeightDtype } from "../../gpu/dtype.ts";
 import { QUANT_FORMATS, quantize, type QuantType } from "../../gpu/quant/formats.ts";
+import {
+  archOf,
+  type GlobalRole,
+  globalTensors,
+  layerTensors,
+  type ResolvedTensor,
+} from "../arch/mod.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
@@ -130,40 +139,41 @@ function tensorBytesOf(type: GgufTensorType, shape: readonly number[]): number {
 /** Every tensor in llama.cpp's names, order and types. */
 export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   const { config: c, weights: w } = ck;
-  const llama = c.arch !== "qwen2";
-  const qPerm = llama ? ropeRowPermutation(c.numHeads, c.headDim) : undefined;
-  const kPerm = llama ? ropeRowPermutation(c.numKvHeads, c.headDim) : undefined;
+  const arch = archOf(c);
   const ctx = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
   const out: PlannedTensor[] = [];
-  const add = (name: string, source: TensorInfo, role: TensorRole, layer = -1, perm?: number[]) => {
+  const add = (r: ResolvedTensor, source: TensorInfo) => {
     const shape = [...source.shape];
     const cols = shape[shape.length - 1]!;
+    const role = r.entry.mix ?? "vector";
     const type = role === "vector"
       ? "F32"
       : mix === undefined
       ? DTYPE_TYPE[source.dtype]
-      : mixType(mix, role, layer, cols, ctx);
-    out.push({ name, type, shape, role, layer, source, ...(perm ? { perm } : {}) });
+      : mixType(mix, role, r.layer, cols, ctx);
+    const perm = arch.gguf.interleavedQk && r.heads !== undefined
+      ? ropeRowPermutation(r.heads, c.headDim)
+      : undefined;
+    out.push({
+      name: r.gguf,
+      type,
+      shape,
+      role,
+      layer: r.layer,
+      source,
+      ...(perm ? { perm } : {}),
+    });
   };
-  add("token_embd.weight", w.embed, "embed");
+  const globals = globalTensors(arch, c);
+  const global = (role: GlobalRole) => globals.find((r) => r.entry.role === role);
+  add(global("embed")!, w.embed);
   for (const [i, l] of w.layers.entries()) {
-    const b = `blk.${i}.`;
-    add(`${b}attn_norm.weight`, l.inputNorm, "vector");
-    add(`${b}attn_q.weight`, l.q, "attn_q", i, qPerm);
-    add(`${b}attn_k.weight`, l.k, "attn_k", i, kPerm);
-    add(`${b}attn_v.weight`, l.v, "attn_v", i);
-    if (l.qBias) add(`${b}attn_q.bias`, l.qBias, "vector", i, qPerm);
-    if (l.kBias) add(`${b}attn_k.bias`, l.kBias, "vector", i, kPerm);
-    if (l.vBias) add(`${b}attn_v.bias`, l.vBias, "vector", i);
-    add(`${b}attn_output.weight`, l.o, "attn_output", i);
-    add(`${b}ffn_norm.weight`, l.postNorm, "vector");
-    add(`${b}ffn_gate.weight`, l.gate, "ffn_gate", i);
-    add(`${b}ffn_up.weight`, l.up, "ffn_up", i);
-    add(`${b}ffn_down.weight`, l.down, "ffn_down", i);
+    for (const r of layerTensors(arch, c, i)) add(r, l[r.entry.role]!);
   }
-  add("output_norm.weight", w.norm, "vector");
+  add(global("norm")!, w.norm);
   // Tied embeddings: llama.cpp falls back to token_embd when `output` is absent.
-  if (!c.tieWordEmbeddings) add("output.weight", w.lmHead, "output");
+  const head = global("lmHead");
+  if (head) add(head, w.lmHead);
   return out;
 }
 
@@ -220,14 +230,14 @@ export function ggufTensors(ck: HfCheckpoint, plan: readonly PlannedTensor[]): G
   return out;
 }
 
-/** The metadata llama.cpp reads for a Llama or Qwen2 model, tokenizer included. */
+/** The metadata llama.cpp reads for the model's family, tokenizer included. */
 export function ggufMetadata(
   ck: HfCheckpoint,
   opts: ConvertOptions = {},
   warnings: string[] = [],
 ): Record<string, GgufValue> {
   const c = ck.config;
-  const arch = c.arch === "qwen2" ? "qwen2" : "llama";
+  const arch = archOf(c).gguf.write;
   const u32 = (value: number): GgufValue => ({ type: T.UINT32, value });
   const f32 = (value: number): GgufValue => ({ type: T.FLOAT32, value });
   const fileType = opts.mix !== undefined

@@ -4,6 +4,7 @@
  * the config from the metadata, the tensors under HF names and checked against the config.
  */
 import { EngineError } from "../../contract/errors.ts";
+import { archOf } from "../arch/mod.ts";
 import type { ModelConfig } from "../config.ts";
 import { ropeInvFreq, type RopeScaling } from "../rope.ts";
 import { type ByteSource, fileListFiles, missingFile, type ModelFiles } from "../source.ts";
@@ -24,7 +25,7 @@ export interface GgufModel {
   config: ModelConfig;
   /** Every tensor under its HF name (unmapped ones, like `rope_freqs.weight`, under GGUF's). */
   tensors: Map<string, GgufTensorInfo>;
-  /** Llama q/k rows are interleaved (each such tensor carries `ropeInterleave`). */
+  /** q/k rows are in llama.cpp's interleaved order (each such tensor carries `ropeInterleave`). */
   ropeInterleaved: boolean;
 }
 
@@ -128,7 +129,7 @@ async function ropeFromFreqs(
   }
   const bytes = await t.source.read(t.offset, t.length);
   const divisors = new Float32Array(bytes.slice().buffer);
-  const key = `${config.arch}.rope.scaling.original_context_length`;
+  const key = `${meta.string("general.architecture")}.rope.scaling.original_context_length`;
   return llama3FromFreqFactors(
     divisors,
     config.headDim,
@@ -151,7 +152,7 @@ export async function openGguf(first: string, open: OpenSource): Promise<GgufMod
   const config = ggufConfig(metadata, new Set(all.map((t) => t.name)));
   const tensors = hfTensors(config, all);
   const freqs = tensors.get("rope_freqs.weight");
-  if (freqs && config.arch !== "qwen2") {
+  if (freqs && archOf(config).gguf.ropeFreqs) {
     if (config.ropeScaling.type !== "default") {
       throw EngineError.invalidArgument(
         "tensor rope_freqs.weight: frequency factors beside another RoPE scaling",

@@ -1,12 +1,13 @@
 /**
  * GGUF tensors under the HF names `weights.ts` checks (`blk.3.attn_q.weight` becomes
  * `model.layers.3.self_attn.q_proj.weight`), with their shapes in HF order (ggml lists dims
- * innermost first, so `[in, out]` becomes `[out, in]`), and the row order of Llama q/k
- * projections, which llama.cpp's converter interleaves for its RoPE.
+ * innermost first, so `[in, out]` becomes `[out, in]`), and the row order of q/k projections
+ * in the families whose llama.cpp RoPE interleaves them (the family's `gguf.interleavedQk`).
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { ByteSource } from "../source.ts";
 import type { ModelConfig } from "../config.ts";
+import { archOf, hfTensorName as archTensorName } from "../arch/mod.ts";
 import type { GgufDtype, GgufTensor } from "./header.ts";
 
 import type { RopeInterleave } from "../weights.ts";
@@ -26,37 +27,18 @@ export interface GgufTensorInfo {
   length: number;
   source: ByteSource;
   /**
-   * Set on Llama q/k weights and biases: their rows are interleaved per head. HF row `i` is
+   * Set on interleaved q/k weights and biases: their rows are interleaved per head. HF row `i` is
    * stored row `unpermuteQkRows(shape[0], ropeInterleave.headDim, ropeInterleave.heads)[i]`.
    */
   ropeInterleave?: RopeInterleave;
 }
 
-const GLOBAL: Record<string, string> = {
-  "token_embd.weight": "model.embed_tokens.weight",
-  "output_norm.weight": "model.norm.weight",
-  "output.weight": "lm_head.weight",
-};
-
-const LAYER: Record<string, string> = {
-  attn_norm: "input_layernorm",
-  attn_q: "self_attn.q_proj",
-  attn_k: "self_attn.k_proj",
-  attn_v: "self_attn.v_proj",
-  attn_output: "self_attn.o_proj",
-  ffn_norm: "post_attention_layernorm",
-  ffn_gate: "mlp.gate_proj",
-  ffn_up: "mlp.up_proj",
-  ffn_down: "mlp.down_proj",
-};
-
-/** The HF name of a GGUF tensor name, or undefined when it has none. */
-export function hfTensorName(ggufName: string): string | undefined {
-  const global = GLOBAL[ggufName];
-  if (global !== undefined) return global;
-  const m = /^blk\.(0|[1-9]\d{0,5})\.([a-z_]+)\.(weight|bias)$/.exec(ggufName);
-  if (!m || !Object.hasOwn(LAYER, m[2]!)) return undefined;
-  return `model.layers.${m[1]}.${LAYER[m[2]!]}.${m[3]}`;
+/** The HF name of a GGUF tensor name in the config's family, or undefined when it has none. */
+export function hfTensorName(
+  config: Pick<ModelConfig, "arch">,
+  ggufName: string,
+): string | undefined {
+  return archTensorName(archOf(config), ggufName);
 }
 
 /**
@@ -86,17 +68,18 @@ export function unpermuteQkRows(rows: number, headDim: number, heads: number): U
 }
 
 /**
- * Every tensor under its HF name (unmapped ones under their GGUF names). Llama q/k weights
- * and biases get `ropeInterleave`; Qwen2's are stored in HF order.
+ * Every tensor under its HF name (unmapped ones under their GGUF names). q/k weights and biases
+ * get `ropeInterleave` in families that store them interleaved; others are in HF order.
  */
 export function hfTensors(
   config: Pick<ModelConfig, "arch" | "numHeads" | "numKvHeads" | "headDim">,
   tensors: readonly GgufTensor[],
 ): Map<string, GgufTensorInfo> {
   const out = new Map<string, GgufTensorInfo>();
-  const permuted = config.arch === "llama" || config.arch === "mistral";
+  const arch = archOf(config);
+  const headsOf = new Map(arch.tensors.layer.map((e) => [e.gguf, e.heads]));
   for (const t of tensors) {
-    const name = hfTensorName(t.name) ?? t.name;
+    const name = archTensorName(arch, t.name) ?? t.name;
     if (out.has(name)) {
       throw EngineError.invalidArgument(`tensor ${t.name}: ${name} appears twice in the model`);
     }
@@ -110,12 +93,12 @@ export function hfTensors(
       length: t.length,
       source: t.source,
     };
-    if (permuted) {
-      if (/\.self_attn\.q_proj\./.test(name)) {
-        info.ropeInterleave = { heads: config.numHeads, headDim: config.headDim };
-      } else if (/\.self_attn\.k_proj\./.test(name)) {
-        info.ropeInterleave = { heads: config.numKvHeads, headDim: config.headDim };
-      }
+    const heads = arch.gguf.interleavedQk && name !== t.name
+      ? headsOf.get(t.name.replace(/^blk\.\d+\./, ""))
+      : undefined;
+    if (heads !== undefined) {
+      const n = heads === "q" ? config.numHeads : config.numKvHeads;
+      info.ropeInterleave = { heads: n, headDim: config.headDim };
     }
     out.set(name, info);
   }

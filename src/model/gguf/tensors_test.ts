@@ -1,6 +1,8 @@
 import { deepStrictEqual, equal, throws } from "node:assert/strict";
 import { hfTensorName, unpermuteQkRows } from "./tensors.ts";
 
+const LLAMA = { arch: "llama" };
+
 Deno.test("unpermuteQkRows undoes llama.cpp's per-head interleave", () => {
   // Two heads of 4: HF rows a0 a1 | a2 a3 (halves) are stored a0 a2 a1 a3.
   const hf = ["a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3"];
@@ -16,14 +18,17 @@ Deno.test("unpermuteQkRows undoes llama.cpp's per-head interleave", () => {
 });
 
 Deno.test("GGUF tensor names map to the HF names weights.ts checks", () => {
-  equal(hfTensorName("token_embd.weight"), "model.embed_tokens.weight");
-  equal(hfTensorName("output.weight"), "lm_head.weight");
-  equal(hfTensorName("output_norm.weight"), "model.norm.weight");
-  equal(hfTensorName("blk.12.attn_q.bias"), "model.layers.12.self_attn.q_proj.bias");
-  equal(hfTensorName("blk.0.attn_output.weight"), "model.layers.0.self_attn.o_proj.weight");
-  equal(hfTensorName("blk.3.ffn_norm.weight"), "model.layers.3.post_attention_layernorm.weight");
-  equal(hfTensorName("blk.3.ffn_down.weight"), "model.layers.3.mlp.down_proj.weight");
-  equal(hfTensorName("blk.01.attn_q.weight"), undefined);
-  equal(hfTensorName("blk.0.toString.weight"), undefined);
-  equal(hfTensorName("rope_freqs.weight"), undefined);
+  equal(hfTensorName(LLAMA, "token_embd.weight"), "model.embed_tokens.weight");
+  equal(hfTensorName(LLAMA, "output.weight"), "lm_head.weight");
+  equal(hfTensorName(LLAMA, "output_norm.weight"), "model.norm.weight");
+  equal(hfTensorName(LLAMA, "blk.12.attn_q.bias"), "model.layers.12.self_attn.q_proj.bias");
+  equal(hfTensorName(LLAMA, "blk.0.attn_output.weight"), "model.layers.0.self_attn.o_proj.weight");
+  equal(
+    hfTensorName(LLAMA, "blk.3.ffn_norm.weight"),
+    "model.layers.3.post_attention_layernorm.weight",
+  );
+  equal(hfTensorName(LLAMA, "blk.3.ffn_down.weight"), "model.layers.3.mlp.down_proj.weight");
+  equal(hfTensorName(LLAMA, "blk.01.attn_q.weight"), undefined);
+  equal(hfTensorName(LLAMA, "blk.0.toString.weight"), undefined);
+  equal(hfTensorName(LLAMA, "rope_freqs.weight"), undefined);
 });

@@ -1,12 +1,14 @@
 /**
- * Test-only: a tiny Llama/Qwen2 GGUF (metadata, tokenizer, tensors) built with the test encoder,
- * and the HF `config.json` of the same model.
+ * Test-only: a tiny GGUF of any family `arch/` describes (metadata, tokenizer, the family's
+ * tensors) built with the test encoder, and the HF `config.json` of the same model.
  */
 import { quantizedBytes, quantTypeOfGgml } from "../../gpu/quant/formats.ts";
+import { ARCHS, globalTensors, layerTensors, type ShapeConfig } from "../arch/mod.ts";
 import { encodeGguf, T, type TestTensor, typed, type Value } from "./test_encoder.ts";
 
 export interface TinyOptions {
-  arch?: "llama" | "qwen2";
+  /** The family (`ModelConfig.arch`; default `llama`). */
+  arch?: string;
   tied?: boolean;
   /** ggml type of `blk.0.attn_q.weight` (default F32; a block type of 32 elements, zero blocks). */
   qType?: number;
@@ -60,8 +62,14 @@ export function spmVocab(): Record<string, Value> {
   };
 }
 
+function family(o: TinyOptions) {
+  const a = ARCHS.get(o.arch ?? "llama");
+  if (a === undefined) throw new Error(`no family ${o.arch}`);
+  return a;
+}
+
 export function tinyMetadata(o: TinyOptions = {}): Record<string, Value> {
-  const arch = o.arch ?? "llama";
+  const arch = family(o).gguf.architectures[0]!;
   const vocab = spmVocab();
   return {
     "general.architecture": arch,
@@ -82,48 +90,42 @@ export function tinyMetadata(o: TinyOptions = {}): Record<string, Value> {
 }
 
 const f32 = (n: number, fill = 0) => new Uint8Array(new Float32Array(n).fill(fill).buffer);
-
 export function tinyTensors(o: TinyOptions = {}): TestTensor[] {
-  const { hidden: h, heads, kvHeads, headDim: d, ffn } = TINY;
+  const a = family(o);
   const vocab = (tinyMetadata(o)["tokenizer.ggml.tokens"] as string[]).length;
-  const mat = (name: string, cols: number, rows: number, type = 0): TestTensor => ({
-    name,
-    type,
-    dims: [cols, rows],
-    data: type === 0
-      ? f32(cols * rows)
-      : new Uint8Array(quantizedBytes(quantTypeOfGgml(type), cols * rows)),
-  });
-  const vec = (name: string, n: number): TestTensor => ({
-    name,
-    type: 0,
-    dims: [n],
-    data: f32(n, 1),
-  });
-  const out: TestTensor[] = [mat("token_embd.weight", h, vocab)];
-  for (let i = 0; i < (o.layers ?? 2); i++) {
-    const p = `blk.${i}.`;
-    out.push(
-      vec(`${p}attn_norm.weight`, h),
-      mat(`${p}attn_q.weight`, h, heads * d, i === 0 ? o.qType ?? 0 : 0),
-      mat(`${p}attn_k.weight`, h, kvHeads * d),
-      mat(`${p}attn_v.weight`, h, kvHeads * d),
-      mat(`${p}attn_output.weight`, heads * d, h),
-      vec(`${p}ffn_norm.weight`, h),
-      mat(`${p}ffn_gate.weight`, h, ffn),
-      mat(`${p}ffn_up.weight`, h, ffn),
-      mat(`${p}ffn_down.weight`, ffn, h),
-    );
-    if (o.arch === "qwen2") {
-      out.push(
-        vec(`${p}attn_q.bias`, heads * d),
-        vec(`${p}attn_k.bias`, kvHeads * d),
-        vec(`${p}attn_v.bias`, kvHeads * d),
-      );
+  const c: ShapeConfig = {
+    hiddenSize: TINY.hidden,
+    intermediateSize: TINY.ffn,
+    numLayers: o.layers ?? 2,
+    numHeads: TINY.heads,
+    numKvHeads: TINY.kvHeads,
+    headDim: TINY.headDim,
+    vocabSize: vocab,
+    attentionBias: a.gguf.attentionBias === "always",
+    tieWordEmbeddings: o.tied === true,
+  };
+  const tensor = (name: string, shape: number[], type = 0): TestTensor => {
+    const n = shape.reduce((x, y) => x * y, 1);
+    return {
+      name,
+      type,
+      // ggml order: innermost first.
+      dims: [...shape].reverse(),
+      // Vectors (norms, biases) of ones, matrices of zeros.
+      data: type !== 0
+        ? new Uint8Array(quantizedBytes(quantTypeOfGgml(type), n))
+        : f32(n, shape.length === 1 ? 1 : 0),
+    };
+  };
+  const [embed, ...rest] = globalTensors(a, c);
+  const out: TestTensor[] = [tensor(embed!.gguf, embed!.shape)];
+  for (let i = 0; i < c.numLayers; i++) {
+    for (const r of layerTensors(a, c, i)) {
+      const qType = i === 0 && r.entry.role === "q" ? o.qType ?? 0 : 0;
+      out.push(tensor(r.gguf, r.shape, qType));
     }
   }
-  out.push(vec("output_norm.weight", h));
-  if (!o.tied) out.push(mat("output.weight", h, vocab));
+  for (const r of rest) out.push(tensor(r.gguf, r.shape));
   return out;
 }
 
@@ -133,9 +135,8 @@ export function tinyGguf(o: TinyOptions = {}): Uint8Array<ArrayBuffer> {
 
 /** The HF `config.json` of the same model. */
 export function tinyHfConfig(o: TinyOptions = {}): Record<string, unknown> {
-  const arch = o.arch ?? "llama";
   return {
-    architectures: [arch === "llama" ? "LlamaForCausalLM" : "Qwen2ForCausalLM"],
+    architectures: [family(o).hf.architectures[0]],
     vocab_size: (tinyMetadata(o)["tokenizer.ggml.tokens"] as string[]).length,
     hidden_size: TINY.hidden,
     intermediate_size: TINY.ffn,

@@ -1,0 +1,133 @@
+/**
+ * What one model family is, as data: its names in HF configs and GGUF files, its tensors under
+ * both naming schemes, the family rules the shared config readers apply, and its decoder layer
+ * as a list of steps. The loaders, the converter, the GPU plan and the float64 reference all
+ * read a description; none of them names a family (`test/arch_names_test.ts` checks that).
+ */
+
+/** A checkpoint tensor of one decoder layer, by what it does. */
+export type LayerRole =
+  | "inputNorm"
+  | "q"
+  | "k"
+  | "v"
+  | "o"
+  | "qBias"
+  | "kBias"
+  | "vBias"
+  | "qNorm"
+  | "kNorm"
+  | "postNorm"
+  | "gate"
+  | "up"
+  | "down";
+
+/** A checkpoint tensor outside the layers. */
+export type GlobalRole = "embed" | "norm" | "lmHead";
+
+/**
+ * A tensor dimension in config terms: `hidden`, `q` (heads · head_dim), `kv` (kv_heads ·
+ * head_dim), `headDim`, `inter` (the MLP width) or `vocab`.
+ */
+export type Dim = "hidden" | "q" | "kv" | "headDim" | "inter" | "vocab";
+
+/** The role a tensor plays in a GGUF quantization mix (`gguf/quant_mix.ts`). */
+export type MixRole =
+  | "embed"
+  | "output"
+  | "attn_q"
+  | "attn_k"
+  | "attn_v"
+  | "attn_output"
+  | "ffn_gate"
+  | "ffn_up"
+  | "ffn_down"
+  | "vector";
+
+/** One tensor under both names. */
+export interface TensorEntry<R extends string> {
+  role: R;
+  /** HF name; in a layer, after `model.layers.N.` (`self_attn.q_proj.weight`). */
+  hf: string;
+  /** GGUF name; in a layer, after `blk.N.` (`attn_q.weight`). */
+  gguf: string;
+  /** HF shape, outermost first. */
+  shape: readonly Dim[];
+  /**
+   * When the tensor exists: always (absent), only with attention biases (`attentionBias`), or
+   * only with an LM head of its own (`untiedHead`).
+   */
+  when?: "attentionBias" | "untiedHead";
+  /**
+   * Rows are heads of q (or k): when the family's GGUF files store q/k in llama.cpp's
+   * interleaved RoPE order (`gguf.interleavedQk`), these rows are permuted there.
+   */
+  heads?: "q" | "k";
+  /** Its role in a quantization mix (default `vector`: kept in F32). */
+  mix?: MixRole;
+}
+
+/**
+ * One step of a decoder layer. The residual stream is `x`; each step reads what the ones before
+ * it wrote. A later family adds a step kind (a post-norm after attention, soft-capped scores, a
+ * window) or a variant (`act`), and both compilers (`step_plan.ts`, `reference_layer.ts`) learn
+ * it; a step either compiler does not know is a type error there.
+ */
+export type LayerStep =
+  /** RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). */
+  | { op: "attn_norm_qkv" }
+  /** A per-head RMSNorm of q and of k (weights `qNorm`, `kNorm` [head_dim]), before RoPE. */
+  | { op: "qk_norm" }
+  /** Rotate-half RoPE on q and k with the config's frequencies; k and v enter the KV cache. */
+  | { op: "rope" }
+  /** Causal grouped-query attention over the cache, scaled by 1/sqrt(head_dim). */
+  | { op: "attention" }
+  /** x += attention output · `o`ᵀ. */
+  | { op: "o_proj_residual" }
+  /** x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm`. */
+  | { op: "mlp"; act: "silu" };
+
+/** How the shared HF `config.json` reader treats the keys families read differently. */
+export interface HfConfigRules {
+  /** q/k/v biases: always present, or as `attention_bias` says (default false). */
+  attentionBias: "always" | "attention_bias";
+  /**
+   * Sliding-window attention is on when `use_sliding_window` is true (`flag`), or whenever
+   * `sliding_window` is set (`when_set`).
+   */
+  slidingWindow: "flag" | "when_set";
+}
+
+/** A model family. */
+export interface ArchDescription {
+  /** `ModelConfig.arch`: the family's own name. */
+  name: string;
+  hf: {
+    /** `architectures[0]` values of its `config.json`. */
+    architectures: readonly string[];
+    /** `model_type` values, read when `architectures` is absent. */
+    modelTypes: readonly string[];
+    config: HfConfigRules;
+  };
+  gguf: {
+    /** `general.architecture` values read as this family (their keys are `<value>.*`). */
+    architectures: readonly string[];
+    /** The `general.architecture` a conversion writes. */
+    write: string;
+    /**
+     * q/k rows (`heads` entries) are stored in llama.cpp's interleaved-pair RoPE order rather
+     * than HF's rotate-half order.
+     */
+    interleavedQk: boolean;
+    /** q/k/v biases: always present, or when the file holds `blk.0.attn_q.bias`. */
+    attentionBias: "always" | "tensors";
+    /** A `rope_freqs.weight` tensor carries Llama 3 RoPE scaling (otherwise it is ignored). */
+    ropeFreqs: boolean;
+  };
+  tensors: {
+    global: readonly TensorEntry<GlobalRole>[];
+    layer: readonly TensorEntry<LayerRole>[];
+  };
+  /** The decoder layer, in order. */
+  layer: readonly LayerStep[];
+}

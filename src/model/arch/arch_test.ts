@@ -1,0 +1,85 @@
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import {
+  archByGguf,
+  archByHfArchitecture,
+  archByModelType,
+  archOf,
+  ARCHS,
+  ggufTensorName,
+  globalTensors,
+  hfTensorName,
+  layerTensors,
+  type ShapeConfig,
+} from "./mod.ts";
+
+const C: ShapeConfig = {
+  hiddenSize: 32,
+  intermediateSize: 48,
+  numLayers: 3,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 6,
+  vocabSize: 50,
+  attentionBias: true,
+  tieWordEmbeddings: false,
+};
+
+/** The roles every layer recipe reads, whatever the family. */
+const REQUIRED = ["inputNorm", "q", "k", "v", "o", "postNorm", "gate", "up", "down"];
+
+for (const a of ARCHS.values()) {
+  Deno.test(`${a.name}: names find the family; HF and GGUF tensor names map both ways`, () => {
+    equal(archOf({ arch: a.name }), a);
+    for (const n of a.hf.architectures) equal(archByHfArchitecture(n), a);
+    for (const n of a.hf.modelTypes) equal(archByModelType(n), a);
+    for (const n of a.gguf.architectures) equal(archByGguf(n), a);
+    ok(a.layer.length > 0);
+    const roles = a.tensors.layer.filter((e) => e.when === undefined).map((e) => e.role);
+    for (const r of REQUIRED) ok(roles.includes(r as never), `${a.name}: ${r}`);
+    const all = [...globalTensors(a, C), ...[0, 2].flatMap((l) => layerTensors(a, C, l))];
+    equal(new Set(all.map((t) => t.hf)).size, all.length);
+    equal(new Set(all.map((t) => t.gguf)).size, all.length);
+    for (const t of all) {
+      equal(hfTensorName(a, t.gguf), t.hf);
+      equal(ggufTensorName(a, t.hf), t.gguf);
+    }
+    equal(hfTensorName(a, "blk.01.attn_q.weight"), undefined);
+    equal(hfTensorName(a, "rope_freqs.weight"), undefined);
+    equal(ggufTensorName(a, "model.layers.0.toString"), undefined);
+  });
+}
+
+Deno.test("optional tensors follow the config: biases, the untied head", () => {
+  const a = archOf({ arch: "llama" });
+  const names = (c: ShapeConfig) =>
+    [...globalTensors(a, c), ...layerTensors(a, c, 0)].map((t) => t.gguf);
+  const full = names(C);
+  ok(full.includes("blk.0.attn_q.bias") && full.includes("output.weight"));
+  const bare = names({ ...C, attentionBias: false, tieWordEmbeddings: true });
+  deepStrictEqual(
+    full.filter((n) => !bare.includes(n)).sort(),
+    ["blk.0.attn_k.bias", "blk.0.attn_q.bias", "blk.0.attn_v.bias", "output.weight"],
+  );
+  const q = layerTensors(a, C, 1).find((t) => t.entry.role === "q")!;
+  deepStrictEqual([q.hf, q.shape, q.heads], [
+    "model.layers.1.self_attn.q_proj.weight",
+    [24, 32],
+    4,
+  ]);
+  const k = layerTensors(a, C, 1).find((t) => t.entry.role === "kBias")!;
+  deepStrictEqual([k.shape, k.heads], [[12], 2]);
+});
+
+Deno.test("unknown names find no family; archOf refuses one", () => {
+  equal(archByHfArchitecture("GPT2LMHeadModel"), undefined);
+  equal(archByHfArchitecture("constructor"), undefined);
+  equal(archByModelType(7), undefined);
+  equal(archByGguf("toString"), undefined);
+  let msg = "";
+  try {
+    archOf({ arch: "gpt2" });
+  } catch (e) {
+    msg = (e as Error).message;
+  }
+  ok(msg.includes("config.arch"), msg);
+});

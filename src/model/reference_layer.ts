@@ -1,0 +1,238 @@
+/**
+ * The float64 interpreter of a layer recipe (`ArchDescription.layer`): each step as plain
+ * Float64Array loops over one run's scratch, in HF's conventions (rotate-half RoPE, grouped-query
+ * causal attention, SwiGLU). `reference_model.ts` runs it layer by layer.
+ */
+import { EngineError } from "../contract/errors.ts";
+import type { LayerRole, LayerStep } from "./arch/mod.ts";
+import type { ModelConfig } from "./config.ts";
+
+/** A layer's tensors as float64 values, by role (optional ones absent). */
+export type LayerValues = { readonly [R in LayerRole]?: Float64Array };
+
+/**
+ * TEST ONLY: an error planted in the reference pass, so that tests can show `verify` rejects a
+ * model that makes it (`src/model/mutation_test.ts`). Nothing outside tests sets one.
+ * - `mask-off-by-one`: the causal mask shifted by one, each prompt position also attending to
+ *   the next;
+ * - `softmax-without-max-f32`: attention's softmax computed in f32 without subtracting the row
+ *   max first (see {@linkcode softmax}).
+ */
+export type TestMutation = "mask-off-by-one" | "softmax-without-max-f32";
+
+/** y[t, n] = sum_k x[t, k] W[n, k] + b[n] over `rows` rows; W is [n, k] row-major. */
+export function linear(
+  x: Float64Array,
+  rows: number,
+  w: Float64Array,
+  b: Float64Array | undefined,
+  n: number,
+  k: number,
+  y: Float64Array,
+): void {
+  for (let t = 0; t < rows; t++) {
+    const xo = t * k;
+    for (let j = 0; j < n; j++) {
+      const wo = j * k;
+      let acc = 0;
+      for (let i = 0; i < k; i++) acc += x[xo + i]! * w[wo + i]!;
+      y[t * n + j] = b === undefined ? acc : acc + b[j]!;
+    }
+  }
+}
+
+/** RMSNorm of each `dim`-wide row of `x` into `y` (which may be `x`). */
+export function rmsNorm(
+  x: Float64Array,
+  rows: number,
+  w: Float64Array,
+  dim: number,
+  eps: number,
+  y: Float64Array,
+): void {
+  for (let t = 0; t < rows; t++) {
+    const o = t * dim;
+    let ss = 0;
+    for (let d = 0; d < dim; d++) ss += x[o + d]! * x[o + d]!;
+    const scale = 1 / Math.sqrt(ss / dim + eps);
+    for (let d = 0; d < dim; d++) y[o + d] = w[d]! * (x[o + d]! * scale);
+  }
+}
+
+/**
+ * `s[0..n)` ← softmax(`s[0..n)`), in float64 with the row max subtracted; `f32NoMax` is the
+ * `softmax-without-max-f32` test mutation: every step rounded to f32 and no max subtracted, so
+ * a score above ln(f32 max) ≈ 88.72 makes exp overflow to +Infinity and the row NaN.
+ */
+function softmax(s: Float64Array, n: number, f32NoMax: boolean): void {
+  let max = -Infinity, sum = 0;
+  if (f32NoMax) {
+    for (let j = 0; j < n; j++) {
+      sum = Math.fround(sum + (s[j] = Math.fround(Math.exp(Math.fround(s[j]!)))));
+    }
+    for (let j = 0; j < n; j++) s[j] = Math.fround(s[j]! / sum);
+    return;
+  }
+  for (let j = 0; j < n; j++) max = Math.max(max, s[j]!);
+  for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j]! - max);
+  for (let j = 0; j < n; j++) s[j] = s[j]! / sum;
+}
+
+/** One run's buffers: `T` tokens at positions `start..start+T`. */
+export interface LayerScratch {
+  T: number;
+  start: number;
+  /** The residual stream [T, hidden]. */
+  x: Float64Array;
+  xn: Float64Array;
+  proj: Float64Array;
+  q: Float64Array;
+  k: Float64Array;
+  v: Float64Array;
+  attn: Float64Array;
+  gate: Float64Array;
+  up: Float64Array;
+  scores: Float64Array;
+  /** cos and sin of each token's angles [T, headDim / 2]. */
+  cos: Float64Array;
+  sin: Float64Array;
+}
+
+/** The scratch of a run of `T` tokens after `start` cached ones. */
+export function layerScratch(
+  c: ModelConfig,
+  invFreq: Float64Array,
+  T: number,
+  start: number,
+): LayerScratch {
+  const H = c.hiddenSize, F = c.intermediateSize, half = c.headDim / 2;
+  const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim;
+  const cos = new Float64Array(T * half), sin = new Float64Array(T * half);
+  for (let t = 0; t < T; t++) {
+    for (let i = 0; i < half; i++) {
+      const a = (start + t) * invFreq[i]!;
+      cos[t * half + i] = Math.cos(a);
+      sin[t * half + i] = Math.sin(a);
+    }
+  }
+  return {
+    T,
+    start,
+    x: new Float64Array(T * H),
+    xn: new Float64Array(T * H),
+    proj: new Float64Array(T * H),
+    q: new Float64Array(T * qDim),
+    k: new Float64Array(T * kvDim),
+    v: new Float64Array(T * kvDim),
+    attn: new Float64Array(T * qDim),
+    gate: new Float64Array(T * F),
+    up: new Float64Array(T * F),
+    scores: new Float64Array(start + T),
+    cos,
+    sin,
+  };
+}
+
+/** A layer's view of the run: its weights and its slice of the KV cache. */
+export interface LayerContext {
+  c: ModelConfig;
+  w: LayerValues;
+  /** This layer's cached keys and values [positions, kvHeads * headDim]. */
+  kCache: Float64Array;
+  vCache: Float64Array;
+  mutation: TestMutation | undefined;
+}
+
+function need(w: LayerValues, role: LayerRole): Float64Array {
+  const t = w[role];
+  if (t === undefined) {
+    throw EngineError.invalidArgument(`reference model: the layer has no ${role} tensor`);
+  }
+  return t;
+}
+
+function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number): void {
+  const half = D / 2;
+  for (let t = 0; t < s.T; t++) {
+    for (let h = 0; h < heads; h++) {
+      const o = (t * heads + h) * D;
+      for (let i = 0; i < half; i++) {
+        const x1 = buf[o + i]!, x2 = buf[o + i + half]!;
+        const cs = s.cos[t * half + i]!, sn = s.sin[t * half + i]!;
+        buf[o + i] = x1 * cs - x2 * sn;
+        buf[o + i + half] = x2 * cs + x1 * sn;
+      }
+    }
+  }
+}
+
+function attention(s: LayerScratch, x: LayerContext): void {
+  const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
+  const kvDim = c.numKvHeads * D, scale = 1 / Math.sqrt(D);
+  const { q, attn, scores, T, start } = s;
+  attn.fill(0);
+  for (let t = 0; t < T; t++) {
+    // The mutated mask lets each prompt position see the next one too.
+    const keys = x.mutation === "mask-off-by-one"
+      ? Math.min(start + t + 2, start + T)
+      : start + t + 1;
+    for (let h = 0; h < heads; h++) {
+      const qo = (t * heads + h) * D, kvo = Math.floor(h / group) * D;
+      for (let j = 0; j < keys; j++) {
+        const ko = j * kvDim + kvo;
+        let dot = 0;
+        for (let d = 0; d < D; d++) dot += q[qo + d]! * x.kCache[ko + d]!;
+        scores[j] = dot * scale;
+      }
+      softmax(scores, keys, x.mutation === "softmax-without-max-f32");
+      for (let j = 0; j < keys; j++) {
+        const p = scores[j]!, vo = j * kvDim + kvo;
+        for (let d = 0; d < D; d++) attn[qo + d] = attn[qo + d]! + p * x.vCache[vo + d]!;
+      }
+    }
+  }
+}
+
+/** Run one recipe step of a layer over `s`. */
+export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void {
+  const { c, w } = x;
+  const T = s.T, H = c.hiddenSize, D = c.headDim, F = c.intermediateSize;
+  const qDim = c.numHeads * D, kvDim = c.numKvHeads * D;
+  switch (step.op) {
+    case "attn_norm_qkv":
+      rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
+      linear(s.xn, T, need(w, "q"), w.qBias, qDim, H, s.q);
+      linear(s.xn, T, need(w, "k"), w.kBias, kvDim, H, s.k);
+      linear(s.xn, T, need(w, "v"), w.vBias, kvDim, H, s.v);
+      return;
+    case "qk_norm":
+      rmsNorm(s.q, T * c.numHeads, need(w, "qNorm"), D, c.rmsNormEps, s.q);
+      rmsNorm(s.k, T * c.numKvHeads, need(w, "kNorm"), D, c.rmsNormEps, s.k);
+      return;
+    case "rope":
+      rope(s, s.q, c.numHeads, D);
+      rope(s, s.k, c.numKvHeads, D);
+      x.kCache.set(s.k, s.start * kvDim);
+      x.vCache.set(s.v, s.start * kvDim);
+      return;
+    case "attention":
+      attention(s, x);
+      return;
+    case "o_proj_residual":
+      linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
+      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
+      return;
+    case "mlp": {
+      rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
+      linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
+      linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
+      for (let i = 0; i < T * F; i++) {
+        const g = s.gate[i]!;
+        s.gate[i] = (g / (1 + Math.exp(-g))) * s.up[i]!;
+      }
+      linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
+      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
+      return;
+    }
+  }
+}
