@@ -16,7 +16,7 @@ import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeSafetensors, encodeVariant, type Variant } from "./families/build.ts";
 import { DIMS, type Family } from "./families/common.ts";
 import { gemma2, gemma3, phi3, qwen3, smollm3 } from "./families/dense.ts";
-import { granite, llama3, olmo2, qwen3moe } from "./families/more.ts";
+import { granite, llama3, olmo2, olmo3, qwen3moe } from "./families/more.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
 
 export const FAMILIES: Record<string, () => Family> = {
@@ -26,6 +26,7 @@ export const FAMILIES: Record<string, () => Family> = {
   phi3,
   smollm3,
   olmo2,
+  olmo3,
   granite,
   qwen3moe,
   llama3,

@@ -140,6 +140,7 @@ async function logits({ ids, vocab, f32 }) {
         const row = new Array(vocab).fill(0);
         let n = 0;
         for (const [t, v] of r?.next?.logits ?? []) {
+          if (t >= vocab) continue;
           row[t] = v;
           n++;
         }

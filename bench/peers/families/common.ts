@@ -18,13 +18,13 @@ import {
   type Variant,
 } from "./build.ts";
 
-/** Hidden 32, 4 query heads and 2 KV heads of 8, FFN 48, 259 tokens (3 special + 256 bytes). */
+/** Hidden 32, 4 query heads and 2 KV heads of 8, FFN 32, 259 tokens (3 special + 256 bytes). */
 export const DIMS = {
   hidden: 32,
   heads: 4,
   kvHeads: 2,
   headDim: 8,
-  ff: 48,
+  ff: 32,
   vocab: 259,
 } as const;
 

@@ -1,7 +1,8 @@
 /**
- * OLMo 2, Granite, Qwen3-MoE and Llama 3 (llama3 RoPE scaling) as tiny random checkpoints,
+ * OLMo 2, OLMo 3, Granite, Qwen3-MoE and Llama 3 (llama3 RoPE scaling) as tiny random checkpoints,
  * with the ablations that prove each feature moves llama.cpp's logits.
  */
+import { GgufValueType } from "../../../src/model/gguf/writer.ts";
 import { f32, type Tensors, u32 } from "./build.ts";
 import {
   applyOp,
@@ -25,8 +26,9 @@ import {
 
 const H = DIMS.hidden, HD = DIMS.headDim;
 
-export function olmo2(): Family {
-  const layers = 2, g = new Gen(66), hf: Tensors = new Map();
+/** OLMo 2's weights: no pre-norms, whole-projection q/k norms, post-norms, untied head. */
+function olmoWeights(seed: number, layers: number): Tensors {
+  const g = new Gen(seed), hf: Tensors = new Map();
   hf.set("model.embed_tokens.weight", g.embed());
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}.`;
@@ -39,6 +41,18 @@ export function olmo2(): Family {
   }
   hf.set("model.norm.weight", g.norm(H));
   hf.set("lm_head.weight", g.mat(DIMS.vocab, H, 1));
+  return hf;
+}
+
+const OLMO_CONVENTIONS = [
+  "self_attn.q_norm/k_norm (whole-projection widths) -> blk.N.attn_q_norm/attn_k_norm;",
+  "post_attention_layernorm -> blk.N.post_attention_norm, post_feedforward_layernorm ->",
+  "blk.N.post_ffw_norm; there is no input_layernorm/attn_norm or ffn_norm; lm_head -> output;",
+  "NEOX RoPE, no permutation.",
+];
+
+export function olmo2(): Family {
+  const layers = 2, hf = olmoWeights(66, layers);
   return {
     name: "olmo2",
     features: [
@@ -53,11 +67,7 @@ export function olmo2(): Family {
       tie_word_embeddings: false,
     },
     hf,
-    ...gguf(
-      "olmo2",
-      baseMeta(layers),
-      toGguf(hf, (n) => ggufName(n, "post_attention_norm")),
-    ),
+    ...gguf("olmo2", baseMeta(layers), toGguf(hf, (n) => ggufName(n, "post_attention_norm"))),
     ablations: [
       {
         feature: "qk_norm_weights",
@@ -70,11 +80,48 @@ export function olmo2(): Family {
         variant: (m) => unitWeights(m, /post_(attention|ffw)_norm/),
       },
     ],
+    conventions: OLMO_CONVENTIONS,
+  };
+}
+
+/** OLMo 3: OLMo 2's layer with a sliding window on some layers (llama.cpp's olmo2 runs it). */
+export function olmo3(): Family {
+  const layers = 2, hf = olmoWeights(67, layers);
+  const local = [true, false];
+  const meta = baseMeta(layers, {
+    "attention.sliding_window": u32(8),
+    "attention.sliding_window_pattern": {
+      type: GgufValueType.ARRAY,
+      itemType: GgufValueType.BOOL,
+      value: local,
+    },
+  });
+  return {
+    name: "olmo3",
+    features: [
+      "sliding window 8 on layer 0, global layer 1 (per-layer pattern as a GGUF bool array)",
+      "OLMo 2's layer: whole-projection q/k norms, post-norms only, untied LM head",
+    ],
+    hfConfig: {
+      architectures: ["Olmo3ForCausalLM"],
+      model_type: "olmo3",
+      ...baseConfig(layers),
+      tie_word_embeddings: false,
+      sliding_window: 8,
+      layer_types: local.map((l) => l ? "sliding_attention" : "full_attention"),
+    },
+    hf,
+    ...gguf("olmo2", meta, toGguf(hf, (n) => ggufName(n, "post_attention_norm"))),
+    ablations: [{
+      feature: "sliding_window",
+      how: "window 4096",
+      variant: (m) => withMeta(m, { "attention.sliding_window": u32(4096) }),
+    }],
     conventions: [
-      "self_attn.q_norm/k_norm (whole-projection widths) -> blk.N.attn_q_norm/attn_k_norm;",
-      "post_attention_layernorm -> blk.N.post_attention_norm, post_feedforward_layernorm ->",
-      "blk.N.post_ffw_norm; there is no input_layernorm/attn_norm or ffn_norm; lm_head -> output;",
-      "NEOX RoPE, no permutation. (llama.cpp runs OLMo 3's sliding window in this architecture too.)",
+      ...OLMO_CONVENTIONS,
+      "GGUF architecture olmo2 (llama.cpp has no olmo3); HF sliding_window -> olmo2.attention.",
+      "sliding_window, HF layer_types -> olmo2.attention.sliding_window_pattern, one bool per",
+      "layer (true: sliding). Without layer_types OLMo 3 slides on every layer but each 4th.",
     ],
   };
 }
