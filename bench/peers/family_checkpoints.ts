@@ -55,7 +55,7 @@ async function sha256(bytes: Uint8Array): Promise<string> {
     .join("");
 }
 
-async function llamaCppVersion(): Promise<string> {
+export async function llamaCppVersion(): Promise<string> {
   const base = new URL("./node_modules/node-llama-cpp/", import.meta.url);
   const pkg = JSON.parse(
     await Deno.readTextFile(new URL("package.json", base)),
@@ -66,7 +66,7 @@ async function llamaCppVersion(): Promise<string> {
   return `node-llama-cpp ${pkg.version}, llama.cpp ${info.tag} (CPU build)`;
 }
 
-interface Result {
+export interface Result {
   family: Family;
   files: Record<string, Uint8Array>;
   manifest: Record<string, unknown>;
@@ -74,7 +74,7 @@ interface Result {
 }
 
 /** Build one family, run llama.cpp on it and on every ablation, and check the deltas. */
-async function buildFamily(
+export async function buildFamily(
   family: Family,
   minDelta: number,
   version: string,
@@ -83,7 +83,7 @@ async function buildFamily(
   const variants: Variant[] = [family.gguf];
   const pairs = family.ablations.map((a) => {
     const v = variants.push(a.variant(family.gguf)) - 1;
-    const b = a.base ? variants.push(a.base(family.gguf)) - 1 : 0;
+    const b = a.base ? variants.push(a.base.variant(family.gguf)) - 1 : 0;
     return [v, b] as const;
   });
   const tmp = await Deno.makeTempDir({ prefix: `kiln-family-${family.name}-` });
@@ -107,7 +107,7 @@ async function buildFamily(
     const ablations = family.ablations.map((a, i) => ({
       feature: a.feature,
       how: a.how,
-      against: a.base ? "a variant (see how)" : "model.gguf",
+      against: a.base?.what ?? "model.gguf",
       max_abs_delta: Number(
         maxAbsDelta(logits[pairs[i]![0]]!, logits[pairs[i]![1]]!).toPrecision(
           6,

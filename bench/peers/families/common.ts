@@ -35,7 +35,7 @@ export interface Ablation {
   how: string;
   variant: (main: Variant) => Variant;
   /** Compare with this variant instead of the main one (isolates one feature of several). */
-  base?: (main: Variant) => Variant;
+  base?: { what: string; variant: (main: Variant) => Variant };
 }
 
 export interface Family {

@@ -164,9 +164,8 @@ export function gemma2(): Family {
       },
       {
         feature: "post_norms",
-        how: "llama.cpp's gemma (1) on the same weights less post_attention_norm/post_ffw_norm, " +
-          "against gemma2 with both caps 1e6 and window 4096",
-        base: plain,
+        how: "llama.cpp's gemma (1) on the same weights less post_attention_norm/post_ffw_norm",
+        base: { what: "model.gguf with both soft-caps 1e6 and window 4096", variant: plain },
         variant: (m) => dropping(/post_(attention|ffw)_norm/)({ ...plain(m), arch: "gemma" }),
       },
     ],
