@@ -2,7 +2,7 @@
  * Qwen3, Gemma 2, Gemma 3, Phi-3 and SmolLM3 as tiny random checkpoints: HF tensors and config,
  * the GGUF llama.cpp loads, and the ablations that prove each feature moves llama.cpp's logits.
  */
-import { concatRows, f32, type Tensors, u32, type Variant } from "./build.ts";
+import { concatRows, f32, mapValues, type Tensors, u32, type Variant } from "./build.ts";
 import {
   attention,
   baseConfig,
@@ -130,7 +130,7 @@ export function gemma2(): Family {
       `attention logit soft-cap ${attnCap}`,
       `final logit soft-cap ${finalCap}`,
       "post-attention and post-FFN RMSNorms (sandwich norms)",
-      "(1 + w) RMSNorm, sqrt(hidden) embedding scale, GELU-tanh FFN",
+      "(1 + w) RMSNorm weights, sqrt(hidden) embedding scale, GELU-tanh FFN",
     ],
     hfConfig: {
       architectures: ["Gemma2ForCausalLM"],
@@ -161,6 +161,12 @@ export function gemma2(): Family {
         feature: "final_softcap",
         how: "final soft-cap 1e6",
         variant: (m) => withMeta(m, { final_logit_softcapping: NO_CAP }),
+      },
+      {
+        feature: "norm_plus_one",
+        how: "every norm weight stored as HF's w instead of 1 + w",
+        variant: (m) =>
+          withTensors(m, (n, t) => /norm\.weight$/.test(n) ? mapValues(t, (v) => v - 1) : t),
       },
       {
         feature: "post_norms",
@@ -340,11 +346,26 @@ export function smollm3(): Family {
       baseMeta(layers),
       toGguf(hf, (n) => ggufName(n), normRope()),
     ),
-    ablations: [{
-      feature: "no_rope_layer",
-      how: "llama.cpp's llama (RoPE on every layer) on the same file",
-      variant: (m) => ({ ...m, arch: "llama" }),
-    }],
+    ablations: [
+      {
+        feature: "no_rope_layer",
+        how: "llama.cpp's llama (RoPE on every layer) on the same file",
+        variant: (m) => ({ ...m, arch: "llama" }),
+      },
+      {
+        feature: "qk_interleave",
+        how:
+          "attn_q/attn_k rows left in HF's rotate-half order (the converter's permutation skipped)",
+        variant: (m) =>
+          withTensors(m, (n, t) => {
+            const hfName = n.replace(
+              /^blk\.(\d+)\.attn_([qk])\.weight$/,
+              "model.layers.$1.self_attn.$2_proj.weight",
+            );
+            return hfName === n ? t : hf.get(hfName)!;
+          }),
+      },
+    ],
     conventions: [
       "HF q_proj/k_proj rows are in rotate-half order; GGUF rows are interleaved per head",
       "(GGUF row h*d + 2i + j = HF row h*d + j*d/2 + i), as llama.cpp's converter permutes them.",

@@ -262,11 +262,18 @@ export function qwen3moe(): Family {
       }),
       { tensors, map },
     ),
-    ablations: [{
-      feature: "top_k",
-      how: `expert_used_count ${experts} (every expert, softmax weights)`,
-      variant: (m) => withMeta(m, { expert_used_count: u32(experts) }),
-    }],
+    ablations: [
+      {
+        feature: "top_k",
+        how: `expert_used_count ${experts} (every expert, softmax weights)`,
+        variant: (m) => withMeta(m, { expert_used_count: u32(experts) }),
+      },
+      {
+        feature: "qk_norm_weights",
+        how: "attn_q_norm/attn_k_norm weights set to 1",
+        variant: (m) => unitWeights(m, /attn_[qk]_norm/),
+      },
+    ],
     conventions: [
       "mlp.gate -> blk.N.ffn_gate_inp ([experts, hidden]); mlp.experts.E.{gate,up,down}_proj ->",
       "blk.N.ffn_{gate,up,down}_exps, expert E at index E of the outermost axis ([experts, ffe,",
