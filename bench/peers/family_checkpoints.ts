@@ -17,6 +17,7 @@ import { encodeSafetensors, encodeVariant, type Variant } from "./families/build
 import { DIMS, type Family } from "./families/common.ts";
 import { gemma2, gemma3, phi3, qwen3, smollm3 } from "./families/dense.ts";
 import { granite, llama3, olmo2, olmo3, qwen3moe } from "./families/more.ts";
+import { referenceLogits } from "./families/reference.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
 
 export const FAMILIES: Record<string, () => Family> = {
@@ -114,6 +115,12 @@ export async function buildFamily(
         ),
       ),
     }));
+    const reference = referenceLogits(family.hfConfig, (name) => {
+      const t = family.hf.get(name);
+      if (!t) throw new Error(`${family.name}: the reference wants ${name}`);
+      return Float64Array.from(t.data);
+    }, tokens);
+    const refError = maxAbsDelta(main, reference.map((row) => [...row]));
     const failed = ablations.filter((a) => !(a.max_abs_delta >= minDelta)).map((
       a,
     ) => a.feature);
@@ -153,6 +160,12 @@ export async function buildFamily(
       },
       ablations,
       min_delta: minDelta,
+      float64_reference: {
+        max_abs_error: Number(refError.toPrecision(3)),
+        meaning:
+          "max |logits.f32 - a float64 forward of hf/ (bench/peers/families/reference.ts)|; " +
+          "Gemma's is larger: llama.cpp's CPU GELU reads an F16 table",
+      },
       files: listed,
       hf_conventions: family.conventions,
       tensor_map: family.map,
@@ -222,7 +235,8 @@ if (import.meta.main) {
     }
     const size = await writeFixture(flags.out, r);
     const max = (r.manifest.logits as { max_abs: number }).max_abs;
-    console.error(`${name}: ${size} bytes, max |logit| ${max}; ${deltas}`);
+    const ref = (r.manifest.float64_reference as { max_abs_error: number }).max_abs_error;
+    console.error(`${name}: ${size} bytes, max |logit| ${max}, float64 error ${ref}; ${deltas}`);
   }
   if (bad) Deno.exit(1);
 }
