@@ -62,7 +62,10 @@ function context(tokens, sequences, threads, extra = {}) {
   });
 }
 
-/** An F32 KV cache and no flash attention (whose CPU path rounds Q to F16): a float32 forward. */
+/**
+ * An F32 KV cache (the default F16 one rounds K and V) and the plain attention path, not flash
+ * attention (on the CPU it converts Q to the cache's type): a float32 forward.
+ */
 const F32_CONTEXT = {
   flashAttention: false,
   experimentalKvCacheKeyType: "F32",
