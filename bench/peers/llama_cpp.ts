@@ -138,12 +138,14 @@ export async function llamaCppGreedyEach(
 
 /**
  * llama.cpp's teacher-forced logits for `promptIds` on each file (CPU build): one row per
- * position, the logits after that prefix, for the whole vocabulary.
+ * position, the logits after that prefix, for the whole vocabulary. `f32`: an F32 KV cache and
+ * no flash attention (llama.cpp's default context keeps K and V in F16).
  */
 export async function llamaCppLogitsEach(
   files: readonly string[],
   promptIds: number[],
   vocab: number,
+  { f32 = false }: { f32?: boolean } = {},
 ): Promise<number[][][]> {
   await ensurePeerDeps();
   const driver = new Driver({});
@@ -156,6 +158,7 @@ export async function llamaCppLogitsEach(
           op: "logits",
           ids: promptIds,
           vocab,
+          f32,
         })).logits,
       );
     }

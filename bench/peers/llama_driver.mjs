@@ -10,6 +10,7 @@
 // (exactly N: the backend is started without node-llama-cpp's thread cap).
 //   {"op":"tokenize","text":"..."}                        -> {"ok":{"tokens":[...]}} (no BOS)
 //   {"op":"logits","ids":[...],"vocab":V}                 -> {"ok":{"logits":[[...V], ...]}}
+// logits takes an optional "f32":true: an F32 KV cache and no flash attention (default: F16 cache).
 //   {"op":"close"}                                        -> {"ok":true}, then exit
 import { createInterface } from "node:readline";
 import { getLlama, LlamaLogLevel } from "node-llama-cpp";
@@ -50,15 +51,26 @@ async function setup({ model: path, gpu }) {
  * A fresh context holding `sequences` sequences of up to `tokens` tokens each, on `threads` CPU
  * threads (undefined: node-llama-cpp's default).
  */
-function context(tokens, sequences, threads) {
+function context(tokens, sequences, threads, extra = {}) {
   const contextSize = Math.ceil((tokens + 16) / 256) * 256 * sequences;
   return model.createContext({
     contextSize,
     sequences,
     batchSize: Math.max(512, sequences),
     ...(threads === undefined ? {} : { threads }),
+    ...extra,
   });
 }
+
+/**
+ * An F32 KV cache (the default F16 one rounds K and V) and the plain attention path, not flash
+ * attention (on the CPU it converts Q to the cache's type): a float32 forward.
+ */
+const F32_CONTEXT = {
+  flashAttention: false,
+  experimentalKvCacheKeyType: "F32",
+  experimentalKvCacheValueType: "F32",
+};
 
 /** Generate n tokens greedily after ids; onToken sees each token as it arrives. */
 async function generate(seq, ids, n, onToken) {
@@ -119,17 +131,26 @@ async function prefill({ ids, threads }) {
  * Teacher-forced logits: the raw next-token logits llama.cpp computes after each prefix of `ids`
  * (one row per position, the whole vocabulary, indexed by token id).
  */
-async function logits({ ids, vocab }) {
-  const ctx = await context(ids.length, 1);
+async function logits({ ids, vocab, f32 }) {
+  const ctx = await context(ids.length, 1, undefined, f32 ? F32_CONTEXT : {});
   try {
     const want = { generateNext: { logits: true } };
     const out = await ctx.getSequence().controlledEvaluate(
       ids.map((t) => [t, want]),
     );
     return {
-      logits: out.map((r) => {
+      logits: out.map((r, i) => {
         const row = new Array(vocab).fill(0);
-        for (const [t, v] of r?.next?.logits ?? []) row[t] = v;
+        let n = 0;
+        for (const [t, v] of r?.next?.logits ?? []) {
+          if (t >= vocab) continue;
+          row[t] = v;
+          n++;
+        }
+        // A missing token would read as a logit of 0: refuse instead.
+        if (n !== vocab) {
+          throw new Error(`position ${i}: ${n} logits, vocab ${vocab}`);
+        }
         return row;
       }),
     };
