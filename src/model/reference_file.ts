@@ -90,3 +90,64 @@ export function buildReference(
     prompts: out,
   };
 }
+
+/** The parts of a family fixture's `manifest.json` (`test/fixtures/families/`) a reference needs. */
+interface LogitsManifest {
+  tokens: number[];
+  logits: { file: string; shape: [number, number] };
+  float64_reference?: { max_abs_error?: number };
+  family?: string;
+}
+
+/**
+ * Whether `json` is a logits manifest (llama.cpp's teacher-forced logits in a raw f32 file beside
+ * it, as the family fixtures carry) rather than a `reference.json`.
+ */
+export function isLogitsManifest(json: unknown): boolean {
+  const m = json as Partial<LogitsManifest> | null;
+  return typeof m?.logits === "object" && typeof m.logits?.file === "string";
+}
+
+/**
+ * A reference from a logits manifest and its logits file (row-major little-endian f32,
+ * `[positions, vocab]`): one prompt, the manifest's tokens, teacher-forced logits at every
+ * position, no greedy steps; `reference_error` is the manifest's own float64 check of those
+ * logits (how far llama.cpp is from exact arithmetic on the same weights).
+ */
+export function logitsManifestReference(json: unknown, logits: Uint8Array): Reference {
+  const m = json as LogitsManifest;
+  const [rows, vocab] = m.logits.shape ?? [];
+  const ok = Array.isArray(m.tokens) && m.tokens.every((t) => Number.isInteger(t) && t >= 0) &&
+    Number.isInteger(rows) && Number.isInteger(vocab) && rows === m.tokens.length && vocab! > 0;
+  if (!ok) {
+    throw EngineError.invalidArgument(
+      "logits manifest: tokens must be ids and logits.shape [tokens, vocab]",
+    );
+  }
+  if (logits.byteLength !== rows! * vocab! * 4) {
+    throw EngineError.invalidArgument(
+      `logits manifest: ${m.logits.file} holds ${logits.byteLength} bytes, [${rows}, ${vocab}] f32 needs ${
+        rows! * vocab! * 4
+      }`,
+    );
+  }
+  const view = new DataView(logits.buffer, logits.byteOffset, logits.byteLength);
+  const rowsOut: number[][] = [];
+  for (let r = 0; r < rows!; r++) {
+    rowsOut.push(
+      Array.from({ length: vocab! }, (_, i) => view.getFloat32((r * vocab! + i) * 4, true)),
+    );
+  }
+  return {
+    ...(m.family ? { name: m.family } : {}),
+    vocab_size: vocab!,
+    prompts: [{
+      input_ids: m.tokens,
+      logits: rowsOut,
+      greedy_tokens: [],
+      greedy_margins: [],
+      greedy_step_logits: [],
+    }],
+    reference_error: m.float64_reference?.max_abs_error ?? 0,
+  };
+}

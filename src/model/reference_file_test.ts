@@ -2,7 +2,15 @@ import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { MODELS } from "../../test/support/models.ts";
 import { parseConfig } from "./config.ts";
-import { buildReference, COMPUTED_IN, seededPrompts, weightsDtype } from "./reference_file.ts";
+import {
+  buildReference,
+  COMPUTED_IN,
+  isLogitsManifest,
+  logitsManifestReference,
+  seededPrompts,
+  weightsDtype,
+} from "./reference_file.ts";
+import { EngineError } from "../contract/errors.ts";
 import { ReferenceModel } from "./reference_model.ts";
 import { readCheckpoint } from "./safetensors.ts";
 import { parseReference } from "./verify.ts";
@@ -62,5 +70,28 @@ Deno.test("a reference file in the fixtures' format: dtype names, fields, step 0
         equal(p.greedy_margins[s], sorted[0]! - sorted[1]!);
       });
     }
+  }
+});
+
+Deno.test("a logits manifest (family fixture) is a one-prompt reference; a short logits file is refused", async () => {
+  const dir = new URL("../../test/fixtures/families/qwen3/", import.meta.url);
+  const manifest = JSON.parse(await Deno.readTextFile(new URL("manifest.json", dir)));
+  ok(isLogitsManifest(manifest));
+  ok(!isLogitsManifest({ prompts: [] }));
+  const bytes = await Deno.readFile(new URL(manifest.logits.file, dir));
+  const ref = logitsManifestReference(manifest, bytes);
+  const [rows, vocab] = manifest.logits.shape;
+  equal(ref.vocab_size, vocab);
+  equal(ref.prompts.length, 1);
+  const p = ref.prompts[0]!;
+  deepStrictEqual(p.input_ids, manifest.tokens);
+  equal(p.logits.length, rows);
+  equal(p.logits[1]![7], new DataView(bytes.buffer).getFloat32((vocab + 7) * 4, true));
+  equal(ref.reference_error, manifest.float64_reference.max_abs_error);
+  try {
+    logitsManifestReference(manifest, bytes.subarray(4));
+    throw new Error("accepted a short file");
+  } catch (e) {
+    ok(e instanceof EngineError && e.type === "InvalidArgument", String(e));
   }
 });

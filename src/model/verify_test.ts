@@ -91,3 +91,29 @@ Deno.test("comparePrompt: rows missing on either side are an InvalidArgument", (
     invalid,
   );
 });
+
+Deno.test("comparePrompt: a reference's own error widens both bounds by that much", () => {
+  const maxOnly = { maxAbs: F32.maxAbs, relL2: Infinity };
+  // 1e-3 off in one logit: over the f32 bound of 2e-4, within it plus a reference error of 1e-3.
+  const got = logits((r) => r[0]![1]! += 1e-3);
+  ok(!comparePrompt(PROMPT, 0, got, maxOnly).passed);
+  const widened = comparePrompt(PROMPT, 0, got, maxOnly, 1e-3);
+  ok(widened.passed, JSON.stringify(widened));
+  equal(widened.max_abs_bound, F32.maxAbs * 20 + 1e-3);
+  // Every logit 5e-4 off: relative L2 fails the f32 bound, passes with the reference's 1e-3.
+  const spread = logits((rows) => rows.forEach((r) => r.forEach((_, i) => r[i]! += 5e-4)));
+  ok(!comparePrompt(PROMPT, 0, spread, { ...F32, maxAbs: 1 }).passed);
+  ok(comparePrompt(PROMPT, 0, spread, { ...F32, maxAbs: 1 }, 1e-3).passed);
+});
+
+Deno.test("comparePrompt: teacher-forced argmax agreement where the reference margin is wide", () => {
+  // Row 0's top (20) leads by 19, row 1's (10) by 8: both checked; flip row 1's argmax.
+  const same = comparePrompt(PROMPT, 0, logits(), F32);
+  equal(`${same.argmax_agree}/${same.argmax_checked}`, "2/2");
+  // A bound of 0.1 · 20 = 2 (the flip itself fails it): margins over 4 are checked.
+  const flipped = comparePrompt(PROMPT, 0, logits((r) => r[1]![2]! = 11), {
+    maxAbs: 0.1,
+    relL2: Infinity,
+  });
+  equal(`${flipped.argmax_agree}/${flipped.argmax_checked}`, "1/2");
+});

@@ -2,10 +2,13 @@
  * `deno task verify --model DIR [--reference FILE] [--kv-dtype f16|f32]`: load a checkpoint on
  * the GPU Deno finds, run every prompt of the reference file, print one JSON line per prompt and
  * `verify: PASS` or `verify: FAIL` (exit 0 or 1; 2 on bad usage or a model that cannot load).
+ * The reference is a `reference.json` or a logits manifest (a family fixture's `manifest.json`,
+ * llama.cpp's logits in the raw f32 file it names, beside it).
  */
 import { acquireGpu } from "../../gpu/device.ts";
 import { GpuModel } from "../../model/gpu_model.ts";
-import { parseReference, verifyModel } from "../../model/verify.ts";
+import { parseReference, type Reference, verifyModel } from "../../model/verify.ts";
+import { isLogitsManifest, logitsManifestReference } from "../../model/reference_file.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
 import { KERNEL_PATHS_ENV } from "./kernel_paths.ts";
@@ -21,7 +24,7 @@ const { flags, env } = runCli({
     reference: {
       type: "string",
       arg: "FILE",
-      help: "the reference logits (default: DIR/reference.json)",
+      help: "reference.json or a logits manifest (default: DIR/reference.json)",
     },
     "kv-dtype": { type: "enum", choices: ["f16", "f32"], help: "the KV cache's dtype" },
   },
@@ -30,8 +33,17 @@ const { flags, env } = runCli({
 const dir = flags.model;
 const kvDtype = flags["kv-dtype"];
 const refPath = flags.reference ?? `${dir}/reference.json`;
+/** A reference.json, or a logits manifest with the logits file it names read from beside it. */
+async function readReference(path: string): Promise<Reference> {
+  const text = await Deno.readTextFile(path);
+  const json = JSON.parse(text);
+  if (!isLogitsManifest(json)) return parseReference(text);
+  const file = new URL(json.logits.file, new URL(path, `file://${Deno.cwd()}/`));
+  return logitsManifestReference(json, await Deno.readFile(file));
+}
+
 try {
-  const reference = parseReference(await Deno.readTextFile(refPath));
+  const reference = await readReference(refPath);
   const paths = env.KILN_KERNEL_PATHS;
   const gpu = await acquireGpu({ label: "kiln-verify", ...(paths ? { paths } : {}) });
   const model = await GpuModel.load(gpu, dirFiles(dir), kvDtype ? { kvDtype } : {});
