@@ -195,6 +195,23 @@ async function writeFixture(out: string, r: Result): Promise<number> {
   return total + manifest.length;
 }
 
+/**
+ * `out/index.json`: every family folder in `out` (with a manifest), sorted, for pages that
+ * cannot list a folder (the Chromium families check).
+ */
+async function writeIndex(out: string): Promise<void> {
+  const families: string[] = [];
+  for await (const e of Deno.readDir(out)) {
+    const has = await Deno.stat(`${out}/${e.name}/manifest.json`).then(() => true, () => false);
+    if (e.isDirectory && has) families.push(e.name);
+  }
+  const text = JSON.stringify({
+    source: "bench/peers/family_checkpoints.ts",
+    families: families.sort(),
+  });
+  await Deno.writeTextFile(`${out}/index.json`, text + "\n");
+}
+
 if (import.meta.main) {
   const { flags } = runCli({
     name: "family_checkpoints",
@@ -238,5 +255,6 @@ if (import.meta.main) {
     const ref = (r.manifest.float64_reference as { max_abs_error: number }).max_abs_error;
     console.error(`${name}: ${size} bytes, max |logit| ${max}, float64 error ${ref}; ${deltas}`);
   }
+  await writeIndex(flags.out);
   if (bad) Deno.exit(1);
 }
