@@ -32,8 +32,9 @@ export interface GpuLayer {
   qkv: GpuWeight;
   /** [q; k; v] biases, f32 (for every weight format). */
   qkvBias?: GPUBuffer;
-  /** Per-head RMSNorm weights of q and k [head_dim], f32, in families with a `qk_norm` step. */
+  /** Per-head RMSNorm weight of q [head_dim], f32, in families with a `qk_norm` step. */
   qNorm?: GPUBuffer;
+  /** Per-head RMSNorm weight of k [head_dim], f32, in families with a `qk_norm` step. */
   kNorm?: GPUBuffer;
   /** Attention output projection: [hidden, heads·head_dim]. */
   o: GpuWeight;

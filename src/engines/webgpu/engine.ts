@@ -18,14 +18,12 @@ import { EngineError } from "../../contract/errors.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { acquireGpu, type Gpu, runtimeData } from "../../gpu/device.ts";
-import type { PathKind } from "../../gpu/paths.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
-import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { Forward } from "../../model/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
 import { sequenceLimit } from "../../contract/kv_capacity.ts";
 import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
-import type { ModelFiles } from "../../model/source.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
 import { checkRequest } from "./admission.ts";
 import { BlockManager } from "./block_manager.ts";
@@ -35,56 +33,10 @@ import { TokenStore } from "./token_store.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
-import type { LoadProgress } from "../../model/gpu_model.ts";
 import { warmUp, type WarmUpReport } from "./warmup.ts";
+import type { WebGpuEngineOptions } from "./options.ts";
 
-/** Settings of a {@linkcode WebGpuEngine}. */
-export interface WebGpuEngineOptions {
-  /** Where the checkpoint (config, tokenizer, weights) is read from. */
-  files: ModelFiles;
-  /** The model name reported in `EngineConfig.model`. */
-  name: string;
-  /** Reported as `EngineConfig.served_model_name`. */
-  servedModelName?: string;
-  /** Tokens per KV cache block (default 16). */
-  blockSize?: number;
-  /**
-   * KV cache blocks (default: four full contexts, fewer when one layer's buffer would pass the
-   * device's buffer limits; see `kv_size.ts`). `EngineConfig.runtime_data` says how it was chosen.
-   */
-  kvBlocks?: number;
-  /** Most sequences per forward step (default 16). */
-  maxNumSeqs?: number;
-  /** Most tokens per forward step (default 256, at least `maxNumSeqs`). */
-  maxNumBatchedTokens?: number;
-  /** An already acquired device (tests share one); otherwise the engine acquires and owns one. */
-  gpu?: Gpu;
-  /**
-   * The kernel paths of the device the engine acquires (see `gpu/paths.ts`; default: `cpu` on
-   * a fallback adapter, else `gpu`). `gpu` runs a GPU's kernels on a CPU adapter, as tests do.
-   * With `gpu` given, it must name that device's paths.
-   */
-  kernelPaths?: PathKind;
-  /** How long drain() waits for in-flight requests (default 30 s). */
-  drainTimeoutMs?: number;
-  /**
-   * Decode steps kept in flight while their tokens are read back (1: wait for every token).
-   * Default: adapted to the measured step time, enough to hide about 25 ms of read-back
-   * latency, between 2 and 16.
-   */
-  pipelineDepth?: number;
-  /**
-   * Called during `start()`: as weights reach the GPU (phase `weights`: bytes so far, total,
-   * tensor name), then as the compute pipelines compile (phase `pipelines`: pipelines so far,
-   * total, pipeline name).
-   */
-  onLoadProgress?: LoadProgress;
-  /**
-   * Compile every compute pipeline a request can take during `start()` (default true), so that
-   * the first request is as fast as the next; false leaves each to the first step that needs it.
-   */
-  warmUp?: boolean;
-}
+export type { WebGpuEngineOptions } from "./options.ts";
 
 interface InFlight {
   seqs: { seq: Sequence; epoch: number }[];
@@ -110,7 +62,6 @@ export class WebGpuEngine implements LLMEngine {
   #scheduler: Scheduler | undefined;
   #config: EngineConfig | undefined;
   #publisher: KvEventPublisher | undefined;
-  #gauges: ComponentGauges | undefined;
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #tokens: TokenStore | undefined;
@@ -118,9 +69,7 @@ export class WebGpuEngine implements LLMEngine {
   #pipe: InFlight[] = [];
   #depth: PipelineDepth;
   #inflight = new LiveRequests();
-  #gaugeListeners: ((
-    values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
-  ) => void)[] = [];
+  #gauges = new KvGauges();
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** What `start()`'s warm-up compiled, and how long it took (undefined without one). */
@@ -383,28 +332,12 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   #report(): void {
-    const b = this.#blocks;
-    if (!b) return;
-    const values = {
-      totalBlocks: b.numBlocks,
-      usagePercent: b.used / b.numBlocks,
-      hitRate: b.hitRate,
-    };
-    if (this.#gauges) {
-      this.#gauges.setTotalBlocks(values.totalBlocks);
-      this.#gauges.setGpuCacheUsagePercent(values.usagePercent);
-      this.#gauges.setKvCacheHitRate(values.hitRate);
-    }
-    for (const cb of this.#gaugeListeners) cb(values);
+    this.#gauges.report(this.#blocks);
   }
 
   /** Call `cb` with the KV gauges after every step (the worker host forwards them). */
-  onGauges(
-    cb: (
-      values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
-    ) => void,
-  ): void {
-    this.#gaugeListeners.push(cb);
+  onGauges(cb: (values: KvGaugeValues) => void): void {
+    this.#gauges.listen(cb);
     this.#report();
   }
 
@@ -466,7 +399,7 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
-    this.#gauges = ctx.metrics.componentGauges(0);
+    this.#gauges.bind(ctx.metrics.componentGauges(0));
     this.#report();
     return Promise.resolve({ dp_ranks: [0] });
   }

@@ -1,0 +1,53 @@
+/** The settings of a `WebGpuEngine` (`engine.ts`). */
+import type { Gpu } from "../../gpu/device.ts";
+import type { PathKind } from "../../gpu/paths.ts";
+import type { LoadProgress } from "../../model/gpu_model.ts";
+import type { ModelFiles } from "../../model/source.ts";
+
+/** Settings of a {@linkcode WebGpuEngine}. */
+export interface WebGpuEngineOptions {
+  /** Where the checkpoint (config, tokenizer, weights) is read from. */
+  files: ModelFiles;
+  /** The model name reported in `EngineConfig.model`. */
+  name: string;
+  /** Reported as `EngineConfig.served_model_name`. */
+  servedModelName?: string;
+  /** Tokens per KV cache block (default 16). */
+  blockSize?: number;
+  /**
+   * KV cache blocks (default: four full contexts, fewer when one layer's buffer would pass the
+   * device's buffer limits; see `kv_size.ts`). `EngineConfig.runtime_data` says how it was chosen.
+   */
+  kvBlocks?: number;
+  /** Most sequences per forward step (default 16). */
+  maxNumSeqs?: number;
+  /** Most tokens per forward step (default 256, at least `maxNumSeqs`). */
+  maxNumBatchedTokens?: number;
+  /** An already acquired device (tests share one); otherwise the engine acquires and owns one. */
+  gpu?: Gpu;
+  /**
+   * The kernel paths of the device the engine acquires (see `gpu/paths.ts`; default: `cpu` on
+   * a fallback adapter, else `gpu`). `gpu` runs a GPU's kernels on a CPU adapter, as tests do.
+   * With `gpu` given, it must name that device's paths.
+   */
+  kernelPaths?: PathKind;
+  /** How long drain() waits for in-flight requests (default 30 s). */
+  drainTimeoutMs?: number;
+  /**
+   * Decode steps kept in flight while their tokens are read back (1: wait for every token).
+   * Default: adapted to the measured step time, enough to hide about 25 ms of read-back
+   * latency, between 2 and 16.
+   */
+  pipelineDepth?: number;
+  /**
+   * Called during `start()`: as weights reach the GPU (phase `weights`: bytes so far, total,
+   * tensor name), then as the compute pipelines compile (phase `pipelines`: pipelines so far,
+   * total, pipeline name).
+   */
+  onLoadProgress?: LoadProgress;
+  /**
+   * Compile every compute pipeline a request can take during `start()` (default true), so that
+   * the first request is as fast as the next; false leaves each to the first step that needs it.
+   */
+  warmUp?: boolean;
+}
