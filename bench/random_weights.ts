@@ -1,6 +1,6 @@
 /**
- * Deterministic random F16 weights for a HF config: the tensor list a Llama/Qwen2 checkpoint
- * holds (names and shapes as `src/model/weights.ts` expects them) and a fast seeded generator
+ * Deterministic random F16 weights for a HF config: the tensor list a checkpoint of its family
+ * holds (names and shapes from the family's description in `src/model/arch/`) and a fast seeded generator
  * that fills each tensor independently of the others (a tensor's bytes depend only on the seed
  * and its name), so a checkpoint can be streamed to disk one chunk at a time.
  *
@@ -9,6 +9,7 @@
  * draw yields two values and the output is the same on every machine.
  */
 import type { ModelConfig } from "../src/model/config.ts";
+import { archOf, globalTensors, layerTensors, type ResolvedTensor } from "../src/model/arch/mod.ts";
 import { numberToF16 } from "../src/gpu/dtype.ts";
 
 /** Bumped whenever the bytes this module produces for a given config change. */
@@ -26,41 +27,30 @@ const WEIGHT: Fill = { kind: "normal", std: 0.02 };
 const BIAS: Fill = { kind: "normal", std: 0.01 };
 const ONES: Fill = { kind: "const", value: 1 };
 
-/** Every tensor of the checkpoint, in file order. */
+/** Norms ones, biases small, every matrix (2 or more dimensions) the weight distribution. */
+function fillOf(t: ResolvedTensor<string>): Fill {
+  if (t.shape.length > 1) return WEIGHT;
+  return t.entry.role.endsWith("Bias") ? BIAS : ONES;
+}
+
+/**
+ * Every tensor of the checkpoint as its family's description lists them (`src/model/arch/`),
+ * under HF names, in file order: the embedding, each layer's, then the final norm and the LM head.
+ */
 export function tensorSpecs(c: ModelConfig): TensorSpec[] {
-  const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
-  const I = c.intermediateSize;
-  const out: TensorSpec[] = [
-    { name: "model.embed_tokens.weight", shape: [c.vocabSize, H], fill: WEIGHT },
+  const a = archOf(c);
+  const spec = (t: ResolvedTensor<string>): TensorSpec => ({
+    name: t.hf,
+    shape: t.shape,
+    fill: fillOf(t),
+  });
+  const globals = globalTensors(a, c);
+  const layers = Array.from({ length: c.numLayers }, (_, l) => layerTensors(a, c, l)).flat();
+  return [
+    ...globals.filter((t) => t.entry.role === "embed").map(spec),
+    ...layers.map(spec),
+    ...globals.filter((t) => t.entry.role !== "embed").map(spec),
   ];
-  for (let l = 0; l < c.numLayers; l++) {
-    const p = `model.layers.${l}.`;
-    out.push(
-      { name: `${p}input_layernorm.weight`, shape: [H], fill: ONES },
-      { name: `${p}self_attn.q_proj.weight`, shape: [Q, H], fill: WEIGHT },
-      { name: `${p}self_attn.k_proj.weight`, shape: [KV, H], fill: WEIGHT },
-      { name: `${p}self_attn.v_proj.weight`, shape: [KV, H], fill: WEIGHT },
-    );
-    if (c.attentionBias) {
-      out.push(
-        { name: `${p}self_attn.q_proj.bias`, shape: [Q], fill: BIAS },
-        { name: `${p}self_attn.k_proj.bias`, shape: [KV], fill: BIAS },
-        { name: `${p}self_attn.v_proj.bias`, shape: [KV], fill: BIAS },
-      );
-    }
-    out.push(
-      { name: `${p}self_attn.o_proj.weight`, shape: [H, Q], fill: WEIGHT },
-      { name: `${p}post_attention_layernorm.weight`, shape: [H], fill: ONES },
-      { name: `${p}mlp.gate_proj.weight`, shape: [I, H], fill: WEIGHT },
-      { name: `${p}mlp.up_proj.weight`, shape: [I, H], fill: WEIGHT },
-      { name: `${p}mlp.down_proj.weight`, shape: [H, I], fill: WEIGHT },
-    );
-  }
-  out.push({ name: "model.norm.weight", shape: [H], fill: ONES });
-  if (!c.tieWordEmbeddings) {
-    out.push({ name: "lm_head.weight", shape: [c.vocabSize, H], fill: WEIGHT });
-  }
-  return out;
 }
 
 export const elements = (t: TensorSpec): number => t.shape.reduce((a, b) => a * b, 1);
