@@ -38,7 +38,7 @@ const quiet = { log: () => {} };
 
 Deno.test("every bench shape parses, and its generated tensor list is what the weight map expects", async () => {
   const shapes = await listShapes();
-  deepEqual(shapes, ["llama-3.2-1b", "qwen2.5-0.5b", "smollm2-135m"]);
+  deepEqual(shapes, ["llama-3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "smollm2-135m"]);
   for (const s of shapes) {
     const config = parseConfig(
       await Deno.readTextFile(new URL(`./shapes/${s}.json`, import.meta.url)),
@@ -56,6 +56,7 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
       "smollm2-135m": 134_515_008,
       "qwen2.5-0.5b": 494_032_768,
       "llama-3.2-1b": 1_235_814_400,
+      "qwen3-0.6b": 596_049_920,
     };
     equal(params, expected[s], s);
   }
