@@ -5,7 +5,7 @@
  *   scores (a piece that is the concatenation of two pieces is a merge, ranked by the piece's
  *   score, highest first), `▁` for spaces, byte fallback to `<0xNN>` pieces;
  * - `tokenizer.ggml.model = "gpt2"` (byte-level BPE): the stored merges, split by the
- *   pre-tokenizer regex that `tokenizer.ggml.pre` names.
+ *   pre-tokenizer regexes `tokenizer.ggml.pre` names, as llama.cpp runs them (`pretokenizers.ts`).
  * Token types pick the added tokens (control: special; user-defined: not special).
  */
 import { EngineError } from "../../contract/errors.ts";
@@ -13,6 +13,7 @@ import { ChatTemplate } from "../../text/chat.ts";
 import type { ModelText } from "../../text/load.ts";
 import { HfTextTokenizer } from "../../text/tokenizer.ts";
 import type { GgufMetadata } from "./metadata.ts";
+import { PRE_TOKENIZERS, type PreTokenizer } from "./pretokenizers.ts";
 
 type Json = Record<string, unknown>;
 
@@ -26,14 +27,6 @@ export const TOKEN_TYPE = {
   byte: 6,
 } as const;
 
-/** The pre-tokenizer regexes `tokenizer.ggml.pre` names (GPT-2's, Llama 3's, Qwen2's). */
-export const GPT2_SPLIT = String
-  .raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`;
-export const LLAMA3_SPLIT = String
-  .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
-export const QWEN2_SPLIT = String
-  .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
-
 const split = (regex: string) => ({
   type: "Split",
   pattern: { Regex: regex },
@@ -45,33 +38,6 @@ const byteLevel = {
   add_prefix_space: false,
   trim_offsets: true,
   use_regex: false,
-};
-
-/** Pre-tokenizers by `tokenizer.ggml.pre`, and whether merges are skipped for whole tokens. */
-const PRE: Record<string, { pre: Json; ignoreMerges: boolean }> = {
-  "default": {
-    pre: { type: "Sequence", pretokenizers: [split(GPT2_SPLIT), byteLevel] },
-    ignoreMerges: false,
-  },
-  "gpt-2": {
-    pre: { type: "Sequence", pretokenizers: [split(GPT2_SPLIT), byteLevel] },
-    ignoreMerges: false,
-  },
-  "llama-bpe": {
-    pre: { type: "Sequence", pretokenizers: [split(LLAMA3_SPLIT), byteLevel] },
-    ignoreMerges: true,
-  },
-  "qwen2": {
-    pre: { type: "Sequence", pretokenizers: [split(QWEN2_SPLIT), byteLevel] },
-    ignoreMerges: false,
-  },
-  "smollm": {
-    pre: {
-      type: "Sequence",
-      pretokenizers: [{ type: "Digits", individual_digits: true }, split(GPT2_SPLIT), byteLevel],
-    },
-    ignoreMerges: false,
-  },
 };
 
 /** SentencePiece pieces longer than this (code units) are never the result of a merge. */
@@ -133,13 +99,14 @@ function addedTokens(v: Vocab): Json[] {
   return out;
 }
 
-/** BPE merges of a SentencePiece vocabulary, best-scored merged piece first. */
+/**
+ * BPE merges of a SentencePiece vocabulary, best-scored merged piece first. As in llama.cpp, two
+ * adjacent symbols merge when their concatenation is a piece, so a merge's halves are pieces or
+ * single characters (which need not be pieces themselves).
+ */
 export function spmMerges(v: Vocab, scores: readonly number[]): [string, string][] {
-  const found: { pair: [string, string]; score: number; id: number; left: number }[] = [];
-  const normal = (s: string) => {
-    const id = v.ids[s];
-    return id !== undefined && v.types[id] === TOKEN_TYPE.normal ? id : undefined;
-  };
+  const found: { pair: [string, string]; score: number; id: number; at: number }[] = [];
+  const symbol = (s: string, chars: number) => chars === 1 || v.ids[s] !== undefined;
   v.tokens.forEach((piece, id) => {
     if (v.types[id] !== TOKEN_TYPE.normal || piece.length > MAX_MERGED_PIECE) return;
     if (v.ids[piece] !== id) return;
@@ -147,13 +114,12 @@ export function spmMerges(v: Vocab, scores: readonly number[]): [string, string]
     for (let i = 1; i < chars.length; i++) {
       const left = chars.slice(0, i).join("");
       const right = chars.slice(i).join("");
-      const l = normal(left);
-      if (l !== undefined && normal(right) !== undefined) {
-        found.push({ pair: [left, right], score: scores[id]!, id, left: l });
+      if (symbol(left, i) && symbol(right, chars.length - i)) {
+        found.push({ pair: [left, right], score: scores[id]!, id, at: i });
       }
     }
   });
-  found.sort((a, b) => b.score - a.score || a.id - b.id || a.left - b.left);
+  found.sort((a, b) => b.score - a.score || a.id - b.id || a.at - b.at);
   return found.map((f) => f.pair);
 }
 
@@ -178,6 +144,21 @@ function templateProcessing(v: Vocab, bos: number | undefined, eos: number | und
   };
 }
 
+/** The pre-tokenizer `tokenizer.ggml.pre` names (llama.cpp's `default` when absent). */
+function preTokenizer(m: GgufMetadata): PreTokenizer {
+  const name = m.string("tokenizer.ggml.pre", "default");
+  const pre = Object.hasOwn(PRE_TOKENIZERS, name) ? PRE_TOKENIZERS[name] : undefined;
+  if (pre === undefined) {
+    throw m.refuse(
+      "tokenizer.ggml.pre",
+      `unsupported pre-tokenizer ${JSON.stringify(name)} (${
+        Object.keys(PRE_TOKENIZERS).join(", ")
+      })`,
+    );
+  }
+  return pre;
+}
+
 export interface GgufTokenizer {
   /** A `tokenizer.json` object. */
   json: Json;
@@ -194,13 +175,15 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
       `unsupported tokenizer ${JSON.stringify(kind)} (llama, gpt2)`,
     );
   }
+  const pre = kind === "gpt2" ? preTokenizer(m) : undefined;
   const v = readVocab(m);
   const bos = tokenId(m, v, "bos");
   const eos = tokenId(m, v, "eos");
   const unk = tokenId(m, v, "unknown") ??
     (kind === "llama" ? v.types.indexOf(TOKEN_TYPE.unknown) : -1);
   const pad = tokenId(m, v, "padding");
-  const addBos = m.bool("tokenizer.ggml.add_bos_token", kind === "llama") && bos !== undefined;
+  const addBos = m.bool("tokenizer.ggml.add_bos_token", pre?.addBos ?? kind === "llama") &&
+    bos !== undefined;
   const addEos = m.bool("tokenizer.ggml.add_eos_token", false) && eos !== undefined;
   const post = addBos || addEos
     ? templateProcessing(v, addBos ? bos : undefined, addEos ? eos : undefined)
@@ -250,14 +233,7 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
       },
     };
   } else {
-    const preName = m.string("tokenizer.ggml.pre", "default");
-    const pre = Object.hasOwn(PRE, preName) ? PRE[preName] : undefined;
-    if (pre === undefined) {
-      throw m.refuse(
-        "tokenizer.ggml.pre",
-        `unsupported pre-tokenizer ${JSON.stringify(preName)} (${Object.keys(PRE).join(", ")})`,
-      );
-    }
+    const { splits, ignoreMerges } = pre!;
     const merges = m.strings("tokenizer.ggml.merges").map((s, i): [string, string] => {
       const at = s.indexOf(" ", 1);
       if (at < 0) {
@@ -269,7 +245,7 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
       version: "1.0",
       added_tokens: addedTokens(v),
       normalizer: null,
-      pre_tokenizer: pre.pre,
+      pre_tokenizer: { type: "Sequence", pretokenizers: [...splits.map(split), byteLevel] },
       post_processor: post,
       decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
       model: {
@@ -278,7 +254,7 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
         unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
         fuse_unk: false,
         byte_fallback: false,
-        ignore_merges: pre.ignoreMerges,
+        ignore_merges: ignoreMerges ?? false,
         vocab: v.ids,
         merges,
       },
