@@ -49,6 +49,8 @@ const symbols = {
   },
   llama_model_free: { parameters: ["pointer"], result: "void" },
   llama_model_get_vocab: { parameters: ["pointer"], result: "pointer" },
+  llama_vocab_get_add_bos: { parameters: ["pointer"], result: "bool" },
+  llama_vocab_get_add_eos: { parameters: ["pointer"], result: "bool" },
   llama_tokenize: {
     parameters: ["pointer", "buffer", "i32", "buffer", "i32", "bool", "bool"],
     result: "i32",
@@ -61,6 +63,9 @@ const symbols = {
 
 /** One GGUF file's vocabulary in llama.cpp. */
 export interface LlamaVocab {
+  /** Whether `add_special` adds BOS, and EOS (the file's flags or the type's defaults). */
+  addBos: boolean;
+  addEos: boolean;
   /** `llama_tokenize(text, add_special, parse_special)`. */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): number[];
   /** `llama_detokenize(ids, remove_special, unparse_special)`, its bytes as UTF-8 (lossy). */
@@ -109,6 +114,8 @@ export async function openLlamaTokenizers(
       if (model === null) throw new Error(`llama.cpp refused ${file}`);
       const vocab = s.llama_model_get_vocab(model);
       return {
+        addBos: s.llama_vocab_get_add_bos(vocab),
+        addEos: s.llama_vocab_get_add_eos(vocab),
         tokenize(text, addSpecial, parseSpecial) {
           const bytes = utf8.encode(text);
           let out = new Int32Array(bytes.length + 8);

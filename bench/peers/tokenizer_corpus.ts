@@ -8,7 +8,9 @@
  *
  * Per type and line, `expected.json` keeps the ids with `add_special` and `parse_special` (what
  * Kiln's `encode` does), the ids with neither (special-token text taken as text), and the text
- * llama.cpp detokenizes the first back to (`remove_special` off, `unparse_special` on).
+ * llama.cpp detokenizes the first back to, less the BOS / EOS `add_special` added
+ * (`remove_special` off, `unparse_special` on). The manifest says per type whether `add_special`
+ * adds BOS and EOS.
  */
 import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeGguf } from "../../src/model/gguf/writer.ts";
@@ -205,7 +207,7 @@ if (import.meta.main) {
       return {
         ids,
         plain: vocab.tokenize(text, false, false),
-        detokenized: vocab.detokenize(ids, false, true),
+        detokenized: vocab.detokenize(vocab.tokenize(text, false, true), false, true),
       };
     });
     vocab.close();
@@ -215,6 +217,8 @@ if (import.meta.main) {
       bytes: bytes.length,
       model: spec.model,
       pre: spec.pre ?? null,
+      add_bos: vocab.addBos,
+      add_eos: vocab.addEos,
       families: spec.families,
     });
     console.error(`${spec.name}: ${bytes.length} bytes`);

@@ -3,10 +3,12 @@
  * small synthetic vocabulary per tokenizer type the popular model families use and the ids
  * llama.cpp's `llama_tokenize` gave for a fixed multilingual corpus (written by
  * `bench/peers/tokenizer_corpus.ts`; see its README). Each line must encode to exactly those ids
- * (BOS/EOS as the file's flags say, special-token text parsed), and decode back to the text
- * llama.cpp detokenizes them to wherever that is the line itself.
+ * (BOS/EOS as the file's flags say, special-token text parsed; and without BOS/EOS when
+ * `addSpecial` is off), and decode back to the text llama.cpp detokenizes them to wherever that is
+ * the line itself.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { equal, ok } from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import { blobSource } from "../source.ts";
 import { readGgufFile } from "./header.ts";
 import { ggufText } from "./tokenizer.ts";
@@ -20,7 +22,14 @@ interface Expected {
 }
 interface Manifest {
   lines: number;
-  types: { name: string; file: string; bytes: number; pre: string | null }[];
+  types: {
+    name: string;
+    file: string;
+    bytes: number;
+    pre: string | null;
+    add_bos: boolean;
+    add_eos: boolean;
+  }[];
 }
 
 const manifest = JSON.parse(
@@ -48,25 +57,24 @@ for (const t of manifest.types) {
   Deno.test(`llama.cpp tokenization, ${t.name}: every corpus line, ids and text`, async () => {
     const { tokenizer } = await textOf(t.file);
     const wrong: string[] = [];
+    let decoded = 0;
     corpus.forEach((line, i) => {
       const want = expected[t.name]![i]!;
       const ids = tokenizer.encode(line);
-      try {
-        deepStrictEqual(ids, want.ids);
-      } catch {
-        wrong.push(
-          `line ${i} ${JSON.stringify(line)}: kiln ${ids} llama.cpp ${want.ids}`,
-        );
+      // llama.cpp's ids less the BOS / EOS its add_special put around them.
+      const bare = want.ids.slice(t.add_bos ? 1 : 0, want.ids.length - (t.add_eos ? 1 : 0));
+      const kilnBare = tokenizer.encode(line, { addSpecial: false });
+      if (!isDeepStrictEqual(ids, want.ids) || !isDeepStrictEqual(kilnBare, bare)) {
+        wrong.push(`line ${i} ${JSON.stringify(line)}: kiln ${ids} llama.cpp ${want.ids}`);
         return;
       }
       if (want.detokenized === line) {
-        equal(tokenizer.decode(ids, { skipSpecial: false }), line);
+        equal(tokenizer.decode(bare, { skipSpecial: false }), line, `line ${i}`);
+        decoded++;
       }
     });
-    equal(
-      wrong.length,
-      0,
-      `${wrong.length}/${corpus.length} lines differ:\n${wrong.join("\n")}`,
-    );
+    equal(wrong.length, 0, `${wrong.length}/${corpus.length} lines differ:\n${wrong.join("\n")}`);
+    // Every type round-trips most lines in llama.cpp (not the ones with special-token text).
+    ok(decoded >= corpus.length / 2, `${decoded} lines decoded`);
   });
 }
