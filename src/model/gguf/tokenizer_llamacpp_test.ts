@@ -77,4 +77,16 @@ for (const t of manifest.types) {
     // Every type round-trips most lines in llama.cpp (not the ones with special-token text).
     ok(decoded >= corpus.length / 2, `${decoded} lines decoded`);
   });
+
+  Deno.test(`llama.cpp tokenization, ${t.name}: special-token text as plain text`, async () => {
+    const { tokenizer } = await textOf(t.file);
+    const wrong = corpus.flatMap((line, i) => {
+      const want = expected[t.name]![i]!.plain;
+      const ids = tokenizer.encode(line, { addSpecial: false, parseSpecial: false });
+      return isDeepStrictEqual(ids, want)
+        ? []
+        : [`line ${i} ${JSON.stringify(line)}: kiln ${ids} llama.cpp ${want}`];
+    });
+    equal(wrong.length, 0, `${wrong.length}/${corpus.length} lines differ:\n${wrong.join("\n")}`);
+  });
 }
