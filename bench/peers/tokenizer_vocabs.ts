@@ -105,6 +105,11 @@ function count(words: string[]): Map<string, number> {
  * may be merged, up to `MERGES`.
  */
 const WORDS = /\s?\S+|\s+/gu;
+/**
+ * Whitespace runs with the characters either side (every one: the matches overlap), so that some
+ * tokens straddle whitespace and the splits' whitespace rules show too.
+ */
+const SPACES = /(?<=(\S?))(\s+)(?=(\S?))/gu;
 
 const HPARAMS: Meta = {
   "general.architecture": str("llama"),
@@ -121,7 +126,10 @@ export function bpeVocab(spec: VocabSpec, corpus: readonly string[]): Meta {
   const chars = byteChars();
   const enc = new TextEncoder();
   const byteLevel = (w: string) => [...enc.encode(w)].map((b) => chars[b]!);
-  const words = corpus.flatMap((line) => line.match(WORDS) ?? []);
+  const words = corpus.flatMap((line) => [
+    ...line.match(WORDS) ?? [],
+    ...[...line.matchAll(SPACES)].map((m) => m.slice(1).join("")),
+  ]);
   words.push(...words);
   const merges = learn(count(words), byteLevel, MERGES);
   const tokens = [...chars];

@@ -60,6 +60,12 @@ const LLAMA3: PreTokenizer = {
 };
 const DBRX: PreTokenizer = { splits: [LLAMA3_SPLIT] };
 const GPT4O: PreTokenizer = { splits: [GPT4O_SPLIT] };
+const BAILING: PreTokenizer = {
+  splits: [
+    String
+      .raw`'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+`,
+  ],
+};
 const DEEPSEEK3: PreTokenizer = {
   splits: [
     String.raw`\p{N}{1,3}`,
@@ -68,6 +74,36 @@ const DEEPSEEK3: PreTokenizer = {
     " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
   ],
 };
+
+/**
+ * llama.cpp matches `\p{Lu}`, `\p{Ll}`, `\p{Lt}`, `\p{Lm}` and `\p{Lo}` as any letter (its
+ * engine sees one class per letter, and A-Za-z for each): `LETTER_MARK` stands for each of them
+ * with `\p{M}`.
+ */
+const LETTER_MARK = String.raw`[\p{L}\p{M}]`;
+const YOUTU: PreTokenizer = {
+  splits: [
+    String
+      .raw`[\u{AC00}-\u{D7A3}\u{3131}-\u{318E}]+|[\u{FF01}\u{2026}\u{201C}\u{201D}\u{2018}\u{2019}\u{2014}\u{FF1A}\u{FF1B}\u{FF0C}\u{3001}-\u{303F}\u{FE30}-\u{FE4F}]+|[\u{3105}-\u{312F}]+|[\u{4E00}-\u{9FA5}\u{3040}-\u{309F}\u{30A0}-\u{30FF}]+`,
+    String
+      .raw`[^\r\n\p{L}\p{N}]?${LETTER_MARK}*${LETTER_MARK}+${CONTRACTIONS}?|[^\r\n\p{L}\p{N}]?${LETTER_MARK}+${LETTER_MARK}*${CONTRACTIONS}?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+  ],
+  ignoreMerges: true,
+};
+/** BLOOM's split: a space, then anything up to whitespace or `(|.,!?…。，、।۔،)`. */
+const BLOOM: PreTokenizer = {
+  splits: [String.raw` ?[^(\s|.,!?\u{2026}\u{3002}\u{FF0C}\u{3001}\u{964}\u{6D4}\u{60C})]+`],
+};
+const FALCON: PreTokenizer = {
+  splits: [
+    String.raw`[\p{P}$+<=>^~|\x60]+`,
+    GPT2_SPLIT,
+    "[0-9][0-9][0-9]",
+  ],
+};
+/** Llama 3's split with one whitespace rule per power of two up to 512 (Jais 2). */
+const JAIS2_SPLIT = String
+  .raw`${CONTRACTIONS}|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}`;
 
 /** `tokenizer.ggml.pre` values and their pre-tokenizers (llama.cpp's names, aliases included). */
 export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
@@ -88,6 +124,14 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
   "trillion": GPT2,
   "granite-docling": GPT2,
   "exaone4": GPT2,
+  "jina-es": GPT2,
+  "jina-de": GPT2,
+  "jina-v2-es": GPT2,
+  "jina-v2-de": GPT2,
+  "gigachat": GPT2,
+  "a.x-4.0": GPT2,
+  "mellum": GPT2,
+  "modern-bert": GPT2,
   "llama3": LLAMA3,
   "llama-v3": LLAMA3,
   "llama-bpe": LLAMA3,
@@ -96,6 +140,7 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
   "pixtral": LLAMA3,
   "midm-2.0": LLAMA3,
   "lfm2": LLAMA3,
+  "jina-v5-nano": LLAMA3,
   "dbrx": DBRX,
   "smaug-bpe": DBRX,
   "qwen2": QWEN2,
@@ -110,9 +155,12 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
   "codeshell": DIGITS_GPT2,
   "exaone": DIGITS_GPT2,
   "minerva-7b": DIGITS_GPT2,
+  "mellum2": DIGITS_GPT2,
   "gpt-4o": GPT4O,
   "llama4": GPT4O,
   "minimax-m2": GPT4O,
+  "kanana2": GPT4O,
+  "talkie": GPT4O,
   "tekken": { splits: [TEKKEN_SPLIT], ignoreMerges: true, addBos: true },
   "deepseek-llm": {
     splits: [
@@ -128,6 +176,57 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
   },
   "deepseek-v3": DEEPSEEK3,
   "hunyuan-dense": DEEPSEEK3,
+  "joyai-llm": DEEPSEEK3,
+  "hy_v4": DEEPSEEK3,
+  "qwen35": {
+    splits: [
+      String
+        .raw`${CONTRACTIONS}|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+    ],
+  },
+  "seed-coder": {
+    splits: [
+      String
+        .raw`${CONTRACTIONS}|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+`,
+    ],
+  },
+  "bailingmoe": BAILING,
+  "bailingmoe2": BAILING,
+  "llada-moe": BAILING,
+  "ufakzeka": {
+    splits: [
+      String
+        .raw`[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+    ],
+  },
+  "grok-2": QWEN2,
+  "kormo": QWEN2,
+  "f2llmv2": QWEN2,
+  "solar-open": QWEN2,
+  "glm4": DBRX,
+  "chatglm-bpe": DBRX,
+  "jais-2": { splits: [JAIS2_SPLIT] },
+  "minicpm5": {
+    splits: [
+      String.raw`\p{N}{1,3}`,
+      String
+        .raw`${CONTRACTIONS}|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+    ],
+    ignoreMerges: true,
+  },
+  "laguna": { splits: [String.raw`[^\n]+|\n+`, QWEN2_SPLIT] },
+  "exaone-moe": {
+    splits: [
+      String
+        .raw`${CONTRACTIONS}|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+`,
+    ],
+  },
+  "youtu": YOUTU,
+  "falcon": FALCON,
+  "bloom": BLOOM,
+  "poro-chat": BLOOM,
+  "gpt3-finnish": BLOOM,
+  "viking": { splits: [...BLOOM.splits, String.raw`\p{N}`] },
   "deepseek-coder": {
     splits: [
       String.raw`[\r\n]`,
