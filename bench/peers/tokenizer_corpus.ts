@@ -15,7 +15,7 @@
 import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeGguf } from "../../src/model/gguf/writer.ts";
 import { openLlamaTokenizers } from "./llama_vocab.ts";
-import { bool, bpeVocab, spmVocab, type VocabSpec } from "./tokenizer_vocabs.ts";
+import { bool, bpeVocab, spmVocab, str, type VocabSpec } from "./tokenizer_vocabs.ts";
 
 /** Code, emoji (ZWJ sequences, flags, skin tones), CJK, RTL, whitespace runs, digits, specials. */
 export const CORPUS: readonly string[] = [
@@ -77,6 +77,17 @@ export const SPECS: readonly VocabSpec[] = [
     extra: {
       "tokenizer.ggml.add_bos_token": bool(true),
       "tokenizer.ggml.add_space_prefix": bool(false),
+    },
+  },
+  {
+    name: "spm-phi3",
+    model: "llama",
+    families: "Phi-3 mini / medium (SentencePiece; llama.cpp strips the whitespace after its " +
+      "special tokens, by general.name)",
+    control: ["<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>", "<|system|>"],
+    extra: {
+      "general.name": str("Phi-3-mini-4k-instruct"),
+      "tokenizer.ggml.add_bos_token": bool(false),
     },
   },
   {

@@ -35,7 +35,7 @@ export interface VocabSpec {
   extra?: Meta;
 }
 
-const str = (value: string): GgufValue => ({ type: T.STRING, value });
+export const str = (value: string): GgufValue => ({ type: T.STRING, value });
 const u32 = (value: number): GgufValue => ({ type: T.UINT32, value });
 export const bool = (value: boolean): GgufValue => ({ type: T.BOOL, value });
 const strings = (value: readonly string[]): GgufValue => ({

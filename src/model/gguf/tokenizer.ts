@@ -79,7 +79,17 @@ function tokenId(m: GgufMetadata, v: Vocab, name: string): number | undefined {
   return id;
 }
 
-function addedTokens(v: Vocab): Json[] {
+/**
+ * Whether the added tokens of a file named `name` (`general.name`) eat the whitespace after them:
+ * llama.cpp does so for Phi-3's special tokens but `<unk>`, `<s>` and `<|endoftext|>`.
+ */
+function rstrips(name: string): (token: string) => boolean {
+  const lower = name.toLowerCase();
+  if (!lower.includes("phi-3") && !lower.includes("phi3")) return () => false;
+  return (token) => !["<unk>", "<s>", "<|endoftext|>"].includes(token);
+}
+
+function addedTokens(v: Vocab, rstrip: (token: string) => boolean): Json[] {
   const out: Json[] = [];
   v.types.forEach((type, id) => {
     const special = type === TOKEN_TYPE.control || type === TOKEN_TYPE.unknown;
@@ -90,7 +100,7 @@ function addedTokens(v: Vocab): Json[] {
         content,
         single_word: false,
         lstrip: false,
-        rstrip: false,
+        rstrip: rstrip(content),
         normalized: false,
         special,
       });
@@ -177,6 +187,7 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
   }
   const pre = kind === "gpt2" ? preTokenizer(m) : undefined;
   const v = readVocab(m);
+  const added = addedTokens(v, rstrips(m.string("general.name", "")));
   const bos = tokenId(m, v, "bos");
   const eos = tokenId(m, v, "eos");
   const unk = tokenId(m, v, "unknown") ??
@@ -206,7 +217,7 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
     const replace = { type: "Replace", pattern: { String: " " }, content: "▁" };
     json = {
       version: "1.0",
-      added_tokens: addedTokens(v),
+      added_tokens: added,
       normalizer: prefix
         ? { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "▁" }, replace] }
         : replace,
@@ -243,7 +254,7 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
     });
     json = {
       version: "1.0",
-      added_tokens: addedTokens(v),
+      added_tokens: added,
       normalizer: null,
       pre_tokenizer: { type: "Sequence", pretokenizers: [...splits.map(split), byteLevel] },
       post_processor: post,
