@@ -69,11 +69,7 @@ export interface LlamaVocab {
   /** `llama_tokenize(text, add_special, parse_special)`. */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): number[];
   /** `llama_detokenize(ids, remove_special, unparse_special)`, its bytes as UTF-8 (lossy). */
-  detokenize(
-    ids: readonly number[],
-    removeSpecial: boolean,
-    unparseSpecial: boolean,
-  ): string;
+  detokenize(ids: readonly number[], removeSpecial: boolean, unparseSpecial: boolean): string;
   close(): void;
 }
 
@@ -93,11 +89,7 @@ export async function openLlamaTokenizers(
   const s = lib.symbols;
   const callback = new Deno.UnsafeCallback(
     { parameters: ["i32", "pointer", "pointer"], result: "void" } as const,
-    (level, text) =>
-      log(
-        level,
-        text === null ? "" : new Deno.UnsafePointerView(text).getCString(),
-      ),
+    (level, text) => log(level, text === null ? "" : new Deno.UnsafePointerView(text).getCString()),
   );
   s.llama_log_set(callback.pointer, null);
   s.llama_backend_init();
@@ -107,19 +99,13 @@ export async function openLlamaTokenizers(
     open(file) {
       const params = new Uint8Array(s.llama_model_default_params());
       params[VOCAB_ONLY] = 1;
-      const model = s.llama_model_load_from_file(
-        utf8.encode(`${file}\0`),
-        params,
-      );
+      const model = s.llama_model_load_from_file(utf8.encode(`${file}\0`), params);
       if (model === null) throw new Error(`llama.cpp refused ${file}`);
       const vocab = s.llama_model_get_vocab(model);
-      return {
-        addBos: s.llama_vocab_get_add_bos(vocab),
-        addEos: s.llama_vocab_get_add_eos(vocab),
-        tokenize(text, addSpecial, parseSpecial) {
-          const bytes = utf8.encode(text);
-          let out = new Int32Array(bytes.length + 8);
-          let n = s.llama_tokenize(
+      const tokenize = (text: string, addSpecial: boolean, parseSpecial: boolean) => {
+        const bytes = utf8.encode(text);
+        const call = (out: Int32Array) =>
+          s.llama_tokenize(
             vocab,
             bytes,
             bytes.length,
@@ -128,48 +114,29 @@ export async function openLlamaTokenizers(
             addSpecial,
             parseSpecial,
           );
-          if (n < 0) {
-            out = new Int32Array(-n);
-            n = s.llama_tokenize(
-              vocab,
-              bytes,
-              bytes.length,
-              u8(out),
-              out.length,
-              addSpecial,
-              parseSpecial,
-            );
-          }
-          if (n < 0) throw new Error(`llama_tokenize returned ${n}`);
-          return [...out.subarray(0, n)];
-        },
-        detokenize(ids, removeSpecial, unparseSpecial) {
-          const tokens = Int32Array.from(ids);
-          let buf = new Uint8Array(64 + 16 * ids.length);
-          let n = s.llama_detokenize(
+        return [...retry(bytes.length + 8, (n) => new Int32Array(n), call)];
+      };
+      const detokenize = (ids: readonly number[], removeSpecial: boolean, unparse: boolean) => {
+        const tokens = Int32Array.from(ids);
+        const call = (out: Uint8Array) =>
+          s.llama_detokenize(
             vocab,
             u8(tokens),
             ids.length,
-            buf,
-            buf.length,
+            out,
+            out.length,
             removeSpecial,
-            unparseSpecial,
+            unparse,
           );
-          if (n < 0) {
-            buf = new Uint8Array(-n);
-            n = s.llama_detokenize(
-              vocab,
-              u8(tokens),
-              ids.length,
-              buf,
-              buf.length,
-              removeSpecial,
-              unparseSpecial,
-            );
-          }
-          if (n < 0) throw new Error(`llama_detokenize returned ${n}`);
-          return new TextDecoder().decode(buf.subarray(0, n));
-        },
+        return new TextDecoder().decode(
+          retry(64 + 16 * ids.length, (n) => new Uint8Array(n), call),
+        );
+      };
+      return {
+        addBos: s.llama_vocab_get_add_bos(vocab),
+        addEos: s.llama_vocab_get_add_eos(vocab),
+        tokenize,
+        detokenize,
         close: () => s.llama_model_free(model),
       };
     },
@@ -182,3 +149,22 @@ export async function openLlamaTokenizers(
 }
 
 const u8 = (a: Int32Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+/**
+ * `call(buffer)` with a buffer of `n` elements, then, if llama.cpp answers with the negative of
+ * the size it needs, once more with that size; the filled part of the buffer.
+ */
+function retry<T extends Int32Array | Uint8Array>(
+  n: number,
+  make: (n: number) => T,
+  call: (buffer: T) => number,
+): T {
+  let buffer = make(n);
+  let got = call(buffer);
+  if (got < 0) {
+    buffer = make(-got);
+    got = call(buffer);
+  }
+  if (got < 0) throw new Error(`llama.cpp asked for ${-got} elements twice`);
+  return buffer.subarray(0, got) as T;
+}

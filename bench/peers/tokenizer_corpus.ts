@@ -15,7 +15,7 @@
 import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeGguf } from "../../src/model/gguf/writer.ts";
 import { openLlamaTokenizers } from "./llama_vocab.ts";
-import { bool, bpeVocab, spmVocab, str, type VocabSpec } from "./tokenizer_vocabs.ts";
+import { bool, bpeVocab, gemma4Vocab, spmVocab, str, type VocabSpec } from "./tokenizer_vocabs.ts";
 
 /** Code, emoji (ZWJ sequences, flags, skin tones), CJK, RTL, whitespace runs, digits, specials. */
 export const CORPUS: readonly string[] = [
@@ -78,6 +78,13 @@ export const SPECS: readonly VocabSpec[] = [
       "tokenizer.ggml.add_bos_token": bool(true),
       "tokenizer.ggml.add_space_prefix": bool(false),
     },
+  },
+  {
+    name: "gemma4",
+    model: "gemma4",
+    families: "Gemma 4 (BPE over UTF-8 with ▁ for spaces and byte fallback; BOS always)",
+    control: ["<start_of_turn>", "<end_of_turn>"],
+    extra: { "tokenizer.ggml.add_bos_token": bool(false) },
   },
   {
     name: "spm-phi3",
@@ -295,7 +302,11 @@ if (import.meta.main) {
   const expected: Record<string, unknown> = {};
   const types: Record<string, unknown>[] = [];
   for (const spec of SPECS) {
-    const meta = spec.model === "llama" ? spmVocab(spec, training) : bpeVocab(spec, training);
+    const meta = spec.model === "llama"
+      ? spmVocab(spec, training)
+      : spec.model === "gemma4"
+      ? gemma4Vocab(spec, training)
+      : bpeVocab(spec, training);
     const bytes = await encodeGguf(meta, []);
     const file = `${spec.name}.gguf`;
     await Deno.writeFile(`${out}${file}`, bytes);

@@ -23,7 +23,7 @@ export const MERGES = 1500;
 /** One vocabulary to write: its file name, kind and what it adds to the shared metadata. */
 export interface VocabSpec {
   name: string;
-  model: "gpt2" | "llama";
+  model: "gpt2" | "llama" | "gemma4";
   /** `tokenizer.ggml.pre` (gpt2; absent: llama.cpp's default). */
   pre?: string;
   /** Families that use this type (README and manifest). */
@@ -209,6 +209,53 @@ export function spmVocab(spec: VocabSpec, corpus: readonly string[]): Meta {
     "tokenizer.ggml.bos_token_id": u32(1),
     "tokenizer.ggml.eos_token_id": u32(2),
     "tokenizer.ggml.unknown_token_id": u32(0),
+    ...spec.extra,
+  };
+}
+
+/**
+ * A Gemma 4 vocabulary (`tokenizer.ggml.model = gemma4`): BPE merges over raw UTF-8 characters
+ * with spaces as `▁`, learned on `▁`-led words and newline runs; the 256 `<0xNN>` byte-fallback
+ * tokens; characters seen once left out.
+ */
+export function gemma4Vocab(spec: VocabSpec, corpus: readonly string[]): Meta {
+  const words = corpus.flatMap((line) =>
+    line.replaceAll(" ", "▁").match(/▁*[^▁\n]+|▁+|\n+/gu) ?? []
+  );
+  words.push(...words);
+  const charCount = count(words.flatMap((w) => Array.from(w)));
+  const merges = learn(count(words), (w) => Array.from(w), MERGES);
+  const tokens = ["<pad>", "<eos>", "<bos>", "<unk>"];
+  const types: number[] = [
+    TOKEN_TYPE.control,
+    TOKEN_TYPE.control,
+    TOKEN_TYPE.control,
+    TOKEN_TYPE.unknown,
+  ];
+  for (let b = 0; b < 256; b++) {
+    tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`);
+    types.push(TOKEN_TYPE.byte);
+  }
+  const seen = new Set([...tokens, ...spec.control]);
+  const add = (t: string) => {
+    if (!seen.has(t)) tokens.push(t), types.push(TOKEN_TYPE.normal);
+    seen.add(t);
+  };
+  // Each word counts twice: a character in fewer than two is left to byte fallback.
+  for (const [c] of [...charCount].filter(([, n]) => n > 2).sort()) add(c);
+  for (const [a, b] of merges) add(a + b);
+  tokens.push(...spec.control);
+  types.push(...spec.control.map(() => TOKEN_TYPE.control));
+  return {
+    ...HPARAMS,
+    "tokenizer.ggml.model": str("gemma4"),
+    "tokenizer.ggml.tokens": strings(tokens),
+    "tokenizer.ggml.token_type": ints(types),
+    "tokenizer.ggml.merges": strings(merges.map(([a, b]) => `${a} ${b}`)),
+    "tokenizer.ggml.bos_token_id": u32(2),
+    "tokenizer.ggml.eos_token_id": u32(1),
+    "tokenizer.ggml.unknown_token_id": u32(3),
+    "tokenizer.ggml.padding_token_id": u32(0),
     ...spec.extra,
   };
 }

@@ -5,7 +5,9 @@
  *   scores (a piece that is the concatenation of two pieces is a merge, ranked by the piece's
  *   score, highest first), `▁` for spaces, byte fallback to `<0xNN>` pieces;
  * - `tokenizer.ggml.model = "gpt2"` (byte-level BPE): the stored merges, split by the
- *   pre-tokenizer regexes `tokenizer.ggml.pre` names, as llama.cpp runs them (`pretokenizers.ts`).
+ *   pre-tokenizer regexes `tokenizer.ggml.pre` names, as llama.cpp runs them (`pretokenizers.ts`);
+ * - `tokenizer.ggml.model = "gemma4"`: the stored merges over UTF-8 characters, `▁` for spaces,
+ *   byte fallback to `<0xNN>` pieces, each line and newline run apart.
  * Token types pick the added tokens (control: special; user-defined: not special).
  */
 import { EngineError } from "../../contract/errors.ts";
@@ -176,101 +178,135 @@ export interface GgufTokenizer {
   config: Json;
 }
 
+/** What differs between the kinds of tokenizer: how text becomes BPE symbols and back. */
+interface Kind {
+  normalizer: Json | null;
+  pre_tokenizer: Json | null;
+  decoder: Json;
+  merges: [string, string][];
+  /** Unknown symbols become `<0xNN>` byte tokens (SentencePiece-style). */
+  byteFallback: boolean;
+  ignoreMerges: boolean;
+}
+
+const SPACE_TO_META = { type: "Replace", pattern: { String: " " }, content: "▁" };
+const META_DECODERS = [
+  { type: "Replace", pattern: { String: "▁" }, content: " " },
+  { type: "ByteFallback" },
+  { type: "Fuse" },
+];
+
+/** `tokenizer.ggml.merges` as pairs. */
+function storedMerges(m: GgufMetadata): [string, string][] {
+  return m.strings("tokenizer.ggml.merges").map((s, i): [string, string] => {
+    const at = s.indexOf(" ", 1);
+    if (at < 0) {
+      throw m.refuse("tokenizer.ggml.merges", `merge ${i} ${JSON.stringify(s)} has no space`);
+    }
+    return [s.slice(0, at), s.slice(at + 1)];
+  });
+}
+
+/** `llama`: SentencePiece pieces and scores, `▁` for spaces (and before the text). */
+function spmKind(m: GgufMetadata, v: Vocab): Kind {
+  let scores: number[];
+  if (m.has("tokenizer.ggml.scores")) {
+    scores = m.numbers("tokenizer.ggml.scores");
+    if (scores.length !== v.tokens.length) {
+      throw m.refuse(
+        "tokenizer.ggml.scores",
+        `${scores.length} scores for ${v.tokens.length} tokens`,
+      );
+    }
+  } else {
+    scores = v.tokens.map((_, i) => -i);
+  }
+  const prefix = m.bool("tokenizer.ggml.add_space_prefix", true);
+  return {
+    normalizer: prefix
+      ? { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "▁" }, SPACE_TO_META] }
+      : SPACE_TO_META,
+    pre_tokenizer: null,
+    decoder: {
+      type: "Sequence",
+      decoders: [
+        ...META_DECODERS,
+        ...(prefix ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
+      ],
+    },
+    merges: spmMerges(v, scores),
+    byteFallback: true,
+    ignoreMerges: false,
+  };
+}
+
+/** `gpt2`: byte-level BPE split by the `tokenizer.ggml.pre` regexes. */
+function gpt2Kind(m: GgufMetadata, pre: PreTokenizer): Kind {
+  return {
+    normalizer: null,
+    pre_tokenizer: { type: "Sequence", pretokenizers: [...pre.splits.map(split), byteLevel] },
+    decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
+    merges: storedMerges(m),
+    byteFallback: false,
+    ignoreMerges: pre.ignoreMerges ?? false,
+  };
+}
+
+/** `gemma4`: BPE merges over UTF-8 characters with `▁` for spaces, per line and newline run. */
+function gemma4Kind(m: GgufMetadata): Kind {
+  return {
+    normalizer: SPACE_TO_META,
+    pre_tokenizer: split(String.raw`[^\n]+|\n+`),
+    decoder: { type: "Sequence", decoders: META_DECODERS },
+    merges: storedMerges(m),
+    byteFallback: true,
+    ignoreMerges: false,
+  };
+}
+
+const KINDS = ["llama", "gpt2", "gemma4"];
+
 /** The tokenizer of a GGUF file's metadata. */
 export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
   const kind = m.string("tokenizer.ggml.model");
-  if (kind !== "llama" && kind !== "gpt2") {
+  if (!KINDS.includes(kind)) {
     throw m.refuse(
       "tokenizer.ggml.model",
-      `unsupported tokenizer ${JSON.stringify(kind)} (llama, gpt2)`,
+      `unsupported tokenizer ${JSON.stringify(kind)} (${KINDS.join(", ")})`,
     );
   }
   const pre = kind === "gpt2" ? preTokenizer(m) : undefined;
   const v = readVocab(m);
-  const added = addedTokens(v, rstrips(m.string("general.name", "")));
   const bos = tokenId(m, v, "bos");
   const eos = tokenId(m, v, "eos");
   const unk = tokenId(m, v, "unknown") ??
     (kind === "llama" ? v.types.indexOf(TOKEN_TYPE.unknown) : -1);
   const pad = tokenId(m, v, "padding");
-  const addBos = m.bool("tokenizer.ggml.add_bos_token", pre?.addBos ?? kind === "llama") &&
-    bos !== undefined;
+  // llama.cpp adds BOS to Gemma 4 whatever the flag says.
+  const addBos = bos !== undefined && (kind === "gemma4" ||
+    m.bool("tokenizer.ggml.add_bos_token", pre?.addBos ?? kind === "llama"));
   const addEos = m.bool("tokenizer.ggml.add_eos_token", false) && eos !== undefined;
-  const post = addBos || addEos
-    ? templateProcessing(v, addBos ? bos : undefined, addEos ? eos : undefined)
-    : null;
-  let json: Json;
-  if (kind === "llama") {
-    let scores: number[];
-    if (m.has("tokenizer.ggml.scores")) {
-      scores = m.numbers("tokenizer.ggml.scores");
-      if (scores.length !== v.tokens.length) {
-        throw m.refuse(
-          "tokenizer.ggml.scores",
-          `${scores.length} scores for ${v.tokens.length} tokens`,
-        );
-      }
-    } else {
-      scores = v.tokens.map((_, i) => -i);
-    }
-    const prefix = m.bool("tokenizer.ggml.add_space_prefix", true);
-    const replace = { type: "Replace", pattern: { String: " " }, content: "▁" };
-    json = {
-      version: "1.0",
-      added_tokens: added,
-      normalizer: prefix
-        ? { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "▁" }, replace] }
-        : replace,
-      pre_tokenizer: null,
-      post_processor: post,
-      decoder: {
-        type: "Sequence",
-        decoders: [
-          { type: "Replace", pattern: { String: "▁" }, content: " " },
-          { type: "ByteFallback" },
-          { type: "Fuse" },
-          ...(prefix ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
-        ],
-      },
-      model: {
-        type: "BPE",
-        dropout: null,
-        unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
-        fuse_unk: true,
-        byte_fallback: true,
-        ignore_merges: false,
-        vocab: v.ids,
-        merges: spmMerges(v, scores),
-      },
-    };
-  } else {
-    const { splits, ignoreMerges } = pre!;
-    const merges = m.strings("tokenizer.ggml.merges").map((s, i): [string, string] => {
-      const at = s.indexOf(" ", 1);
-      if (at < 0) {
-        throw m.refuse("tokenizer.ggml.merges", `merge ${i} ${JSON.stringify(s)} has no space`);
-      }
-      return [s.slice(0, at), s.slice(at + 1)];
-    });
-    json = {
-      version: "1.0",
-      added_tokens: added,
-      normalizer: null,
-      pre_tokenizer: { type: "Sequence", pretokenizers: [...splits.map(split), byteLevel] },
-      post_processor: post,
-      decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
-      model: {
-        type: "BPE",
-        dropout: null,
-        unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
-        fuse_unk: false,
-        byte_fallback: false,
-        ignore_merges: ignoreMerges ?? false,
-        vocab: v.ids,
-        merges,
-      },
-    };
-  }
+  const k = kind === "llama" ? spmKind(m, v) : pre ? gpt2Kind(m, pre) : gemma4Kind(m);
+  const json: Json = {
+    version: "1.0",
+    added_tokens: addedTokens(v, rstrips(m.string("general.name", ""))),
+    normalizer: k.normalizer,
+    pre_tokenizer: k.pre_tokenizer,
+    post_processor: addBos || addEos
+      ? templateProcessing(v, addBos ? bos : undefined, addEos ? eos : undefined)
+      : null,
+    decoder: k.decoder,
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
+      fuse_unk: k.byteFallback,
+      byte_fallback: k.byteFallback,
+      ignore_merges: k.ignoreMerges,
+      vocab: v.ids,
+      merges: k.merges,
+    },
+  };
   const config: Json = { add_bos_token: addBos, add_eos_token: addEos };
   for (const [name, id] of [["bos", bos], ["eos", eos], ["unk", unk], ["pad", pad]] as const) {
     if (id !== undefined && id >= 0) config[`${name}_token`] = v.tokens[id];
