@@ -7,7 +7,8 @@
  *   node_modules/.bin/deno run -A bench/peers/tokenizer_corpus.ts [--out DIR]
  *
  * Per type and line, `expected.json` keeps the ids with `add_special` and `parse_special` (what
- * Kiln's `encode` does), the ids with neither (special-token text taken as text), and the text
+ * Kiln's `encode` does), the ids with neither (special-token text taken as text; kept only where
+ * they differ from the first less BOS / EOS), and the text
  * llama.cpp detokenizes the first back to, less the BOS / EOS `add_special` added
  * (`remove_special` off, `unparse_special` on). The manifest says per type whether `add_special`
  * adds BOS and EOS.
@@ -51,6 +52,8 @@ export const CORPUS: readonly string[] = [
   "<start_of_turn>user\nhello<end_of_turn>\n<start_of_turn>model\n",
   "<|user|>\nhi<|end|>\n<|assistant|>",
   "<|endoftext|>text after<|endoftext|>",
+  "<|begin_of_text|>hi<|eot_id|> <｜begin▁of▁sentence｜>x<｜end▁of▁sentence｜> [BOS]y[EOS] " +
+  "<[begin▁of▁sentence]>z [gMASK]<sop>>>ABSTRACT<<<fim_prefix>",
   "a",
   " ",
   "\n",
@@ -313,10 +316,13 @@ if (import.meta.main) {
     const vocab = llama.open(`${out}${file}`);
     expected[spec.name] = CORPUS.map((text) => {
       const ids = vocab.tokenize(text, true, true);
+      const bare = vocab.tokenize(text, false, true);
+      const plain = vocab.tokenize(text, false, false);
+      const same = plain.length === bare.length && plain.every((id, i) => id === bare[i]);
       return {
         ids,
-        plain: vocab.tokenize(text, false, false),
-        detokenized: vocab.detokenize(vocab.tokenize(text, false, true), false, true),
+        ...(same ? {} : { plain }),
+        detokenized: vocab.detokenize(bare, false, true),
       };
     });
     vocab.close();
