@@ -5,7 +5,8 @@
  * `bench/peers/tokenizer_corpus.ts`; see its README). Each line must encode to exactly those ids
  * (BOS/EOS as the file's flags say, special-token text parsed; and without BOS/EOS when
  * `addSpecial` is off), and decode back to the text llama.cpp detokenizes them to wherever that is
- * the line itself.
+ * the line itself; with `parseSpecial: false` it must encode as llama.cpp does with
+ * `parse_special` off (special-token text as plain text).
  */
 import { equal, ok } from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
