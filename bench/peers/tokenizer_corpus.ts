@@ -67,7 +67,7 @@ export const SPECS: readonly VocabSpec[] = [
   {
     name: "spm-llama",
     model: "llama",
-    families: "Llama 1/2, Mistral 7B v0.1-v0.3, TinyLlama, Phi-3 mini (SentencePiece)",
+    families: "Llama 1/2, Mistral 7B v0.1-v0.3, TinyLlama (SentencePiece)",
     control: ["[INST]", "[/INST]"],
     extra: { "tokenizer.ggml.add_bos_token": bool(true) },
   },
@@ -229,7 +229,7 @@ export const SPECS: readonly VocabSpec[] = [
     name: "exaone-moe",
     model: "gpt2",
     pre: "exaone-moe",
-    families: "EXAONE 4.5 MoE (letters with spaces between)",
+    families: "EXAONE MoE (letters with spaces between)",
     control: ["[BOS]", "[EOS]"],
   },
   {
