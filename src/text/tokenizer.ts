@@ -19,7 +19,13 @@ import {
 
 /** Options of `TextTokenizer.encode`. */
 export interface EncodeOptions {
+  /** Add what the tokenizer adds around a text (BOS for Llama; default true). */
   addSpecial?: boolean;
+  /**
+   * A special token's text in the text is that token (default true); false encodes it as plain
+   * text, so text from outside cannot smuggle in control tokens (llama.cpp's `parse_special`).
+   * Non-special added tokens are matched either way.
+   */
   parseSpecial?: boolean;
 }
 
@@ -33,12 +39,7 @@ export interface TextTokenizer {
   readonly bosTokenId: number | undefined;
   /** Special tokens' strings by name (`bos_token`, `eos_token`, ...) for chat templates. */
   readonly specialTokens: Readonly<Record<string, string>>;
-  /**
-   * `addSpecial`: add what the tokenizer adds around a text (BOS for Llama; default true).
-   * `parseSpecial`: a special token's text in `text` is that token (default true); false encodes
-   * it as plain text, so text from outside cannot smuggle in control tokens (llama.cpp's
-   * `parse_special`). Non-special added tokens are matched either way.
-   */
+  /** Ids of `text` (see `EncodeOptions`). */
   encode(text: string, options?: EncodeOptions): number[];
   /** Text of `ids`; may end in U+FFFD when the ids stop inside a UTF-8 character. */
   decode(ids: readonly number[], options?: { skipSpecial?: boolean }): string;
