@@ -18,7 +18,7 @@ import { type GgufValue, GgufValueType as T } from "../../src/model/gguf/writer.
 type Meta = Record<string, GgufValue>;
 
 /** Merges learned for the byte-level vocabularies and pieces for the SentencePiece ones. */
-export const MERGES = 1500;
+export const MERGES = 900;
 
 /** One vocabulary to write: its file name, kind and what it adds to the shared metadata. */
 export interface VocabSpec {

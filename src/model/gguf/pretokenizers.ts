@@ -103,6 +103,25 @@ const FALCON: PreTokenizer = {
 const JAIS2_SPLIT = String
   .raw`${CONTRACTIONS}|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}`;
 
+/**
+ * Digit runs in groups of three from the right (llama.cpp's hand-written AFMoE split, which Tiny
+ * Aya's `\d{1,3}(?=(?:\d{3})*\b)` runs too; it leaves the text before a run joined to the run's
+ * first group, which the next split always parts again).
+ */
+const DIGITS_BY_THREE = String.raw`\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))`;
+/** Han as llama.cpp's Kimi K2 split counts it (CJK ideographs and their extensions). */
+const HAN = String
+  .raw`[\u{4E00}-\u{9FFF}\u{3400}-\u{4DBF}\u{20000}-\u{2A6DF}\u{2A700}-\u{2EBEF}\u{F900}-\u{FAFF}\u{2F800}-\u{2FA1F}]`;
+const TINY_AYA: PreTokenizer = {
+  splits: [
+    DIGITS_BY_THREE,
+    String
+      .raw`[^\r\n\p{L}\p{N}]?${LETTER_MARK}*${LETTER_MARK}+${CONTRACTIONS}?|[^\r\n\p{L}\p{N}]?${LETTER_MARK}+${LETTER_MARK}*${CONTRACTIONS}?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+  ],
+};
+const KIMI_K2_SPLIT = String
+  .raw`${HAN}+|[^\r\n\p{L}\p{N}]?(?:(?!${HAN})\p{L})+${CONTRACTIONS}?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+
 /** `tokenizer.ggml.pre` values and their pre-tokenizers (llama.cpp's names, aliases included). */
 export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
   // A file without the key is llama.cpp's default too.
@@ -224,6 +243,19 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
     ],
   },
   "youtu": YOUTU,
+  // llama.cpp's hand-written Kimi K2 split: letters are any letters but Han, cases apart or not.
+  "kimi-k2": { splits: [KIMI_K2_SPLIT] },
+  "afmoe": {
+    splits: [
+      DIGITS_BY_THREE,
+      String
+        .raw`[\u{4E00}-\u{9FFF}\u{3400}-\u{4DBF}\u{8C48}-\u{FAFF}\u{3040}-\u{309F}\u{30A0}-\u{30FF}\u{FF65}-\u{FF9F}\u{2F00}-\u{2FDF}\u{E40}-\u{E7F}\u{E80}-\u{EFF}\u{1780}-\u{17FF}\u{1000}-\u{109F}\u{AA60}-\u{AA7F}\u{A9E0}-\u{A9FF}\u{AC00}-\u{D7AF}\u{1100}-\u{11FF}]+`,
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|" +
+      " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+    ],
+  },
+  "tiny_aya": TINY_AYA,
+  "cohere2moe": TINY_AYA,
   "falcon": FALCON,
   "bloom": BLOOM,
   "poro-chat": BLOOM,
