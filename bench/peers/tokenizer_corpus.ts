@@ -7,11 +7,10 @@
  *   node_modules/.bin/deno run -A bench/peers/tokenizer_corpus.ts [--out DIR]
  *
  * Per type and line, `expected.json` keeps the ids with `add_special` and `parse_special` (what
- * Kiln's `encode` does), the ids with neither (special-token text taken as text; kept only where
- * they differ from the first less BOS / EOS), and the text
- * llama.cpp detokenizes the first back to, less the BOS / EOS `add_special` added
- * (`remove_special` off, `unparse_special` on). The manifest says per type whether `add_special`
- * adds BOS and EOS.
+ * Kiln's `encode` does); the ids with neither (special-token text taken as text), where they
+ * differ from the first less BOS / EOS; and the text llama.cpp detokenizes the first back to (less
+ * BOS / EOS, `remove_special` off, `unparse_special` on), where that is not the line itself. The
+ * manifest says per type whether `add_special` adds BOS and EOS.
  */
 import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeGguf } from "../../src/model/gguf/writer.ts";
@@ -276,6 +275,20 @@ export const SPECS: readonly VocabSpec[] = [
     control: ["<BOS_TOKEN>", "<EOS_TOKEN>"],
   },
   {
+    name: "superbpe",
+    model: "gpt2",
+    pre: "superbpe",
+    families: "OLMo 2 SuperBPE (digits in threes from the right, no other split)",
+    control: ["<|endoftext|>"],
+  },
+  {
+    name: "spark2_5",
+    model: "gpt2",
+    pre: "spark2_5",
+    families: "Spark X2.5",
+    control: ["<|endoftext|>", "<|im_start|>"],
+  },
+  {
     name: "jais-2",
     model: "gpt2",
     pre: "jais-2",
@@ -341,10 +354,11 @@ if (import.meta.main) {
       const bare = vocab.tokenize(text, false, true);
       const plain = vocab.tokenize(text, false, false);
       const same = plain.length === bare.length && plain.every((id, i) => id === bare[i]);
+      const detokenized = vocab.detokenize(bare, false, true);
       return {
         ids,
         ...(same ? {} : { plain }),
-        detokenized: vocab.detokenize(bare, false, true),
+        ...(detokenized === text ? {} : { detokenized }),
       };
     });
     vocab.close();

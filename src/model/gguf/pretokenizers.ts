@@ -255,6 +255,18 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
     ],
   },
   "tiny_aya": TINY_AYA,
+  // Digit runs, then (zero-width matches between them) groups of three ASCII digits from the
+  // right: llama.cpp's `\d` is [0-9].
+  "superbpe": { splits: [String.raw`\p{N}+`, String.raw`(?=(?:[0-9]{3})+(?![0-9]))`] },
+  "spark2_5": {
+    splits: [
+      String.raw`\p{N}{1,3}`,
+      String.raw`[\u{4E00}-\u{9FA5}\u{3040}-\u{309F}\u{30A0}-\u{30FF}]+`,
+      "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|" +
+      " ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+      String.raw`\p{N}`,
+    ],
+  },
   "cohere2moe": TINY_AYA,
   "falcon": FALCON,
   "bloom": BLOOM,

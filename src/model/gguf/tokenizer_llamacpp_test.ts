@@ -20,7 +20,8 @@ interface Expected {
   ids: number[];
   /** Absent where equal to `ids` less the BOS / EOS `add_special` adds. */
   plain?: number[];
-  detokenized: string;
+  /** llama.cpp's text of `ids` less BOS / EOS; absent where it is the line itself. */
+  detokenized?: string;
 }
 interface Manifest {
   lines: number;
@@ -74,7 +75,7 @@ for (const t of manifest.types) {
         wrong.push(`line ${i} ${JSON.stringify(line)}: kiln ${ids} llama.cpp ${want.ids}`);
         return;
       }
-      if (want.detokenized === line) {
+      if (want.detokenized === undefined) {
         equal(tokenizer.decode(inner, { skipSpecial: false }), line, `line ${i}`);
         decoded++;
       }
