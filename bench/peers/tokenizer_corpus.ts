@@ -15,7 +15,7 @@
 import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeGguf } from "../../src/model/gguf/writer.ts";
 import { openLlamaTokenizers } from "./llama_vocab.ts";
-import { bool, bpeVocab, gemma4Vocab, spmVocab, str, type VocabSpec } from "./tokenizer_vocabs.ts";
+import { bool, bpeVocab, metaVocab, spmVocab, str, type VocabSpec } from "./tokenizer_vocabs.ts";
 
 /** Code, emoji (ZWJ sequences, flags, skin tones), CJK, RTL, whitespace runs, digits, specials. */
 export const CORPUS: readonly string[] = [
@@ -88,6 +88,13 @@ export const SPECS: readonly VocabSpec[] = [
     families: "Gemma 4 (BPE over UTF-8 with ▁ for spaces and byte fallback; BOS always)",
     control: ["<start_of_turn>", "<end_of_turn>"],
     extra: { "tokenizer.ggml.add_bos_token": bool(false) },
+  },
+  {
+    name: "sarvam-moe",
+    model: "gpt2",
+    pre: "sarvam-moe",
+    families: "Sarvam MoE (as Gemma 4's, BOS as the flag says)",
+    control: CHATML,
   },
   {
     name: "spm-phi3",
@@ -342,8 +349,8 @@ if (import.meta.main) {
   for (const spec of SPECS) {
     const meta = spec.model === "llama"
       ? spmVocab(spec, training)
-      : spec.model === "gemma4"
-      ? gemma4Vocab(spec, training)
+      : spec.model === "gemma4" || spec.pre === "sarvam-moe"
+      ? metaVocab(spec, training)
       : bpeVocab(spec, training);
     const bytes = await encodeGguf(meta, []);
     const file = `${spec.name}.gguf`;

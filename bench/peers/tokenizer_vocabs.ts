@@ -214,11 +214,11 @@ export function spmVocab(spec: VocabSpec, corpus: readonly string[]): Meta {
 }
 
 /**
- * A Gemma 4 vocabulary (`tokenizer.ggml.model = gemma4`): BPE merges over raw UTF-8 characters
- * with spaces as `▁`, learned on `▁`-led words and newline runs; the 256 `<0xNN>` byte-fallback
- * tokens; characters seen once left out.
+ * A vocabulary of UTF-8 tokens with spaces as `▁` (Gemma 4's, `tokenizer.ggml.model = gemma4`,
+ * and Sarvam's `gpt2` one): BPE merges over characters learned on `▁`-led words and newline runs;
+ * the 256 `<0xNN>` byte-fallback tokens; characters seen once left out.
  */
-export function gemma4Vocab(spec: VocabSpec, corpus: readonly string[]): Meta {
+export function metaVocab(spec: VocabSpec, corpus: readonly string[]): Meta {
   const words = corpus.flatMap((line) =>
     line.replaceAll(" ", "▁").match(/▁*[^▁\n]+|▁+|\n+/gu) ?? []
   );
@@ -248,7 +248,8 @@ export function gemma4Vocab(spec: VocabSpec, corpus: readonly string[]): Meta {
   types.push(...spec.control.map(() => TOKEN_TYPE.control));
   return {
     ...HPARAMS,
-    "tokenizer.ggml.model": str("gemma4"),
+    "tokenizer.ggml.model": str(spec.model),
+    ...(spec.pre === undefined ? {} : { "tokenizer.ggml.pre": str(spec.pre) }),
     "tokenizer.ggml.tokens": strings(tokens),
     "tokenizer.ggml.token_type": ints(types),
     "tokenizer.ggml.merges": strings(merges.map(([a, b]) => `${a} ${b}`)),

@@ -1,8 +1,8 @@
 /**
  * The pre-tokenizers `tokenizer.ggml.pre` names, as llama.cpp (src/llama-vocab.cpp) runs them on
- * a `gpt2` (byte-level BPE) vocabulary: a list of regexes applied in turn (each splits every piece
- * the previous one left, keeping the text between matches as pieces of its own), then the
- * byte-level map and the merges. The regexes here are JavaScript's spelling of llama.cpp's with
+ * a `gpt2` (BPE) vocabulary: a list of regexes applied in turn (each splits every piece the
+ * previous one left, keeping the text between matches as pieces of its own), then the byte-level
+ * map (but for the few types whose tokens are UTF-8 text) and the merges. The regexes here are JavaScript's spelling of llama.cpp's with
  * llama.cpp's meaning: where llama.cpp adapted a tokenizer.json regex for its engine (case-blind
  * contractions spelt out; the Lu/Ll classes of GPT-4o and Tekken as "a letter that is not a-z" and
  * "a letter that is not A-Z", which is what they match there), this is the adapted form.
@@ -46,6 +46,15 @@ export interface PreTokenizer {
   ignoreMerges?: boolean;
   /** Whether BOS is added when the file has no `tokenizer.ggml.add_bos_token`. */
   addBos?: boolean;
+  /** BOS is added whatever `tokenizer.ggml.add_bos_token` says (Gemma 4). */
+  alwaysBos?: boolean;
+  /**
+   * false: tokens are UTF-8 text, not GPT-2's byte symbols, with `<0xNN>` byte tokens for what no
+   * token spells (default true).
+   */
+  byteLevel?: boolean;
+  /** Spaces are `▁` in the tokens (SentencePiece-style). */
+  escapeSpaces?: boolean;
 }
 
 const GPT2: PreTokenizer = { splits: [GPT2_SPLIT] };
@@ -121,6 +130,14 @@ const TINY_AYA: PreTokenizer = {
 };
 const KIMI_K2_SPLIT = String
   .raw`${HAN}+|[^\r\n\p{L}\p{N}]?(?:(?!${HAN})\p{L})+${CONTRACTIONS}?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+
+/** Gemma 4's: lines and newline runs apart, spaces as `▁`, UTF-8 tokens, BOS always. */
+const GEMMA4: PreTokenizer = {
+  splits: [String.raw`[^\n]+|\n+`],
+  byteLevel: false,
+  escapeSpaces: true,
+  alwaysBos: true,
+};
 
 /** `tokenizer.ggml.pre` values and their pre-tokenizers (llama.cpp's names, aliases included). */
 export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
@@ -255,6 +272,10 @@ export const PRE_TOKENIZERS: Readonly<Record<string, PreTokenizer>> = {
     ],
   },
   "tiny_aya": TINY_AYA,
+  // llama.cpp takes `tokenizer.ggml.model = gemma4` as this whatever the pre key says.
+  "gemma4": GEMMA4,
+  "granite-embed-multi-311m": GEMMA4,
+  "sarvam-moe": { ...GEMMA4, alwaysBos: false },
   // Digit runs, then (zero-width matches between them) groups of three ASCII digits from the
   // right: llama.cpp's `\d` is [0-9].
   "superbpe": { splits: [String.raw`\p{N}+`, String.raw`(?=(?:[0-9]{3})+(?![0-9]))`] },

@@ -6,8 +6,8 @@
  *   score, highest first), `▁` for spaces, byte fallback to `<0xNN>` pieces;
  * - `tokenizer.ggml.model = "gpt2"` (byte-level BPE): the stored merges, split by the
  *   pre-tokenizer regexes `tokenizer.ggml.pre` names, as llama.cpp runs them (`pretokenizers.ts`);
- * - `tokenizer.ggml.model = "gemma4"`: the stored merges over UTF-8 characters, `▁` for spaces,
- *   byte fallback to `<0xNN>` pieces, each line and newline run apart.
+ * - `tokenizer.ggml.model = "gemma4"`: as `gpt2` with the `gemma4` pre-tokenizer (merges over UTF-8
+ *   characters, `▁` for spaces, byte fallback to `<0xNN>` pieces, each line and newline run apart).
  * Token types pick the added tokens (control: special; user-defined: not special).
  */
 import { EngineError } from "../../contract/errors.ts";
@@ -16,6 +16,8 @@ import type { ModelText } from "../../text/load.ts";
 import { HfTextTokenizer } from "../../text/tokenizer.ts";
 import type { GgufMetadata } from "./metadata.ts";
 import { PRE_TOKENIZERS, type PreTokenizer } from "./pretokenizers.ts";
+
+const GEMMA4 = PRE_TOKENIZERS["gemma4"]!;
 
 type Json = Record<string, unknown>;
 
@@ -240,27 +242,32 @@ function spmKind(m: GgufMetadata, v: Vocab): Kind {
   };
 }
 
-/** `gpt2`: byte-level BPE split by the `tokenizer.ggml.pre` regexes. */
-function gpt2Kind(m: GgufMetadata, pre: PreTokenizer): Kind {
+/**
+ * `gpt2` (and `gemma4`): the stored merges on the pieces of the `tokenizer.ggml.pre` regexes, over
+ * GPT-2's byte symbols, or over UTF-8 characters with byte fallback and maybe `▁` for spaces.
+ */
+function bpeKind(m: GgufMetadata, pre: PreTokenizer): Kind {
+  const splits = pre.splits.map(split);
+  if (pre.byteLevel !== false) {
+    return {
+      normalizer: null,
+      pre_tokenizer: { type: "Sequence", pretokenizers: [...splits, byteLevel] },
+      decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
+      merges: storedMerges(m),
+      byteFallback: false,
+      ignoreMerges: pre.ignoreMerges ?? false,
+    };
+  }
   return {
-    normalizer: null,
-    pre_tokenizer: { type: "Sequence", pretokenizers: [...pre.splits.map(split), byteLevel] },
-    decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
-    merges: storedMerges(m),
-    byteFallback: false,
-    ignoreMerges: pre.ignoreMerges ?? false,
-  };
-}
-
-/** `gemma4`: BPE merges over UTF-8 characters with `▁` for spaces, per line and newline run. */
-function gemma4Kind(m: GgufMetadata): Kind {
-  return {
-    normalizer: SPACE_TO_META,
-    pre_tokenizer: split(String.raw`[^\n]+|\n+`),
-    decoder: { type: "Sequence", decoders: META_DECODERS },
+    normalizer: pre.escapeSpaces ? SPACE_TO_META : null,
+    pre_tokenizer: { type: "Sequence", pretokenizers: splits },
+    decoder: {
+      type: "Sequence",
+      decoders: pre.escapeSpaces ? META_DECODERS : META_DECODERS.slice(1),
+    },
     merges: storedMerges(m),
     byteFallback: true,
-    ignoreMerges: false,
+    ignoreMerges: pre.ignoreMerges ?? false,
   };
 }
 
@@ -275,18 +282,17 @@ export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
       `unsupported tokenizer ${JSON.stringify(kind)} (${KINDS.join(", ")})`,
     );
   }
-  const pre = kind === "gpt2" ? preTokenizer(m) : undefined;
+  const pre = kind === "gpt2" ? preTokenizer(m) : kind === "gemma4" ? GEMMA4 : undefined;
   const v = readVocab(m);
   const bos = tokenId(m, v, "bos");
   const eos = tokenId(m, v, "eos");
   const unk = tokenId(m, v, "unknown") ??
     (kind === "llama" ? v.types.indexOf(TOKEN_TYPE.unknown) : -1);
   const pad = tokenId(m, v, "padding");
-  // llama.cpp adds BOS to Gemma 4 whatever the flag says.
-  const addBos = bos !== undefined && (kind === "gemma4" ||
+  const addBos = bos !== undefined && (pre?.alwaysBos === true ||
     m.bool("tokenizer.ggml.add_bos_token", pre?.addBos ?? kind === "llama"));
   const addEos = m.bool("tokenizer.ggml.add_eos_token", false) && eos !== undefined;
-  const k = kind === "llama" ? spmKind(m, v) : pre ? gpt2Kind(m, pre) : gemma4Kind(m);
+  const k = pre ? bpeKind(m, pre) : spmKind(m, v);
   const json: Json = {
     version: "1.0",
     added_tokens: addedTokens(v, rstrips(m.string("general.name", ""))),
