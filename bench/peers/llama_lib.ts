@@ -118,6 +118,28 @@ export interface LlamaQuantizer {
   close(): void;
 }
 
+/** The llama.cpp release, package version and source commit of the peer's binaries. */
+export async function llamaCppVersion(): Promise<LlamaCppVersion> {
+  const lib = Deno.dlopen(`${peersDir}${BINS}libllama.v0.5.0.so`, {
+    llama_version: symbols.llama_version,
+  });
+  const version = new Deno.UnsafePointerView(lib.symbols.llama_version()!)
+    .getCString();
+  lib.close();
+  const info = JSON.parse(
+    await Deno.readTextFile(`${peersDir}${PACKAGE}llama/llama.cpp.info.json`),
+  ) as { tag: string };
+  const pkg = JSON.parse(
+    await Deno.readTextFile(`${peersDir}${PACKAGE}package.json`),
+  ) as { version: string };
+  return {
+    version,
+    release: info.tag,
+    nodeLlamaCpp: pkg.version,
+    bundleCommit: await bundleCommit(),
+  };
+}
+
 async function bundleCommit(): Promise<string> {
   const out = await new Deno.Command("git", {
     args: [
@@ -166,22 +188,9 @@ export async function openLlamaQuantizer(
   );
   s.llama_log_set(callback.pointer, null);
   s.llama_backend_init();
-  const info = JSON.parse(
-    await Deno.readTextFile(`${peersDir}${PACKAGE}llama/llama.cpp.info.json`),
-  ) as { tag: string };
-  const pkg = JSON.parse(
-    await Deno.readTextFile(`${peersDir}${PACKAGE}package.json`),
-  ) as {
-    version: string;
-  };
   const cstr = (text: string) => new TextEncoder().encode(`${text}\0`);
   return {
-    version: {
-      version: cString(s.llama_version()),
-      release: info.tag,
-      nodeLlamaCpp: pkg.version,
-      bundleCommit: await bundleCommit(),
-    },
+    version: await llamaCppVersion(),
     ftypeName: (ftype) => cString(s.llama_ftype_name(ALL_FTYPES[ftype])),
     quantize(input, output, ftype) {
       const params = s.llama_model_quantize_default_params();

@@ -17,6 +17,18 @@ import {
   refuse,
 } from "./tokenizer_check.ts";
 
+/** Options of `TextTokenizer.encode`. */
+export interface EncodeOptions {
+  /** Add what the tokenizer adds around a text (BOS for Llama; default true). */
+  addSpecial?: boolean;
+  /**
+   * A special token's text in the text is that token (default true); false encodes it as plain
+   * text, so text from outside cannot smuggle in control tokens (llama.cpp's `parse_special`).
+   * Non-special added tokens are matched either way.
+   */
+  parseSpecial?: boolean;
+}
+
 /** What the engine needs from a tokenizer. */
 export interface TextTokenizer {
   /** Ids are in `[0, vocabSize)`. */
@@ -27,8 +39,8 @@ export interface TextTokenizer {
   readonly bosTokenId: number | undefined;
   /** Special tokens' strings by name (`bos_token`, `eos_token`, ...) for chat templates. */
   readonly specialTokens: Readonly<Record<string, string>>;
-  /** `addSpecial`: add what the tokenizer adds around a text (BOS for Llama; default true). */
-  encode(text: string, options?: { addSpecial?: boolean }): number[];
+  /** Ids of `text` (see `EncodeOptions`). */
+  encode(text: string, options?: EncodeOptions): number[];
   /** Text of `ids`; may end in U+FFFD when the ids stop inside a UTF-8 character. */
   decode(ids: readonly number[], options?: { skipSpecial?: boolean }): string;
   /** Whether `id` is a special (control) token. */
@@ -107,7 +119,8 @@ export class ByteTokenizer implements TextTokenizer {
     this.specialTokens = special;
   }
 
-  encode(text: string, options: { addSpecial?: boolean } = {}): number[] {
+  /** Bytes have no special-token text: `parseSpecial` changes nothing. */
+  encode(text: string, options: EncodeOptions = {}): number[] {
     const bytes = [...new TextEncoder().encode(text)];
     return options.addSpecial !== false && this.bosTokenId !== undefined
       ? [this.bosTokenId, ...bytes]
@@ -152,6 +165,8 @@ export class HfTextTokenizer implements TextTokenizer {
   readonly bosTokenId: number | undefined;
   readonly specialTokens: Readonly<Record<string, string>>;
   readonly #tok: HfTokenizer;
+  /** The same tokenizer less its special added tokens (`parseSpecial: false`), made on first use. */
+  #plain: (() => HfTokenizer) | HfTokenizer;
   readonly #special: Set<number>;
   readonly #byteLevel: boolean;
 
@@ -186,6 +201,10 @@ export class HfTextTokenizer implements TextTokenizer {
       throw EngineError.fromLibrary(LIBRARY, "tokenizer.json", e);
     }
     this.#special = new Set(added.filter((t) => t.special).map((t) => t.id));
+    this.#plain = this.#special.size === 0 ? this.#tok : () => {
+      const kept = (checked.added_tokens as Json[]).filter((t) => t.special !== true);
+      return new HfTokenizer({ ...checked, added_tokens: kept }, config);
+    };
     this.#byteLevel = isByteLevelDecoder(json.decoder);
     this.vocabSize = added.reduce((m, t) => Math.max(m, t.id + 1), base);
     const special: Record<string, string> = {};
@@ -210,14 +229,18 @@ export class HfTextTokenizer implements TextTokenizer {
   }
 
   /** Ids of `text`; a tokenizer file that yields an id outside its vocabulary is refused. */
-  encode(text: string, options: { addSpecial?: boolean } = {}): number[] {
+  encode(text: string, options: EncodeOptions = {}): number[] {
     if (typeof text !== "string") {
       throw refuse("tokenizer", `encode: expected a string, got ${describe(text)}`);
     }
-    const ids = guarded(
-      "encode",
-      () => this.#tok.encode(text, { add_special_tokens: options.addSpecial !== false }).ids,
-    );
+    const ids = guarded("encode", () => {
+      let tok = this.#tok;
+      if (options.parseSpecial === false) {
+        if (typeof this.#plain === "function") this.#plain = this.#plain();
+        tok = this.#plain;
+      }
+      return tok.encode(text, { add_special_tokens: options.addSpecial !== false }).ids;
+    });
     for (const id of ids) checkId(id, "tokenizer: encode", this.vocabSize);
     return ids;
   }

@@ -5,7 +5,9 @@
  *   scores (a piece that is the concatenation of two pieces is a merge, ranked by the piece's
  *   score, highest first), `▁` for spaces, byte fallback to `<0xNN>` pieces;
  * - `tokenizer.ggml.model = "gpt2"` (byte-level BPE): the stored merges, split by the
- *   pre-tokenizer regex that `tokenizer.ggml.pre` names.
+ *   pre-tokenizer regexes `tokenizer.ggml.pre` names, as llama.cpp runs them (`pretokenizers.ts`);
+ * - `tokenizer.ggml.model = "gemma4"`: as `gpt2` with the `gemma4` pre-tokenizer (merges over UTF-8
+ *   characters, `▁` for spaces, byte fallback to `<0xNN>` pieces, each line and newline run apart).
  * Token types pick the added tokens (control: special; user-defined: not special).
  */
 import { EngineError } from "../../contract/errors.ts";
@@ -13,6 +15,9 @@ import { ChatTemplate } from "../../text/chat.ts";
 import type { ModelText } from "../../text/load.ts";
 import { HfTextTokenizer } from "../../text/tokenizer.ts";
 import type { GgufMetadata } from "./metadata.ts";
+import { PRE_TOKENIZERS, type PreTokenizer } from "./pretokenizers.ts";
+
+const GEMMA4 = PRE_TOKENIZERS["gemma4"]!;
 
 type Json = Record<string, unknown>;
 
@@ -26,14 +31,6 @@ export const TOKEN_TYPE = {
   byte: 6,
 } as const;
 
-/** The pre-tokenizer regexes `tokenizer.ggml.pre` names (GPT-2's, Llama 3's, Qwen2's). */
-export const GPT2_SPLIT = String
-  .raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`;
-export const LLAMA3_SPLIT = String
-  .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
-export const QWEN2_SPLIT = String
-  .raw`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
-
 const split = (regex: string) => ({
   type: "Split",
   pattern: { Regex: regex },
@@ -45,33 +42,6 @@ const byteLevel = {
   add_prefix_space: false,
   trim_offsets: true,
   use_regex: false,
-};
-
-/** Pre-tokenizers by `tokenizer.ggml.pre`, and whether merges are skipped for whole tokens. */
-const PRE: Record<string, { pre: Json; ignoreMerges: boolean }> = {
-  "default": {
-    pre: { type: "Sequence", pretokenizers: [split(GPT2_SPLIT), byteLevel] },
-    ignoreMerges: false,
-  },
-  "gpt-2": {
-    pre: { type: "Sequence", pretokenizers: [split(GPT2_SPLIT), byteLevel] },
-    ignoreMerges: false,
-  },
-  "llama-bpe": {
-    pre: { type: "Sequence", pretokenizers: [split(LLAMA3_SPLIT), byteLevel] },
-    ignoreMerges: true,
-  },
-  "qwen2": {
-    pre: { type: "Sequence", pretokenizers: [split(QWEN2_SPLIT), byteLevel] },
-    ignoreMerges: false,
-  },
-  "smollm": {
-    pre: {
-      type: "Sequence",
-      pretokenizers: [{ type: "Digits", individual_digits: true }, split(GPT2_SPLIT), byteLevel],
-    },
-    ignoreMerges: false,
-  },
 };
 
 /** SentencePiece pieces longer than this (code units) are never the result of a merge. */
@@ -113,7 +83,17 @@ function tokenId(m: GgufMetadata, v: Vocab, name: string): number | undefined {
   return id;
 }
 
-function addedTokens(v: Vocab): Json[] {
+/**
+ * Whether the added tokens of a file named `name` (`general.name`) eat the whitespace after them:
+ * llama.cpp does so for Phi-3's special tokens but `<unk>`, `<s>` and `<|endoftext|>`.
+ */
+function rstrips(name: string): (token: string) => boolean {
+  const lower = name.toLowerCase();
+  if (!lower.includes("phi-3") && !lower.includes("phi3")) return () => false;
+  return (token) => !["<unk>", "<s>", "<|endoftext|>"].includes(token);
+}
+
+function addedTokens(v: Vocab, rstrip: (token: string) => boolean): Json[] {
   const out: Json[] = [];
   v.types.forEach((type, id) => {
     const special = type === TOKEN_TYPE.control || type === TOKEN_TYPE.unknown;
@@ -124,7 +104,7 @@ function addedTokens(v: Vocab): Json[] {
         content,
         single_word: false,
         lstrip: false,
-        rstrip: false,
+        rstrip: rstrip(content),
         normalized: false,
         special,
       });
@@ -133,13 +113,14 @@ function addedTokens(v: Vocab): Json[] {
   return out;
 }
 
-/** BPE merges of a SentencePiece vocabulary, best-scored merged piece first. */
+/**
+ * BPE merges of a SentencePiece vocabulary, best-scored merged piece first. As in llama.cpp, two
+ * adjacent symbols merge when their concatenation is a piece, so a merge's halves are pieces or
+ * single characters (which need not be pieces themselves).
+ */
 export function spmMerges(v: Vocab, scores: readonly number[]): [string, string][] {
-  const found: { pair: [string, string]; score: number; id: number; left: number }[] = [];
-  const normal = (s: string) => {
-    const id = v.ids[s];
-    return id !== undefined && v.types[id] === TOKEN_TYPE.normal ? id : undefined;
-  };
+  const found: { pair: [string, string]; score: number; id: number; at: number }[] = [];
+  const symbol = (s: string, chars: number) => chars === 1 || v.ids[s] !== undefined;
   v.tokens.forEach((piece, id) => {
     if (v.types[id] !== TOKEN_TYPE.normal || piece.length > MAX_MERGED_PIECE) return;
     if (v.ids[piece] !== id) return;
@@ -147,13 +128,12 @@ export function spmMerges(v: Vocab, scores: readonly number[]): [string, string]
     for (let i = 1; i < chars.length; i++) {
       const left = chars.slice(0, i).join("");
       const right = chars.slice(i).join("");
-      const l = normal(left);
-      if (l !== undefined && normal(right) !== undefined) {
-        found.push({ pair: [left, right], score: scores[id]!, id, left: l });
+      if (symbol(left, i) && symbol(right, chars.length - i)) {
+        found.push({ pair: [left, right], score: scores[id]!, id, at: i });
       }
     }
   });
-  found.sort((a, b) => b.score - a.score || a.id - b.id || a.left - b.left);
+  found.sort((a, b) => b.score - a.score || a.id - b.id || a.at - b.at);
   return found.map((f) => f.pair);
 }
 
@@ -178,6 +158,21 @@ function templateProcessing(v: Vocab, bos: number | undefined, eos: number | und
   };
 }
 
+/** The pre-tokenizer `tokenizer.ggml.pre` names (llama.cpp's `default` when absent). */
+function preTokenizer(m: GgufMetadata): PreTokenizer {
+  const name = m.string("tokenizer.ggml.pre", "default");
+  const pre = Object.hasOwn(PRE_TOKENIZERS, name) ? PRE_TOKENIZERS[name] : undefined;
+  if (pre === undefined) {
+    throw m.refuse(
+      "tokenizer.ggml.pre",
+      `unsupported pre-tokenizer ${JSON.stringify(name)} (${
+        Object.keys(PRE_TOKENIZERS).join(", ")
+      })`,
+    );
+  }
+  return pre;
+}
+
 export interface GgufTokenizer {
   /** A `tokenizer.json` object. */
   json: Json;
@@ -185,105 +180,139 @@ export interface GgufTokenizer {
   config: Json;
 }
 
+/** What differs between the kinds of tokenizer: how text becomes BPE symbols and back. */
+interface Kind {
+  normalizer: Json | null;
+  pre_tokenizer: Json | null;
+  decoder: Json;
+  merges: [string, string][];
+  /** Unknown symbols become `<0xNN>` byte tokens (SentencePiece-style). */
+  byteFallback: boolean;
+  ignoreMerges: boolean;
+}
+
+const SPACE_TO_META = { type: "Replace", pattern: { String: " " }, content: "▁" };
+const META_DECODERS = [
+  { type: "Replace", pattern: { String: "▁" }, content: " " },
+  { type: "ByteFallback" },
+  { type: "Fuse" },
+];
+
+/** `tokenizer.ggml.merges` as pairs. */
+function storedMerges(m: GgufMetadata): [string, string][] {
+  return m.strings("tokenizer.ggml.merges").map((s, i): [string, string] => {
+    const at = s.indexOf(" ", 1);
+    if (at < 0) {
+      throw m.refuse("tokenizer.ggml.merges", `merge ${i} ${JSON.stringify(s)} has no space`);
+    }
+    return [s.slice(0, at), s.slice(at + 1)];
+  });
+}
+
+/** `llama`: SentencePiece pieces and scores, `▁` for spaces (and before the text). */
+function spmKind(m: GgufMetadata, v: Vocab): Kind {
+  let scores: number[];
+  if (m.has("tokenizer.ggml.scores")) {
+    scores = m.numbers("tokenizer.ggml.scores");
+    if (scores.length !== v.tokens.length) {
+      throw m.refuse(
+        "tokenizer.ggml.scores",
+        `${scores.length} scores for ${v.tokens.length} tokens`,
+      );
+    }
+  } else {
+    scores = v.tokens.map((_, i) => -i);
+  }
+  const prefix = m.bool("tokenizer.ggml.add_space_prefix", true);
+  return {
+    normalizer: prefix
+      ? { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "▁" }, SPACE_TO_META] }
+      : SPACE_TO_META,
+    pre_tokenizer: null,
+    decoder: {
+      type: "Sequence",
+      decoders: [
+        ...META_DECODERS,
+        ...(prefix ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
+      ],
+    },
+    merges: spmMerges(v, scores),
+    byteFallback: true,
+    ignoreMerges: false,
+  };
+}
+
+/**
+ * `gpt2` (and `gemma4`): the stored merges on the pieces of the `tokenizer.ggml.pre` regexes, over
+ * GPT-2's byte symbols, or over UTF-8 characters with byte fallback and maybe `▁` for spaces.
+ */
+function bpeKind(m: GgufMetadata, pre: PreTokenizer): Kind {
+  const splits = pre.splits.map(split);
+  if (pre.byteLevel !== false) {
+    return {
+      normalizer: null,
+      pre_tokenizer: { type: "Sequence", pretokenizers: [...splits, byteLevel] },
+      decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
+      merges: storedMerges(m),
+      byteFallback: false,
+      ignoreMerges: pre.ignoreMerges ?? false,
+    };
+  }
+  return {
+    normalizer: pre.escapeSpaces ? SPACE_TO_META : null,
+    pre_tokenizer: { type: "Sequence", pretokenizers: splits },
+    decoder: {
+      type: "Sequence",
+      decoders: pre.escapeSpaces ? META_DECODERS : META_DECODERS.slice(1),
+    },
+    merges: storedMerges(m),
+    byteFallback: true,
+    ignoreMerges: pre.ignoreMerges ?? false,
+  };
+}
+
+const KINDS = ["llama", "gpt2", "gemma4"];
+
 /** The tokenizer of a GGUF file's metadata. */
 export function ggufTokenizer(m: GgufMetadata): GgufTokenizer {
   const kind = m.string("tokenizer.ggml.model");
-  if (kind !== "llama" && kind !== "gpt2") {
+  if (!KINDS.includes(kind)) {
     throw m.refuse(
       "tokenizer.ggml.model",
-      `unsupported tokenizer ${JSON.stringify(kind)} (llama, gpt2)`,
+      `unsupported tokenizer ${JSON.stringify(kind)} (${KINDS.join(", ")})`,
     );
   }
+  const pre = kind === "gpt2" ? preTokenizer(m) : kind === "gemma4" ? GEMMA4 : undefined;
   const v = readVocab(m);
   const bos = tokenId(m, v, "bos");
   const eos = tokenId(m, v, "eos");
   const unk = tokenId(m, v, "unknown") ??
     (kind === "llama" ? v.types.indexOf(TOKEN_TYPE.unknown) : -1);
   const pad = tokenId(m, v, "padding");
-  const addBos = m.bool("tokenizer.ggml.add_bos_token", kind === "llama") && bos !== undefined;
+  const addBos = bos !== undefined && (pre?.alwaysBos === true ||
+    m.bool("tokenizer.ggml.add_bos_token", pre?.addBos ?? kind === "llama"));
   const addEos = m.bool("tokenizer.ggml.add_eos_token", false) && eos !== undefined;
-  const post = addBos || addEos
-    ? templateProcessing(v, addBos ? bos : undefined, addEos ? eos : undefined)
-    : null;
-  let json: Json;
-  if (kind === "llama") {
-    let scores: number[];
-    if (m.has("tokenizer.ggml.scores")) {
-      scores = m.numbers("tokenizer.ggml.scores");
-      if (scores.length !== v.tokens.length) {
-        throw m.refuse(
-          "tokenizer.ggml.scores",
-          `${scores.length} scores for ${v.tokens.length} tokens`,
-        );
-      }
-    } else {
-      scores = v.tokens.map((_, i) => -i);
-    }
-    const prefix = m.bool("tokenizer.ggml.add_space_prefix", true);
-    const replace = { type: "Replace", pattern: { String: " " }, content: "▁" };
-    json = {
-      version: "1.0",
-      added_tokens: addedTokens(v),
-      normalizer: prefix
-        ? { type: "Sequence", normalizers: [{ type: "Prepend", prepend: "▁" }, replace] }
-        : replace,
-      pre_tokenizer: null,
-      post_processor: post,
-      decoder: {
-        type: "Sequence",
-        decoders: [
-          { type: "Replace", pattern: { String: "▁" }, content: " " },
-          { type: "ByteFallback" },
-          { type: "Fuse" },
-          ...(prefix ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
-        ],
-      },
-      model: {
-        type: "BPE",
-        dropout: null,
-        unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
-        fuse_unk: true,
-        byte_fallback: true,
-        ignore_merges: false,
-        vocab: v.ids,
-        merges: spmMerges(v, scores),
-      },
-    };
-  } else {
-    const preName = m.string("tokenizer.ggml.pre", "default");
-    const pre = Object.hasOwn(PRE, preName) ? PRE[preName] : undefined;
-    if (pre === undefined) {
-      throw m.refuse(
-        "tokenizer.ggml.pre",
-        `unsupported pre-tokenizer ${JSON.stringify(preName)} (${Object.keys(PRE).join(", ")})`,
-      );
-    }
-    const merges = m.strings("tokenizer.ggml.merges").map((s, i): [string, string] => {
-      const at = s.indexOf(" ", 1);
-      if (at < 0) {
-        throw m.refuse("tokenizer.ggml.merges", `merge ${i} ${JSON.stringify(s)} has no space`);
-      }
-      return [s.slice(0, at), s.slice(at + 1)];
-    });
-    json = {
-      version: "1.0",
-      added_tokens: addedTokens(v),
-      normalizer: null,
-      pre_tokenizer: pre.pre,
-      post_processor: post,
-      decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
-      model: {
-        type: "BPE",
-        dropout: null,
-        unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
-        fuse_unk: false,
-        byte_fallback: false,
-        ignore_merges: pre.ignoreMerges,
-        vocab: v.ids,
-        merges,
-      },
-    };
-  }
+  const k = pre ? bpeKind(m, pre) : spmKind(m, v);
+  const json: Json = {
+    version: "1.0",
+    added_tokens: addedTokens(v, rstrips(m.string("general.name", ""))),
+    normalizer: k.normalizer,
+    pre_tokenizer: k.pre_tokenizer,
+    post_processor: addBos || addEos
+      ? templateProcessing(v, addBos ? bos : undefined, addEos ? eos : undefined)
+      : null,
+    decoder: k.decoder,
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: unk !== undefined && unk >= 0 ? v.tokens[unk] : null,
+      fuse_unk: k.byteFallback,
+      byte_fallback: k.byteFallback,
+      ignore_merges: k.ignoreMerges,
+      vocab: v.ids,
+      merges: k.merges,
+    },
+  };
   const config: Json = { add_bos_token: addBos, add_eos_token: addEos };
   for (const [name, id] of [["bos", bos], ["eos", eos], ["unk", unk], ["pad", pad]] as const) {
     if (id !== undefined && id >= 0) config[`${name}_token`] = v.tokens[id];

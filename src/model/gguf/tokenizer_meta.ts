@@ -14,7 +14,8 @@
 import { EngineError } from "../../contract/errors.ts";
 import { tokenString } from "../../text/tokenizer.ts";
 import type { ModelConfig } from "../config.ts";
-import { GPT2_SPLIT, LLAMA3_SPLIT, QWEN2_SPLIT, TOKEN_TYPE } from "./tokenizer.ts";
+import { GPT2_SPLIT, HF_LLAMA3_SPLIT, HF_QWEN2_SPLIT } from "./pretokenizers.ts";
+import { TOKEN_TYPE } from "./tokenizer.ts";
 import { type GgufValue, GgufValueType as T } from "./writer.ts";
 
 type Json = Record<string, unknown>;
@@ -129,8 +130,8 @@ export function preTokenizerName(pre: unknown): string | undefined {
   const ps = parts(pre);
   const regexes = ps.filter((p) => p.type === "Split")
     .map((p) => (p.pattern as Json | undefined)?.Regex);
-  if (regexes.includes(LLAMA3_SPLIT)) return "llama-bpe";
-  if (regexes.includes(QWEN2_SPLIT)) return "qwen2";
+  if (regexes.includes(HF_LLAMA3_SPLIT)) return "llama-bpe";
+  if (regexes.includes(HF_QWEN2_SPLIT)) return "qwen2";
   if (regexes.includes(GPT2_SPLIT)) return "gpt-2";
   const byteLevel = ps.find((p) => p.type === "ByteLevel");
   if (regexes.length > 0 || byteLevel?.use_regex === false) return undefined;

@@ -11,7 +11,7 @@ import {
   type TokenizerIds,
   tokenizerMetadata,
 } from "./tokenizer_meta.ts";
-import { GPT2_SPLIT, QWEN2_SPLIT } from "./tokenizer.ts";
+import { GPT2_SPLIT, HF_QWEN2_SPLIT as QWEN2_SPLIT } from "./pretokenizers.ts";
 
 /** The written metadata as a reader sees it. */
 function asRead(meta: Record<string, { value: unknown }>): GgufMetadata {

@@ -101,5 +101,10 @@ Deno.test("bad tokenizer metadata is refused naming the key", () => {
   bad({ "tokenizer.ggml.tokens": "abc" }, "tokenizer.ggml.tokens");
   bad({ "tokenizer.ggml.add_bos_token": 1 }, "tokenizer.ggml.add_bos_token");
   bad({ "tokenizer.chat_template": "{% for %}" }, "chat template");
-  throws(() => ggufText(gpt2(MERGES, { "tokenizer.ggml.pre": "falcon" })), /tokenizer\.ggml\.pre/);
+  throws(
+    () => ggufText(gpt2(MERGES, { "tokenizer.ggml.pre": "no-such-split" })),
+    (e) =>
+      e instanceof EngineError && e.type === "InvalidArgument" &&
+      /tokenizer\.ggml\.pre: unsupported pre-tokenizer "no-such-split"/.test(e.message),
+  );
 });
