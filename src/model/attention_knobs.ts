@@ -125,7 +125,7 @@ export function ggufAttentionKnobs(
   m: GgufMetadata,
   p: string,
   arch: ArchDescription,
-  dims: { hiddenSize: number; numLayers: number; maxPositions: number },
+  dims: { hiddenSize: number; numHeads: number; numLayers: number; maxPositions: number },
 ): AttentionKnobs {
   const out: AttentionKnobs = {};
   const key = `${p}attention.sliding_window`;
@@ -135,6 +135,9 @@ export function ggufAttentionKnobs(
     if (m.has(`${p}rope.freq_base_swa`)) out.ropeLocalTheta = m.positive(`${p}rope.freq_base_swa`);
   }
   if (m.has(`${p}attention.scale`)) out.attnScale = m.positive(`${p}attention.scale`);
+  else if (arch.gguf.hiddenPerHeadScaleAt?.includes(dims.numLayers)) {
+    out.attnScale = 1 / Math.sqrt(dims.hiddenSize / dims.numHeads);
+  }
   const caps = [["attnSoftcap", "attn_logit_softcapping"], [
     "finalSoftcap",
     "final_logit_softcapping",

@@ -10,7 +10,7 @@ import { ARCHS } from "./arch/mod.ts";
 import { ggufAttentionKnobs, windowOf } from "./attention_knobs.ts";
 import { GgufMetadata } from "./gguf/metadata.ts";
 
-const DIMS = { hiddenSize: 16, numLayers: 4, maxPositions: 64 };
+const DIMS = { hiddenSize: 16, numHeads: 2, numLayers: 4, maxPositions: 64 };
 const read = (arch: string, meta: Record<string, unknown>) =>
   ggufAttentionKnobs(new GgufMetadata(meta), "x.", ARCHS.get(arch)!, DIMS);
 
@@ -38,6 +38,15 @@ Deno.test("GGUF window layers: a pattern count, booleans per layer, or the famil
   deepStrictEqual([0, 1, 2, 3].map((l) => windowOf(everyLayer, l)), [8, 8, 8, 8]);
   deepStrictEqual(read("mistral", {}), {});
   equal(read("gemma2", { "x.attn_logit_softcapping": 50 }).attnSoftcap, 50);
+});
+
+Deno.test("GGUF attention scale: the key, else llama.cpp's rule for Gemma 2's 46-layer size", () => {
+  const arch = ARCHS.get("gemma2")!;
+  const at = (numLayers: number, meta: Record<string, unknown> = {}) =>
+    ggufAttentionKnobs(new GgufMetadata(meta), "x.", arch, { ...DIMS, numLayers }).attnScale;
+  equal(at(46), 1 / Math.sqrt(8));
+  equal(at(26), undefined);
+  equal(at(46, { "x.attention.scale": 0.25 }), 0.25);
 });
 
 Deno.test("GGUF attention knobs: bad values are refused naming the key", () => {

@@ -183,7 +183,8 @@ export function parseConfig(json: string | unknown): ModelConfig {
   const arch = architecture(cfg);
   const act = cfg.hidden_activation ?? cfg.hidden_act ?? "silu";
   if (act !== (arch.hf.config.act ?? "silu")) {
-    throw refuse("hidden_act", `unsupported activation ${describe(act)}`);
+    const key = cfg.hidden_activation != null ? "hidden_activation" : "hidden_act";
+    throw refuse(key, `unsupported activation ${describe(act)}`);
   }
   if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
   if (cfg.quantization_config !== undefined) {
@@ -219,7 +220,8 @@ export function parseConfig(json: string | unknown): ModelConfig {
     ropeTheta: theta,
     ropeScaling: scaling,
     maxPositionEmbeddings,
-    tieWordEmbeddings: cfg.tie_word_embeddings === true,
+    tieWordEmbeddings: cfg.tie_word_embeddings === true ||
+      (cfg.tie_word_embeddings == null && rules.tiedByDefault === true),
     attentionBias,
     eosTokenIds: eosIds(cfg, vocabSize),
     ...hfAttentionKnobs(cfg, arch, {

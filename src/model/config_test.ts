@@ -136,3 +136,17 @@ Deno.test("sliding windows: Mistral's on every layer, Qwen2's only with use_slid
   }).slidingLayers;
   deepStrictEqual(layers, Array.from({ length: base.num_hidden_layers }, (_, i) => i > 0));
 });
+
+Deno.test("Gemma configs: tied unless told otherwise, the GELU-tanh activation required", async () => {
+  const base = await read("llama-gqa-f32");
+  const gemma = {
+    ...base,
+    architectures: ["Gemma2ForCausalLM"],
+    hidden_activation: "gelu_pytorch_tanh",
+    tie_word_embeddings: undefined,
+  };
+  equal(parseConfig(gemma).tieWordEmbeddings, true);
+  equal(parseConfig({ ...gemma, tie_word_embeddings: false }).tieWordEmbeddings, false);
+  equal(parseConfig({ ...base, tie_word_embeddings: undefined }).tieWordEmbeddings, false);
+  refused({ ...gemma, hidden_activation: "silu" }, "hidden_activation");
+});

@@ -119,6 +119,11 @@ export interface HfConfigRules {
    * `sliding_window_pattern`: with pattern p, layer i when i % p < p - 1 (absent: every layer).
    */
   windowPattern?: number;
+  /**
+   * The LM head is the embedding when `tie_word_embeddings` is absent (transformers omits it from
+   * a saved config.json when it equals PretrainedConfig's default, true).
+   */
+  tiedByDefault?: true;
   /** The activation `hidden_act` / `hidden_activation` must name (default `silu`). */
   act?: "gelu_pytorch_tanh";
 }
@@ -148,6 +153,12 @@ export interface ArchDescription {
     attentionBias: "always" | "tensors";
     /** A `rope_freqs.weight` tensor carries Llama 3 RoPE scaling (otherwise it is ignored). */
     ropeFreqs: boolean;
+    /**
+     * Block counts at which a file without `attention.scale` scales queries by
+     * 1/sqrt(hidden / heads) rather than 1/sqrt(head_dim): llama.cpp's rule for the models whose
+     * `query_pre_attn_scalar` is not head_dim (Gemma's 27B sizes), which their files do not say.
+     */
+    hiddenPerHeadScaleAt?: readonly number[];
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];

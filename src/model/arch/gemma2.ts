@@ -58,6 +58,7 @@ export const GEMMA2: ArchDescription = {
       slidingWindow: "when_set",
       windowPattern: 2,
       act: "gelu_pytorch_tanh",
+      tiedByDefault: true,
     },
   },
   gguf: {
@@ -66,6 +67,7 @@ export const GEMMA2: ArchDescription = {
     interleavedQk: false,
     attentionBias: "tensors",
     ropeFreqs: false,
+    hiddenPerHeadScaleAt: [46],
   },
   tensors: { global: GEMMA_GLOBAL, layer: gemmaLayer(false) },
   layer: [

@@ -16,6 +16,7 @@ export const GEMMA3: ArchDescription = {
       slidingWindow: "when_set",
       windowPattern: 6,
       act: "gelu_pytorch_tanh",
+      tiedByDefault: true,
     },
   },
   gguf: {
@@ -24,6 +25,7 @@ export const GEMMA3: ArchDescription = {
     interleavedQk: false,
     attentionBias: "tensors",
     ropeFreqs: false,
+    hiddenPerHeadScaleAt: [62],
   },
   tensors: { global: GEMMA_GLOBAL, layer: gemmaLayer(true) },
   layer: [

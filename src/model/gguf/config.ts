@@ -103,6 +103,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     eosTokenIds: eosIds(m),
     ...ggufAttentionKnobs(m, p, arch, {
       hiddenSize,
+      numHeads,
       numLayers: m.count(`${p}block_count`),
       maxPositions: maxPositionEmbeddings,
     }),
