@@ -7,20 +7,24 @@
  */
 import type { ArchDescription, TensorEntry } from "./arch.ts";
 import type { GlobalRole, LayerRole } from "./arch.ts";
-import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QK_NORMS } from "./decoder.ts";
+import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QK_NORMS, QKV_BIASES } from "./decoder.ts";
 
-/** Norm weights stored less one in HF checkpoints. */
+/** Norm weights (every role ending in `Norm`, and the final `norm`) are stored less one in HF. */
 const addOne = <R extends string>(e: TensorEntry<R>): TensorEntry<R> =>
-  e.shape.length === 1 ? { ...e, hfAddOne: true } : e;
+  /Norm$|^norm$/.test(e.role) ? { ...e, hfAddOne: true } : e;
 
 export const GEMMA_GLOBAL: readonly TensorEntry<GlobalRole>[] = GLOBAL_TENSORS.map(addOne);
 
 const [O, _mlpNorm, GATE, UP, DOWN] = ATTN_OUT_MLP;
 
-/** Gemma's layer tensors; with `qkNorm`, Gemma 3's per-head q/k norms. */
+/**
+ * Gemma's layer tensors (q/k/v biases with `attention_bias`, as HF's Gemma layers have them);
+ * with `qkNorm`, Gemma 3's per-head q/k norms.
+ */
 export function gemmaLayer(qkNorm: boolean): readonly TensorEntry<LayerRole>[] {
   const layer: TensorEntry<LayerRole>[] = [
     ...ATTN_IN,
+    ...QKV_BIASES,
     ...(qkNorm ? QK_NORMS : []),
     O!,
     {

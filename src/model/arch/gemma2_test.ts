@@ -16,7 +16,11 @@ import {
 } from "../../../test/support/family_fixture.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import type { ModelConfig } from "../config.ts";
+import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
 import { GpuModel } from "../gpu_model.ts";
+import { fileListFiles } from "../source.ts";
+import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { ReferenceModel } from "../reference_model.ts";
 import { tensorValues } from "../tensor_values.ts";
 import { archOf, type LayerStep } from "./mod.ts";
@@ -109,4 +113,51 @@ for (const format of ["F32 safetensors", "Q4_K_M GGUF"] as const) {
       await verifyOnGpu(ck, paths, PROMPTS);
     });
   }
+}
+
+/**
+ * A Gemma 2 the fixture does not cover: q/k/v biases, a query scale of its own
+ * (query_pre_attn_scalar 24, head_dim 16) and rows of 256 so that Q4_K_M's K-quants (and GeGLU
+ * in their epilogue) run; the window (6) shorter than a KV block.
+ */
+async function variant(): Promise<Checkpoint> {
+  const shape = {
+    hiddenSize: 256,
+    intermediateSize: 256,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    vocabSize: 96,
+    attentionBias: true,
+    tieWordEmbeddings: true,
+  };
+  const { files, config } = tinyFamilyFiles({ arch: "gemma2", shape, std: 0.15 });
+  const json = {
+    ...config,
+    hidden_activation: "gelu_pytorch_tanh",
+    query_pre_attn_scalar: 24,
+    sliding_window: 6,
+    attn_logit_softcapping: 5,
+    final_logit_softcapping: 10,
+  };
+  const hf = [new File([JSON.stringify(json)], "config.json"), files[1]!];
+  const parts: Uint8Array[] = [];
+  const report = await writeHfAsGguf(
+    await readHfCheckpoint(fileListFiles(hf)),
+    (b) => void parts.push(b.slice()),
+    { mix: "q4_k_m" },
+  );
+  ok((report.types.Q4_K ?? 0) > 0, JSON.stringify(report.types));
+  const ck = await openCheckpoint(fileListFiles([new File(parts as BlobPart[], "v.gguf")]));
+  equal(Math.fround(ck.config.attnScale!), Math.fround(1 / Math.sqrt(24)), "f32 in the GGUF");
+  ok(ck.weights.layers[0]!.qBias !== undefined);
+  return ck;
+}
+
+for (const paths of ["cpu", "gpu"] as const) {
+  Deno.test(`gemma2 with biases, its own query scale and K-quants on the GPU (${paths} paths)`, async () => {
+    const prompts = [PROMPTS[2]!, TOKENS.slice(0, 3)].map((p) => p.map((t) => t % 96));
+    await verifyOnGpu(await variant(), paths, prompts);
+  });
 }
