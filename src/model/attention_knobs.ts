@@ -117,6 +117,14 @@ function hfWindowLayers(c: Json, arch: ArchDescription, layers: number): boolean
     }
     return patternLayers(layers, pattern);
   }
+  // Qwen2-style: the window on the layers from max_window_layers on.
+  const from = c.max_window_layers;
+  if (from !== undefined && from !== null) {
+    if (typeof from !== "number" || !Number.isInteger(from) || from < 0) {
+      throw refuse("max_window_layers", `expected an integer >= 0, got ${describe(from)}`);
+    }
+    return Array.from({ length: layers }, (_, i) => i >= from);
+  }
   return patternLayers(layers, arch.hf.config.windowPattern);
 }
 

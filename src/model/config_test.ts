@@ -124,7 +124,13 @@ Deno.test("sliding windows: Mistral's on every layer, Qwen2's only with use_slid
   );
   const qwen = { ...base, architectures: ["Qwen2ForCausalLM"], sliding_window: 64 };
   equal(parseConfig(qwen).slidingWindow, undefined);
-  equal(parseConfig({ ...qwen, use_sliding_window: true }).slidingWindow, 64);
+  const windowed = parseConfig({ ...qwen, use_sliding_window: true, max_window_layers: 1 });
+  equal(windowed.slidingWindow, 64);
+  deepStrictEqual(
+    windowed.slidingLayers,
+    Array.from({ length: windowed.numLayers }, (_, i) => i >= 1),
+  );
+  refused({ ...qwen, use_sliding_window: true, max_window_layers: -1 }, "max_window_layers");
   const layers = parseConfig({
     ...base,
     architectures: ["MistralForCausalLM"],
