@@ -1,6 +1,8 @@
 // Causal attention over the paged KV cache, for prefill chunks and decode alike. Query t at
 // position pos[t] attends to keys 0..=pos[t] of its sequence, found through its block table
-// (offset table_off[t]).
+// (offset table_off[t]); with a sliding window w > 0, to keys pos[t] - w + 1..=pos[t] only (the
+// loops start there: blocks wholly before the window are never read). Scores are q·k · scale,
+// soft-capped as cap · tanh(s / cap) when softcap > 0.
 //
 // GQA-aware: one workgroup per (query token, kv head, head chunk) serves the GROUP query heads
 // of that chunk (all heads/kv_heads heads that share the kv head, unless that is more than
@@ -46,8 +48,8 @@ struct Params {
   chunks: u32, // head chunks per kv head
   lanes: u32, // dim lanes: min(head_dim / 2, WG)
   key_lanes: u32, // WG / lanes
-  _pad0: u32,
-  _pad1: u32,
+  window: u32, // keys a query sees (itself included); 0: every earlier key
+  softcap: f32, // 0: none
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -94,6 +96,24 @@ fn unordered(u: u32) -> f32 {
   return bitcast<f32>(select(~u, u & 0x7fffffffu, (u & 0x80000000u) != 0u));
 }
 
+// cap · tanh(s / cap) with cap = p.softcap, or s when there is none. tanh(x) = 1 - 2/(e^2x + 1):
+// e^2x overflows to +inf for large x, which gives 1; |x| is clamped where tanh is ±1 in f32.
+fn capped(s: f32) -> f32 {
+  if (p.softcap <= 0.0) {
+    return s;
+  }
+  let x = clamp(s / p.softcap, -15.0, 15.0);
+  return p.softcap * (1.0 - 2.0 / (exp(2.0 * x) + 1.0));
+}
+
+// The first key query position `pos` sees.
+fn first_key(pos: u32) -> u32 {
+  if (p.window == 0u || pos + 1u <= p.window) {
+    return 0u;
+  }
+  return pos + 1u - p.window;
+}
+
 struct Partial {
   m: array<f32, MAX_GROUP>,
   l: array<f32, MAX_GROUP>,
@@ -138,7 +158,7 @@ fn attend(t: u32, kvh: u32, h0: u32, k_begin: u32, k_end: u32, lid: u32) -> Part
         }
       }
       for (var g = 0u; g < GROUP; g++) {
-        s[g] *= p.scale;
+        s[g] = capped(s[g] * p.scale);
         atomicMax(&tile_max[par * MAX_GROUP + g], ordered(s[g]));
       }
     }
@@ -226,7 +246,8 @@ fn heads_of(wid: vec3<u32>) -> vec3<u32> {
 @compute @workgroup_size(WG)
 fn single(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let th = heads_of(wid);
-  let r = attend(th.x, th.z, th.y, 0u, positions[th.x] + 1u, lid);
+  let pos = positions[th.x];
+  let r = attend(th.x, th.z, th.y, first_key(pos), pos + 1u, lid);
   if (lid >= p.lanes) {
     return;
   }
@@ -248,8 +269,9 @@ fn split(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
   let th = heads_of(wid);
   let part = wid.z;
   let keys = positions[th.x] + 1u;
-  let per = (keys + p.splits - 1u) / p.splits;
-  let k_begin = min(keys, part * per);
+  let first = first_key(positions[th.x]);
+  let per = (keys - first + p.splits - 1u) / p.splits;
+  let k_begin = min(keys, first + part * per);
   let k_end = min(keys, k_begin + per);
   let r = attend(th.x, th.z, th.y, k_begin, k_end, lid);
   if (lid >= p.lanes) {

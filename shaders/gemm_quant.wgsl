@@ -10,7 +10,7 @@
 //
 // with the same fused work as matvec_quant's `main`: RMSNorm of x folded in (flag bit 1: g is
 // the norm weight, s[m] = 1/sqrt(mean(x[m]^2) + eps)), bias (bit 0), y += r (bit 2, the residual
-// add), or SWIGLU over stacked [gate; up] rows, y = silu(r(j)) * r(n + j). The matrix-vector
+// add), or GATED over stacked [gate; up] rows, y = act(r(j)) * r(n + j). The matrix-vector
 // kernel decodes the weights once per 8 activation rows; these decode them once per tile of
 // many rows. Two entry points, one per kind of adapter:
 //
@@ -19,7 +19,7 @@
 //   lid / WG_N) owns columns tn + c * WG_N (c < TN) of rows tm + i * WG_M (i < TM). K is stepped
 //   BK elements at a time, whole blocks (the slices of a block cover it in an order only the
 //   format knows). Each step the workgroup decodes the slices of its BN weight rows (2 BN with
-//   SWIGLU) once, into workgroup memory as f32 rows of BK / 4 vec4 (+ PAD), multiplied by g
+//   GATED) once, into workgroup memory as f32 rows of BK / 4 vec4 (+ PAD), multiplied by g
 //   when norm is on; then every thread dots its activation rows, read from x, with the staged
 //   rows. Rows past m or n read row m - 1 or n - 1 and are never stored.
 // - `rows` (CPU adapters, below): no workgroup memory, whose every read is a per-invocation load
@@ -32,7 +32,7 @@ override TN: u32 = 16u; // 1..MAX_TN
 override TM: u32 = 1u; // 1..MAX_TM
 override BK: u32 = 256u; // a multiple of BLOCK_ELEMS (and so of 32)
 override PAD: u32 = 0u; // vec4 of padding per staged row
-override SWIGLU: bool = false;
+override GATED: bool = false;
 
 const MAX_TN: u32 = 16u;
 const MAX_TM: u32 = 4u;
@@ -40,7 +40,7 @@ const MAX_TM: u32 = 4u;
 // Derived from the above (not meant to be set by the host).
 override NT: u32 = WG_N * WG_M;
 override BN: u32 = TN * WG_N;
-override WROWS: u32 = BN * (1u + u32(SWIGLU));
+override WROWS: u32 = BN * (1u + u32(GATED));
 override KV: u32 = BK / 4u; // vec4 per staged row
 override SK: u32 = KV + PAD; // staged row stride in vec4
 
@@ -63,7 +63,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> gamma: array<vec4<f32>>;
 
-// The step's decoded weight rows: gate rows [0, BN), up rows [BN, 2 BN) with SWIGLU.
+// The step's decoded weight rows: gate rows [0, BN), up rows [BN, 2 BN) with GATED.
 var<workgroup> wt: array<vec4<f32>, WROWS * SK>;
 
 // Decode the slices of k-step [k0, k0 + BK) of the staged rows into `wt`, the work spread over
@@ -112,7 +112,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     xrow[i] = min(m0 + tm + i * WG_M, p.m - 1u) * kx;
   }
   var acc: array<array<f32, MAX_TN>, MAX_TM>;
-  var acc2: array<array<f32, MAX_TN>, MAX_TM>; // SWIGLU: the up rows
+  var acc2: array<array<f32, MAX_TN>, MAX_TM>; // GATED: the up rows
   var ss: array<f32, MAX_TM>; // norm: sums of squares of this thread's rows of x
   for (var k0 = 0u; k0 < p.k; k0 += BK) {
     stage(n0, k0, lid, norm);
@@ -132,7 +132,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         for (var i = 0u; i < TM; i++) {
           acc[i][j] += dot(xv[i], wv);
         }
-        if (SWIGLU) {
+        if (GATED) {
           let uv = wt[(BN + tn + j * WG_N) * SK + c];
           for (var i = 0u; i < TM; i++) {
             acc2[i][j] += dot(xv[i], uv);
@@ -190,7 +190,7 @@ fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let up = p.n * row_bytes;
   let rb = min(RB, p.m - m0); // the last workgroup row may have fewer
   var acc: array<array<f32, MAX_RB>, MAX_RPT>;
-  var acc2: array<array<f32, MAX_RB>, MAX_RPT>; // SWIGLU: the up rows
+  var acc2: array<array<f32, MAX_RB>, MAX_RPT>; // GATED: the up rows
   var ss: array<f32, MAX_RB>;
   for (var j = 0u; j < slices; j++) {
     let s = j % per;
@@ -200,7 +200,7 @@ fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var v2: array<array<vec4<f32>, 8>, MAX_RPT>;
     for (var i = 0u; i < RPT; i++) {
       v[i] = decode(load_slice(base[i] + off, s), s);
-      if (SWIGLU) {
+      if (GATED) {
         v2[i] = decode(load_slice(base[i] + up + off, s), s);
       }
     }
@@ -224,7 +224,7 @@ fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       }
       for (var i = 0u; i < RPT; i++) {
         acc[i][r] += dot8(v[i], xs);
-        if (SWIGLU) {
+        if (GATED) {
           acc2[i][r] += dot8(v2[i], xs);
         }
       }

@@ -18,8 +18,8 @@
 //     eps). The threads of an output row read all of x[m] between them, so the sum of squares
 //     comes out of the product's own loop; with several threads per row it is reduced alongside
 //     the first product's sums, by the first row-group of the workgroup only.
-//   - Epilogue: y = r, or with the accumulate flag y += r (the residual add); or with SWIGLU over
-//     two weight rows, y = silu(r(j)) * r(n + j), W = [gate; up] stacked ([2n, k]); no bias.
+//   - Epilogue: y = r, or with the accumulate flag y += r (the residual add); or with GATED over
+//     two weight rows, y = act(r(j)) * r(n + j) (SiLU or GELU-tanh, override ACT), W = [gate; up] stacked ([2n, k]); no bias.
 //   - The bias, norm and accumulate choices are uniform flags (bits 0, 1, 2 of `flags`), not
 //     override constants: they cost a uniform branch per slice, and every pipeline compiled is
 //     seconds on a CPU adapter, so one pipeline serves all of them.
@@ -37,7 +37,7 @@
 
 // Activation rows per z-slice (1..8), fixed per pipeline so the row loops have constant bounds.
 override ROWS: u32 = 1u;
-override SWIGLU: bool = false;
+override GATED: bool = false;
 override TPR: u32 = 32u;
 override WG: u32 = 256u;
 override RPT: u32 = 1u; // 1..8
@@ -133,7 +133,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let row_bytes = (p.k / BLOCK_ELEMS) * BLOCK_BYTES;
   let positions = select(1u, max(1u, LOADS / ROWS), TPR > 1u);
   var acc: array<array<f32, MAX_M>, MAX_RPT>;
-  var acc2: array<array<f32, MAX_M>, MAX_RPT>; // SWIGLU: the up rows
+  var acc2: array<array<f32, MAX_M>, MAX_RPT>; // GATED: the up rows
   var ss: array<f32, MAX_M>; // norm: this thread's sums of squares of x
   let norm = (p.flags & 2u) != 0u;
   if (n0 < p.n) {
@@ -159,7 +159,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
           let off = (ju / per) * BLOCK_BYTES;
           for (var i = 0u; i < RPT; i++) {
             raw[u * RPT + i] = load_slice(base[i] + off, ju % per);
-            if (SWIGLU) {
+            if (GATED) {
               raw2[u * RPT + i] = load_slice(base[i] + up + off, ju % per);
             }
           }
@@ -203,7 +203,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
             for (var r = 0u; r < ROWS; r++) {
               acc[i][r] += dot8(v, xs[r]);
             }
-            if (SWIGLU) {
+            if (GATED) {
               var ri2 = raw2[u * RPT + i];
               if (TPR == 1u) {
                 ri2 = load_slice(base[i] + up + off, s);
@@ -221,7 +221,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   for (var i = 0u; i < RPT; i++) {
     acc[i] = row_sum(acc[i], ss, norm && i == 0u, lid, t);
-    if (SWIGLU) {
+    if (GATED) {
       acc2[i] = row_sum(acc2[i], ss, false, lid, t);
     }
   }

@@ -1,7 +1,8 @@
 // What the product kernels (matvec_quant.wgsl, gemm_quant.wgsl) share after the dot products:
 // the 32-weight dot product of a decoded slice, and the epilogue of one output. Needs the
 // kernel's uniform `p` (fields ldy, y0, flags), its bindings `bias` (f32) and `y`, and the
-// override SWIGLU.
+// override GATED; the gated activation is lib/gate_act's (override ACT).
+//! import lib/gate_act
 
 // The dot product of two slices, summed as a tree: a CPU adapter runs it as written (no
 // reassociation), and 32 dependent additions would make it wait on each.
@@ -11,13 +12,13 @@ fn dot8(a: array<vec4<f32>, 8>, b: array<vec4<f32>, 8>) -> f32 {
   return (s.x + s.y) + (s.z + s.w);
 }
 
-// Output (m, n) from its product r (its up product r2 with SWIGLU), already scaled by the norm:
+// Output (m, n) from its product r (its up product r2 with GATED), already scaled by the norm:
 // y[m * ldy + y0 + n] = r (+ bias[y0 + n] with flag bit 0) (+ y with bit 2, the residual add),
-// or with SWIGLU silu(r) * r2.
+// or with GATED act(r) * r2 (SwiGLU or GeGLU, as ACT says).
 fn finish(m: u32, n: u32, r: f32, r2: f32) {
   let o = m * p.ldy + p.y0 + n;
-  if (SWIGLU) {
-    y[o] = r / (1.0 + exp(-r)) * r2;
+  if (GATED) {
+    y[o] = gate_act(r) * r2;
     return;
   }
   var v = r;

@@ -37,6 +37,6 @@ export async function openCheckpoint(files: ModelFiles): Promise<Checkpoint> {
     format: "safetensors",
     location: files.location,
     config,
-    weights: mapWeights<WeightInfo>(config, tensors),
+    weights: mapWeights<WeightInfo>(config, tensors, true),
   };
 }

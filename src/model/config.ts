@@ -8,13 +8,14 @@ import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import { archByHfArchitecture, archByModelType, type ArchDescription } from "./arch/mod.ts";
+import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
 import type { RopeScaling } from "./rope.ts";
 
 /** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
 export type Architecture = string;
 
 /** The hyperparameters of a checkpoint, from its HF `config.json` (or GGUF metadata). */
-export interface ModelConfig {
+export interface ModelConfig extends AttentionKnobs {
   /** The model family (`archOf(config)` gives its description). */
   arch: Architecture;
   /** Rows of the embedding and the LM head. */
@@ -180,8 +181,11 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const cfg = c as Json;
   const arch = architecture(cfg);
-  const act = cfg.hidden_act ?? cfg.hidden_activation ?? "silu";
-  if (act !== "silu") throw refuse("hidden_act", `unsupported activation ${describe(act)}`);
+  const act = cfg.hidden_activation ?? cfg.hidden_act ?? "silu";
+  if (act !== (arch.hf.config.act ?? "silu")) {
+    const key = cfg.hidden_activation != null ? "hidden_activation" : "hidden_act";
+    throw refuse(key, `unsupported activation ${describe(act)}`);
+  }
   if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
   if (cfg.quantization_config !== undefined) {
     throw refuse("quantization_config", "quantized checkpoints are not supported");
@@ -200,17 +204,6 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
   const rules = arch.hf.config;
-  const useWindow = cfg.use_sliding_window === true ||
-    (rules.slidingWindow === "when_set" && cfg.sliding_window != null);
-  if (
-    useWindow && typeof cfg.sliding_window === "number" &&
-    cfg.sliding_window < maxPositionEmbeddings
-  ) {
-    throw refuse(
-      "sliding_window",
-      `sliding-window attention (${cfg.sliding_window}) is not supported`,
-    );
-  }
   const { theta, scaling } = ropeSettings(cfg);
   const attentionBias = rules.attentionBias === "always" || cfg.attention_bias === true;
   const vocabSize = int(cfg, "vocab_size");
@@ -227,9 +220,16 @@ export function parseConfig(json: string | unknown): ModelConfig {
     ropeTheta: theta,
     ropeScaling: scaling,
     maxPositionEmbeddings,
-    tieWordEmbeddings: cfg.tie_word_embeddings === true,
+    tieWordEmbeddings: cfg.tie_word_embeddings === true ||
+      (cfg.tie_word_embeddings == null && rules.tiedByDefault === true),
     attentionBias,
     eosTokenIds: eosIds(cfg, vocabSize),
+    ...hfAttentionKnobs(cfg, arch, {
+      hiddenSize,
+      headDim,
+      numLayers: int(cfg, "num_hidden_layers"),
+      maxPositions: maxPositionEmbeddings,
+    }),
   };
   if (cfg.bos_token_id !== undefined && cfg.bos_token_id !== null) {
     config.bosTokenId = tokenId(cfg.bos_token_id, "bos_token_id", vocabSize);

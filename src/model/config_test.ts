@@ -90,9 +90,69 @@ Deno.test("unsupported configs are refused naming the key", async () => {
   refused({ ...base, vocab_size: undefined }, "vocab_size");
   refused({ ...base, torch_dtype: "int8" }, "torch_dtype");
   refused({ ...base, quantization_config: { bits: 4 } }, "quantization_config");
+  const mistral = { ...base, architectures: ["MistralForCausalLM"], max_position_embeddings: 512 };
+  refused({ ...mistral, sliding_window: 513 }, "sliding_window");
+  refused({ ...mistral, sliding_window: 0 }, "sliding_window");
+  refused({ ...mistral, sliding_window: 2.5 }, "sliding_window");
+  refused({ ...mistral, sliding_window: 8, layer_types: ["sliding_attention"] }, "layer_types");
   refused(
-    { ...base, architectures: ["MistralForCausalLM"], sliding_window: 128 },
-    "sliding_window",
+    { ...mistral, sliding_window: 8, layer_types: ["sliding_attention", "chunked_attention"] },
+    "layer_types[1]",
   );
+  refused({ ...mistral, sliding_window: 8, sliding_window_pattern: 0 }, "sliding_window_pattern");
+  refused({ ...base, query_pre_attn_scalar: -1 }, "query_pre_attn_scalar");
+  refused({ ...base, attn_logit_softcapping: 0 }, "attn_logit_softcapping");
+  refused({ ...base, final_logit_softcapping: "30" }, "final_logit_softcapping");
+  refused({ ...base, hidden_act: "gelu_pytorch_tanh" }, "hidden_act");
+  refused({ ...base, architectures: ["Gemma2ForCausalLM"], hidden_act: "silu" }, "hidden_act");
   refused("{not json", "config.json");
+});
+
+Deno.test("sliding windows: Mistral's on every layer, Qwen2's only with use_sliding_window", async () => {
+  const base = { ...await read("llama-gqa-f32"), max_position_embeddings: 512 };
+  const mistral = parseConfig({
+    ...base,
+    architectures: ["MistralForCausalLM"],
+    sliding_window: 128,
+  });
+  equal(mistral.slidingWindow, 128);
+  deepStrictEqual(mistral.slidingLayers, Array(mistral.numLayers).fill(true));
+  equal(
+    parseConfig({ ...base, architectures: ["MistralForCausalLM"], sliding_window: null })
+      .slidingWindow,
+    undefined,
+  );
+  const qwen = { ...base, architectures: ["Qwen2ForCausalLM"], sliding_window: 64 };
+  equal(parseConfig(qwen).slidingWindow, undefined);
+  const windowed = parseConfig({ ...qwen, use_sliding_window: true, max_window_layers: 1 });
+  equal(windowed.slidingWindow, 64);
+  deepStrictEqual(
+    windowed.slidingLayers,
+    Array.from({ length: windowed.numLayers }, (_, i) => i >= 1),
+  );
+  refused({ ...qwen, use_sliding_window: true, max_window_layers: -1 }, "max_window_layers");
+  const layers = parseConfig({
+    ...base,
+    architectures: ["MistralForCausalLM"],
+    sliding_window: 16,
+    layer_types: Array.from(
+      { length: base.num_hidden_layers },
+      (_, i) => i === 0 ? "full_attention" : "sliding_attention",
+    ),
+  }).slidingLayers;
+  deepStrictEqual(layers, Array.from({ length: base.num_hidden_layers }, (_, i) => i > 0));
+});
+
+Deno.test("Gemma configs: tied unless told otherwise, the GELU-tanh activation required", async () => {
+  const base = await read("llama-gqa-f32");
+  const gemma = {
+    ...base,
+    architectures: ["Gemma2ForCausalLM"],
+    hidden_activation: "gelu_pytorch_tanh",
+    tie_word_embeddings: undefined,
+  };
+  equal(parseConfig(gemma).tieWordEmbeddings, true);
+  equal(parseConfig({ ...gemma, tie_word_embeddings: false }).tieWordEmbeddings, false);
+  equal(parseConfig({ ...base, tie_word_embeddings: undefined }).tieWordEmbeddings, false);
+  refused({ ...gemma, hidden_activation: "silu" }, "hidden_activation");
 });

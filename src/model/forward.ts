@@ -82,6 +82,7 @@ export class Forward {
       qkv: f("qkv", cap * (Q + 2 * KV)),
       q: f("q", cap * Q),
       attn: f("attn", cap * Q),
+      proj: f("proj", cap * c.hiddenSize),
       act: f("act", cap * c.intermediateSize),
       linear: {
         normed: f("normed", cap * widest),

@@ -42,6 +42,9 @@ export interface GpuLayer {
   gateUp: GpuWeight;
   /** MLP down projection: [hidden, intermediate]. */
   down: GpuWeight;
+  /** RMSNorm weights of the attention and MLP outputs before their residual adds, f32. */
+  attnOutNorm?: GPUBuffer;
+  mlpOutNorm?: GPUBuffer;
 }
 
 /**
@@ -100,6 +103,8 @@ export class GpuModel {
   readonly vCache: GPUBuffer[] = [];
   /** RoPE inverse frequencies (with the config's scaling), as `uploadRopeFrequencies` stores them. */
   readonly ropeFrequencies: GPUBuffer;
+  /** Those of sliding-window layers with a RoPE base of their own (`ropeLocalTheta`). */
+  readonly ropeLocalFrequencies?: GPUBuffer;
   /** The format the weights came in, and the dtype that holds most of their bytes. */
   readonly format: "safetensors" | "gguf";
   /** The dtype holding most of the weights' bytes. */
@@ -121,6 +126,16 @@ export class GpuModel {
         ropeInvFreq(this.config.headDim, this.config.ropeTheta, this.config.ropeScaling),
       ),
     );
+    const local = this.config.ropeLocalTheta;
+    if (local !== undefined) {
+      this.ropeLocalFrequencies = this.own(
+        uploadRopeFrequencies(
+          gpu.device,
+          "rope:local_frequencies",
+          ropeInvFreq(this.config.headDim, local, { type: "default" }),
+        ),
+      );
+    }
   }
 
   /** The checkpoint's config. */
@@ -223,6 +238,8 @@ export class GpuModel {
       }
       if (l.qNorm) layer.qNorm = await vector([l.qNorm], "f32");
       if (l.kNorm) layer.kNorm = await vector([l.kNorm], "f32");
+      if (l.attnOutNorm) layer.attnOutNorm = await vector([l.attnOutNorm], "f32");
+      if (l.mlpOutNorm) layer.mlpOutNorm = await vector([l.mlpOutNorm], "f32");
       this.layers.push(layer);
     }
     this.finalNorm = await vector([w.norm], "f32");

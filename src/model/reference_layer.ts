@@ -1,10 +1,11 @@
 /**
  * The float64 interpreter of a layer recipe (`ArchDescription.layer`): each step as plain
  * Float64Array loops over one run's scratch, in HF's conventions (rotate-half RoPE, grouped-query
- * causal attention, SwiGLU). `reference_model.ts` runs it layer by layer.
+ * causal attention with the config's window, scale and soft-cap, gated MLPs). `reference_model.ts` runs it layer by layer.
  */
 import { EngineError } from "../contract/errors.ts";
-import type { LayerRole, LayerStep } from "./arch/mod.ts";
+import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
+import { windowOf } from "./attention_knobs.ts";
 import type { ModelConfig } from "./config.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent). */
@@ -96,17 +97,14 @@ export interface LayerScratch {
   /** cos and sin of each token's angles [T, headDim / 2]. */
   cos: Float64Array;
   sin: Float64Array;
+  /** The same for sliding-window layers with a RoPE base of their own (else `cos`, `sin`). */
+  cosLocal: Float64Array;
+  sinLocal: Float64Array;
 }
 
-/** The scratch of a run of `T` tokens after `start` cached ones. */
-export function layerScratch(
-  c: ModelConfig,
-  invFreq: Float64Array,
-  T: number,
-  start: number,
-): LayerScratch {
-  const H = c.hiddenSize, F = c.intermediateSize, half = c.headDim / 2;
-  const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim;
+/** cos and sin of `T` positions from `start` at frequencies `invFreq`. */
+function angles(invFreq: Float64Array, T: number, start: number): [Float64Array, Float64Array] {
+  const half = invFreq.length;
   const cos = new Float64Array(T * half), sin = new Float64Array(T * half);
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
@@ -115,6 +113,23 @@ export function layerScratch(
       sin[t * half + i] = Math.sin(a);
     }
   }
+  return [cos, sin];
+}
+
+/** The scratch of a run of `T` tokens after `start` cached ones. */
+export function layerScratch(
+  c: ModelConfig,
+  invFreq: Float64Array,
+  T: number,
+  start: number,
+  localInvFreq: Float64Array = invFreq,
+): LayerScratch {
+  const H = c.hiddenSize, F = c.intermediateSize;
+  const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim;
+  const [cos, sin] = angles(invFreq, T, start);
+  const [cosLocal, sinLocal] = localInvFreq === invFreq
+    ? [cos, sin]
+    : angles(localInvFreq, T, start);
   return {
     T,
     start,
@@ -130,6 +145,8 @@ export function layerScratch(
     scores: new Float64Array(start + T),
     cos,
     sin,
+    cosLocal,
+    sinLocal,
   };
 }
 
@@ -141,6 +158,8 @@ export interface LayerContext {
   kCache: Float64Array;
   vCache: Float64Array;
   mutation: TestMutation | undefined;
+  /** The layer's index (its window and RoPE base may be its own). */
+  layer: number;
 }
 
 function need(w: LayerValues, role: LayerRole): Float64Array {
@@ -151,14 +170,15 @@ function need(w: LayerValues, role: LayerRole): Float64Array {
   return t;
 }
 
-function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number): void {
+function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number, local: boolean): void {
   const half = D / 2;
+  const cos = local ? s.cosLocal : s.cos, sin = local ? s.sinLocal : s.sin;
   for (let t = 0; t < s.T; t++) {
     for (let h = 0; h < heads; h++) {
       const o = (t * heads + h) * D;
       for (let i = 0; i < half; i++) {
         const x1 = buf[o + i]!, x2 = buf[o + i + half]!;
-        const cs = s.cos[t * half + i]!, sn = s.sin[t * half + i]!;
+        const cs = cos[t * half + i]!, sn = sin[t * half + i]!;
         buf[o + i] = x1 * cs - x2 * sn;
         buf[o + i + half] = x2 * cs + x1 * sn;
       }
@@ -168,7 +188,8 @@ function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number): voi
 
 function attention(s: LayerScratch, x: LayerContext): void {
   const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
-  const kvDim = c.numKvHeads * D, scale = 1 / Math.sqrt(D);
+  const kvDim = c.numKvHeads * D, scale = c.attnScale ?? 1 / Math.sqrt(D);
+  const cap = c.attnSoftcap, window = windowOf(c, x.layer);
   const { q, attn, scores, T, start } = s;
   attn.fill(0);
   for (let t = 0; t < T; t++) {
@@ -176,17 +197,20 @@ function attention(s: LayerScratch, x: LayerContext): void {
     const keys = x.mutation === "mask-off-by-one"
       ? Math.min(start + t + 2, start + T)
       : start + t + 1;
+    // A window layer's query sees itself and the window - 1 keys before it.
+    const first = window > 0 ? Math.max(0, start + t + 1 - window) : 0;
+    const n = keys - first;
     for (let h = 0; h < heads; h++) {
       const qo = (t * heads + h) * D, kvo = Math.floor(h / group) * D;
-      for (let j = 0; j < keys; j++) {
-        const ko = j * kvDim + kvo;
+      for (let j = 0; j < n; j++) {
+        const ko = (first + j) * kvDim + kvo;
         let dot = 0;
         for (let d = 0; d < D; d++) dot += q[qo + d]! * x.kCache[ko + d]!;
-        scores[j] = dot * scale;
+        scores[j] = cap === undefined ? dot * scale : cap * Math.tanh(dot * scale / cap);
       }
-      softmax(scores, keys, x.mutation === "softmax-without-max-f32");
-      for (let j = 0; j < keys; j++) {
-        const p = scores[j]!, vo = j * kvDim + kvo;
+      softmax(scores, n, x.mutation === "softmax-without-max-f32");
+      for (let j = 0; j < n; j++) {
+        const p = scores[j]!, vo = (first + j) * kvDim + kvo;
         for (let d = 0; d < D; d++) attn[qo + d] = attn[qo + d]! + p * x.vCache[vo + d]!;
       }
     }
@@ -196,7 +220,7 @@ function attention(s: LayerScratch, x: LayerContext): void {
 /** Run one recipe step of a layer over `s`. */
 export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void {
   const { c, w } = x;
-  const T = s.T, H = c.hiddenSize, D = c.headDim, F = c.intermediateSize;
+  const T = s.T, H = c.hiddenSize, D = c.headDim;
   const qDim = c.numHeads * D, kvDim = c.numKvHeads * D;
   switch (step.op) {
     case "attn_norm_qkv":
@@ -209,12 +233,14 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       rmsNorm(s.q, T * c.numHeads, need(w, "qNorm"), D, c.rmsNormEps, s.q);
       rmsNorm(s.k, T * c.numKvHeads, need(w, "kNorm"), D, c.rmsNormEps, s.k);
       return;
-    case "rope":
-      rope(s, s.q, c.numHeads, D);
-      rope(s, s.k, c.numKvHeads, D);
+    case "rope": {
+      const local = windowOf(c, x.layer) > 0;
+      rope(s, s.q, c.numHeads, D, local);
+      rope(s, s.k, c.numKvHeads, D, local);
       x.kCache.set(s.k, s.start * kvDim);
       x.vCache.set(s.v, s.start * kvDim);
       return;
+    }
     case "attention":
       attention(s, x);
       return;
@@ -222,17 +248,41 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
       for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
       return;
-    case "mlp": {
-      rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
-      linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
-      linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
-      for (let i = 0; i < T * F; i++) {
-        const g = s.gate[i]!;
-        s.gate[i] = (g / (1 + Math.exp(-g))) * s.up[i]!;
-      }
-      linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
+    case "mlp":
+      mlp(s, x, step.act);
       for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
       return;
-    }
+    case "o_proj_norm_residual":
+      linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
+      normResidual(s, x, "attnOutNorm");
+      return;
+    case "mlp_norm_residual":
+      mlp(s, x, step.act);
+      normResidual(s, x, "mlpOutNorm");
+      return;
   }
+}
+
+/** `act(g)`: SiLU, or GELU with the tanh approximation. */
+export function activation(act: Activation, g: number): number {
+  if (act === "silu") return g / (1 + Math.exp(-g));
+  return 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g)));
+}
+
+/** `s.proj` ← the gated MLP of RMSNorm(x) (norm `postNorm`). */
+function mlp(s: LayerScratch, x: LayerContext, act: Activation): void {
+  const { c, w } = x;
+  const T = s.T, H = c.hiddenSize, F = c.intermediateSize;
+  rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
+  linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
+  linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
+  for (let i = 0; i < T * F; i++) s.gate[i] = activation(act, s.gate[i]!) * s.up[i]!;
+  linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
+}
+
+/** x += RMSNorm(`s.proj`) with the layer's `role` weight. */
+function normResidual(s: LayerScratch, x: LayerContext, role: LayerRole): void {
+  const H = x.c.hiddenSize;
+  rmsNorm(s.proj, s.T, need(x.w, role), H, x.c.rmsNormEps, s.proj);
+  for (let i = 0; i < s.T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
 }

@@ -77,6 +77,8 @@ export interface ReferenceOptions {
 
 export class ReferenceModel {
   readonly invFreq: Float64Array;
+  /** RoPE frequencies of sliding-window layers with a base of their own (else `invFreq`). */
+  readonly localInvFreq: Float64Array;
   readonly #recipe: readonly LayerStep[];
 
   private constructor(
@@ -89,6 +91,9 @@ export class ReferenceModel {
     recipe: readonly LayerStep[] | undefined,
   ) {
     this.invFreq = ropeInvFreq(config.headDim, config.ropeTheta, config.ropeScaling);
+    this.localInvFreq = config.ropeLocalTheta === undefined
+      ? this.invFreq
+      : ropeInvFreq(config.headDim, config.ropeLocalTheta, { type: "default" });
     this.#recipe = recipe ?? archOf(config).layer;
   }
 
@@ -205,13 +210,21 @@ export class ReferenceModel {
     const c = this.config;
     const T = tokens.length, H = c.hiddenSize;
     const start = cache.length;
-    const s = layerScratch(c, this.invFreq, T, start);
+    const s = layerScratch(c, this.invFreq, T, start, this.localInvFreq);
     const { x, xn } = s;
     for (let t = 0; t < T; t++) {
       x.set(this.embed.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
     }
+    if (c.embedScale !== undefined) { for (let i = 0; i < T * H; i++) x[i] = x[i]! * c.embedScale; }
     for (const [l, w] of this.layers.entries()) {
-      const ctx = { c, w, kCache: cache.k[l]!, vCache: cache.v[l]!, mutation: this.mutation };
+      const ctx = {
+        c,
+        w,
+        kCache: cache.k[l]!,
+        vCache: cache.v[l]!,
+        mutation: this.mutation,
+        layer: l,
+      };
       for (const step of this.#recipe) runStep(step, s, ctx);
     }
     cache.length = start + T;
@@ -219,6 +232,10 @@ export class ReferenceModel {
     const V = c.vocabSize;
     const logits = new Float64Array(T * V);
     linear(xn, T, this.lmHead, undefined, V, H, logits);
+    const cap = c.finalSoftcap;
+    if (cap !== undefined) {
+      for (let i = 0; i < T * V; i++) logits[i] = cap * Math.tanh(logits[i]! / cap);
+    }
     return Array.from({ length: T }, (_, t) => logits.subarray(t * V, (t + 1) * V));
   }
 }

@@ -13,6 +13,11 @@
  * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
  * around the tiled products. Then the rows whose logits are wanted are copied out of the
  * residual stream and multiplied by the LM head with the final norm folded in.
+ *
+ * The config's attention knobs (`attention_knobs.ts`) go to the kernels: the embedding scale and
+ * the final logit soft-cap as in-place passes, each layer's window and RoPE base, the attention
+ * scale and soft-cap. A step with a post-norm (`o_proj_norm_residual`, `mlp_norm_residual`)
+ * writes its product to `proj`, and one RMSNorm dispatch adds the normed rows to x.
  */
 import { type Dispatch } from "../gpu/dispatch.ts";
 import {
@@ -21,7 +26,12 @@ import {
   prepareAttention,
   prepareRopeKv,
 } from "../gpu/kernels/attention.ts";
-import { prepareEmbedding, prepareHeadNorm } from "../gpu/kernels/dense.ts";
+import {
+  prepareEmbedding,
+  prepareHeadNorm,
+  prepareRmsNorm,
+  prepareScaleInPlace,
+} from "../gpu/kernels/dense.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isFloatDtype } from "../gpu/dtype.ts";
 import type { LinearScratch } from "../gpu/kernels/linear.ts";
@@ -29,7 +39,8 @@ import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
 import { kernelPaths } from "../gpu/paths.ts";
-import { archOf, type LayerStep } from "./arch/mod.ts";
+import { type Activation, archOf, type LayerStep } from "./arch/mod.ts";
+import { windowOf } from "./attention_knobs.ts";
 import type { GpuLayer, GpuModel } from "./gpu_model.ts";
 
 /** A layer without a weight its recipe reads (a model built around the description's table). */
@@ -54,6 +65,8 @@ export interface Scratch {
   /** Rotated q [tokens, q], and attention's output. */
   q: GPUBuffer;
   attn: GPUBuffer;
+  /** A sublayer's output before its post-norm and residual add [tokens, hidden]. */
+  proj: GPUBuffer;
   /** SwiGLU's output [tokens, intermediate]. */
   act: GPUBuffer;
   /** What the unfused (prefill) products need in between. */
@@ -138,6 +151,14 @@ export async function buildPlan(
     );
     row0 += part.rows;
   }
+  if (c.embedScale !== undefined) {
+    body.push(prepareScaleInPlace(d, {
+      x: s.x,
+      count: tokens * H,
+      op: "scale",
+      value: c.embedScale,
+    }, "embed_scale"));
+  }
   const linear = (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) =>
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
   const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
@@ -175,7 +196,9 @@ export async function buildPlan(
           qkv: s.qkv,
           q: s.q,
           positions: s.positions,
-          frequencies: m.ropeFrequencies,
+          frequencies: windowOf(c, l) > 0 && m.ropeLocalFrequencies
+            ? m.ropeLocalFrequencies
+            : m.ropeFrequencies,
           slots: s.slots,
           kCache: m.kCache[l]!,
           vCache: m.vCache[l]!,
@@ -201,6 +224,9 @@ export async function buildPlan(
           blockSize: m.blockSize,
           splits,
           kvDtype,
+          ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
+          ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),
+          window: windowOf(c, l),
         }, `L${l}:attention`)];
       case "o_proj_residual":
         return [linear(
@@ -208,27 +234,48 @@ export async function buildPlan(
           `L${l}:o`,
         )];
       case "mlp":
+        return [gateUp(l, L, step.act), down(l, L, s.x, "accumulate")];
+      case "o_proj_norm_residual":
         return [
-          linear({
-            x: s.x,
-            weight: L.gateUp,
-            y: s.act,
-            n: c.intermediateSize,
-            k: H,
-            norm: { weight: L.postNorm, eps: c.rmsNormEps },
-            epilogue: "swiglu",
-          }, `L${l}:gate_up`),
-          linear({
-            x: s.act,
-            weight: L.down,
-            y: s.x,
-            n: H,
-            k: c.intermediateSize,
-            epilogue: "accumulate",
-          }, `L${l}:down`),
+          linear({ x: s.attn, weight: L.o, y: s.proj, n: H, k: Q }, `L${l}:o`),
+          normResidual(l, L.attnOutNorm, "attnOutNorm"),
+        ];
+      case "mlp_norm_residual":
+        return [
+          gateUp(l, L, step.act),
+          down(l, L, s.proj, "store"),
+          normResidual(l, L.mlpOutNorm, "mlpOutNorm"),
         ];
     }
   };
+  /** The gate and up products, the MLP norm folded in, the gated activation in the epilogue. */
+  const gateUp = (l: number, L: GpuLayer, act: Activation) =>
+    linear({
+      x: s.x,
+      weight: L.gateUp,
+      y: s.act,
+      n: c.intermediateSize,
+      k: H,
+      norm: { weight: L.postNorm, eps: c.rmsNormEps },
+      epilogue: act === "silu" ? "swiglu" : "geglu",
+    }, `L${l}:gate_up`);
+  const down = (l: number, L: GpuLayer, y: GPUBuffer, epilogue: "store" | "accumulate") =>
+    linear(
+      { x: s.act, weight: L.down, y, n: H, k: c.intermediateSize, epilogue },
+      `L${l}:down`,
+    );
+  /** x += RMSNorm(proj) with a post-norm weight of layer `l`. */
+  const normResidual = (l: number, weight: GPUBuffer | undefined, role: string) =>
+    weight === undefined ? Promise.reject(missing(role, l)) : prepareRmsNorm(d, {
+      x: s.proj,
+      weight,
+      y: s.x,
+      rows: tokens,
+      dim: H,
+      eps: c.rmsNormEps,
+      dtype: "f32",
+      accumulate: true,
+    }, `L${l}:${role}`);
   const recipe = archOf(c).layer;
   for (let l = 0; l < c.numLayers; l++) {
     const L = m.layers[l]!;
@@ -249,6 +296,14 @@ export async function buildPlan(
       "lm_head",
       rows,
     ));
+    if (c.finalSoftcap !== undefined) {
+      head.push(prepareScaleInPlace(d, {
+        x: s.logits,
+        count: rows * c.vocabSize,
+        op: "softcap",
+        value: c.finalSoftcap,
+      }, "logit_softcap"));
+    }
   }
   const settled = await Promise.allSettled([...body, ...head]);
   const plan: Plan = { body: [], head: [], owned: [] };

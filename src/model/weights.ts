@@ -5,7 +5,7 @@
  * `InvalidArgument` naming the tensor.
  */
 import { EngineError } from "../contract/errors.ts";
-import type { TensorDtype } from "../gpu/dtype.ts";
+import { decodeWeights, DTYPE_BYTES, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
 import { archOf, type GlobalRole, globalTensors, layerTensors } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ByteSource } from "./source.ts";
@@ -71,6 +71,10 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   up: T;
   /** MLP down projection (`mlp.down_proj`). */
   down: T;
+  /** RMSNorm of the attention output before its residual add, in families with one. */
+  attnOutNorm?: T;
+  /** RMSNorm of the MLP output before its residual add, in families with one. */
+  mlpOutNorm?: T;
 }
 
 /** Every tensor a checkpoint needs, checked against its config. */
@@ -85,10 +89,41 @@ export interface ModelWeights<T extends WeightInfo = TensorInfo> {
   lmHead: T;
 }
 
-/** Check names and shapes of every tensor the model uses. */
+/**
+ * A 1-D float tensor whose values are read as `1 + w` (as f32): where HF stores a norm weight
+ * less one (`TensorEntry.hfAddOne`), so the loaded model holds the weight it multiplies by.
+ */
+function plusOne<T extends WeightInfo>(t: T): T {
+  const dtype = t.dtype;
+  if (!Object.hasOwn(DTYPE_BYTES, dtype) || t.shape.length !== 1) {
+    throw EngineError.invalidArgument(`tensor ${t.name}: expected a float vector, got ${dtype}`);
+  }
+  const length = t.shape[0]! * 4;
+  const inner = t.source, offset = t.offset, bytes = t.length;
+  const source = {
+    name: `${inner.name} (${t.name} + 1)`,
+    size: length,
+    async read(at: number, n: number): Promise<Uint8Array> {
+      const raw = await inner.read(offset, bytes);
+      const w = decodeWeights(raw, dtype as WeightDtype);
+      const out = Float32Array.from(w, (v) => 1 + v);
+      return new Uint8Array(out.buffer).slice(at, at + n);
+    },
+    release(): void {
+      inner.release?.();
+    },
+  };
+  return { ...t, dtype: "f32", offset: 0, length, source } as T;
+}
+
+/**
+ * Check names and shapes of every tensor the model uses. `hf`: the tensors are an HF
+ * checkpoint's, whose `hfAddOne` norms are read as `1 + w`.
+ */
 export function mapWeights<T extends WeightInfo>(
   config: ModelConfig,
   tensors: Map<string, T>,
+  hf = false,
 ): ModelWeights<T> {
   const arch = archOf(config);
   const get = (name: string, shape: number[]): T => {
@@ -106,11 +141,17 @@ export function mapWeights<T extends WeightInfo>(
   const layers: LayerWeights<T>[] = [];
   for (let i = 0; i < config.numLayers; i++) {
     const layer: Partial<LayerWeights<T>> = {};
-    for (const r of layerTensors(arch, config, i)) layer[r.entry.role] = get(r.hf, r.shape);
+    for (const r of layerTensors(arch, config, i)) {
+      const t = get(r.hf, r.shape);
+      layer[r.entry.role] = hf && r.entry.hfAddOne ? plusOne(t) : t;
+    }
     layers.push(layer as LayerWeights<T>);
   }
   const global: Partial<Record<GlobalRole, T>> = {};
-  for (const r of globalTensors(arch, config)) global[r.entry.role] = get(r.hf, r.shape);
+  for (const r of globalTensors(arch, config)) {
+    const t = get(r.hf, r.shape);
+    global[r.entry.role] = hf && r.entry.hfAddOne ? plusOne(t) : t;
+  }
   const embed = global.embed!;
   return { embed, layers, norm: global.norm!, lmHead: global.lmHead ?? embed };
 }

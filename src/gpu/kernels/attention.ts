@@ -159,6 +159,12 @@ export interface AttentionArgs {
   splits?: number;
   /** Cache element type (default f32). */
   kvDtype?: KvDtype;
+  /** Query scale (default 1/sqrt(headDim)). */
+  scale?: number;
+  /** Sliding window: a query sees itself and the `window - 1` keys before it (default: all). */
+  window?: number;
+  /** Scores become cap·tanh(s / cap) (default: none). */
+  softcap?: number;
 }
 
 /** The dispatches of one attention call and the buffers they own. */
@@ -228,6 +234,15 @@ export async function prepareAttention(
   if (a.headDim > 256) throw invalid(label, `head_dim ${a.headDim} > 256 is not supported`);
   const splits = Math.max(1, a.splits ?? 1);
   const lay = attentionLayout(a.heads, a.kvHeads, a.headDim);
+  const scale = a.scale ?? 1 / Math.sqrt(a.headDim);
+  const window = a.window ?? 0, softcap = a.softcap ?? 0;
+  if (!(Number.isFinite(scale) && scale > 0)) throw invalid(label, `scale ${scale} is not > 0`);
+  if (!(Number.isInteger(window) && window >= 0 && window < 2 ** 32)) {
+    throw invalid(label, `window ${window} is not an integer >= 1 (0: none)`);
+  }
+  if (!(Number.isFinite(softcap) && softcap >= 0)) {
+    throw invalid(label, `softcap ${softcap} is not a finite number >= 0 (0: none)`);
+  }
   const uniform = [
     a.tokens,
     a.heads,
@@ -235,12 +250,12 @@ export async function prepareAttention(
     a.headDim,
     a.blockSize,
     splits,
-    1 / Math.sqrt(a.headDim),
+    scale,
     lay.chunks,
     lay.lanes,
     lay.keyLanes,
-    0,
-    0,
+    window,
+    softcap,
   ];
   const constants = {
     KV_F16: a.kvDtype === "f16" ? 1 : 0,
@@ -263,7 +278,7 @@ export async function prepareAttention(
       entry: "single",
       constants,
       uniform,
-      floats: [6],
+      floats: [6, 11],
       buffers: { ...common, 7: a.out },
       workgroups,
     });
@@ -278,7 +293,7 @@ export async function prepareAttention(
     entry: "split",
     constants,
     uniform,
-    floats: [6],
+    floats: [6, 11],
     buffers: { ...common, 8: ml, 9: acc },
     workgroups: [...workgroups, splits],
   });
@@ -287,7 +302,7 @@ export async function prepareAttention(
     shader: "attention",
     entry: "merge",
     uniform,
-    floats: [6],
+    floats: [6, 11],
     buffers: { 7: a.out, 8: ml, 9: acc },
     workgroups: [a.tokens, a.heads],
   });

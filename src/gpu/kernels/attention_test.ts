@@ -1,6 +1,12 @@
-import { decodeKv, pagedAttentionRef, roundKv } from "../reference/attention.ts";
+import {
+  type AttentionKnobsRef,
+  decodeKv,
+  pagedAttentionRef,
+  roundKv,
+} from "../reference/attention.ts";
 import { type KvDtype, prepareAttention, prepareKvWrite } from "./attention.ts";
 import { submitDispatches } from "../dispatch.ts";
+import { EngineError } from "../../contract/errors.ts";
 import { readBuffer } from "../buffers.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
@@ -43,7 +49,9 @@ function blockTables(lengths: number[], blocks: number): { table: number[]; offs
 
 /**
  * Sequences with context `lengths`; the last `queries[i]` tokens of each are queries. Returns
- * GPU output and the float64 reference for the same cache contents.
+ * GPU output and the float64 reference for the same cache contents. With a window in `knobs`,
+ * the keys no query of their sequence sees are NaN in the cache: a kernel that read them at all
+ * (even weighted by 0) would give NaN.
  */
 async function check(
   name: string,
@@ -52,6 +60,7 @@ async function check(
   queries: number[],
   splits?: number,
   kvDtype: KvDtype = "f32",
+  knobs: AttentionKnobsRef = {},
 ) {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
@@ -64,7 +73,12 @@ async function check(
     const k = asF32(seeded(1, total * row)), v = asF32(seeded(2, total * row));
     const slots: number[] = [];
     lengths.forEach((len, s) => {
+      const unseen = knobs.window ? len - queries[s]! + 1 - knobs.window : 0;
       for (let j = 0; j < len; j++) {
+        if (j < unseen) {
+          k.fill(NaN, slots.length * row, (slots.length + 1) * row);
+          v.fill(NaN, slots.length * row, (slots.length + 1) * row);
+        }
         slots.push(table[offsets[s]! + Math.floor(j / BLOCK)]! * BLOCK + (j % BLOCK));
       }
     });
@@ -108,6 +122,7 @@ async function check(
       blockSize: BLOCK,
       ...(splits ? { splits } : {}),
       kvDtype,
+      ...knobs,
     });
     const got = await runRead(device, dispatches, out, tokens * heads * headDim);
     const cache = {
@@ -122,14 +137,14 @@ async function check(
     const slotOf = new Map(slots.map((slot, i) => [slot, i]));
     for (const [slot, i] of slotOf) {
       for (let c = 0; c < row; c++) {
-        if (cache.k[slot * row + c] !== roundKv(k[i * row + c]!, kvDtype)) {
+        if (!Object.is(cache.k[slot * row + c], roundKv(k[i * row + c]!, kvDtype))) {
           throw new Error(`${name}: k cache slot ${slot} col ${c} not the written value`);
         }
       }
     }
     assertClose(
       got,
-      pagedAttentionRef(q, cache, positions, tableOffsets, heads),
+      pagedAttentionRef(q, cache, positions, tableOffsets, heads, knobs),
       ATTN_TOL,
       ATTN_TOL,
       name,
@@ -153,4 +168,47 @@ Deno.test("attention gqa: f16 cache written by kv_write, prefill and split decod
   const shape = SHAPES.gqa!;
   await check("gqa/f16", shape, [1, 15, 17, 100], [1, 15, 17, 100], undefined, "f16");
   await check("gqa/f16/split3", shape, [1, 17, 300], [1, 1, 1], 3, "f16");
+});
+
+// A sliding window (shorter than a block, and spanning several), a soft-cap that bites (scores
+// reach ~3, capped at 1.5) and a scale of its own; keys outside every query's window are NaN.
+Deno.test("attention gqa/qwen: sliding window, soft-cap and scale; prefill, chunks, split decode", async () => {
+  for (const [name, shape] of [["gqa", SHAPES.gqa!], ["qwen", SHAPES.qwen!]] as const) {
+    for (const window of [13, 37]) {
+      const knobs = { window, softcap: 1.5, scale: 0.4 };
+      const what = `${name}/window${window}`;
+      await check(`${what}/prefill`, shape, [1, 15, 17, 100], [1, 15, 17, 100], 1, "f32", knobs);
+      await check(`${what}/chunk`, shape, [40, 300], [9, 33], 1, "f32", knobs);
+      await check(`${what}/split3`, shape, [1, 17, 300], [1, 1, 1], 3, "f32", knobs);
+    }
+  }
+  await check("gqa/f16/window", SHAPES.gqa!, [5, 300], [1, 1], 7, "f16", { window: 21 });
+});
+
+Deno.test("attention refuses a bad window, soft-cap or scale", async () => {
+  const { device } = await testGpu();
+  const b = outBuffer(device, "att:bad", 64);
+  const base = {
+    q: b,
+    kCache: b,
+    vCache: b,
+    positions: b,
+    tableOffsets: b,
+    blockTable: b,
+    out: b,
+    tokens: 1,
+    heads: 2,
+    kvHeads: 1,
+    headDim: 8,
+    blockSize: BLOCK,
+  };
+  for (const [knob, bad] of [["window", 2.5], ["softcap", -1], ["scale", 0]] as const) {
+    const e = await prepareAttention(device, { ...base, [knob]: bad }).then(
+      () => undefined,
+      (e) => e,
+    );
+    if (!(e instanceof EngineError) || e.type !== "InvalidArgument" || !e.message.includes(knob)) {
+      throw new Error(`${knob} ${bad}: expected InvalidArgument naming it, got ${e}`);
+    }
+  }
 });

@@ -2,9 +2,13 @@
  * Wrappers for the dense kernels: embedding, RMSNorm, RoPE and SwiGLU over stacked gate/up
  * products (the linear layers, with the residual add in their epilogues, are in `linear.ts`).
  */
+import { EngineError } from "../../contract/errors.ts";
 import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";
 import { grid } from "../dispatch.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
+
+/** A gated MLP's activation: SiLU (SwiGLU) or GELU with the tanh approximation (GeGLU). */
+export type GateActivation = "silu" | "gelu_tanh";
 
 /** Buffers and shape of {@linkcode prepareEmbedding}. */
 export interface EmbeddingArgs {
@@ -64,9 +68,14 @@ export interface RmsNormArgs {
   eps: number;
   /** Element type of `weight`. */
   dtype: WeightDtype;
+  /** Add the normed rows to `y` (a post-norm before a residual add) instead of storing them. */
+  accumulate?: boolean;
 }
 
-/** `y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight`, one workgroup per row. */
+/**
+ * `y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight` (with `accumulate`, `y += ...`), one
+ * workgroup per row.
+ */
 export function prepareRmsNorm(
   device: GPUDevice,
   a: RmsNormArgs,
@@ -76,7 +85,7 @@ export function prepareRmsNorm(
     label,
     shader: "rmsnorm",
     entry: "main",
-    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype] },
+    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], ACCUMULATE: a.accumulate ? 1 : 0 },
     uniform: [a.rows, a.dim, a.eps, 1, a.dim, 0, 0, 0],
     floats: [2],
     buffers: { 1: a.x, 2: a.weight, 3: a.y },
@@ -164,20 +173,47 @@ export function prepareRope(
 }
 
 /**
- * SwiGLU over a product of stacked [gate; up] weights: `stacked` is [rows, 2 * width] (gate in
- * the first half of each row, up in the second), `out` is [rows, width].
+ * The gated activation over a product of stacked [gate; up] weights: `stacked` is
+ * [rows, 2 * width] (gate in the first half of each row, up in the second), `out` is
+ * [rows, width] = act(gate)·up, `act` SiLU (SwiGLU, the default) or GELU-tanh (GeGLU).
  */
-export function prepareSwiGluHalves(
+export function prepareGatedHalves(
   device: GPUDevice,
-  a: { stacked: GPUBuffer; out: GPUBuffer; rows: number; width: number },
-  label = "swiglu_halves",
+  a: { stacked: GPUBuffer; out: GPUBuffer; rows: number; width: number; act?: GateActivation },
+  label = "gated_halves",
 ): Promise<KernelDispatch> {
   return prepareKernel(device, {
     label,
     shader: "elementwise",
-    entry: "swiglu_halves",
+    entry: "gated_halves",
+    constants: { ACT: a.act === "gelu_tanh" ? 1 : 0 },
     uniform: [a.rows * a.width, a.width, 0, 0],
     buffers: { 1: a.stacked, 3: a.out },
     workgroups: grid256(device, a.rows * a.width),
+  });
+}
+
+/**
+ * In place over `count` f32 of `x`: `x *= value` (`scale`), or `x = value·tanh(x / value)`
+ * (`softcap`). `value` must be finite and > 0.
+ */
+export function prepareScaleInPlace(
+  device: GPUDevice,
+  a: { x: GPUBuffer; count: number; op: "scale" | "softcap"; value: number },
+  label = `${a.op}_in_place`,
+): Promise<KernelDispatch> {
+  if (!(Number.isFinite(a.value) && a.value > 0)) {
+    return Promise.reject(
+      EngineError.invalidArgument(`${label}: ${a.op} ${a.value} is not a finite number > 0`),
+    );
+  }
+  return prepareKernel(device, {
+    label,
+    shader: "elementwise",
+    entry: "scale_in_place",
+    uniform: [a.count, 0, a.op === "scale" ? 0 : 1, a.value],
+    floats: [3],
+    buffers: { 3: a.x },
+    workgroups: grid256(device, a.count),
   });
 }

@@ -1,12 +1,13 @@
 import { uploadBuffer } from "../buffers.ts";
-import { embeddingRef, headNormRef, rmsNormRef, ropeRef, swiGluRef } from "../reference/dense.ts";
+import { embeddingRef, gatedRef, headNormRef, rmsNormRef, ropeRef } from "../reference/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
 import {
   prepareEmbedding,
+  prepareGatedHalves,
   prepareHeadNorm,
   prepareRmsNorm,
   prepareRope,
-  prepareSwiGluHalves,
+  prepareScaleInPlace,
 } from "./dense.ts";
 import { uploadRopeFrequencies } from "./rope_frequencies.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
@@ -77,31 +78,38 @@ for (const dtype of DTYPES) {
     });
   });
 
-  Deno.test(`rmsnorm ${dtype} over dims 1, 63, 257`, async () => {
+  Deno.test(`rmsnorm ${dtype} over dims 1, 63, 257, stored and added to y`, async () => {
     const { device } = await testGpu();
     await withErrorScopes(device, async () => {
       for (const [rows, dim] of [[3, 1], [5, 63], [2, 257]] as const) {
-        const x = asF32(seeded(dim, rows * dim, 3));
-        const w = weights(dim + 1, dim, dtype, 1);
-        const y = outBuffer(device, "rms:y", rows * dim);
-        const d = await prepareRmsNorm(device, {
-          x: f32Buffer(device, "rms:x", x),
-          weight: uploadBuffer(device, "rms:w", w.bytes),
-          y,
-          rows,
-          dim,
-          eps: 1e-5,
-          dtype,
-        });
-        // A few f32 roundings per output: the worst measured on lavapipe takes 15 % of this
-        // bound (the bound was 1e-6 + 1e-5·|ref|).
-        assertClose(
-          await runRead(device, [d], y, rows * dim),
-          rmsNormRef(x, w.values, dim, 1e-5),
-          1e-7,
-          1e-6,
-          "rmsnorm",
-        );
+        for (const accumulate of [false, true]) {
+          const x = asF32(seeded(dim, rows * dim, 3));
+          const w = weights(dim + 1, dim, dtype, 1);
+          const prior = asF32(seeded(dim + 2, rows * dim, 2));
+          const y = f32Buffer(device, "rms:y", prior);
+          const d = await prepareRmsNorm(device, {
+            x: f32Buffer(device, "rms:x", x),
+            weight: uploadBuffer(device, "rms:w", w.bytes),
+            y,
+            rows,
+            dim,
+            eps: 1e-5,
+            dtype,
+            accumulate,
+          });
+          const want = rmsNormRef(x, w.values, dim, 1e-5);
+          if (accumulate) want.forEach((v, i) => want[i] = v + prior[i]!);
+          // A few f32 roundings per output: the worst measured on lavapipe takes 15 % of this
+          // bound (the bound was 1e-6 + 1e-5·|ref|). Added to y (|y| < 2), the sum may cancel:
+          // its error is then relative to the terms, 1e-6 of 2 more.
+          assertClose(
+            await runRead(device, [d], y, rows * dim),
+            want,
+            accumulate ? 2.1e-6 : 1e-7,
+            1e-6,
+            `rmsnorm accumulate=${accumulate}`,
+          );
+        }
       }
     });
   });
@@ -214,26 +222,59 @@ Deno.test("llama3 inverse frequencies blend between the two wavelength bands", (
   if (mid < 0) throw new Error("no smoothly blended frequency");
 });
 
-Deno.test("swiglu over stacked gate/up rows of odd width", async () => {
+for (const act of ["silu", "gelu_tanh"] as const) {
+  Deno.test(`gated activation (${act}) over stacked gate/up rows of odd width`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      const [rows, width] = [3, 333];
+      // Gates up to 12 in size: GELU-tanh saturates at both ends (to g and to -0).
+      const stacked = asF32(seeded(1, rows * 2 * width, act === "silu" ? 4 : 12));
+      const out = outBuffer(device, "glu:out", rows * width);
+      const d = await prepareGatedHalves(device, {
+        stacked: f32Buffer(device, "glu:stacked", stacked),
+        out,
+        rows,
+        width,
+        act,
+      });
+      const want = new Float64Array(rows * width);
+      for (let r = 0; r < rows; r++) {
+        const row = stacked.subarray(r * 2 * width, (r + 1) * 2 * width);
+        want.set(gatedRef(row.subarray(0, width), row.subarray(width), act), r * width);
+      }
+      // exp (or tanh), a division and a product per output: the worst SiLU measured on lavapipe
+      // takes 17 % of this bound (the bound was 1e-6 + 1e-5·|ref|).
+      const got = await runRead(device, [d], out, rows * width);
+      assertClose(got, want, 1.5e-7, 1.5e-6, act);
+    });
+  });
+}
+
+Deno.test("scale and soft-cap in place over an odd count, values past the cap's saturation", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
-    const [rows, width] = [3, 333];
-    const stacked = asF32(seeded(1, rows * 2 * width, 4));
-    const out = outBuffer(device, "glu:out", rows * width);
-    const d = await prepareSwiGluHalves(device, {
-      stacked: f32Buffer(device, "glu:stacked", stacked),
-      out,
-      rows,
-      width,
-    });
-    const want = new Float64Array(rows * width);
-    for (let r = 0; r < rows; r++) {
-      const row = stacked.subarray(r * 2 * width, (r + 1) * 2 * width);
-      want.set(swiGluRef(row.subarray(0, width), row.subarray(width)), r * width);
+    const count = 1031;
+    const x = asF32(seeded(5, count, 40));
+    for (
+      const [op, value] of [["scale", 5.656854249492381], ["softcap", 8], ["softcap", 0.3]] as const
+    ) {
+      const buf = f32Buffer(device, `${op}:x`, x);
+      const d = await prepareScaleInPlace(device, { x: buf, count, op, value });
+      const want = Float64Array.from(
+        x,
+        (v) => op === "scale" ? v * value : value * Math.tanh(v / value),
+      );
+      // One or two f32 roundings and an exp: within a few ulps of |ref| (values up to 40·5.7).
+      assertClose(await runRead(device, [d], buf, count), want, 1e-6, 1e-6, `${op} ${value}`);
     }
-    // exp, a division and a product per output, on inputs up to 4: the worst measured on lavapipe
-    // takes 17 % of this bound (the bound was 1e-6 + 1e-5·|ref|).
-    const got = await runRead(device, [d], out, rows * width);
-    assertClose(got, want, 1.5e-7, 1.5e-6, "swiglu");
+    const bad = await prepareScaleInPlace(device, {
+      x: outBuffer(device, "cap:bad", 4),
+      count: 4,
+      op: "softcap",
+      value: 0,
+    }).then(() => undefined, (e) => e);
+    if (!(bad instanceof Error) || !bad.message.includes("softcap 0")) {
+      throw new Error(`a soft-cap of 0 was not refused: ${bad}`);
+    }
   });
 });

@@ -15,7 +15,9 @@ import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 import {
   checkQuantProduct,
+  epilogueConstants,
   fail,
+  isGated,
   prepareQuantMatvec,
   productBindings,
   type QuantMatvecArgs,
@@ -149,7 +151,7 @@ export async function prepareQuantGemm(
 ): Promise<KernelDispatch> {
   const what = "gemm_quant";
   const { f, y0, ldy, epilogue, flags } = checkQuantProduct(device, what, a);
-  const swiglu = epilogue === "swiglu";
+  const swiglu = isGated(epilogue);
   const tile = a.tile ??
     (kernelPaths(device).gemmTile === "rows" ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
   const max = device.limits.maxComputeWorkgroupsPerDimension;
@@ -174,7 +176,7 @@ export async function prepareQuantGemm(
     label,
     shader: shaderVariant("gemm_quant", { format: f.fragment }),
     entry: tile.kind === "rows" ? "rows" : "main",
-    constants: { ...constants, SWIGLU: swiglu ? 1 : 0 },
+    constants: { ...constants, ...epilogueConstants(epilogue) },
     uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, flags, 0],
     floats: [3],
     buffers: await productBindings(device, a, f),

@@ -15,7 +15,7 @@ import {
   quantGemmMinRows,
   type QuantGemmTile,
 } from "./gemm_quant.ts";
-import type { QuantEpilogue } from "./matvec_quant.ts";
+import { isGated, type QuantEpilogue } from "./matvec_quant.ts";
 
 /**
  * The f32 bound of every product here (`sumsTolerance`, c·u·(√k + 4)·(rms(ref) + |ref|)): c = 2
@@ -58,6 +58,7 @@ const CASES: readonly Case[] = [
   { epilogue: "accumulate", norm: false, bias: true, n: 13, window: false },
   { epilogue: "swiglu", norm: false, bias: false, n: 13, window: true },
   { epilogue: "swiglu", norm: true, bias: false, n: 37, window: false },
+  { epilogue: "geglu", norm: true, bias: false, n: 13, window: true },
 ];
 
 /** The output [M, ldy] of the product over float64 weights `w` (the reference's last step). */
@@ -99,7 +100,7 @@ async function runCase(
   seed: number,
 ) {
   const k = K(type);
-  const rows = c.epilogue === "swiglu" ? 2 * c.n : c.n;
+  const rows = isGated(c.epilogue) ? 2 * c.n : c.n;
   const y0 = c.window ? 3 : 0;
   const ldy = c.window ? c.n + 5 : c.n;
   const bytes = randomBlocks(type, rows * k, seed);
@@ -127,7 +128,7 @@ async function runCase(
   const got = await runRead(device, [d], y, M * ldy);
   const w = dequantize(type, bytes, rows * k);
   const ref = reference(w, x, c, k, inputs);
-  const c_ = c.epilogue === "swiglu" ? SWIGLU_C : SUM_C;
+  const c_ = isGated(c.epilogue) ? SWIGLU_C : SUM_C;
   assertSumsClose(got, ref, k, c_, `${type} ${tile.kind} ${JSON.stringify(c)}`);
   return { got, w, x, inputs, c_ };
 }

@@ -14,9 +14,10 @@ import { EngineError } from "../../contract/errors.ts";
 import type { WeightDtype } from "../dtype.ts";
 import { productTakes } from "../quant/product_formats.ts";
 import { type KernelDispatch } from "./kernel.ts";
-import { prepareRmsNorm, prepareSwiGluHalves } from "./dense.ts";
+import { type GateActivation, prepareGatedHalves, prepareRmsNorm } from "./dense.ts";
 import { prepareGemm } from "./gemm.ts";
 import { prepareQuantProduct } from "./gemm_quant.ts";
+import { isGated, type QuantEpilogue } from "./matvec_quant.ts";
 
 /** Buffers and shape of a product `y = x·Wᵀ (+ b)`. */
 export interface LinearArgs {
@@ -38,14 +39,20 @@ export interface LinearArgs {
   dtype: WeightDtype;
 }
 
-/** What a fused product does with its result `r`: store it, add it to y, or apply SwiGLU. */
-export type Epilogue = "store" | "accumulate" | "swiglu";
+/**
+ * What a fused product does with its result `r`: store it, add it to y, or apply the gated
+ * activation (SwiGLU or GeGLU) over stacked [gate; up] weights.
+ */
+export type Epilogue = QuantEpilogue;
 
 /** A product with the RMSNorm before it and the epilogue after it fused in. */
 export interface FusedLinearArgs extends LinearArgs {
   /** RMSNorm of x folded in: its weight as f32 [k], and epsilon. */
   norm?: { weight: GPUBuffer; eps: number };
-  /** `store` (default): y = r; `accumulate`: y += r; `swiglu`: y = silu(r_gate) * r_up. */
+  /**
+   * `store` (default): y = r; `accumulate`: y += r; `swiglu` / `geglu`: y = act(r_gate) * r_up
+   * with SiLU / GELU-tanh.
+   */
   epilogue?: Epilogue;
   /**
    * Threads per output row of the matrix-vector kernel (a power of two up to 64). By default the
@@ -119,8 +126,8 @@ export async function prepareFusedLinear(
   const refuse = (why: string) =>
     EngineError.invalidArgument(`${label}: ${why} needs k a multiple of 32, got ${k}`);
   if (a.ldy !== undefined || a.y0 !== undefined) throw refuse("an output window");
-  if ((a.norm || epilogue === "swiglu") && scratch === undefined) {
-    throw refuse("a norm or SwiGLU without scratch");
+  if ((a.norm || isGated(epilogue)) && scratch === undefined) {
+    throw refuse("a norm or a gated activation without scratch");
   }
   // Prepared together (their pipelines compile side by side), run in this order.
   const parts: Promise<KernelDispatch>[] = [];
@@ -139,7 +146,7 @@ export async function prepareFusedLinear(
     );
     input = scratch!.normed;
   }
-  if (epilogue !== "swiglu") {
+  if (!isGated(epilogue)) {
     const accumulate = epilogue === "accumulate";
     parts.push(
       prepareGemm(
@@ -149,17 +156,22 @@ export async function prepareFusedLinear(
       ),
     );
   } else {
-    if (b) throw EngineError.invalidArgument(`${label}: no bias with swiglu`);
+    if (b) throw EngineError.invalidArgument(`${label}: no bias with ${epilogue}`);
     parts.push(
       prepareGemm(device, { x: input, w, y: scratch!.product, m, n: 2 * n, k, dtype }, label),
     );
     parts.push(
-      prepareSwiGluHalves(
+      prepareGatedHalves(
         device,
-        { stacked: scratch!.product, out: y, rows: m, width: n },
-        `${label}:swiglu`,
+        { stacked: scratch!.product, out: y, rows: m, width: n, act: gateActivation(epilogue) },
+        `${label}:${epilogue}`,
       ),
     );
   }
   return { dispatches: await Promise.all(parts) };
+}
+
+/** The activation of a gated epilogue. */
+export function gateActivation(e: Epilogue): GateActivation {
+  return e === "geglu" ? "gelu_tanh" : "silu";
 }

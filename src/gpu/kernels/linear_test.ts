@@ -1,6 +1,7 @@
 import { uploadBuffer } from "../buffers.ts";
 import { fusedLinearRef, linearRef } from "../reference/dense.ts";
 import { type Epilogue, prepareFusedLinear, prepareLinear } from "./linear.ts";
+import { isGated } from "./matvec_quant.ts";
 import { productTakes } from "../quant/product_formats.ts";
 import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
@@ -69,7 +70,7 @@ for (const dtype of DTYPES) {
   }
 }
 
-const EPILOGUES: Epilogue[] = ["store", "accumulate", "swiglu"];
+const EPILOGUES: Epilogue[] = ["store", "accumulate", "swiglu", "geglu"];
 
 // The fused product (RMSNorm before, residual add or SwiGLU after): in one dispatch of the
 // product kernels when K is a multiple of 32, with one thread per row (CPU adapters) and split
@@ -102,11 +103,11 @@ for (const dtype of DTYPES) {
         // for F16, and the two extremes for the dtypes (which only change the weight decode).
         const combos = dtype === "f16"
           ? EPILOGUES.flatMap((e) => [[e, false], [e, true]] as const)
-          : [["store", false], ["swiglu", true], ["accumulate", true]] as const;
+          : [["store", false], ["swiglu", true], ["accumulate", true], ["geglu", false]] as const;
         for (const [epilogue, withNorm] of combos) {
           {
             for (const threadsPerRow of threads) {
-              const withBias = epilogue !== "swiglu" && m % 2 === 1;
+              const withBias = !isGated(epilogue) && m % 2 === 1;
               const y = f32Buffer(device, "fused:y", y0);
               const norm = { weight: f32Buffer(device, "fused:g", g), eps: 1e-5 };
               const p = await prepareFusedLinear(
@@ -137,7 +138,7 @@ for (const dtype of DTYPES) {
                 got,
                 want,
                 k,
-                epilogue === "swiglu" ? SWIGLU_C : SUM_C,
+                isGated(epilogue) ? SWIGLU_C : SUM_C,
                 `${dtype} ${m}x${n}x${k} ${epilogue} norm=${withNorm} tpr=${threadsPerRow}`,
               );
             }

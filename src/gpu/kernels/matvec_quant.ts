@@ -21,12 +21,25 @@ import { quantTableBuffer } from "../quant/tables.ts";
 import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
 
-export type QuantEpilogue = "store" | "accumulate" | "swiglu";
+export type QuantEpilogue = "store" | "accumulate" | "swiglu" | "geglu";
+
+/** The gated epilogues' activations, as `lib/gate_act.wgsl`'s override ACT numbers them. */
+const GATE_ACT: Partial<Record<QuantEpilogue, number>> = { swiglu: 0, geglu: 1 };
+
+/** Whether `e` is a gated epilogue (W = [gate; up] stacked, y = act(r_gate)·r_up). */
+export function isGated(e: QuantEpilogue): boolean {
+  return GATE_ACT[e] !== undefined;
+}
+
+/** The override constants of epilogue `e`: GATED, and ACT (0 SiLU, 1 GELU-tanh). */
+export function epilogueConstants(e: QuantEpilogue): { GATED: number; ACT: number } {
+  return { GATED: isGated(e) ? 1 : 0, ACT: GATE_ACT[e] ?? 0 };
+}
 
 export interface QuantMatvecArgs {
   /** Activations, f32 [m, k]. */
   x: GPUBuffer;
-  /** Weights: n rows (2n with `swiglu`: [gate; up] stacked) of k / blockSize blocks, GGUF bytes. */
+  /** Weights: n rows (2n gated: [gate; up] stacked) of k / blockSize blocks, GGUF bytes. */
   w: GPUBuffer;
   /** Output, f32 rows of stride `ldy`; the product goes to columns [y0, y0 + n). */
   y: GPUBuffer;
@@ -39,7 +52,10 @@ export interface QuantMatvecArgs {
   bias?: GPUBuffer;
   /** RMSNorm of x folded in: its weight gamma as f32 [k], and epsilon. */
   norm?: { weight: GPUBuffer; eps: number };
-  /** `store` (default): y = r; `accumulate`: y += r; `swiglu`: y = silu(r_gate) * r_up. */
+  /**
+   * `store` (default): y = r; `accumulate`: y += r; `swiglu`: y = silu(r_gate) * r_up; `geglu`:
+   * y = gelu_tanh(r_gate) * r_up.
+   */
   epilogue?: QuantEpilogue;
   /** Output row stride in floats; default n, at least y0 + n. */
   ldy?: number;
@@ -63,7 +79,7 @@ export const QUANT_MATVEC_ROWS = 8;
 const CPU_RPT = 8;
 /** Bits of the shader's `flags` uniform. */
 export const FLAG_BIAS = 1, FLAG_NORM = 2, FLAG_ACCUMULATE = 4;
-export const EPILOGUES: readonly QuantEpilogue[] = ["store", "accumulate", "swiglu"];
+export const EPILOGUES: readonly QuantEpilogue[] = ["store", "accumulate", "swiglu", "geglu"];
 
 const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
 
@@ -173,11 +189,11 @@ export function checkQuantProduct(
   if (ldy < y0 + a.n) fail(what, `ldy ${ldy} is less than y0 + n = ${y0 + a.n}`);
   const epilogue = a.epilogue ?? "store";
   if (!EPILOGUES.includes(epilogue)) fail(what, `unknown epilogue ${epilogue}`);
-  if (epilogue === "swiglu" && a.bias) fail(what, "no bias with the swiglu epilogue");
+  if (isGated(epilogue) && a.bias) fail(what, `no bias with the ${epilogue} epilogue`);
   if (a.norm && !(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
     fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
   }
-  const wRows = epilogue === "swiglu" ? 2 * a.n : a.n;
+  const wRows = isGated(epilogue) ? 2 * a.n : a.n;
   checkBuffer(device, what, "x", a.x, a.m * a.k * 4);
   checkBuffer(device, what, "w", a.w, wRows * rowBytes);
   checkBuffer(device, what, "y", a.y, ((a.m - 1) * ldy + y0 + a.n) * 4);
@@ -215,7 +231,7 @@ export async function prepareQuantMatvec(
     entry: "main",
     constants: {
       ROWS: Math.min(a.m, QUANT_MATVEC_ROWS),
-      SWIGLU: epilogue === "swiglu" ? 1 : 0,
+      ...epilogueConstants(epilogue),
       TPR: tpr,
       WG: wg,
       RPT: rpt,

@@ -6,7 +6,12 @@ import { quantEmbeddingRef, quantMatvecRef } from "../quant/reference.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
 import { loadQuantTables } from "../quant/tables.ts";
 import { plantOneStep, uniform } from "../../../test/support/quant_mutation.ts";
-import { prepareQuantEmbedding, prepareQuantMatvec, type QuantEpilogue } from "./matvec_quant.ts";
+import {
+  isGated,
+  prepareQuantEmbedding,
+  prepareQuantMatvec,
+  type QuantEpilogue,
+} from "./matvec_quant.ts";
 import {
   assertClose,
   assertSumsClose,
@@ -83,13 +88,14 @@ function cases(format: number): Case[] {
   for (const norm of [false, true]) {
     push({ epilogue: "swiglu", norm, bias: false, tpr: tprB, m: mB });
   }
+  push({ epilogue: "geglu", norm: true, bias: false, tpr: tprA, m: mB });
   return out;
 }
 
 async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number): Promise<void> {
   const { epilogue, m, n } = c;
   const k = K(type);
-  const rows = epilogue === "swiglu" ? 2 * n : n;
+  const rows = isGated(epilogue) ? 2 * n : n;
   const y0 = c.window ? 3 : 0;
   const ldy = c.window ? n + 5 : n;
   const w = randomBlocks(type, rows * k, seed);
@@ -123,7 +129,7 @@ async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number
     ...(c.norm ? { norm: { weight: gamma, eps } } : {}),
   });
   const what = `${type} ${JSON.stringify(c)}`;
-  assertSumsClose(got, ref, k, epilogue === "swiglu" ? SWIGLU_C : SUM_C, what);
+  assertSumsClose(got, ref, k, isGated(epilogue) ? SWIGLU_C : SUM_C, what);
 }
 
 for (const type of QUANT_TYPES) {

@@ -13,10 +13,10 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import { isFloatDtype, type TensorDtype } from "../dtype.ts";
-import { prepareSwiGluHalves } from "./dense.ts";
+import { prepareGatedHalves } from "./dense.ts";
 import type { KernelDispatch } from "./kernel.ts";
-import { type Epilogue, type LinearScratch, prepareFusedLinear } from "./linear.ts";
-import { QUANT_MATVEC_ROWS } from "./matvec_quant.ts";
+import { type Epilogue, gateActivation, type LinearScratch, prepareFusedLinear } from "./linear.ts";
+import { isGated, QUANT_MATVEC_ROWS } from "./matvec_quant.ts";
 import { KERNEL_PATHS, PATH_KINDS } from "../paths.ts";
 import { prepareQuantProduct } from "./gemm_quant.ts";
 
@@ -133,15 +133,15 @@ export async function prepareProduct(
   const epilogue = a.epilogue ?? "store";
   const parts = a.weight.parts;
   const rows = parts.reduce((s, p) => s + p.rows, 0);
-  const want = epilogue === "swiglu" ? 2 * a.n : a.n;
+  const want = isGated(epilogue) ? 2 * a.n : a.n;
   if (rows !== want) {
     throw EngineError.invalidArgument(`${label}: the weight has ${rows} rows, the product ${want}`);
   }
   if (parts.length === 1) {
     return await partProduct(device, a, parts[0]!, { y: a.y, n: a.n, epilogue }, scratch, label);
   }
-  const swiglu = epilogue === "swiglu";
-  if (swiglu && a.b) throw EngineError.invalidArgument(`${label}: no bias with swiglu`);
+  const swiglu = isGated(epilogue);
+  if (swiglu && a.b) throw EngineError.invalidArgument(`${label}: no bias with ${epilogue}`);
   // Every part prepared at once (their pipelines compile side by side), run in row order.
   const pending: Promise<KernelDispatch[]>[] = [];
   let y0 = 0;
@@ -156,12 +156,13 @@ export async function prepareProduct(
   }
   if (swiglu) {
     pending.push(
-      prepareSwiGluHalves(device, {
+      prepareGatedHalves(device, {
         stacked: scratch.product,
         out: a.y,
         rows: a.m,
         width: a.n,
-      }, `${label}:swiglu`).then((d) => [d]),
+        act: gateActivation(epilogue),
+      }, `${label}:${epilogue}`).then((d) => [d]),
     );
   }
   const out = (await Promise.all(pending)).flat();

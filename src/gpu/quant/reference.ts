@@ -9,7 +9,7 @@ export interface QuantMatvecRefOptions {
   /** Bias for output column j at bias[y0 + j]. */
   bias?: ArrayLike<number>;
   norm?: { weight: ArrayLike<number>; eps: number };
-  epilogue?: "store" | "accumulate" | "swiglu";
+  epilogue?: "store" | "accumulate" | "swiglu" | "geglu";
   /** Output row stride (default n) and first column (default 0). */
   ldy?: number;
   y0?: number;
@@ -34,7 +34,7 @@ export function quantMatvecRef(
   const ldy = opts.ldy ?? n;
   const y0 = opts.y0 ?? 0;
   const epilogue = opts.epilogue ?? "store";
-  const rows = epilogue === "swiglu" ? 2 * n : n;
+  const rows = epilogue === "swiglu" || epilogue === "geglu" ? 2 * n : n;
   const w = dequantize(type, bytes.subarray(0, rows * quantizedRowBytes(type, k)), rows * k);
   const bias = opts.bias ? Float64Array.from(opts.bias).subarray(y0, y0 + n) : undefined;
   const out = opts.prior ? Float64Array.from(opts.prior) : new Float64Array(m * ldy);

@@ -18,8 +18,19 @@ export interface PagedKv {
   blockTable: ArrayLike<number>;
 }
 
+/** Attention's options beyond plain causal attention (as `AttentionArgs` has them). */
+export interface AttentionKnobsRef {
+  /** Query scale (default 1/sqrt(headDim)). */
+  scale?: number;
+  /** Keys a query sees, itself included (default 0: all). */
+  window?: number;
+  /** Scores become cap·tanh(s / cap) (default 0: none). */
+  softcap?: number;
+}
+
 /**
- * out[t, h, :] = softmax_j(q[t,h]·K[j] / sqrt(d)) V[j] over keys j = 0..=positions[t], reading
+ * out[t, h, :] = softmax_j(q[t,h]·K[j] / sqrt(d)) V[j] over keys j = 0..=positions[t] (with
+ * `opts`: scaled by `scale`, soft-capped, only the last `window` keys), reading
  * key j of token t's sequence at block `blockTable[tableOffsets[t] + j / blockSize]`. For an f16
  * cache, pass the stored (f16-rounded) values: see {@linkcode ropeKvRef} and {@linkcode decodeKv}.
  */
@@ -29,16 +40,20 @@ export function pagedAttentionRef(
   positions: ArrayLike<number>,
   tableOffsets: ArrayLike<number>,
   heads: number,
+  opts: AttentionKnobsRef = {},
 ): Float64Array {
   const { headDim: hd, kvHeads, blockSize } = kv;
   const out = new Float64Array(positions.length * heads * hd);
-  const scale = 1 / Math.sqrt(hd);
+  const scale = opts.scale ?? 1 / Math.sqrt(hd);
+  const cap = opts.softcap ?? 0, window = opts.window ?? 0;
   for (let t = 0; t < positions.length; t++) {
     for (let h = 0; h < heads; h++) {
       const kvh = Math.floor(h / (heads / kvHeads));
       const qb = (t * heads + h) * hd;
-      const keys = positions[t]! + 1;
-      const base = (j: number) => {
+      const first = window > 0 ? Math.max(0, positions[t]! + 1 - window) : 0;
+      const keys = positions[t]! + 1 - first;
+      const base = (i: number) => {
+        const j = first + i;
         const block = kv.blockTable[tableOffsets[t]! + Math.floor(j / blockSize)]!;
         return ((block * blockSize + (j % blockSize)) * kvHeads + kvh) * hd;
       };
@@ -48,7 +63,7 @@ export function pagedAttentionRef(
         let dot = 0;
         const kb = base(j);
         for (let d = 0; d < hd; d++) dot += q[qb + d]! * kv.k[kb + d]!;
-        scores[j] = dot * scale;
+        scores[j] = cap > 0 ? cap * Math.tanh(dot * scale / cap) : dot * scale;
         max = Math.max(max, scores[j]!);
       }
       let sum = 0;

@@ -101,15 +101,29 @@ export function ropeRef(
 
 /** `silu(gate[i]) * up[i]`, where `silu(g) = g / (1 + e^-g)`. */
 export function swiGluRef(gate: ArrayLike<number>, up: ArrayLike<number>): Float64Array {
-  return Float64Array.from(
-    { length: gate.length },
-    (_, i) => (gate[i]! / (1 + Math.exp(-gate[i]!))) * up[i]!,
-  );
+  return gatedRef(gate, up, "silu");
+}
+
+/** GELU with the tanh approximation: `g/2 · (1 + tanh(√(2/π)·(g + 0.044715·g³)))`. */
+export function geluTanhRef(g: number): number {
+  return 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g)));
+}
+
+/** `act(gate[i]) * up[i]`: SwiGLU (`silu`) or GeGLU (`gelu_tanh`). */
+export function gatedRef(
+  gate: ArrayLike<number>,
+  up: ArrayLike<number>,
+  act: "silu" | "gelu_tanh",
+): Float64Array {
+  return Float64Array.from({ length: gate.length }, (_, i) => {
+    const g = gate[i]!;
+    return (act === "silu" ? g / (1 + Math.exp(-g)) : geluTanhRef(g)) * up[i]!;
+  });
 }
 
 /**
  * The fused product of `linear.ts`: y = rmsnorm(x)·Wᵀ + b, then stored, added to `y0`, or (with
- * W = [gate; up] of 2n rows) y = silu(gate) * up.
+ * W = [gate; up] of 2n rows) y = act(gate) * up, SiLU (`swiglu`) or GELU-tanh (`geglu`).
  */
 export function fusedLinearRef(
   x: ArrayLike<number>,
@@ -120,17 +134,18 @@ export function fusedLinearRef(
   k: number,
   opts: {
     norm?: { weight: ArrayLike<number>; eps: number };
-    epilogue?: "store" | "accumulate" | "swiglu";
+    epilogue?: "store" | "accumulate" | "swiglu" | "geglu";
     y0?: ArrayLike<number>;
   } = {},
 ): Float64Array {
   const xn = opts.norm ? rmsNormRef(x, opts.norm.weight, k, opts.norm.eps) : x;
-  if (opts.epilogue === "swiglu") {
+  if (opts.epilogue === "swiglu" || opts.epilogue === "geglu") {
+    const act = opts.epilogue === "swiglu" ? "silu" : "gelu_tanh";
     const r = linearRef(xn, w, b, m, 2 * n, k);
     const y = new Float64Array(m * n);
     for (let i = 0; i < m; i++) {
       const row = r.subarray(i * 2 * n, (i + 1) * 2 * n);
-      y.set(swiGluRef(row.subarray(0, n), row.subarray(n)), i * n);
+      y.set(gatedRef(row.subarray(0, n), row.subarray(n), act), i * n);
     }
     return y;
   }

@@ -20,7 +20,10 @@ export type LayerRole =
   | "postNorm"
   | "gate"
   | "up"
-  | "down";
+  | "down"
+  // Norms of a sublayer's output before its residual add (Gemma 2/3's sandwich norms).
+  | "attnOutNorm"
+  | "mlpOutNorm";
 
 /** A checkpoint tensor outside the layers. */
 export type GlobalRole = "embed" | "norm" | "lmHead";
@@ -65,7 +68,15 @@ export interface TensorEntry<R extends string> {
   heads?: "q" | "k";
   /** Its role in a quantization mix (default `vector`: kept in F32). */
   mix?: MixRole;
+  /**
+   * An RMSNorm weight the model multiplies by `1 + w` where HF stores `w` (GGUF stores `1 + w`):
+   * HF values are read with the 1 added, so a loaded model holds one convention.
+   */
+  hfAddOne?: true;
 }
+
+/** The gated MLP's activation: SiLU (SwiGLU) or tanh-approximated GELU (GeGLU). */
+export type Activation = "silu" | "gelu_tanh";
 
 /**
  * One step of a decoder layer. The residual stream is `x`; each step reads what the ones before
@@ -80,12 +91,19 @@ export type LayerStep =
   | { op: "qk_norm" }
   /** Rotate-half RoPE on q and k with the config's frequencies; k and v enter the KV cache. */
   | { op: "rope" }
-  /** Causal grouped-query attention over the cache, scaled by 1/sqrt(head_dim). */
+  /**
+   * Causal grouped-query attention over the cache, scaled by 1/sqrt(head_dim) (or the config's
+   * `attnScale`), soft-capped and windowed as the config says (`attention_knobs.ts`).
+   */
   | { op: "attention" }
   /** x += attention output · `o`ᵀ. */
   | { op: "o_proj_residual" }
   /** x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm`. */
-  | { op: "mlp"; act: "silu" };
+  | { op: "mlp"; act: Activation }
+  /** x += RMSNorm(attention output · `o`ᵀ) with `attnOutNorm` (a norm before the residual add). */
+  | { op: "o_proj_norm_residual" }
+  /** `mlp`, its output through RMSNorm with `mlpOutNorm` before the residual add. */
+  | { op: "mlp_norm_residual"; act: Activation };
 
 /** How the shared HF `config.json` reader treats the keys families read differently. */
 export interface HfConfigRules {
@@ -96,6 +114,18 @@ export interface HfConfigRules {
    * `sliding_window` is set (`when_set`).
    */
   slidingWindow: "flag" | "when_set";
+  /**
+   * Which layers the window applies to when the config lists no `layer_types` and no
+   * `sliding_window_pattern`: with pattern p, layer i when i % p < p - 1 (absent: every layer).
+   */
+  windowPattern?: number;
+  /**
+   * The LM head is the embedding when `tie_word_embeddings` is absent (transformers omits it from
+   * a saved config.json when it equals PretrainedConfig's default, true).
+   */
+  tiedByDefault?: true;
+  /** The activation `hidden_act` / `hidden_activation` must name (default `silu`). */
+  act?: "gelu_pytorch_tanh";
 }
 
 /** A model family. */
@@ -123,6 +153,12 @@ export interface ArchDescription {
     attentionBias: "always" | "tensors";
     /** A `rope_freqs.weight` tensor carries Llama 3 RoPE scaling (otherwise it is ignored). */
     ropeFreqs: boolean;
+    /**
+     * Block counts at which a file without `attention.scale` scales queries by
+     * 1/sqrt(hidden / heads) rather than 1/sqrt(head_dim): llama.cpp's rule for the models whose
+     * `query_pre_attn_scalar` is not head_dim (Gemma's 27B sizes), which their files do not say.
+     */
+    hiddenPerHeadScaleAt?: readonly number[];
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];
@@ -130,4 +166,6 @@ export interface ArchDescription {
   };
   /** The decoder layer, in order. */
   layer: readonly LayerStep[];
+  /** Embeddings enter the residual stream multiplied by sqrt(hidden). */
+  scaleEmbedding?: true;
 }

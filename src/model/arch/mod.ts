@@ -10,12 +10,14 @@ export * from "./names.ts";
 
 import { EngineError } from "../../contract/errors.ts";
 import type { ArchDescription } from "./arch.ts";
+import { GEMMA2 } from "./gemma2.ts";
+import { GEMMA3 } from "./gemma3.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 
-const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3];
+const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3, GEMMA2, GEMMA3];
 
 /** The families by `ModelConfig.arch`. */
 export const ARCHS: ReadonlyMap<string, ArchDescription> = new Map(

@@ -6,6 +6,7 @@
  */
 import type { WeightDtype } from "../../gpu/dtype.ts";
 import { archByGguf, ggufArchitectures, layerEntry } from "../arch/mod.ts";
+import { ggufAttentionKnobs } from "../attention_knobs.ts";
 import type { ModelConfig } from "../config.ts";
 import type { RopeScaling } from "../rope.ts";
 import type { GgufMetadata } from "./metadata.ts";
@@ -79,10 +80,6 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     }
   }
   const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
-  const window = `${p}attention.sliding_window`;
-  if (m.has(window) && m.uint(window) > 0 && m.uint(window) < maxPositionEmbeddings) {
-    throw m.refuse(window, `sliding-window attention (${m.uint(window)}) is not supported`);
-  }
   const vocabSize = m.has(`${p}vocab_size`)
     ? m.count(`${p}vocab_size`)
     : m.has("tokenizer.ggml.tokens")
@@ -104,6 +101,12 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     tieWordEmbeddings: !tensorNames.has("output.weight"),
     attentionBias: arch.gguf.attentionBias === "always" || tensorNames.has(`blk.0.${qBias}`),
     eosTokenIds: eosIds(m),
+    ...ggufAttentionKnobs(m, p, arch, {
+      hiddenSize,
+      numHeads,
+      numLayers: m.count(`${p}block_count`),
+      maxPositions: maxPositionEmbeddings,
+    }),
   };
   if (m.has("tokenizer.ggml.bos_token_id")) {
     config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");

@@ -66,7 +66,7 @@ function parseJson(text: string, name: string): Record<string, unknown> {
 /** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
 export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
   const config = parseConfig(await requireText(files, "config.json"));
-  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name), files));
+  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name), files), true);
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) return { config, weights };
   const tc = await readText(files, "tokenizer_config.json");
@@ -271,7 +271,38 @@ export function ggufMetadata(
     meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
   }
   // llama3 scaling travels as the `rope_freqs` tensor (see ggufTensors).
+  Object.assign(meta, knobMetadata(c, `${arch}.`));
   return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };
+}
+
+/**
+ * The attention knobs (`attention_knobs.ts`) as the GGUF keys `ggufAttentionKnobs` reads back:
+ * the window and its layer pattern, the local RoPE base, the attention scale and the soft-caps.
+ * Window layers that no pattern describes are refused.
+ */
+function knobMetadata(c: ModelConfig, p: string): Record<string, GgufValue> {
+  const u32 = (value: number): GgufValue => ({ type: T.UINT32, value });
+  const f32 = (value: number): GgufValue => ({ type: T.FLOAT32, value });
+  const meta: Record<string, GgufValue> = {};
+  if (c.slidingWindow !== undefined) {
+    meta[`${p}attention.sliding_window`] = u32(c.slidingWindow);
+    // Layer i uses the window when i % n < n - 1; n = layers + 1 is every layer.
+    const layers = c.slidingLayers ?? Array(c.numLayers).fill(true);
+    const pattern = Array.from({ length: c.numLayers + 1 }, (_, i) => i + 1).find((n) =>
+      layers.every((w, i) => w === i % n < n - 1)
+    );
+    if (pattern === undefined) {
+      throw EngineError.invalidArgument(
+        "config.layer_types: no GGUF sliding_window_pattern gives these window layers",
+      );
+    }
+    meta[`${p}attention.sliding_window_pattern`] = u32(pattern);
+    if (c.ropeLocalTheta !== undefined) meta[`${p}rope.freq_base_swa`] = f32(c.ropeLocalTheta);
+  }
+  if (c.attnScale !== undefined) meta[`${p}attention.scale`] = f32(c.attnScale);
+  if (c.attnSoftcap !== undefined) meta[`${p}attn_logit_softcapping`] = f32(c.attnSoftcap);
+  if (c.finalSoftcap !== undefined) meta[`${p}final_logit_softcapping`] = f32(c.finalSoftcap);
+  return meta;
 }
 
 /** What a conversion wrote. */

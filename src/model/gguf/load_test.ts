@@ -120,9 +120,18 @@ Deno.test("bad metadata and tensors are refused naming the key or tensor", async
   const meta = tinyMetadata();
   const tensors = tinyTensors();
   await refused(
-    open(encodeGguf({ ...meta, "general.architecture": "gemma2" }, tensors)),
+    open(encodeGguf({ ...meta, "general.architecture": "mamba" }, tensors)),
     "general.architecture",
-    "gemma2",
+    "mamba",
+  );
+  await refused(
+    open(encodeGguf({ ...meta, "llama.attention.sliding_window": 1_000_000 }, tensors)),
+    "llama.attention.sliding_window",
+    "longer than the context",
+  );
+  await refused(
+    open(encodeGguf({ ...meta, "llama.attn_logit_softcapping": typed(T.F32, -2) }, tensors)),
+    "llama.attn_logit_softcapping",
   );
   await refused(
     open(encodeGguf({ ...meta, "llama.block_count": "two" }, tensors)),

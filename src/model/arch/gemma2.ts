@@ -1,0 +1,85 @@
+/**
+ * Gemma 2: a pre-norm layer with "sandwich" norms (each sublayer's output normed again before
+ * its residual add), a GeGLU MLP (tanh-approximated GELU), RMSNorm weights applied as `1 + w`
+ * (HF stores `w`, GGUF `1 + w`), embeddings scaled by sqrt(hidden), a tied LM head, attention
+ * scaled by 1/sqrt(`query_pre_attn_scalar`), attention and final logits soft-capped, and a
+ * sliding window on every other layer (0, 2, ...). llama.cpp runs it with NEOX RoPE.
+ */
+import type { ArchDescription, TensorEntry } from "./arch.ts";
+import type { GlobalRole, LayerRole } from "./arch.ts";
+import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QK_NORMS, QKV_BIASES } from "./decoder.ts";
+
+/** Norm weights (every role ending in `Norm`, and the final `norm`) are stored less one in HF. */
+const addOne = <R extends string>(e: TensorEntry<R>): TensorEntry<R> =>
+  /Norm$|^norm$/.test(e.role) ? { ...e, hfAddOne: true } : e;
+
+export const GEMMA_GLOBAL: readonly TensorEntry<GlobalRole>[] = GLOBAL_TENSORS.map(addOne);
+
+const [O, _mlpNorm, GATE, UP, DOWN] = ATTN_OUT_MLP;
+
+/**
+ * Gemma's layer tensors (q/k/v biases with `attention_bias`, as HF's Gemma layers have them);
+ * with `qkNorm`, Gemma 3's per-head q/k norms.
+ */
+export function gemmaLayer(qkNorm: boolean): readonly TensorEntry<LayerRole>[] {
+  const layer: TensorEntry<LayerRole>[] = [
+    ...ATTN_IN,
+    ...QKV_BIASES,
+    ...(qkNorm ? QK_NORMS : []),
+    O!,
+    {
+      role: "attnOutNorm",
+      hf: "post_attention_layernorm.weight",
+      gguf: "post_attention_norm.weight",
+      shape: ["hidden"],
+    },
+    {
+      role: "postNorm",
+      hf: "pre_feedforward_layernorm.weight",
+      gguf: "ffn_norm.weight",
+      shape: ["hidden"],
+    },
+    GATE!,
+    UP!,
+    DOWN!,
+    {
+      role: "mlpOutNorm",
+      hf: "post_feedforward_layernorm.weight",
+      gguf: "post_ffw_norm.weight",
+      shape: ["hidden"],
+    },
+  ];
+  return layer.map(addOne);
+}
+
+export const GEMMA2: ArchDescription = {
+  name: "gemma2",
+  hf: {
+    architectures: ["Gemma2ForCausalLM"],
+    modelTypes: ["gemma2"],
+    config: {
+      attentionBias: "attention_bias",
+      slidingWindow: "when_set",
+      windowPattern: 2,
+      act: "gelu_pytorch_tanh",
+      tiedByDefault: true,
+    },
+  },
+  gguf: {
+    architectures: ["gemma2"],
+    write: "gemma2",
+    interleavedQk: false,
+    attentionBias: "tensors",
+    ropeFreqs: false,
+    hiddenPerHeadScaleAt: [46],
+  },
+  tensors: { global: GEMMA_GLOBAL, layer: gemmaLayer(false) },
+  layer: [
+    { op: "attn_norm_qkv" },
+    { op: "rope" },
+    { op: "attention" },
+    { op: "o_proj_norm_residual" },
+    { op: "mlp_norm_residual", act: "gelu_tanh" },
+  ],
+  scaleEmbedding: true,
+};

@@ -1,0 +1,40 @@
+/**
+ * Gemma 3 (text): Gemma 2's layer with a per-head q/k RMSNorm (weights `1 + w` too) before
+ * RoPE, no soft-caps by default, sliding-window layers in a pattern (`sliding_window_pattern`,
+ * or `layer_types`) and a RoPE base of their own (`rope_local_base_freq`).
+ */
+import type { ArchDescription } from "./arch.ts";
+import { GEMMA_GLOBAL, gemmaLayer } from "./gemma2.ts";
+
+export const GEMMA3: ArchDescription = {
+  name: "gemma3",
+  hf: {
+    architectures: ["Gemma3ForCausalLM"],
+    modelTypes: ["gemma3_text"],
+    config: {
+      attentionBias: "attention_bias",
+      slidingWindow: "when_set",
+      windowPattern: 6,
+      act: "gelu_pytorch_tanh",
+      tiedByDefault: true,
+    },
+  },
+  gguf: {
+    architectures: ["gemma3"],
+    write: "gemma3",
+    interleavedQk: false,
+    attentionBias: "tensors",
+    ropeFreqs: false,
+    hiddenPerHeadScaleAt: [62],
+  },
+  tensors: { global: GEMMA_GLOBAL, layer: gemmaLayer(true) },
+  layer: [
+    { op: "attn_norm_qkv" },
+    { op: "qk_norm" },
+    { op: "rope" },
+    { op: "attention" },
+    { op: "o_proj_norm_residual" },
+    { op: "mlp_norm_residual", act: "gelu_tanh" },
+  ],
+  scaleEmbedding: true,
+};
