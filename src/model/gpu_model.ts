@@ -42,8 +42,9 @@ export interface GpuLayer {
   gateUp: GpuWeight;
   /** MLP down projection: [hidden, intermediate]. */
   down: GpuWeight;
-  /** RMSNorm weights of the attention and MLP outputs before their residual adds, f32. */
+  /** RMSNorm weight of the attention output before its residual add, f32 (post-norm families). */
   attnOutNorm?: GPUBuffer;
+  /** RMSNorm weight of the MLP output before its residual add, f32 (post-norm families). */
   mlpOutNorm?: GPUBuffer;
 }
 

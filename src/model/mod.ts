@@ -3,6 +3,7 @@
  * @module
  */
 export * from "./config.ts";
+export type { AttentionKnobs } from "./attention_knobs.ts";
 export * from "./rope.ts";
 export * from "./source.ts";
 export * from "./url_source.ts";
