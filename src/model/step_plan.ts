@@ -28,6 +28,7 @@ import type { LinearScratch } from "../gpu/kernels/linear.ts";
 import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
+import { prepareMoeExperts, prepareMoeRoute } from "../gpu/kernels/moe.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { archOf, type LayerStep } from "./arch/mod.ts";
 import type { GpuLayer, GpuModel } from "./gpu_model.ts";
@@ -60,6 +61,16 @@ export interface Scratch {
   linear: LinearScratch;
   rows: GPUBuffer;
   logits: GPUBuffer;
+  /** A mixture-of-experts MLP's router outputs, routes and expert activations. */
+  moe?: MoeScratch;
+}
+
+/** [tokens, experts] router logits; [tokens, topK] routes; [tokens, topK, expert width] SwiGLU. */
+export interface MoeScratch {
+  logits: GPUBuffer;
+  ids: GPUBuffer;
+  weights: GPUBuffer;
+  act: GPUBuffer;
 }
 
 /** One step shape's dispatches and the buffers they own (uniforms, split partials). */
@@ -208,6 +219,7 @@ export async function buildPlan(
           `L${l}:o`,
         )];
       case "mlp":
+        if (!L.gateUp || !L.down) return [Promise.reject(missing("gate/up/down", l))];
         return [
           linear({
             x: s.x,
@@ -227,7 +239,47 @@ export async function buildPlan(
             epilogue: "accumulate",
           }, `L${l}:down`),
         ];
+      case "moe_mlp":
+        return moeMlp(l, L);
     }
+  };
+  /**
+   * A mixture-of-experts MLP: the router as a product (the norm folded in), the routes, and the
+   * routed experts' SwiGLU added to x (`gpu/kernels/moe.ts`).
+   */
+  const moeMlp = (l: number, L: GpuLayer): Part[] => {
+    const moe = c.moe, sm = s.moe;
+    if (!moe || !sm || !L.router || !L.experts) return [Promise.reject(missing("experts", l))];
+    const shape = { tokens, experts: moe.experts, topK: moe.topK };
+    return [
+      linear({
+        x: s.x,
+        weight: L.router,
+        y: sm.logits,
+        n: moe.experts,
+        k: H,
+        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+      }, `L${l}:router`),
+      prepareMoeRoute(d, {
+        ...shape,
+        logits: sm.logits,
+        ids: sm.ids,
+        weights: sm.weights,
+        norm: moe.normTopK,
+      }, `L${l}:route`),
+      prepareMoeExperts(d, {
+        ...shape,
+        x: s.x,
+        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+        gateUp: L.experts.gateUp,
+        down: L.experts.down,
+        ids: sm.ids,
+        weights: sm.weights,
+        act: sm.act,
+        hidden: H,
+        inter: moe.expertIntermediateSize,
+      }, `L${l}:experts`),
+    ];
   };
   const recipe = archOf(c).layer;
   for (let l = 0; l < c.numLayers; l++) {

@@ -20,7 +20,16 @@ export type LayerRole =
   | "postNorm"
   | "gate"
   | "up"
-  | "down";
+  | "down"
+  /** The router of a mixture-of-experts MLP ([experts, hidden]). */
+  | "router";
+
+/**
+ * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
+ * (the `hf` name has `{E}` where the expert's index goes); GGUF files stack the experts along a
+ * new outermost axis of one tensor (`[experts, ...shape]`).
+ */
+export type ExpertRole = "gate" | "up" | "down";
 
 /** A checkpoint tensor outside the layers. */
 export type GlobalRole = "embed" | "norm" | "lmHead";
@@ -29,7 +38,16 @@ export type GlobalRole = "embed" | "norm" | "lmHead";
  * A tensor dimension in config terms: `hidden`, `q` (heads · head_dim), `kv` (kv_heads ·
  * head_dim), `headDim`, `inter` (the MLP width) or `vocab`.
  */
-export type Dim = "hidden" | "q" | "kv" | "headDim" | "inter" | "vocab";
+export type Dim =
+  | "hidden"
+  | "q"
+  | "kv"
+  | "headDim"
+  | "inter"
+  | "vocab"
+  /** The experts of a mixture-of-experts MLP, and the width of one expert's MLP. */
+  | "experts"
+  | "expertInter";
 
 /** The role a tensor plays in a GGUF quantization mix (`gguf/quant_mix.ts`). */
 export type MixRole =
@@ -85,7 +103,13 @@ export type LayerStep =
   /** x += attention output · `o`ᵀ. */
   | { op: "o_proj_residual" }
   /** x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm`. */
-  | { op: "mlp"; act: "silu" };
+  | { op: "mlp"; act: "silu" }
+  /**
+   * A mixture-of-experts MLP: n = RMSNorm(x) with `postNorm`; the router's softmax over
+   * n · `router`ᵀ picks the config's top-k experts (weights renormalised to sum 1 when
+   * `moe.normTopK`); x += Σ weight_e · down_e(act(gate_e(n)) · up_e(n)) over those experts.
+   */
+  | { op: "moe_mlp"; act: "silu" };
 
 /** How the shared HF `config.json` reader treats the keys families read differently. */
 export interface HfConfigRules {
@@ -123,10 +147,17 @@ export interface ArchDescription {
     attentionBias: "always" | "tensors";
     /** A `rope_freqs.weight` tensor carries Llama 3 RoPE scaling (otherwise it is ignored). */
     ropeFreqs: boolean;
+    /**
+     * Mixture-of-experts families: whether llama.cpp renormalises the top-k router weights when
+     * the file has no `<arch>.expert_weights_norm` key.
+     */
+    expertWeightsNorm?: boolean;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];
     layer: readonly TensorEntry<LayerRole>[];
+    /** Mixture-of-experts families: each expert's tensors (see {@linkcode ExpertRole}). */
+    experts?: readonly TensorEntry<ExpertRole>[];
   };
   /** The decoder layer, in order. */
   layer: readonly LayerStep[];
