@@ -107,6 +107,33 @@ Deno.test("qwen3moe fixture: HF and GGUF read alike; float64 matches llama.cpp; 
   ok(unnormed >= 0.1);
 });
 
+Deno.test("qwen3moe: Kiln's conversion of the HF folder holds the fixture GGUF's tensors byte for byte", async () => {
+  const fixture = (await open([await file("model.gguf")])).gguf!;
+  const parts: Uint8Array[] = [];
+  await writeHfAsGguf(await readHfCheckpoint(fileListFiles(await hf())), (b) => {
+    parts.push(b.slice());
+  });
+  const ours = (await open([new File(parts as BlobPart[], "moe-f32.gguf")])).gguf!;
+  const bytes = (
+    t: {
+      source: { read(o: number, n: number): Promise<Uint8Array> };
+      offset: number;
+      length: number;
+    },
+  ) => t.source.read(t.offset, t.length);
+  const names = [...fixture.tensors.keys()];
+  deepStrictEqual([...ours.tensors.keys()].sort(), [...names].sort());
+  ok(names.includes("model.layers.1.mlp.experts.3.up_proj.weight"));
+  for (const key of ["expert_count", "expert_used_count", "expert_feed_forward_length"]) {
+    equal(ours.metadata.uint(`qwen3moe.${key}`), fixture.metadata.uint(`qwen3moe.${key}`), key);
+  }
+  for (const name of names) {
+    const [a, b] = [fixture.tensors.get(name)!, ours.tensors.get(name)!];
+    deepStrictEqual([b.ggufName, b.shape, b.dtype], [a.ggufName, a.shape, a.dtype], name);
+    deepStrictEqual(await bytes(b), await bytes(a), name);
+  }
+});
+
 /** Wide enough for the K-quants: Q4_K_M gives its experts Q4_K (gate, up) and Q6_K (down). */
 const WIDE: ShapeConfig = {
   hiddenSize: 256,
