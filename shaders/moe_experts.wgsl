@@ -8,16 +8,19 @@
 // The experts' matrices are slabs of rows in one buffer each, so expert e's rows sit at a byte
 // offset computed from e:
 // - `gate_up`: [experts · 2·inter, hidden], expert e's gate rows then its up rows (rows
-//   e·2·inter + r and e·2·inter + inter + r). One thread per (token, route j, row r):
+//   e·2·inter + r and e·2·inter + inter + r). One output per (token, route j, row r):
 //     act[t, j, r] = silu(s·Σₖ x[t,k]·g[k]·G_e[r,k]) · s·Σₖ x[t,k]·g[k]·U_e[r,k]
 //   with the MLP's RMSNorm folded in (g its weight, s = 1/sqrt(mean_k x[t,k]² + eps)).
-// - `down`: [experts · hidden, inter], expert e's rows at e·hidden. One thread per (token,
+// - `down`: [experts · hidden, inter], expert e's rows at e·hidden. One output per (token,
 //   output h), summing over its routes:
 //     x[t, h] += Σⱼ weight[t, j] · Σᵣ act[t, j, r]·D_e[h, r]
-//   (one thread owns each output, so the residual add needs no atomics).
-// Each thread walks whole weight rows, 32 elements (one slice of the format) at a time.
+//   (one workgroup owns each output, so the residual add needs no atomics).
+// TPR threads share an output (a power of two up to 64): each takes every TPR-th 32-element slice
+// of the row (one slice of the format), and the workgroup sums their partials. TPR = 1 is the
+// CPU-adapter path: a thread walks whole rows, with no reduction and no barrier.
 
 override WG: u32 = 64u;
+override TPR: u32 = 1u;
 
 struct Params {
   tokens: u32,
@@ -40,55 +43,72 @@ struct Params {
 @group(0) @binding(5) var<storage, read> ids: array<u32>;
 @group(0) @binding(6) var<storage, read> route_w: array<f32>;
 
-fn thread_index(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-  return gid.x + gid.y * nwg.x * WG;
+var<workgroup> red: array<vec4<f32>, 256u>;
+
+// The output this thread works on (possibly past the last: such threads still reach the
+// barriers, and store nothing).
+fn output_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+  return (wid.x + wid.y * nwg.x) * (WG / TPR) + lid / TPR;
+}
+
+// Sum `v` over the TPR threads of an output; the first of them gets the sums.
+fn row_sum(v: vec4<f32>, lid: u32) -> vec4<f32> {
+  if (TPR == 1u) {
+    return v;
+  }
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+    if (lid % TPR < s) {
+      red[lid] += red[lid + s];
+    }
+    workgroupBarrier();
+  }
+  return red[lid];
 }
 
 @compute @workgroup_size(WG)
-fn gate_up(@builtin(global_invocation_id) gid: vec3<u32>,
-           @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = thread_index(gid, nwg);
-  if (i >= p.tokens * p.top_k * p.inter) {
-    return;
-  }
-  let r = i % p.inter;
-  let route = i / p.inter;
+fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  let count = p.tokens * p.top_k * p.inter;
+  let i = output_index(wid, nwg, lid);
+  let r = min(i, count - 1u) % p.inter;
+  let route = min(i, count - 1u) / p.inter;
   let t = route / p.top_k;
   let e = ids[route];
   let per = BLOCK_ELEMS / 32u;
   let row_bytes = (p.hidden / BLOCK_ELEMS) * BLOCK_BYTES;
   let gate_row = (e * 2u * p.inter + r) * row_bytes;
   let up_row = gate_row + p.inter * row_bytes;
-  var acc_g = 0.0;
-  var acc_u = 0.0;
-  var ss = 0.0;
-  for (var j = 0u; j < p.hidden / 32u; j++) {
+  var acc = vec4<f32>(0.0); // gate, up, sum of squares of x
+  for (var j = lid % TPR; j < p.hidden / 32u; j += TPR) {
     let s = j % per;
     let e0 = (j / per) * BLOCK_ELEMS;
     var xs: array<vec4<f32>, 8>;
     for (var q = 0u; q < 8u; q++) {
-      let at = (t * p.hidden + e0 + group_elem(s, q)) / 4u;
-      let xv = x[at];
-      ss += dot(xv, xv);
+      let xv = x[(t * p.hidden + e0 + group_elem(s, q)) / 4u];
+      acc.z += dot(xv, xv);
       xs[q] = xv * gamma[(e0 + group_elem(s, q)) / 4u];
     }
     let off = (j / per) * BLOCK_BYTES;
-    acc_g += dot8(decode(load_slice(gate_row + off, s), s), xs);
-    acc_u += dot8(decode(load_slice(up_row + off, s), s), xs);
+    acc.x += dot8(decode(load_slice(gate_row + off, s), s), xs);
+    acc.y += dot8(decode(load_slice(up_row + off, s), s), xs);
   }
-  let scale = inverseSqrt(ss / f32(p.hidden) + p.eps);
-  let g = acc_g * scale;
-  y[i] = g / (1.0 + exp(-g)) * (acc_u * scale);
+  let sums = row_sum(acc, lid);
+  if (i < count && lid % TPR == 0u) {
+    let scale = inverseSqrt(sums.z / f32(p.hidden) + p.eps);
+    let g = sums.x * scale;
+    y[i] = g / (1.0 + exp(-g)) * (sums.y * scale);
+  }
 }
 
 @compute @workgroup_size(WG)
-fn down(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = thread_index(gid, nwg);
-  if (i >= p.tokens * p.hidden) {
-    return;
-  }
-  let h = i % p.hidden;
-  let t = i / p.hidden;
+fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let count = p.tokens * p.hidden;
+  let i = output_index(wid, nwg, lid);
+  let h = min(i, count - 1u) % p.hidden;
+  let t = min(i, count - 1u) / p.hidden;
   let per = BLOCK_ELEMS / 32u;
   let row_bytes = (p.inter / BLOCK_ELEMS) * BLOCK_BYTES;
   var total = 0.0;
@@ -96,7 +116,7 @@ fn down(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let route = t * p.top_k + k;
     let row = (ids[route] * p.hidden + h) * row_bytes;
     var acc = 0.0;
-    for (var j = 0u; j < p.inter / 32u; j++) {
+    for (var j = lid % TPR; j < p.inter / 32u; j += TPR) {
       let s = j % per;
       let e0 = (j / per) * BLOCK_ELEMS;
       var xs: array<vec4<f32>, 8>;
@@ -107,5 +127,8 @@ fn down(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     total += route_w[route] * acc;
   }
-  y[i] += total;
+  let sums = row_sum(vec4<f32>(total, 0.0, 0.0, 0.0), lid);
+  if (i < count && lid % TPR == 0u) {
+    y[i] += sums.x;
+  }
 }

@@ -6,9 +6,11 @@
  *   its top-k experts and their weights (renormalised over the chosen ones, or not).
  * - `prepareMoeExperts` (`shaders/moe_experts.wgsl`, composed per weight format like the product
  *   kernels): the SwiGLU MLP of each token's routed experts only, weighted and added to the
- *   residual stream; two dispatches (gate/up with the RMSNorm folded in, then down).
+ *   residual stream; two dispatches (gate/up with the RMSNorm folded in, then down), with
+ *   several threads sharing each output on `gpu` kernel paths.
  */
 import { grid } from "../dispatch.ts";
+import { kernelPaths } from "../paths.ts";
 import type { TensorDtype } from "../dtype.ts";
 import { productFormat, productRowBytes } from "../quant/product_formats.ts";
 import { shaderVariant } from "../shader_compose.ts";
@@ -81,6 +83,20 @@ export interface MoeExpertsArgs {
   inter: number;
   experts: number;
   topK: number;
+  /**
+   * Threads per output (a power of two up to 64). By default the device's kernel paths say: 1
+   * on `cpu` (a thread walks whole rows), as many as the matrix-vector products use on `gpu`.
+   */
+  threadsPerRow?: number;
+}
+
+/** Threads per output and workgroup size of the expert kernels. */
+function expertThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: number } {
+  const t = tpr ?? kernelPaths(device).matvecThreadsPerRow;
+  if (!(Number.isInteger(t) && t >= 1 && t <= 64 && (t & (t - 1)) === 0)) {
+    fail("moe_experts", `threadsPerRow ${t} is not a power of two in 1..64`);
+  }
+  return { tpr: t, wg: t === 1 ? WG : 256 };
 }
 
 /**
@@ -123,12 +139,15 @@ export async function prepareMoeExperts(
   checkBuffer(device, what, "weights", a.weights, routes * 4);
   checkBuffer(device, what, "act", a.act, routes * a.inter * 4);
   const uniform = [a.tokens, a.hidden, a.inter, a.topK, a.norm.eps, 0, 0, 0];
+  const { tpr, wg } = expertThreads(device, a.threadsPerRow);
+  const constants = { WG: wg, TPR: tpr };
+  const outputsPerGroup = wg / tpr;
   return await Promise.all([
     prepareKernel(device, {
       label: `${label}:gate_up`,
       shader: shaderVariant("moe_experts", { format: fg.fragment }),
       entry: "gate_up",
-      constants: { WG },
+      constants,
       uniform,
       floats: [4],
       buffers: {
@@ -139,13 +158,13 @@ export async function prepareMoeExperts(
         5: a.ids,
         ...await tableBinding(device, fg),
       },
-      workgroups: grid(device, Math.ceil(routes * a.inter / WG)),
+      workgroups: grid(device, Math.ceil(routes * a.inter / outputsPerGroup)),
     }),
     prepareKernel(device, {
       label: `${label}:down`,
       shader: shaderVariant("moe_experts", { format: fd.fragment }),
       entry: "down",
-      constants: { WG },
+      constants,
       uniform,
       floats: [4],
       buffers: {
@@ -156,7 +175,7 @@ export async function prepareMoeExperts(
         6: a.weights,
         ...await tableBinding(device, fd),
       },
-      workgroups: grid(device, Math.ceil(a.tokens * a.hidden / WG)),
+      workgroups: grid(device, Math.ceil(a.tokens * a.hidden / outputsPerGroup)),
     }),
   ]);
 }

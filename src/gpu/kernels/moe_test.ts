@@ -79,7 +79,13 @@ for (const paths of ["cpu", "gpu"] as const) {
   Deno.test(`moe_experts (${paths} paths): the routed experts' SwiGLU, weighted, added to x`, async () => {
     const { device } = await testGpu(paths);
     await withErrorScopes(device, async () => {
-      for (const [dtype, block] of FORMATS) {
+      // The path's own threads per output, and on gpu paths every other sharing too.
+      const shares = paths === "cpu" ? [undefined] : [undefined, 2, 64];
+      for (
+        const [[dtype, block], threadsPerRow] of FORMATS.flatMap((f) =>
+          shares.map((t) => [f, t] as const)
+        )
+      ) {
         // Odd counts: 3 tokens, 5 experts, top-3; hidden and inter whole, odd numbers of blocks.
         const tokens = 3, experts = 5, topK = 3, hidden = 3 * block, inter = block;
         const x = asF32(seeded(1, tokens * hidden, 1));
@@ -135,9 +141,10 @@ for (const paths of ["cpu", "gpu"] as const) {
           inter,
           experts,
           topK,
+          ...(threadsPerRow ? { threadsPerRow } : {}),
         });
         const got = await runRead(device, ds, xb, tokens * hidden);
-        assertSumsClose(got, want, hidden + inter, 8, `${dtype} ${paths}`);
+        assertSumsClose(got, want, hidden + inter, 8, `${dtype} ${paths} ${threadsPerRow ?? ""}`);
       }
     });
   });
