@@ -6,10 +6,13 @@
  * it moved llama.cpp's, and dropping the q/k norm moves them too. The GPU forward (F32, Q8_0, a
  * Q4_K_M conversion, and a wider random checkpoint whose experts really are Q4_K/Q6_K) matches
  * the float64 reference within verify's bounds on both kernel paths, and the fixture's F32 GGUF
- * matches llama.cpp. Bad expert counts are refused naming the key.
+ * matches llama.cpp; the engine serves it. Bad expert counts are refused naming the key.
  */
 import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
+import { dirFiles } from "../../adapters/deno/file_source.ts";
+import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
+import { collect, request } from "../../../test/support/fortune_engine.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
@@ -226,6 +229,21 @@ for (const c of CASES) {
     });
   }
 }
+
+Deno.test("qwen3moe: WebGpuEngine serves the fixture GGUF from its path; greedy tokens as float64's", async () => {
+  const files = dirFiles(new URL("model.gguf", DIR).pathname);
+  const ck = await openCheckpoint(files);
+  const want = (await ReferenceModel.load(ck.config, ck.weights)).greedy(TOKENS, 8);
+  const engine = new WebGpuEngine({ files, name: "qwen3moe", kvBlocks: 16 });
+  await engine.start(0n);
+  try {
+    const got = await collect(engine, request(TOKENS));
+    ok(Math.min(...want.margins) > 0.1, `near-tie: ${want.margins}`);
+    deepStrictEqual(got.ids, want.tokens);
+  } finally {
+    await engine.cleanup();
+  }
+});
 
 const refused = (key: string) => (e: unknown) =>
   e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(key);
