@@ -17,10 +17,14 @@
 //   (one workgroup owns each output, so the residual add needs no atomics).
 // TPR threads share an output (a power of two up to 64): each takes every TPR-th 32-element slice
 // of the row (one slice of the format), and the workgroup sums their partials. TPR = 1 is the
-// CPU-adapter path: a thread walks whole rows, with no reduction and no barrier.
+// CPU-adapter path: a thread walks RPT whole rows, with no reduction and no barrier.
 
 override WG: u32 = 64u;
 override TPR: u32 = 1u;
+// Outputs per thread (1..8) when TPR is 1: one load of the activations serves RPT weight rows.
+override RPT: u32 = 1u;
+
+const MAX_RPT: u32 = 8u;
 
 struct Params {
   tokens: u32,
@@ -70,52 +74,73 @@ fn row_sum(v: vec4<f32>, lid: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
            @builtin(local_invocation_index) lid: u32) {
-  let count = p.tokens * p.top_k * p.inter;
+  // Outputs are blocks of RPT rows of one route (the last block's rows past inter are clamped
+  // and not stored).
+  let blocks = (p.inter + RPT - 1u) / RPT;
+  let count = p.tokens * p.top_k * blocks;
   let i = output_index(wid, nwg, lid);
-  let r = min(i, count - 1u) % p.inter;
-  let route = min(i, count - 1u) / p.inter;
+  let route = min(i, count - 1u) / blocks;
+  let r0 = (min(i, count - 1u) % blocks) * RPT;
   let t = route / p.top_k;
   let e = ids[route];
   let per = BLOCK_ELEMS / 32u;
   let row_bytes = (p.hidden / BLOCK_ELEMS) * BLOCK_BYTES;
-  let gate_row = (e * 2u * p.inter + r) * row_bytes;
-  let up_row = gate_row + p.inter * row_bytes;
-  var acc = vec4<f32>(0.0); // gate, up, sum of squares of x
+  var gate_row: array<u32, MAX_RPT>;
+  for (var k = 0u; k < RPT; k++) {
+    gate_row[k] = (e * 2u * p.inter + min(r0 + k, p.inter - 1u)) * row_bytes;
+  }
+  let up = p.inter * row_bytes;
+  var acc: array<vec2<f32>, MAX_RPT>; // gate, up
+  var ss = 0.0; // the sum of squares of x
   for (var j = lid % TPR; j < p.hidden / 32u; j += TPR) {
     let s = j % per;
     let e0 = (j / per) * BLOCK_ELEMS;
     var xs: array<vec4<f32>, 8>;
     for (var q = 0u; q < 8u; q++) {
       let xv = x[(t * p.hidden + e0 + group_elem(s, q)) / 4u];
-      acc.z += dot(xv, xv);
+      ss += dot(xv, xv);
       xs[q] = xv * gamma[(e0 + group_elem(s, q)) / 4u];
     }
     let off = (j / per) * BLOCK_BYTES;
-    acc.x += dot8(decode(load_slice(gate_row + off, s), s), xs);
-    acc.y += dot8(decode(load_slice(up_row + off, s), s), xs);
+    for (var k = 0u; k < RPT; k++) {
+      acc[k].x += dot8(decode(load_slice(gate_row[k] + off, s), s), xs);
+      acc[k].y += dot8(decode(load_slice(gate_row[k] + up + off, s), s), xs);
+    }
   }
-  let sums = row_sum(acc, lid);
-  if (i < count && lid % TPR == 0u) {
-    let scale = inverseSqrt(sums.z / f32(p.hidden) + p.eps);
-    let g = sums.x * scale;
-    y[i] = g / (1.0 + exp(-g)) * (sums.y * scale);
+  // Several threads per output: RPT is 1.
+  let sums = row_sum(vec4<f32>(acc[0], ss, 0.0), lid);
+  if (i >= count || lid % TPR != 0u) {
+    return;
+  }
+  acc[0] = sums.xy;
+  let scale = inverseSqrt(sums.z / f32(p.hidden) + p.eps);
+  for (var k = 0u; k < RPT && r0 + k < p.inter; k++) {
+    let g = acc[k].x * scale;
+    y[route * p.inter + r0 + k] = g / (1.0 + exp(-g)) * (acc[k].y * scale);
   }
 }
 
 @compute @workgroup_size(WG)
 fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
-  let count = p.tokens * p.hidden;
+  // Outputs are blocks of RPT columns of x of one token.
+  let blocks = (p.hidden + RPT - 1u) / RPT;
+  let count = p.tokens * blocks;
   let i = output_index(wid, nwg, lid);
-  let h = min(i, count - 1u) % p.hidden;
-  let t = min(i, count - 1u) / p.hidden;
+  let t = min(i, count - 1u) / blocks;
+  let h0 = (min(i, count - 1u) % blocks) * RPT;
   let per = BLOCK_ELEMS / 32u;
   let row_bytes = (p.inter / BLOCK_ELEMS) * BLOCK_BYTES;
-  var total = 0.0;
+  var total: array<f32, MAX_RPT>;
+  var acc: array<f32, MAX_RPT>;
   for (var k = 0u; k < p.top_k; k++) {
     let route = t * p.top_k + k;
-    let row = (ids[route] * p.hidden + h) * row_bytes;
-    var acc = 0.0;
+    let base = ids[route] * p.hidden;
+    // Reset per route by hand: a variable declared in the loop body need not start from zero
+    // on every iteration in every WGSL compiler.
+    for (var c = 0u; c < RPT; c++) {
+      acc[c] = 0.0;
+    }
     for (var j = lid % TPR; j < p.inter / 32u; j += TPR) {
       let s = j % per;
       let e0 = (j / per) * BLOCK_ELEMS;
@@ -123,12 +148,22 @@ fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var q = 0u; q < 8u; q++) {
         xs[q] = x[(route * p.inter + e0 + group_elem(s, q)) / 4u];
       }
-      acc += dot8(decode(load_slice(row + (j / per) * BLOCK_BYTES, s), s), xs);
+      let off = (j / per) * BLOCK_BYTES;
+      for (var c = 0u; c < RPT; c++) {
+        let row = (base + min(h0 + c, p.hidden - 1u)) * row_bytes;
+        acc[c] += dot8(decode(load_slice(row + off, s), s), xs);
+      }
     }
-    total += route_w[route] * acc;
+    for (var c = 0u; c < RPT; c++) {
+      total[c] += route_w[route] * acc[c];
+    }
   }
-  let sums = row_sum(vec4<f32>(total, 0.0, 0.0, 0.0), lid);
-  if (i < count && lid % TPR == 0u) {
-    y[i] += sums.x;
+  let sums = row_sum(vec4<f32>(total[0], 0.0, 0.0, 0.0), lid);
+  if (i >= count || lid % TPR != 0u) {
+    return;
+  }
+  total[0] = sums.x;
+  for (var c = 0u; c < RPT && h0 + c < p.hidden; c++) {
+    y[t * p.hidden + h0 + c] += total[c];
   }
 }

@@ -90,13 +90,19 @@ export interface MoeExpertsArgs {
   threadsPerRow?: number;
 }
 
-/** Threads per output and workgroup size of the expert kernels. */
-function expertThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: number } {
+/**
+ * Rows per thread on the one-thread-per-row path: one load of the activations serves this many
+ * weight rows (as `matvec_quant`'s CPU path does).
+ */
+const CPU_RPT = 8;
+
+/** Threads per output, workgroup size and rows per thread of the expert kernels. */
+function expertThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: number; rpt: number } {
   const t = tpr ?? kernelPaths(device).matvecThreadsPerRow;
   if (!(Number.isInteger(t) && t >= 1 && t <= 64 && (t & (t - 1)) === 0)) {
     fail("moe_experts", `threadsPerRow ${t} is not a power of two in 1..64`);
   }
-  return { tpr: t, wg: t === 1 ? WG : 256 };
+  return { tpr: t, wg: t === 1 ? WG : 256, rpt: t === 1 ? CPU_RPT : 1 };
 }
 
 /**
@@ -139,9 +145,11 @@ export async function prepareMoeExperts(
   checkBuffer(device, what, "weights", a.weights, routes * 4);
   checkBuffer(device, what, "act", a.act, routes * a.inter * 4);
   const uniform = [a.tokens, a.hidden, a.inter, a.topK, a.norm.eps, 0, 0, 0];
-  const { tpr, wg } = expertThreads(device, a.threadsPerRow);
-  const constants = { WG: wg, TPR: tpr };
-  const outputsPerGroup = wg / tpr;
+  const { tpr, wg, rpt } = expertThreads(device, a.threadsPerRow);
+  const constants = { WG: wg, TPR: tpr, RPT: rpt };
+  /** Workgroups for `rows` output rows in blocks of `rpt` per `tokens` token (or route). */
+  const groups = (tokens: number, rows: number) =>
+    grid(device, Math.ceil(tokens * Math.ceil(rows / rpt) / (wg / tpr)));
   return await Promise.all([
     prepareKernel(device, {
       label: `${label}:gate_up`,
@@ -158,7 +166,7 @@ export async function prepareMoeExperts(
         5: a.ids,
         ...await tableBinding(device, fg),
       },
-      workgroups: grid(device, Math.ceil(routes * a.inter / outputsPerGroup)),
+      workgroups: groups(routes, a.inter),
     }),
     prepareKernel(device, {
       label: `${label}:down`,
@@ -175,7 +183,7 @@ export async function prepareMoeExperts(
         6: a.weights,
         ...await tableBinding(device, fd),
       },
-      workgroups: grid(device, Math.ceil(a.tokens * a.hidden / outputsPerGroup)),
+      workgroups: groups(a.tokens, a.hidden),
     }),
   ]);
 }
