@@ -50,7 +50,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       }
     }
     let w = exp(best_v - top);
-    ids[t * p.top_k + j] = best_i;
+    // Clamped: with NaN logits no expert compares as best, and the index must stay in range.
+    ids[t * p.top_k + j] = min(best_i, p.experts - 1u);
     weights[t * p.top_k + j] = w;
     chosen += w;
     prev_v = best_v;

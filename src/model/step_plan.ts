@@ -10,6 +10,9 @@
  *   4. o_proj with the residual add in its epilogue;
  *   5. gate and up as one product, post-attention RMSNorm folded in, SwiGLU in its epilogue;
  *   6. down_proj with the residual add in its epilogue.
+ * A mixture-of-experts MLP (`moe_mlp`) takes four instead of 5-6: the router product (the norm
+ * folded in), the routing (softmax, top-k), and the routed experts' gate/up and down
+ * (`gpu/kernels/moe.ts`), at every step shape.
  * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
  * around the tiled products. Then the rows whose logits are wanted are copied out of the
  * residual stream and multiplied by the LM head with the final norm folded in.
