@@ -248,7 +248,7 @@ Deno.test("qwen3moe: WebGpuEngine serves the fixture GGUF from its path; greedy 
 const refused = (key: string) => (e: unknown) =>
   e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(key);
 
-Deno.test("qwen3moe: no experts, or top-k above the experts, is refused naming the key", async () => {
+Deno.test("qwen3moe: no experts, top-k above the experts, dense layers or a conversion llama.cpp would misread are refused naming the key", async () => {
   const config = JSON.parse(await (await file("hf/config.json")).text());
   throws(() => parseConfig({ ...config, num_experts: 0 }), refused("config.num_experts"));
   throws(
@@ -263,6 +263,15 @@ Deno.test("qwen3moe: no experts, or top-k above the experts, is refused naming t
   throws(
     () => parseConfig({ ...config, decoder_sparse_step: 2 }),
     refused("config.decoder_sparse_step"),
+  );
+  // llama.cpp's qwen3moe always renormalises: a checkpoint that does not cannot be converted.
+  const plain = await readHfCheckpoint(fileListFiles(await hf()));
+  await rejects(
+    writeHfAsGguf({
+      ...plain,
+      config: { ...plain.config, moe: { ...plain.config.moe!, normTopK: false } },
+    }, () => {}),
+    refused("config.norm_topk_prob"),
   );
   const p = "qwen3moe.";
   const meta = (extra: Record<string, unknown>) =>

@@ -289,8 +289,14 @@ export function ggufMetadata(
     meta[`${arch}.expert_count`] = u32(c.moe.experts);
     meta[`${arch}.expert_used_count`] = u32(c.moe.topK);
     meta[`${arch}.expert_feed_forward_length`] = u32(c.moe.expertIntermediateSize);
-    if (c.moe.normTopK !== (archOf(c).gguf.expertWeightsNorm === true)) {
-      meta[`${arch}.expert_weights_norm`] = { type: T.BOOL, value: c.moe.normTopK };
+    // llama.cpp fixes the renormalisation per family; a file cannot ask for the other.
+    const norm = archOf(c).gguf.expertWeightsNorm === true;
+    if (c.moe.normTopK !== norm) {
+      throw EngineError.invalidArgument(
+        `config.norm_topk_prob: llama.cpp's ${arch} ${
+          norm ? "always" : "never"
+        } renormalises the top-k router weights; ${c.moe.normTopK} cannot be written`,
+      );
     }
   }
   const s = c.ropeScaling;
