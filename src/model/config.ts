@@ -12,6 +12,7 @@ import {
   archByModelType,
   type ArchDescription,
   hasExperts,
+  MAX_EXPERTS,
   type MoeConfig,
 } from "./arch/mod.ts";
 import type { RopeScaling } from "./rope.ts";
@@ -181,6 +182,9 @@ function tokenId(v: unknown, key: string, vocabSize: number): number {
  */
 function moeConfig(c: Json): MoeConfig {
   const experts = int(c, "num_experts");
+  if (experts > MAX_EXPERTS) {
+    throw refuse("num_experts", `${experts} is more than the ${MAX_EXPERTS} experts supported`);
+  }
   const topK = int(c, "num_experts_per_tok");
   if (topK > experts) {
     throw refuse("num_experts_per_tok", `${topK} is more than the ${experts} experts`);

@@ -2,6 +2,7 @@
  * A description's tensor table resolved against a config: each tensor the model holds, under
  * its HF and GGUF names, with its shape in numbers; and the name maps between the two schemes.
  */
+import { EngineError } from "../../contract/errors.ts";
 import type {
   ArchDescription,
   Dim,
@@ -10,6 +11,12 @@ import type {
   LayerRole,
   TensorEntry,
 } from "./arch.ts";
+
+/**
+ * The most experts a layer may have (the largest released models have a few hundred): a config
+ * asking for more is refused before a tensor name is made for each.
+ */
+export const MAX_EXPERTS = 1024;
 
 /** A mixture-of-experts MLP's sizes and routing. */
 export interface MoeConfig {
@@ -68,7 +75,9 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
       return c.vocabSize;
     case "experts":
     case "expertInter":
-      if (c.moe === undefined) throw new Error(`dimension ${d} of a config without experts`);
+      if (c.moe === undefined) {
+        throw EngineError.invalidArgument(`config: dimension ${d} of a config without experts`);
+      }
       return d === "experts" ? c.moe.experts : c.moe.expertIntermediateSize;
   }
 }

@@ -251,6 +251,7 @@ const refused = (key: string) => (e: unknown) =>
 Deno.test("qwen3moe: no experts, top-k above the experts, dense layers or a conversion llama.cpp would misread are refused naming the key", async () => {
   const config = JSON.parse(await (await file("hf/config.json")).text());
   throws(() => parseConfig({ ...config, num_experts: 0 }), refused("config.num_experts"));
+  throws(() => parseConfig({ ...config, num_experts: 2 ** 31 - 1 }), refused("config.num_experts"));
   throws(
     () => parseConfig({ ...config, num_experts_per_tok: 5 }),
     refused("config.num_experts_per_tok"),
@@ -292,6 +293,7 @@ Deno.test("qwen3moe: no experts, top-k above the experts, dense layers or a conv
   const names = new Set<string>();
   equal(ggufConfig(meta({}), names).moe?.topK, 2);
   throws(() => ggufConfig(meta({ [`${p}expert_count`]: 0 }), names), refused(`${p}expert_count`));
+  throws(() => ggufConfig(meta({ [`${p}expert_count`]: 1e6 }), names), refused(`${p}expert_count`));
   throws(
     () => ggufConfig(meta({ [`${p}expert_used_count`]: 5 }), names),
     refused(`${p}expert_used_count`),

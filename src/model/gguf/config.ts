@@ -5,7 +5,7 @@
  * MLP) is refused naming the key.
  */
 import type { WeightDtype } from "../../gpu/dtype.ts";
-import { archByGguf, ggufArchitectures, hasExperts, layerEntry } from "../arch/mod.ts";
+import { archByGguf, ggufArchitectures, hasExperts, layerEntry, MAX_EXPERTS } from "../arch/mod.ts";
 import type { ModelConfig } from "../config.ts";
 import type { RopeScaling } from "../rope.ts";
 import type { GgufMetadata } from "./metadata.ts";
@@ -111,6 +111,9 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   }
   if (moe) {
     const experts = m.count(`${p}expert_count`);
+    if (experts > MAX_EXPERTS) {
+      throw m.refuse(`${p}expert_count`, `${experts} is more than the ${MAX_EXPERTS} supported`);
+    }
     const topK = m.count(`${p}expert_used_count`);
     if (topK > experts) {
       throw m.refuse(`${p}expert_used_count`, `${topK} is more than the ${experts} experts`);
