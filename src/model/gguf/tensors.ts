@@ -7,7 +7,12 @@
 import { EngineError } from "../../contract/errors.ts";
 import type { ByteSource } from "../source.ts";
 import type { ModelConfig } from "../config.ts";
-import { archOf, expertEntryOfGguf, hfTensorName as archTensorName } from "../arch/mod.ts";
+import {
+  archOf,
+  expertEntryOfGguf,
+  hfTensorName as archTensorName,
+  MAX_EXPERTS,
+} from "../arch/mod.ts";
 import type { GgufDtype, GgufTensor } from "./header.ts";
 
 import type { RopeInterleave } from "../weights.ts";
@@ -88,6 +93,11 @@ function splitExperts(
     );
   }
   const [experts, ...inner] = shape as [number, number, number];
+  if (experts > MAX_EXPERTS) {
+    throw EngineError.invalidArgument(
+      `tensor ${t.name}: ${experts} experts, more than the ${MAX_EXPERTS} supported`,
+    );
+  }
   const length = t.length / experts;
   return Array.from({ length: experts }, (_, e) => ({
     name: `model.layers.${m![1]}.${entry.hf.replace("{E}", String(e))}`,
