@@ -20,6 +20,7 @@ import { parseConfig } from "../config.ts";
 import { ggufConfig } from "../gguf/config.ts";
 import { type ConvertReport, readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
 import { GgufMetadata } from "../gguf/metadata.ts";
+import { hfTensors } from "../gguf/tensors.ts";
 import type { GgufMix } from "../gguf/quant_mix.ts";
 import { GpuModel } from "../gpu_model.ts";
 import { ReferenceModel } from "../reference_model.ts";
@@ -291,12 +292,38 @@ Deno.test("qwen3moe: no experts, top-k above the experts, dense layers or a conv
       ...extra,
     });
   const names = new Set<string>();
+  const ck0 = await open(await hf());
   equal(ggufConfig(meta({}), names).moe?.topK, 2);
   throws(() => ggufConfig(meta({ [`${p}expert_count`]: 0 }), names), refused(`${p}expert_count`));
   throws(() => ggufConfig(meta({ [`${p}expert_count`]: 1e6 }), names), refused(`${p}expert_count`));
   throws(
     () => ggufConfig(meta({ [`${p}expert_used_count`]: 5 }), names),
     refused(`${p}expert_used_count`),
+  );
+  // A stacked expert tensor is one view per expert, each its slab of the bytes; too many
+  // experts are refused before any view is made.
+  const stacked = (experts: number) => ({
+    name: "blk.1.ffn_down_exps.weight",
+    ggmlType: 8,
+    dtype: "Q8_0" as const,
+    dims: [32, 16, experts],
+    offset: 1000,
+    length: experts * 16 * 34,
+    source: { name: "none", size: 0, read: () => Promise.resolve(new Uint8Array()) },
+  });
+  const views = hfTensors(ck0.config, [stacked(3)]);
+  deepStrictEqual(
+    [...views.values()].map((v) => [v.name, v.shape, v.offset, v.length]),
+    [0, 1, 2].map((e) => [
+      `model.layers.1.mlp.experts.${e}.down_proj.weight`,
+      [16, 32],
+      1000 + e * 16 * 34,
+      16 * 34,
+    ]),
+  );
+  throws(
+    () => hfTensors(ck0.config, [stacked(5000)]),
+    refused("ffn_down_exps.weight: 5000 experts"),
   );
   // A top-k the GPU plan is given directly is refused by the routing kernel too.
   const ck = await open(await hf());
