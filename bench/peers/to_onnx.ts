@@ -219,15 +219,15 @@ export async function onnxDecoder(
     ]);
 
     const h2 = rms(x, await vector(`${p}post_attention_layernorm`, l.postNorm));
-    const gate = g.op1("MatMul", [h2, await matrix(`${p}gate_proj`, l.gate)]);
-    const up = g.op1("MatMul", [h2, await matrix(`${p}up_proj`, l.up)]);
+    const gate = g.op1("MatMul", [h2, await matrix(`${p}gate_proj`, l.gate!)]);
+    const up = g.op1("MatMul", [h2, await matrix(`${p}up_proj`, l.up!)]);
     const act = g.op1("Mul", [
       g.op1("Mul", [gate, g.op1("Sigmoid", [gate])]),
       up,
     ]);
     x = g.op1("Add", [
       x,
-      g.op1("MatMul", [act, await matrix(`${p}down_proj`, l.down)]),
+      g.op1("MatMul", [act, await matrix(`${p}down_proj`, l.down!)]),
     ]);
   }
   const last = rms(x, await vector("norm", w.norm));

@@ -7,7 +7,14 @@ import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
-import { archByHfArchitecture, archByModelType, type ArchDescription } from "./arch/mod.ts";
+import {
+  archByHfArchitecture,
+  archByModelType,
+  type ArchDescription,
+  hasExperts,
+  MAX_EXPERTS,
+  type MoeConfig,
+} from "./arch/mod.ts";
 import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
 import type { RopeScaling } from "./rope.ts";
 
@@ -50,6 +57,9 @@ export interface ModelConfig extends AttentionKnobs {
   eosTokenIds: number[];
   /** The dtype the config declares (`torch_dtype` / `dtype`), if any. */
   dtype?: WeightDtype;
+  // Families with a mixture-of-experts MLP (a `moe_mlp` step).
+  /** The experts' sizes and routing. */
+  moe?: MoeConfig;
 }
 
 type Json = Record<string, unknown>;
@@ -166,6 +176,34 @@ function tokenId(v: unknown, key: string, vocabSize: number): number {
   return v;
 }
 
+/**
+ * The mixture-of-experts keys: `num_experts`, `num_experts_per_tok` (at most the experts),
+ * `moe_intermediate_size`, `norm_topk_prob`. Every layer must be sparse (`decoder_sparse_step`
+ * 1, no `mlp_only_layers`).
+ */
+function moeConfig(c: Json): MoeConfig {
+  const experts = int(c, "num_experts");
+  if (experts > MAX_EXPERTS) {
+    throw refuse("num_experts", `${experts} is more than the ${MAX_EXPERTS} experts supported`);
+  }
+  const topK = int(c, "num_experts_per_tok");
+  if (topK > experts) {
+    throw refuse("num_experts_per_tok", `${topK} is more than the ${experts} experts`);
+  }
+  const step = c.decoder_sparse_step ?? 1;
+  if (step !== 1) throw refuse("decoder_sparse_step", `only 1 is supported, got ${describe(step)}`);
+  const dense = c.mlp_only_layers ?? [];
+  if (!Array.isArray(dense) || dense.length > 0) {
+    throw refuse("mlp_only_layers", `dense layers among sparse ones are not supported`);
+  }
+  return {
+    experts,
+    topK,
+    expertIntermediateSize: int(c, "moe_intermediate_size"),
+    normTopK: c.norm_topk_prob === true,
+  };
+}
+
 /** Parse a `config.json` (text or parsed). */
 export function parseConfig(json: string | unknown): ModelConfig {
   let c: unknown = json;
@@ -236,5 +274,6 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
+  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg);
   return config;
 }

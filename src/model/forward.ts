@@ -91,6 +91,15 @@ export class Forward {
       rows: f("rows", cap * c.hiddenSize),
       logits: f("logits", cap * c.vocabSize),
     };
+    if (c.moe) {
+      const { experts, topK, expertIntermediateSize } = c.moe;
+      this.#scratch.moe = {
+        logits: f("moe_logits", cap * experts),
+        ids: f("moe_ids", cap * topK),
+        weights: f("moe_weights", cap * topK),
+        act: f("moe_act", cap * topK * expertIntermediateSize),
+      };
+    }
     return this.#scratch;
   }
 
@@ -223,8 +232,9 @@ export class Forward {
     for (const p of this.#plans.values()) for (const b of p.owned) b.destroy();
     this.#plans.clear();
     if (this.#scratch) {
-      const { linear, ...rest } = this.#scratch;
-      for (const v of [...Object.values(rest), ...Object.values(linear)]) {
+      const { linear, moe, ...rest } = this.#scratch;
+      const all = [...Object.values(rest), ...Object.values(linear), ...Object.values(moe ?? {})];
+      for (const v of all) {
         if (typeof v === "object") v.destroy();
       }
       this.#scratch = undefined;

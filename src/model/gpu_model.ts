@@ -13,6 +13,7 @@ import type { TensorDtype, WeightDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "./config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
 import type { GpuWeight } from "../gpu/kernels/product.ts";
+import type { ExpertSlab } from "../gpu/kernels/moe.ts";
 import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
@@ -38,14 +39,30 @@ export interface GpuLayer {
   kNorm?: GPUBuffer;
   /** Attention output projection: [hidden, heads·head_dim]. */
   o: GpuWeight;
-  /** [gate; up] stacked: [2·intermediate, hidden]. */
-  gateUp: GpuWeight;
-  /** MLP down projection: [hidden, intermediate]. */
-  down: GpuWeight;
+  /** [gate; up] stacked: [2·intermediate, hidden] (a dense MLP). */
+  gateUp?: GpuWeight;
+  /** MLP down projection: [hidden, intermediate] (a dense MLP). */
+  down?: GpuWeight;
+  /** A mixture-of-experts MLP's router [experts, hidden]. */
+  router?: GpuWeight;
+  /** A mixture-of-experts MLP's experts. */
+  experts?: GpuExperts;
   /** RMSNorm weight of the attention output before its residual add, f32 (post-norm families). */
   attnOutNorm?: GPUBuffer;
   /** RMSNorm weight of the MLP output before its residual add, f32 (post-norm families). */
   mlpOutNorm?: GPUBuffer;
+}
+
+/**
+ * A mixture-of-experts MLP's experts, each matrix kind one buffer that the expert kernels index
+ * by expert (`moe_experts.wgsl`): every expert's [gate; up] rows, expert after expert, and every
+ * expert's down rows.
+ */
+export interface GpuExperts {
+  /** Every expert's [gate; up] rows. */
+  gateUp: ExpertSlab;
+  /** Every expert's down rows. */
+  down: ExpertSlab;
 }
 
 /**
@@ -231,9 +248,30 @@ export class GpuModel {
         qkv: await weight(`${l.q.name}+2`, [l.q, l.k, l.v]),
         o: await weight(l.o.name, [l.o]),
         postNorm: await vector([l.postNorm], "f32"),
-        gateUp: await weight(`${l.gate.name}+1`, [l.gate, l.up]),
-        down: await weight(l.down.name, [l.down]),
       };
+      if (l.gate && l.up && l.down) {
+        layer.gateUp = await weight(`${l.gate.name}+1`, [l.gate, l.up]);
+        layer.down = await weight(l.down.name, [l.down]);
+      }
+      if (l.router) layer.router = await weight(l.router.name, [l.router]);
+      if (l.experts) {
+        const slab = async (label: string, ts: WeightInfo[]): Promise<ExpertSlab> => {
+          const plans = planStack(label, ts, limit);
+          if (plans.length !== 1) {
+            throw new EngineError(
+              "ResourceExhausted",
+              `${label}: the experts' matrices need one buffer of one type; they take ${plans.length}`,
+            );
+          }
+          const [one] = await buffers(plans);
+          return { buffer: one!.buffer, dtype: one!.dtype };
+        };
+        const name = l.experts[0]!.gate.name.replace(/\.0\.gate_proj\.weight$/, "");
+        layer.experts = {
+          gateUp: await slab(`${name}.gate_up`, l.experts.flatMap((e) => [e.gate, e.up])),
+          down: await slab(`${name}.down`, l.experts.map((e) => e.down)),
+        };
+      }
       if (l.qBias && l.kBias && l.vBias) {
         layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], "f32");
       }

@@ -66,7 +66,7 @@ for (const m of MODELS.slice(0, 3)) {
       await GpuModel.load(small, dirFiles(m.dir.pathname), opts),
     ];
     ok(split.embed.parts.length > 1, `embedding in ${split.embed.parts.length} parts`);
-    ok(split.layers[0]!.gateUp.parts.length > 1, "gate/up unstacked");
+    ok(split.layers[0]!.gateUp!.parts.length > 1, "gate/up unstacked");
     const [a, b] = [new Forward(whole), new Forward(split)];
     try {
       const prompt = [1, 7, 200, 3, 45];

@@ -4,6 +4,7 @@
  */
 export * from "./config.ts";
 export type { AttentionKnobs } from "./attention_knobs.ts";
+export type { ExpertRole, MoeConfig } from "./arch/mod.ts";
 export * from "./rope.ts";
 export * from "./source.ts";
 export * from "./url_source.ts";

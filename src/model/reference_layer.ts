@@ -4,12 +4,15 @@
  * causal attention with the config's window, scale and soft-cap, gated MLPs). `reference_model.ts` runs it layer by layer.
  */
 import { EngineError } from "../contract/errors.ts";
+import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
 import { windowOf } from "./attention_knobs.ts";
 import type { ModelConfig } from "./config.ts";
 
-/** A layer's tensors as float64 values, by role (optional ones absent). */
-export type LayerValues = { readonly [R in LayerRole]?: Float64Array };
+/** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
+export type LayerValues =
+  & { readonly [R in LayerRole]?: Float64Array }
+  & { readonly experts?: readonly ExpertMatrices[] };
 
 /**
  * TEST ONLY: an error planted in the reference pass, so that tests can show `verify` rejects a
@@ -217,6 +220,22 @@ function attention(s: LayerScratch, x: LayerContext): void {
   }
 }
 
+/**
+ * The mixture-of-experts MLP: the router's softmax over RMSNorm(x) picks each token's top-k
+ * experts (the config's `moe`), whose SwiGLU outputs, weighted, are added to x.
+ */
+function moeMlp(s: LayerScratch, x: LayerContext): void {
+  const { c, w } = x, T = s.T, H = c.hiddenSize, moe = c.moe;
+  if (moe === undefined || w.experts === undefined) {
+    throw EngineError.invalidArgument("reference model: a moe_mlp step without experts");
+  }
+  rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
+  const logits = new Float64Array(T * moe.experts);
+  linear(s.xn, T, need(w, "router"), undefined, moe.experts, H, logits);
+  const routes = moeRouteRef(logits, moe.experts, moe.topK, moe.normTopK);
+  moeExpertsRef(s.x, s.xn, routes, w.experts, H, moe.expertIntermediateSize);
+}
+
 /** Run one recipe step of a layer over `s`. */
 export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void {
   const { c, w } = x;
@@ -259,6 +278,9 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
     case "mlp_norm_residual":
       mlp(s, x, step.act);
       normResidual(s, x, "mlpOutNorm");
+      return;
+    case "moe_mlp":
+      moeMlp(s, x);
       return;
   }
 }

@@ -111,11 +111,20 @@ export class ReferenceModel {
     };
     const layers: LayerValues[] = [];
     for (const l of weights.layers) {
-      const out: { [R in LayerRole]?: Float64Array } = {};
-      for (const [role, t] of Object.entries(l as LayerWeights<WeightInfo>)) {
+      const { experts, ...rest } = l as LayerWeights<WeightInfo>;
+      const out: { -readonly [R in LayerRole]?: Float64Array } = {};
+      for (const [role, t] of Object.entries(rest)) {
         out[role as LayerRole] = await values(t);
       }
-      layers.push(out);
+      const matrices = [];
+      for (const e of experts ?? []) {
+        matrices.push({
+          gate: await values(e.gate),
+          up: await values(e.up),
+          down: await values(e.down),
+        });
+      }
+      layers.push(experts ? { ...out, experts: matrices } : out);
     }
     return new ReferenceModel(
       config,

@@ -10,6 +10,9 @@
  *   4. o_proj with the residual add in its epilogue;
  *   5. gate and up as one product, post-attention RMSNorm folded in, SwiGLU in its epilogue;
  *   6. down_proj with the residual add in its epilogue.
+ * A mixture-of-experts MLP (`moe_mlp`) takes four instead of 5-6: the router product (the norm
+ * folded in), the routing (softmax, top-k), and the routed experts' gate/up and down
+ * (`gpu/kernels/moe.ts`), at every step shape.
  * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
  * around the tiled products. Then the rows whose logits are wanted are copied out of the
  * residual stream and multiplied by the LM head with the final norm folded in.
@@ -38,6 +41,7 @@ import type { LinearScratch } from "../gpu/kernels/linear.ts";
 import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
+import { prepareMoeExperts, prepareMoeRoute } from "../gpu/kernels/moe.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { type Activation, archOf, type LayerStep } from "./arch/mod.ts";
 import { windowOf } from "./attention_knobs.ts";
@@ -73,6 +77,16 @@ export interface Scratch {
   linear: LinearScratch;
   rows: GPUBuffer;
   logits: GPUBuffer;
+  /** A mixture-of-experts MLP's router outputs, routes and expert activations. */
+  moe?: MoeScratch;
+}
+
+/** [tokens, experts] router logits; [tokens, topK] routes; [tokens, topK, expert width] SwiGLU. */
+export interface MoeScratch {
+  logits: GPUBuffer;
+  ids: GPUBuffer;
+  weights: GPUBuffer;
+  act: GPUBuffer;
 }
 
 /** One step shape's dispatches and the buffers they own (uniforms, split partials). */
@@ -246,11 +260,13 @@ export async function buildPlan(
           down(l, L, s.proj, "store"),
           normResidual(l, L.mlpOutNorm, "mlpOutNorm"),
         ];
+      case "moe_mlp":
+        return moeMlp(l, L);
     }
   };
   /** The gate and up products, the MLP norm folded in, the gated activation in the epilogue. */
   const gateUp = (l: number, L: GpuLayer, act: Activation) =>
-    linear({
+    L.gateUp === undefined ? Promise.reject(missing("gate/up", l)) : linear({
       x: s.x,
       weight: L.gateUp,
       y: s.act,
@@ -260,7 +276,7 @@ export async function buildPlan(
       epilogue: act === "silu" ? "swiglu" : "geglu",
     }, `L${l}:gate_up`);
   const down = (l: number, L: GpuLayer, y: GPUBuffer, epilogue: "store" | "accumulate") =>
-    linear(
+    L.down === undefined ? Promise.reject(missing("down", l)) : linear(
       { x: s.act, weight: L.down, y, n: H, k: c.intermediateSize, epilogue },
       `L${l}:down`,
     );
@@ -276,6 +292,44 @@ export async function buildPlan(
       dtype: "f32",
       accumulate: true,
     }, `L${l}:${role}`);
+  /**
+   * A mixture-of-experts MLP: the router as a product (the norm folded in), the routes, and the
+   * routed experts' SwiGLU added to x (`gpu/kernels/moe.ts`).
+   */
+  const moeMlp = (l: number, L: GpuLayer): Part[] => {
+    const moe = c.moe, sm = s.moe;
+    if (!moe || !sm || !L.router || !L.experts) return [Promise.reject(missing("experts", l))];
+    const shape = { tokens, experts: moe.experts, topK: moe.topK };
+    return [
+      linear({
+        x: s.x,
+        weight: L.router,
+        y: sm.logits,
+        n: moe.experts,
+        k: H,
+        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+      }, `L${l}:router`),
+      prepareMoeRoute(d, {
+        ...shape,
+        logits: sm.logits,
+        ids: sm.ids,
+        weights: sm.weights,
+        norm: moe.normTopK,
+      }, `L${l}:route`),
+      prepareMoeExperts(d, {
+        ...shape,
+        x: s.x,
+        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+        gateUp: L.experts.gateUp,
+        down: L.experts.down,
+        ids: sm.ids,
+        weights: sm.weights,
+        act: sm.act,
+        hidden: H,
+        inter: moe.expertIntermediateSize,
+      }, `L${l}:experts`),
+    ];
+  };
   const recipe = archOf(c).layer;
   for (let l = 0; l < c.numLayers; l++) {
     const L = m.layers[l]!;

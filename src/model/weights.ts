@@ -6,7 +6,14 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import { decodeWeights, DTYPE_BYTES, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
-import { archOf, type GlobalRole, globalTensors, layerTensors } from "./arch/mod.ts";
+import {
+  archOf,
+  type ExpertRole,
+  expertTensors,
+  type GlobalRole,
+  globalTensors,
+  layerTensors,
+} from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ByteSource } from "./source.ts";
 import type { TensorInfo } from "./safetensors.ts";
@@ -65,17 +72,24 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   kNorm?: T;
   /** RMSNorm weight before the MLP (`post_attention_layernorm`). */
   postNorm: T;
-  /** MLP gate projection (`mlp.gate_proj`). */
-  gate: T;
-  /** MLP up projection (`mlp.up_proj`). */
-  up: T;
-  /** MLP down projection (`mlp.down_proj`). */
-  down: T;
+  /** MLP gate projection (`mlp.gate_proj`), in families with a dense MLP. */
+  gate?: T;
+  /** MLP up projection (`mlp.up_proj`), in families with a dense MLP. */
+  up?: T;
+  /** MLP down projection (`mlp.down_proj`), in families with a dense MLP. */
+  down?: T;
+  /** The router of a mixture-of-experts MLP [experts, hidden] (`mlp.gate`). */
+  router?: T;
+  /** A mixture-of-experts MLP's experts, in order (`mlp.experts.E.*`). */
+  experts?: ExpertWeights<T>[];
   /** RMSNorm of the attention output before its residual add, in families with one. */
   attnOutNorm?: T;
   /** RMSNorm of the MLP output before its residual add, in families with one. */
   mlpOutNorm?: T;
 }
+
+/** One expert's tensors (`gate_proj`, `up_proj`, `down_proj` of `mlp.experts.E`). */
+export type ExpertWeights<T extends WeightInfo = TensorInfo> = Record<ExpertRole, T>;
 
 /** Every tensor a checkpoint needs, checked against its config. */
 export interface ModelWeights<T extends WeightInfo = TensorInfo> {
@@ -145,6 +159,11 @@ export function mapWeights<T extends WeightInfo>(
       const t = get(r.hf, r.shape);
       layer[r.entry.role] = hf && r.entry.hfAddOne ? plusOne(t) : t;
     }
+    const experts: Partial<ExpertWeights<T>>[] = [];
+    for (const r of expertTensors(arch, config, i)) {
+      (experts[r.expert!] ??= {})[r.entry.role] = get(r.hf, r.shape);
+    }
+    if (experts.length > 0) layer.experts = experts as ExpertWeights<T>[];
     layers.push(layer as LayerWeights<T>);
   }
   const global: Partial<Record<GlobalRole, T>> = {};
@@ -159,8 +178,9 @@ export function mapWeights<T extends WeightInfo>(
 /** Every tensor the model reads, once each, in a stable order. */
 export function weightList<T extends WeightInfo>(w: ModelWeights<T>): T[] {
   const out = new Set<T>([w.embed]);
-  for (const l of w.layers) {
+  for (const { experts, ...l } of w.layers) {
     for (const t of Object.values(l)) out.add(t);
+    for (const e of experts ?? []) for (const t of Object.values(e)) out.add(t);
   }
   out.add(w.norm);
   out.add(w.lmHead);

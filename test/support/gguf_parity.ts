@@ -43,7 +43,7 @@ export async function checkParity(gpu: Gpu, c: ParityCase, label: string): Promi
   await withErrorScopes(gpu.device, async () => {
     const model = await GpuModel.fromCheckpoint(gpu, c.checkpoint, { kvDtype: "f32" });
     try {
-      ok(model.layers.every((l) => l.gateUp.parts.every((p) => p.dtype !== "f32")));
+      ok(model.layers.every((l) => l.gateUp!.parts.every((p) => p.dtype !== "f32")));
       const { results, dtype } = await verifyModel(model, c.reference);
       const tol = tolerance(model.kvDtype);
       for (const r of results) {

@@ -3,10 +3,12 @@
  * `src/model/arch/` describes, built in memory from the description's tensor table: the same
  * table the loaders check, so a new family gets a test checkpoint with no code of its own.
  * Deterministic (`seeded`); embeddings ~U(-1, 1), matrices ~U(-`std`, `std`), norm weights
- * 1 ± 0.1, biases ± 0.1, and any role's values scaled by `scale[role]`.
+ * 1 ± 0.1, biases ± 0.1, and any role's values scaled by `scale[role]` (an expert's roles are
+ * `gate`, `up`, `down`, like a dense MLP's). With `shape.moe`, the config has its experts' keys.
  */
 import {
   ARCHS,
+  expertTensors,
   globalTensors,
   layerTensors,
   type ResolvedTensor,
@@ -47,9 +49,19 @@ export function tinyFamilyFiles(o: TinyFamilyOptions): { files: File[]; config: 
     tie_word_embeddings: c.tieWordEmbeddings,
     attention_bias: c.attentionBias,
     torch_dtype: "float32",
+    ...(c.moe
+      ? {
+        num_experts: c.moe.experts,
+        num_experts_per_tok: c.moe.topK,
+        moe_intermediate_size: c.moe.expertIntermediateSize,
+        norm_topk_prob: c.moe.normTopK,
+      }
+      : {}),
   };
-  const tensors: ResolvedTensor[] = [...globalTensors(a, c)];
-  for (let l = 0; l < c.numLayers; l++) tensors.push(...layerTensors(a, c, l));
+  const tensors: ResolvedTensor<string>[] = [...globalTensors(a, c)];
+  for (let l = 0; l < c.numLayers; l++) {
+    tensors.push(...layerTensors(a, c, l), ...expertTensors(a, c, l));
+  }
   const header: Record<string, unknown> = {};
   const parts: Float32Array[] = [];
   let offset = 0, seed = o.seed ?? 1;

@@ -9,3 +9,4 @@ export * from "./linear.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";
 export * from "./tokens.ts";
+export * from "./moe.ts";

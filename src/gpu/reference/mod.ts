@@ -6,3 +6,4 @@ export * from "./dense.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";
 export * from "./tokens.ts";
+export * from "./moe.ts";

@@ -23,7 +23,16 @@ export type LayerRole =
   | "down"
   // Norms of a sublayer's output before its residual add (Gemma 2/3's sandwich norms).
   | "attnOutNorm"
-  | "mlpOutNorm";
+  | "mlpOutNorm"
+  /** The router of a mixture-of-experts MLP ([experts, hidden]). */
+  | "router";
+
+/**
+ * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
+ * (the `hf` name has `{E}` where the expert's index goes); GGUF files stack the experts along a
+ * new outermost axis of one tensor (`[experts, ...shape]`).
+ */
+export type ExpertRole = "gate" | "up" | "down";
 
 /** A checkpoint tensor outside the layers. */
 export type GlobalRole = "embed" | "norm" | "lmHead";
@@ -32,7 +41,16 @@ export type GlobalRole = "embed" | "norm" | "lmHead";
  * A tensor dimension in config terms: `hidden`, `q` (heads · head_dim), `kv` (kv_heads ·
  * head_dim), `headDim`, `inter` (the MLP width) or `vocab`.
  */
-export type Dim = "hidden" | "q" | "kv" | "headDim" | "inter" | "vocab";
+export type Dim =
+  | "hidden"
+  | "q"
+  | "kv"
+  | "headDim"
+  | "inter"
+  | "vocab"
+  /** The experts of a mixture-of-experts MLP, and the width of one expert's MLP. */
+  | "experts"
+  | "expertInter";
 
 /** The role a tensor plays in a GGUF quantization mix (`gguf/quant_mix.ts`). */
 export type MixRole =
@@ -103,7 +121,13 @@ export type LayerStep =
   /** x += RMSNorm(attention output · `o`ᵀ) with `attnOutNorm` (a norm before the residual add). */
   | { op: "o_proj_norm_residual" }
   /** `mlp`, its output through RMSNorm with `mlpOutNorm` before the residual add. */
-  | { op: "mlp_norm_residual"; act: Activation };
+  | { op: "mlp_norm_residual"; act: Activation }
+  /**
+   * A mixture-of-experts MLP: n = RMSNorm(x) with `postNorm`; the router's softmax over
+   * n · `router`ᵀ picks the config's top-k experts (weights renormalised to sum 1 when
+   * `moe.normTopK`); x += Σ weight_e · down_e(act(gate_e(n)) · up_e(n)) over those experts.
+   */
+  | { op: "moe_mlp"; act: "silu" };
 
 /** How the shared HF `config.json` reader treats the keys families read differently. */
 export interface HfConfigRules {
@@ -159,10 +183,17 @@ export interface ArchDescription {
      * `query_pre_attn_scalar` is not head_dim (Gemma's 27B sizes), which their files do not say.
      */
     hiddenPerHeadScaleAt?: readonly number[];
+    /**
+     * Mixture-of-experts families: whether llama.cpp renormalises the top-k router weights when
+     * the file has no `<arch>.expert_weights_norm` key.
+     */
+    expertWeightsNorm?: boolean;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];
     layer: readonly TensorEntry<LayerRole>[];
+    /** Mixture-of-experts families: each expert's tensors (see {@linkcode ExpertRole}). */
+    experts?: readonly TensorEntry<ExpertRole>[];
   };
   /** The decoder layer, in order. */
   layer: readonly LayerStep[];

@@ -5,6 +5,8 @@ import {
   archByModelType,
   archOf,
   ARCHS,
+  expertEntryOfGguf,
+  expertTensors,
   ggufTensorName,
   globalTensors,
   hfTensorName,
@@ -24,8 +26,13 @@ const C: ShapeConfig = {
   tieWordEmbeddings: false,
 };
 
+/** Experts, for the families with a mixture-of-experts MLP. */
+const MOE = { ...C, moe: { experts: 3, topK: 2, expertIntermediateSize: 16, normTopK: true } };
+
 /** The roles every layer recipe reads, whatever the family. */
-const REQUIRED = ["inputNorm", "q", "k", "v", "o", "postNorm", "gate", "up", "down"];
+const REQUIRED = ["inputNorm", "q", "k", "v", "o", "postNorm"];
+/** The MLP's: a dense one's, or a mixture of experts' router (and each expert's gate, up, down). */
+const DENSE = ["gate", "up", "down"], ROUTED = ["router"];
 
 for (const a of ARCHS.values()) {
   Deno.test(`${a.name}: names find the family; HF and GGUF tensor names map both ways`, () => {
@@ -35,14 +42,25 @@ for (const a of ARCHS.values()) {
     for (const n of a.gguf.architectures) equal(archByGguf(n), a);
     ok(a.layer.length > 0);
     const roles = a.tensors.layer.filter((e) => e.when === undefined).map((e) => e.role);
-    for (const r of REQUIRED) ok(roles.includes(r as never), `${a.name}: ${r}`);
-    const all = [...globalTensors(a, C), ...[0, 2].flatMap((l) => layerTensors(a, C, l))];
+    const experts = a.tensors.experts?.map((e) => e.role) ?? [];
+    const mlp = experts.length > 0 ? ROUTED : DENSE;
+    for (const r of [...REQUIRED, ...mlp]) ok(roles.includes(r as never), `${a.name}: ${r}`);
+    deepStrictEqual(experts.length > 0 ? experts : DENSE, DENSE);
+    const all = [...globalTensors(a, C), ...[0, 2].flatMap((l) => layerTensors(a, MOE, l))];
     equal(new Set(all.map((t) => t.hf)).size, all.length);
     equal(new Set(all.map((t) => t.gguf)).size, all.length);
     for (const t of all) {
       equal(hfTensorName(a, t.gguf), t.hf);
       equal(ggufTensorName(a, t.hf), t.gguf);
     }
+    // Each expert's tensor under HF's name; under llama.cpp's, the stack of them all.
+    const each = [0, 2].flatMap((l) => expertTensors(a, MOE, l));
+    equal(each.length, 2 * 3 * experts.length);
+    for (const t of each) {
+      equal(ggufTensorName(a, t.hf), t.gguf);
+      equal(expertEntryOfGguf(a, t.gguf.replace(/^blk\.\d+\./, "")), t.entry);
+    }
+    equal(new Set(each.map((t) => t.hf)).size, each.length);
     equal(hfTensorName(a, "blk.01.attn_q.weight"), undefined);
     equal(hfTensorName(a, "rope_freqs.weight"), undefined);
     equal(ggufTensorName(a, "model.layers.0.toString"), undefined);

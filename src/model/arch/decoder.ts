@@ -3,7 +3,7 @@
  * a pre-norm layer (HF and llama.cpp names), and the plain pre-norm layer recipe. Family files
  * compose their descriptions from these.
  */
-import type { GlobalRole, LayerRole, LayerStep, TensorEntry } from "./arch.ts";
+import type { ExpertRole, GlobalRole, LayerRole, LayerStep, TensorEntry } from "./arch.ts";
 
 /** Embedding, final norm and LM head (absent when tied to the embedding). */
 export const GLOBAL_TENSORS: readonly TensorEntry<GlobalRole>[] = [
@@ -134,6 +134,31 @@ export const ATTN_OUT_MLP: readonly TensorEntry<LayerRole>[] = [
   },
 ];
 
+/** One expert's SwiGLU MLP, under HF's per-expert names and llama.cpp's stacked ones. */
+export const SWIGLU_EXPERTS: readonly TensorEntry<ExpertRole>[] = [
+  {
+    role: "gate",
+    hf: "mlp.experts.{E}.gate_proj.weight",
+    gguf: "ffn_gate_exps.weight",
+    shape: ["expertInter", "hidden"],
+    mix: "ffn_gate",
+  },
+  {
+    role: "up",
+    hf: "mlp.experts.{E}.up_proj.weight",
+    gguf: "ffn_up_exps.weight",
+    shape: ["expertInter", "hidden"],
+    mix: "ffn_up",
+  },
+  {
+    role: "down",
+    hf: "mlp.experts.{E}.down_proj.weight",
+    gguf: "ffn_down_exps.weight",
+    shape: ["hidden", "expertInter"],
+    mix: "ffn_down",
+  },
+];
+
 /** A pre-norm layer's tensors, biases optional. */
 export const DECODER_LAYER: readonly TensorEntry<LayerRole>[] = [
   ...ATTN_IN,
@@ -149,3 +174,8 @@ export const PRE_NORM_SWIGLU: readonly LayerStep[] = [
   { op: "o_proj_residual" },
   { op: "mlp", act: "silu" },
 ];
+
+/** Whether a layer recipe has a mixture-of-experts MLP (its config then has `moe`). */
+export function hasExperts(layer: readonly LayerStep[]): boolean {
+  return layer.some((s) => s.op === "moe_mlp");
+}

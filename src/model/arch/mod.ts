@@ -16,8 +16,17 @@ import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
+import { QWEN3_MOE } from "./qwen3moe.ts";
 
-const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3, GEMMA2, GEMMA3];
+const FAMILIES: readonly ArchDescription[] = [
+  LLAMA,
+  MISTRAL,
+  QWEN2,
+  QWEN3,
+  QWEN3_MOE,
+  GEMMA2,
+  GEMMA3,
+];
 
 /** The families by `ModelConfig.arch`. */
 export const ARCHS: ReadonlyMap<string, ArchDescription> = new Map(

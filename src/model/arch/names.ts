@@ -2,7 +2,33 @@
  * A description's tensor table resolved against a config: each tensor the model holds, under
  * its HF and GGUF names, with its shape in numbers; and the name maps between the two schemes.
  */
-import type { ArchDescription, Dim, GlobalRole, LayerRole, TensorEntry } from "./arch.ts";
+import { EngineError } from "../../contract/errors.ts";
+import type {
+  ArchDescription,
+  Dim,
+  ExpertRole,
+  GlobalRole,
+  LayerRole,
+  TensorEntry,
+} from "./arch.ts";
+
+/**
+ * The most experts a layer may have (the largest released models have a few hundred): a config
+ * asking for more is refused before a tensor name is made for each.
+ */
+export const MAX_EXPERTS = 1024;
+
+/** A mixture-of-experts MLP's sizes and routing. */
+export interface MoeConfig {
+  /** Experts per layer. */
+  experts: number;
+  /** Experts each token runs (top-k of the router's softmax). */
+  topK: number;
+  /** Width of one expert's gate and up projections. */
+  expertIntermediateSize: number;
+  /** Renormalise the top-k router weights to sum 1. */
+  normTopK: boolean;
+}
 
 /** The config fields tensor shapes and presence depend on. */
 export interface ShapeConfig {
@@ -15,6 +41,8 @@ export interface ShapeConfig {
   vocabSize: number;
   attentionBias: boolean;
   tieWordEmbeddings: boolean;
+  /** Mixture-of-experts families: the experts' sizes and routing. */
+  moe?: MoeConfig;
 }
 
 /** One tensor of a model: its table entry, layer (-1 for a global one) and names. */
@@ -26,6 +54,8 @@ export interface ResolvedTensor<R extends string = LayerRole | GlobalRole> {
   shape: number[];
   /** For q/k rows: the heads of the projection. */
   heads?: number;
+  /** For an expert's tensor: the expert (its GGUF name is the stack of all of them). */
+  expert?: number;
 }
 
 /** A dimension's size in `c`. */
@@ -43,6 +73,12 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
       return c.intermediateSize;
     case "vocab":
       return c.vocabSize;
+    case "experts":
+    case "expertInter":
+      if (c.moe === undefined) {
+        throw EngineError.invalidArgument(`config: dimension ${d} of a config without experts`);
+      }
+      return d === "experts" ? c.moe.experts : c.moe.expertIntermediateSize;
   }
 }
 
@@ -82,6 +118,37 @@ export function globalTensors(a: ArchDescription, c: ShapeConfig): ResolvedTenso
   return a.tensors.global.filter((e) => present(c, e)).map((e) => resolve(c, e, -1));
 }
 
+/** Each expert's tensors of one layer, expert by expert (none in a family without experts). */
+export function expertTensors(
+  a: ArchDescription,
+  c: ShapeConfig,
+  layer: number,
+): ResolvedTensor<ExpertRole>[] {
+  const table = a.tensors.experts ?? [];
+  if (table.length === 0 || c.moe === undefined) return [];
+  const out: ResolvedTensor<ExpertRole>[] = [];
+  for (let e = 0; e < c.moe.experts; e++) {
+    for (const entry of table) {
+      const r = resolve(c, entry, layer);
+      r.hf = r.hf.replace("{E}", String(e));
+      r.expert = e;
+      out.push(r);
+    }
+  }
+  return out;
+}
+
+/**
+ * The expert entry whose stacked GGUF name (after `blk.N.`) is `suffix`, if any: such a tensor
+ * holds every expert's, expert by expert along its outermost axis.
+ */
+export function expertEntryOfGguf(
+  a: ArchDescription,
+  suffix: string,
+): TensorEntry<ExpertRole> | undefined {
+  return a.tensors.experts?.find((e) => e.gguf === suffix);
+}
+
 const LAYER_NAME = /^blk\.(0|[1-9]\d{0,5})\.(.+)$/;
 
 /** The HF name of a GGUF tensor name in family `a`, or undefined when it has none. */
@@ -95,13 +162,24 @@ export function hfTensorName(a: ArchDescription, ggufName: string): string | und
 
 const HF_LAYER_NAME = /^model\.layers\.(0|[1-9]\d{0,5})\.(.+)$/;
 
-/** The GGUF name of an HF tensor name in family `a`, or undefined when it has none. */
+/**
+ * The GGUF name of an HF tensor name in family `a`, or undefined when it has none. An expert's
+ * tensor (`mlp.experts.3.gate_proj.weight`) maps to the stack of all of them (`ffn_gate_exps`).
+ */
 export function ggufTensorName(a: ArchDescription, hfName: string): string | undefined {
   const g = a.tensors.global.find((e) => e.hf === hfName);
   if (g) return g.gguf;
   const m = HF_LAYER_NAME.exec(hfName);
-  const e = m && a.tensors.layer.find((e) => e.hf === m[2]);
-  return e ? `blk.${m![1]}.${e.gguf}` : undefined;
+  if (!m) return undefined;
+  const e = a.tensors.layer.find((e) => e.hf === m[2]) ??
+    a.tensors.experts?.find((e) => expertPattern(e.hf).test(m[2]!));
+  return e ? `blk.${m[1]}.${e.gguf}` : undefined;
+}
+
+/** An expert tensor's HF name pattern (`{E}` an expert index) as an exact-match expression. */
+function expertPattern(hf: string): RegExp {
+  const [before, after] = hf.split("{E}").map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return new RegExp(`^${before}(0|[1-9]\\d{0,5})${after}$`);
 }
 
 /** The table entry of a layer role, if the family has one. */

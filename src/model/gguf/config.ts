@@ -1,11 +1,11 @@
 /**
  * A `ModelConfig` from GGUF metadata: the same object `parseConfig` gives for the equivalent HF
  * `config.json`. `general.architecture` picks the family (`arch/mod.ts`), whose keys are
- * `<architecture>.*`; any other architecture (and mixture-of-experts variants) is refused naming
- * the key.
+ * `<architecture>.*`; any other architecture (and experts in a family without a mixture-of-experts
+ * MLP) is refused naming the key.
  */
 import type { WeightDtype } from "../../gpu/dtype.ts";
-import { archByGguf, ggufArchitectures, layerEntry } from "../arch/mod.ts";
+import { archByGguf, ggufArchitectures, hasExperts, layerEntry, MAX_EXPERTS } from "../arch/mod.ts";
 import { ggufAttentionKnobs } from "../attention_knobs.ts";
 import type { ModelConfig } from "../config.ts";
 import type { RopeScaling } from "../rope.ts";
@@ -53,8 +53,9 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   }
   const p = `${archName}.`;
   const qBias = layerEntry(arch, "qBias")?.gguf;
-  if (m.uint(`${p}expert_count`, 0) > 0) {
-    throw m.refuse(`${p}expert_count`, "mixture-of-experts models are not supported");
+  const moe = hasExperts(arch.layer);
+  if (!moe && m.uint(`${p}expert_count`, 0) > 0) {
+    throw m.refuse(`${p}expert_count`, "experts in a family without a mixture-of-experts MLP");
   }
   const hiddenSize = m.count(`${p}embedding_length`);
   const numHeads = m.count(`${p}attention.head_count`);
@@ -110,6 +111,23 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   };
   if (m.has("tokenizer.ggml.bos_token_id")) {
     config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
+  }
+  if (moe) {
+    const experts = m.count(`${p}expert_count`);
+    if (experts > MAX_EXPERTS) {
+      throw m.refuse(`${p}expert_count`, `${experts} is more than the ${MAX_EXPERTS} supported`);
+    }
+    const topK = m.count(`${p}expert_used_count`);
+    if (topK > experts) {
+      throw m.refuse(`${p}expert_used_count`, `${topK} is more than the ${experts} experts`);
+    }
+    const norm = `${p}expert_weights_norm`;
+    config.moe = {
+      experts,
+      topK,
+      expertIntermediateSize: m.count(`${p}expert_feed_forward_length`),
+      normTopK: m.has(norm) ? m.bool(norm) : arch.gguf.expertWeightsNorm === true,
+    };
   }
   if (m.has("general.file_type")) {
     const dtype = FILE_DTYPES[m.uint("general.file_type")];

@@ -17,6 +17,7 @@ import { decodeWeights, encodeWeights, type WeightDtype } from "../../gpu/dtype.
 import { QUANT_FORMATS, quantize, type QuantType } from "../../gpu/quant/formats.ts";
 import {
   archOf,
+  expertTensors,
   type GlobalRole,
   globalTensors,
   layerTensors,
@@ -117,6 +118,8 @@ export interface PlannedTensor {
   /** The layer, or -1. */
   layer: number;
   source: TensorInfo;
+  /** A stacked expert tensor: every expert's tensor, in order (`source` is the first). */
+  stack?: TensorInfo[];
   perm?: number[];
 }
 
@@ -169,6 +172,14 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   add(global("embed")!, w.embed);
   for (const [i, l] of w.layers.entries()) {
     for (const r of layerTensors(arch, c, i)) add(r, l[r.entry.role]!);
+    // Each expert tensor once, stacked over the experts ([experts, ...shape]).
+    for (const r of expertTensors(arch, c, i).filter((r) => r.expert === 0)) {
+      const stack = l.experts!.map((e) => e[r.entry.role]);
+      add(r, stack[0]!);
+      const p = out[out.length - 1]!;
+      p.shape = [stack.length, ...p.shape];
+      p.stack = stack;
+    }
   }
   add(global("norm")!, w.norm);
   // Tied embeddings: llama.cpp falls back to token_embd when `output` is absent.
@@ -179,6 +190,15 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
 
 /** The bytes of a planned tensor in its GGUF type. */
 export async function plannedBytes(p: PlannedTensor): Promise<Uint8Array> {
+  const { stack, ...one } = p;
+  if (stack) {
+    const shape = p.shape.slice(1);
+    const parts = await Promise.all(stack.map((source) => plannedBytes({ ...one, source, shape })));
+    const out = new Uint8Array(parts.reduce((n, b) => n + b.length, 0));
+    let at = 0;
+    for (const b of parts) out.set(b, (at += b.length) - b.length);
+    return out;
+  }
   const t = p.source;
   let raw = await t.source.read(t.offset, t.length);
   if (p.perm) raw = permuteRows(raw, p.shape[0]!, p.perm);
@@ -265,6 +285,20 @@ export function ggufMetadata(
     [`${arch}.rope.dimension_count`]: u32(c.headDim),
     [`${arch}.rope.freq_base`]: f32(c.ropeTheta),
   };
+  if (c.moe) {
+    meta[`${arch}.expert_count`] = u32(c.moe.experts);
+    meta[`${arch}.expert_used_count`] = u32(c.moe.topK);
+    meta[`${arch}.expert_feed_forward_length`] = u32(c.moe.expertIntermediateSize);
+    // llama.cpp fixes the renormalisation per family; a file cannot ask for the other.
+    const norm = archOf(c).gguf.expertWeightsNorm === true;
+    if (c.moe.normTopK !== norm) {
+      throw EngineError.invalidArgument(
+        `config.norm_topk_prob: llama.cpp's ${arch} ${
+          norm ? "always" : "never"
+        } renormalises the top-k router weights; ${c.moe.normTopK} cannot be written`,
+      );
+    }
+  }
   const s = c.ropeScaling;
   if (s.type === "linear") {
     meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };

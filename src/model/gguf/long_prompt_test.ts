@@ -78,7 +78,7 @@ function matrixDtypes(m: GpuModel): Set<TensorDtype> {
   const ws: GpuWeight[] = [
     m.embed,
     m.lmHead,
-    ...m.layers.flatMap((l) => [l.qkv, l.o, l.gateUp, l.down]),
+    ...m.layers.flatMap((l) => [l.qkv, l.o, l.gateUp!, l.down!]),
   ];
   return new Set(ws.flatMap((w) => w.parts.map((p) => p.dtype)));
 }

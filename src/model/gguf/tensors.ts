@@ -7,7 +7,12 @@
 import { EngineError } from "../../contract/errors.ts";
 import type { ByteSource } from "../source.ts";
 import type { ModelConfig } from "../config.ts";
-import { archOf, hfTensorName as archTensorName } from "../arch/mod.ts";
+import {
+  archOf,
+  expertEntryOfGguf,
+  hfTensorName as archTensorName,
+  MAX_EXPERTS,
+} from "../arch/mod.ts";
 import type { GgufDtype, GgufTensor } from "./header.ts";
 
 import type { RopeInterleave } from "../weights.ts";
@@ -67,9 +72,49 @@ export function unpermuteQkRows(rows: number, headDim: number, heads: number): U
   return order;
 }
 
+const EXPERTS_NAME = /^blk\.(0|[1-9]\d{0,5})\.(.+)$/;
+
+/**
+ * A stacked expert tensor (`blk.N.ffn_gate_exps.weight`, [experts, rows, cols]) as one tensor
+ * per expert under HF's names: expert e's rows are the e-th slab of its bytes. Undefined for any
+ * other tensor.
+ */
+function splitExperts(
+  config: Pick<ModelConfig, "arch">,
+  t: GgufTensor,
+): GgufTensorInfo[] | undefined {
+  const m = EXPERTS_NAME.exec(t.name);
+  const entry = m && expertEntryOfGguf(archOf(config), m[2]!);
+  if (!entry) return undefined;
+  const shape = [...t.dims].reverse();
+  if (shape.length !== 3) {
+    throw EngineError.invalidArgument(
+      `tensor ${t.name}: expected [experts, rows, cols], got [${shape}]`,
+    );
+  }
+  const [experts, ...inner] = shape as [number, number, number];
+  if (experts > MAX_EXPERTS) {
+    throw EngineError.invalidArgument(
+      `tensor ${t.name}: ${experts} experts, more than the ${MAX_EXPERTS} supported`,
+    );
+  }
+  const length = t.length / experts;
+  return Array.from({ length: experts }, (_, e) => ({
+    name: `model.layers.${m![1]}.${entry.hf.replace("{E}", String(e))}`,
+    ggufName: t.name,
+    dtype: t.dtype,
+    ggmlType: t.ggmlType,
+    shape: inner,
+    offset: t.offset + e * length,
+    length,
+    source: t.source,
+  }));
+}
+
 /**
  * Every tensor under its HF name (unmapped ones under their GGUF names). q/k weights and biases
- * get `ropeInterleave` in families that store them interleaved; others are in HF order.
+ * get `ropeInterleave` in families that store them interleaved; others are in HF order. Stacked
+ * expert tensors become one tensor per expert.
  */
 export function hfTensors(
   config: Pick<ModelConfig, "arch" | "numHeads" | "numKvHeads" | "headDim">,
@@ -79,6 +124,16 @@ export function hfTensors(
   const arch = archOf(config);
   const headsOf = new Map(arch.tensors.layer.map((e) => [e.gguf, e.heads]));
   for (const t of tensors) {
+    const experts = splitExperts(config, t);
+    if (experts) {
+      for (const e of experts) {
+        if (out.has(e.name)) {
+          throw EngineError.invalidArgument(`tensor ${t.name}: ${e.name} appears twice`);
+        }
+        out.set(e.name, e);
+      }
+      continue;
+    }
     const name = archTensorName(arch, t.name) ?? t.name;
     if (out.has(name)) {
       throw EngineError.invalidArgument(`tensor ${t.name}: ${name} appears twice in the model`);

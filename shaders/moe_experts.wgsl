@@ -1,0 +1,169 @@
+// The experts of a mixture-of-experts MLP, run for each token's routed experts only (the ids and
+// weights `moe_route.wgsl` wrote, [tokens, top_k]). Composed per weight format like the product
+// kernels (`moe_experts:format=<fragment>` imports shaders/quant/<fragment>.wgsl): the expert
+// weights stay in their GGUF blocks (or float rows), dequantized in registers.
+//! import quant/{format}
+//! import lib/dot
+//
+// The experts' matrices are slabs of rows in one buffer each, so expert e's rows sit at a byte
+// offset computed from e:
+// - `gate_up`: [experts · 2·inter, hidden], expert e's gate rows then its up rows (rows
+//   e·2·inter + r and e·2·inter + inter + r). One output per (token, route j, row r):
+//     act[t, j, r] = silu(s·Σₖ x[t,k]·g[k]·G_e[r,k]) · s·Σₖ x[t,k]·g[k]·U_e[r,k]
+//   with the MLP's RMSNorm folded in (g its weight, s = 1/sqrt(mean_k x[t,k]² + eps)).
+// - `down`: [experts · hidden, inter], expert e's rows at e·hidden. One output per (token,
+//   output h), summing over its routes:
+//     x[t, h] += Σⱼ weight[t, j] · Σᵣ act[t, j, r]·D_e[h, r]
+//   (one workgroup owns each output, so the residual add needs no atomics).
+// TPR threads share an output (a power of two up to 64): each takes every TPR-th 32-element slice
+// of the row (one slice of the format), and the workgroup sums their partials. TPR = 1 is the
+// CPU-adapter path: a thread walks RPT whole rows, with no reduction and no barrier.
+
+override WG: u32 = 64u;
+override TPR: u32 = 1u;
+// Outputs per thread (1..8) when TPR is 1: one load of the activations serves RPT weight rows.
+override RPT: u32 = 1u;
+
+const MAX_RPT: u32 = 8u;
+
+struct Params {
+  tokens: u32,
+  hidden: u32,
+  inter: u32,
+  top_k: u32,
+  eps: f32,
+  _p0: u32,
+  _p1: u32,
+  _p2: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+// gate_up: the residual stream [tokens, hidden]; down: the activations [tokens, top_k, inter].
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+// binding 2: the weights `w` (lib/quant_words or lib/float_words); binding 7: the format's table.
+@group(0) @binding(3) var<storage, read> gamma: array<vec4<f32>>;
+// gate_up: the activations [tokens, top_k, inter]; down: the residual stream.
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> ids: array<u32>;
+@group(0) @binding(6) var<storage, read> route_w: array<f32>;
+
+var<workgroup> red: array<vec4<f32>, 256u>;
+
+// The output this thread works on (possibly past the last: such threads still reach the
+// barriers, and store nothing).
+fn output_index(wid: vec3<u32>, nwg: vec3<u32>, lid: u32) -> u32 {
+  return (wid.x + wid.y * nwg.x) * (WG / TPR) + lid / TPR;
+}
+
+// Sum `v` over the TPR threads of an output; the first of them gets the sums.
+fn row_sum(v: vec4<f32>, lid: u32) -> vec4<f32> {
+  if (TPR == 1u) {
+    return v;
+  }
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = TPR / 2u; s > 0u; s >>= 1u) {
+    if (lid % TPR < s) {
+      red[lid] += red[lid + s];
+    }
+    workgroupBarrier();
+  }
+  return red[lid];
+}
+
+@compute @workgroup_size(WG)
+fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+           @builtin(local_invocation_index) lid: u32) {
+  // Outputs are blocks of RPT rows of one route (the last block's rows past inter are clamped
+  // and not stored).
+  let blocks = (p.inter + RPT - 1u) / RPT;
+  let count = p.tokens * p.top_k * blocks;
+  let i = output_index(wid, nwg, lid);
+  let route = min(i, count - 1u) / blocks;
+  let r0 = (min(i, count - 1u) % blocks) * RPT;
+  let t = route / p.top_k;
+  let e = ids[route];
+  let per = BLOCK_ELEMS / 32u;
+  let row_bytes = (p.hidden / BLOCK_ELEMS) * BLOCK_BYTES;
+  var gate_row: array<u32, MAX_RPT>;
+  for (var k = 0u; k < RPT; k++) {
+    gate_row[k] = (e * 2u * p.inter + min(r0 + k, p.inter - 1u)) * row_bytes;
+  }
+  let up = p.inter * row_bytes;
+  var acc: array<vec2<f32>, MAX_RPT>; // gate, up
+  var ss = 0.0; // the sum of squares of x
+  for (var j = lid % TPR; j < p.hidden / 32u; j += TPR) {
+    let s = j % per;
+    let e0 = (j / per) * BLOCK_ELEMS;
+    var xs: array<vec4<f32>, 8>;
+    for (var q = 0u; q < 8u; q++) {
+      let xv = x[(t * p.hidden + e0 + group_elem(s, q)) / 4u];
+      ss += dot(xv, xv);
+      xs[q] = xv * gamma[(e0 + group_elem(s, q)) / 4u];
+    }
+    let off = (j / per) * BLOCK_BYTES;
+    for (var k = 0u; k < RPT; k++) {
+      acc[k].x += dot8(decode(load_slice(gate_row[k] + off, s), s), xs);
+      acc[k].y += dot8(decode(load_slice(gate_row[k] + up + off, s), s), xs);
+    }
+  }
+  // Several threads per output: RPT is 1.
+  let sums = row_sum(vec4<f32>(acc[0], ss, 0.0), lid);
+  if (i >= count || lid % TPR != 0u) {
+    return;
+  }
+  acc[0] = sums.xy;
+  let scale = inverseSqrt(sums.z / f32(p.hidden) + p.eps);
+  for (var k = 0u; k < RPT && r0 + k < p.inter; k++) {
+    let g = acc[k].x * scale;
+    y[route * p.inter + r0 + k] = g / (1.0 + exp(-g)) * (acc[k].y * scale);
+  }
+}
+
+@compute @workgroup_size(WG)
+fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  // Outputs are blocks of RPT columns of x of one token.
+  let blocks = (p.hidden + RPT - 1u) / RPT;
+  let count = p.tokens * blocks;
+  let i = output_index(wid, nwg, lid);
+  let t = min(i, count - 1u) / blocks;
+  let h0 = (min(i, count - 1u) % blocks) * RPT;
+  let per = BLOCK_ELEMS / 32u;
+  let row_bytes = (p.inter / BLOCK_ELEMS) * BLOCK_BYTES;
+  var total: array<f32, MAX_RPT>;
+  var acc: array<f32, MAX_RPT>;
+  for (var k = 0u; k < p.top_k; k++) {
+    let route = t * p.top_k + k;
+    let base = ids[route] * p.hidden;
+    // Reset per route by hand: a variable declared in the loop body need not start from zero
+    // on every iteration in every WGSL compiler.
+    for (var c = 0u; c < RPT; c++) {
+      acc[c] = 0.0;
+    }
+    for (var j = lid % TPR; j < p.inter / 32u; j += TPR) {
+      let s = j % per;
+      let e0 = (j / per) * BLOCK_ELEMS;
+      var xs: array<vec4<f32>, 8>;
+      for (var q = 0u; q < 8u; q++) {
+        xs[q] = x[(route * p.inter + e0 + group_elem(s, q)) / 4u];
+      }
+      let off = (j / per) * BLOCK_BYTES;
+      for (var c = 0u; c < RPT; c++) {
+        let row = (base + min(h0 + c, p.hidden - 1u)) * row_bytes;
+        acc[c] += dot8(decode(load_slice(row + off, s), s), xs);
+      }
+    }
+    for (var c = 0u; c < RPT; c++) {
+      total[c] += route_w[route] * acc[c];
+    }
+  }
+  let sums = row_sum(vec4<f32>(total[0], 0.0, 0.0, 0.0), lid);
+  if (i >= count || lid % TPR != 0u) {
+    return;
+  }
+  total[0] = sums.x;
+  for (var c = 0u; c < RPT && h0 + c < p.hidden; c++) {
+    y[t * p.hidden + h0 + c] += total[c];
+  }
+}
