@@ -17,6 +17,7 @@ const ARCH_DIR = "model/arch/";
 const ALLOWED: Record<string, readonly string[]> = {
   "model/gguf/tokenizer.ts": ["llama", "qwen2"],
   "model/gguf/tokenizer_meta.ts": ["llama", "qwen2"],
+  "model/gguf/pretokenizers.ts": ["qwen2"],
 };
 
 /** Every name a family answers to: its own, HF's and GGUF's. */
