@@ -1,7 +1,8 @@
 /**
  * RoPE inverse frequencies from the config, as HF transformers computes them: `default`,
  * `linear` (positions divided by a factor, i.e. inv_freq / factor) and `llama3` (a smooth blend
- * between scaled low frequencies and unscaled high frequencies).
+ * between scaled low frequencies and unscaled high frequencies); and `factors`, per-frequency
+ * divisors as a GGUF stores them (`rope_freqs.weight`), used as stored.
  */
 
 export type RopeScaling =
@@ -13,7 +14,9 @@ export type RopeScaling =
     lowFreqFactor: number;
     highFreqFactor: number;
     originalMaxPositionEmbeddings: number;
-  };
+  }
+  /** inv_freq[i] / factors[i]: one divisor per frequency (head_dim / 2 of them). */
+  | { type: "factors"; factors: readonly number[] };
 
 /** inv_freq[i] = 1 / theta^(2i / dim) for i < dim/2, then scaled. Float64. */
 export function ropeInvFreq(
@@ -26,6 +29,8 @@ export function ropeInvFreq(
   for (let i = 0; i < half; i++) out[i] = 1 / theta ** ((2 * i) / headDim);
   if (scaling.type === "linear") {
     for (let i = 0; i < half; i++) out[i] = out[i]! / scaling.factor;
+  } else if (scaling.type === "factors") {
+    for (let i = 0; i < half; i++) out[i] = out[i]! / scaling.factors[i]!;
   } else if (scaling.type === "llama3") {
     const { factor, lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: old } = scaling;
     const lowWavelen = old / lowFreqFactor;

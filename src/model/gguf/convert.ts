@@ -226,7 +226,8 @@ export function ggufTensors(ck: HfCheckpoint, plan: readonly PlannedTensor[]): G
     byteLength: tensorBytesOf(p.type, p.shape),
     data: () => plannedBytes(p),
   }));
-  if (ck.config.ropeScaling.type === "llama3") out.push(ropeFreqs(ck.config));
+  const rope = ck.config.ropeScaling.type;
+  if (rope === "llama3" || rope === "factors") out.push(ropeFreqs(ck.config));
   return out;
 }
 
@@ -270,7 +271,7 @@ export function ggufMetadata(
     meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
     meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
   }
-  // llama3 scaling travels as the `rope_freqs` tensor (see ggufTensors).
+  // llama3 scaling and stored factors travel as the `rope_freqs` tensor (see ggufTensors).
   return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };
 }
 

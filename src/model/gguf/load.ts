@@ -80,14 +80,15 @@ function checkSplits(files: GgufFile[]): void {
  * Llama 3 GGUFs carry RoPE scaling as per-dimension frequency divisors (`rope_freqs.weight`)
  * instead of its parameters. Recover the `llama3` parameters that give exactly these divisors
  * (factor = the largest divisor; Llama 3.x's low/high frequency factors 1 and 4 and original
- * context 8192, or the file's `rope.scaling.original_context_length`); refuse anything else.
+ * context 8192, or the file's `rope.scaling.original_context_length`), so that the config reads
+ * as its HF source's; undefined when no such parameters give them.
  */
 export function llama3FromFreqFactors(
   divisors: Float32Array,
   headDim: number,
   theta: number,
   originalContext?: number,
-): RopeScaling {
+): RopeScaling | undefined {
   const base = ropeInvFreq(headDim, theta);
   const top = divisors.indexOf(Math.max(...divisors));
   const olds = [...new Set([originalContext ?? 8192, 8192])];
@@ -110,9 +111,7 @@ export function llama3FromFreqFactors(
       base.every((b, i) => Math.abs(b / divisors[i]! - inv[i]!) <= 1e-5 * b);
     if (ok) return scaling;
   }
-  throw EngineError.invalidArgument(
-    "tensor rope_freqs.weight: per-dimension RoPE frequency factors that are not Llama 3's scaling are not supported",
-  );
+  return undefined;
 }
 
 async function ropeFromFreqs(
@@ -129,13 +128,20 @@ async function ropeFromFreqs(
   }
   const bytes = await t.source.read(t.offset, t.length);
   const divisors = new Float32Array(bytes.slice().buffer);
+  const bad = divisors.findIndex((d) => !(d > 0 && Number.isFinite(d)));
+  if (bad >= 0) {
+    throw EngineError.invalidArgument(
+      `tensor rope_freqs.weight: factor ${bad} is ${divisors[bad]}, expected a positive number`,
+    );
+  }
   const key = `${meta.string("general.architecture")}.rope.scaling.original_context_length`;
+  // Any other divisors are used as stored, as llama.cpp does (their parameters are unknown).
   return llama3FromFreqFactors(
     divisors,
     config.headDim,
     config.ropeTheta,
     meta.has(key) ? meta.count(key) : undefined,
-  );
+  ) ?? { type: "factors", factors: [...divisors] };
 }
 
 /** Read a GGUF model whose (first) file is `first`, opening every file through `open`. */
