@@ -49,6 +49,12 @@ export interface ModelConfig {
   eosTokenIds: number[];
   /** The dtype the config declares (`torch_dtype` / `dtype`), if any. */
   dtype?: WeightDtype;
+
+  // Per-layer RoPE (`layerRotaryDim` in rope.ts reads these).
+  /** Leading elements of each q/k head that RoPE rotates (partial rotary); absent: `headDim`. */
+  rotaryDim?: number;
+  /** Indices of the layers without RoPE (their attention sees no positions); absent: none. */
+  noRopeLayers?: number[];
 }
 
 type Json = Record<string, unknown>;
@@ -133,6 +139,24 @@ function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
     default:
       throw refuse(`${key}.rope_type`, `unsupported RoPE type ${describe(type)}`);
   }
+}
+
+/** The layers without RoPE (see `HfConfigRules.noRope`). */
+function noRopeLayers(c: Json, numLayers: number, defaultInterval: number): number[] {
+  const flags = c.no_rope_layers;
+  if (flags === undefined || flags === null) {
+    const every = int(c, "no_rope_layer_interval", defaultInterval);
+    return Array.from({ length: numLayers }, (_, l) => l).filter((l) => (l + 1) % every === 0);
+  }
+  if (
+    !Array.isArray(flags) || flags.length !== numLayers || flags.some((f) => f !== 0 && f !== 1)
+  ) {
+    throw refuse(
+      "no_rope_layers",
+      `expected ${numLayers} flags (1: RoPE, 0: none), got ${describe(flags)}`,
+    );
+  }
+  return flags.flatMap((f, l) => f === 0 ? [l] : []);
 }
 
 function dtypeOf(c: Json): WeightDtype | undefined {
@@ -236,5 +260,9 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
+  if (rules.noRope) {
+    const skip = noRopeLayers(cfg, config.numLayers, rules.noRope.defaultInterval);
+    if (skip.length > 0) config.noRopeLayers = skip;
+  }
   return config;
 }

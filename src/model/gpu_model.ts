@@ -117,7 +117,11 @@ export class GpuModel {
       uploadRopeFrequencies(
         gpu.device,
         "rope:frequencies",
-        ropeInvFreq(this.config.headDim, this.config.ropeTheta, this.config.ropeScaling),
+        ropeInvFreq(
+          this.config.rotaryDim ?? this.config.headDim,
+          this.config.ropeTheta,
+          this.config.ropeScaling,
+        ),
       ),
     );
   }

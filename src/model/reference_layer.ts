@@ -6,6 +6,7 @@
 import { EngineError } from "../contract/errors.ts";
 import type { LayerRole, LayerStep } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
+import { layerRotaryDim } from "./rope.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent). */
 export type LayerValues = { readonly [R in LayerRole]?: Float64Array };
@@ -93,7 +94,7 @@ export interface LayerScratch {
   gate: Float64Array;
   up: Float64Array;
   scores: Float64Array;
-  /** cos and sin of each token's angles [T, headDim / 2]. */
+  /** cos and sin of each token's angles [T, invFreq.length]. */
   cos: Float64Array;
   sin: Float64Array;
 }
@@ -105,7 +106,7 @@ export function layerScratch(
   T: number,
   start: number,
 ): LayerScratch {
-  const H = c.hiddenSize, F = c.intermediateSize, half = c.headDim / 2;
+  const H = c.hiddenSize, F = c.intermediateSize, half = invFreq.length;
   const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim;
   const cos = new Float64Array(T * half), sin = new Float64Array(T * half);
   for (let t = 0; t < T; t++) {
@@ -137,6 +138,8 @@ export function layerScratch(
 export interface LayerContext {
   c: ModelConfig;
   w: LayerValues;
+  /** The layer's index. */
+  layer: number;
   /** This layer's cached keys and values [positions, kvHeads * headDim]. */
   kCache: Float64Array;
   vCache: Float64Array;
@@ -151,14 +154,15 @@ function need(w: LayerValues, role: LayerRole): Float64Array {
   return t;
 }
 
-function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number): void {
-  const half = D / 2;
+/** Rotate-half RoPE on the first `rot` elements of each head (`s.cos` rows: `rot / 2` or more). */
+function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number, rot: number): void {
+  const half = rot / 2, row = s.cos.length / s.T;
   for (let t = 0; t < s.T; t++) {
     for (let h = 0; h < heads; h++) {
       const o = (t * heads + h) * D;
       for (let i = 0; i < half; i++) {
         const x1 = buf[o + i]!, x2 = buf[o + i + half]!;
-        const cs = s.cos[t * half + i]!, sn = s.sin[t * half + i]!;
+        const cs = s.cos[t * row + i]!, sn = s.sin[t * row + i]!;
         buf[o + i] = x1 * cs - x2 * sn;
         buf[o + i + half] = x2 * cs + x1 * sn;
       }
@@ -209,12 +213,14 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       rmsNorm(s.q, T * c.numHeads, need(w, "qNorm"), D, c.rmsNormEps, s.q);
       rmsNorm(s.k, T * c.numKvHeads, need(w, "kNorm"), D, c.rmsNormEps, s.k);
       return;
-    case "rope":
-      rope(s, s.q, c.numHeads, D);
-      rope(s, s.k, c.numKvHeads, D);
+    case "rope": {
+      const rot = layerRotaryDim(c, x.layer);
+      rope(s, s.q, c.numHeads, D, rot);
+      rope(s, s.k, c.numKvHeads, D, rot);
       x.kCache.set(s.k, s.start * kvDim);
       x.vCache.set(s.v, s.start * kvDim);
       return;
+    }
     case "attention":
       attention(s, x);
       return;

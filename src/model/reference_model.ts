@@ -88,7 +88,11 @@ export class ReferenceModel {
     private readonly mutation: TestMutation | undefined,
     recipe: readonly LayerStep[] | undefined,
   ) {
-    this.invFreq = ropeInvFreq(config.headDim, config.ropeTheta, config.ropeScaling);
+    this.invFreq = ropeInvFreq(
+      config.rotaryDim ?? config.headDim,
+      config.ropeTheta,
+      config.ropeScaling,
+    );
     this.#recipe = recipe ?? archOf(config).layer;
   }
 
@@ -211,7 +215,14 @@ export class ReferenceModel {
       x.set(this.embed.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
     }
     for (const [l, w] of this.layers.entries()) {
-      const ctx = { c, w, kCache: cache.k[l]!, vCache: cache.v[l]!, mutation: this.mutation };
+      const ctx = {
+        c,
+        w,
+        layer: l,
+        kCache: cache.k[l]!,
+        vCache: cache.v[l]!,
+        mutation: this.mutation,
+      };
       for (const step of this.#recipe) runStep(step, s, ctx);
     }
     cache.length = start + T;

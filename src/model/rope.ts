@@ -18,6 +18,14 @@ export type RopeScaling =
   /** inv_freq[i] / factors[i]: one divisor per frequency (head_dim / 2 of them). */
   | { type: "factors"; factors: readonly number[] };
 
+/** The elements of each q/k head that RoPE rotates in layer `layer` (0: none). */
+export function layerRotaryDim(
+  c: { headDim: number; rotaryDim?: number; noRopeLayers?: readonly number[] },
+  layer: number,
+): number {
+  return c.noRopeLayers?.includes(layer) ? 0 : c.rotaryDim ?? c.headDim;
+}
+
 /** inv_freq[i] = 1 / theta^(2i / dim) for i < dim/2, then scaled. Float64. */
 export function ropeInvFreq(
   headDim: number,

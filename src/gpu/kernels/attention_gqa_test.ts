@@ -24,6 +24,8 @@ interface Shape {
   heads: number;
   kvHeads: number;
   headDim: number;
+  /** Rotated elements per head (partial rotary; 0: no RoPE); default all. */
+  rotaryDim?: number;
 }
 
 const SHAPES: Record<string, Shape> = {
@@ -33,6 +35,8 @@ const SHAPES: Record<string, Shape> = {
   "mha 3/3 d16": { heads: 3, kvHeads: 3, headDim: 16 },
   "mqa 10/1 d32 (two chunks of 5)": { heads: 10, kvHeads: 1, headDim: 32 },
   "8/2 d256": { heads: 8, kvHeads: 2, headDim: 256 },
+  "partial rotary 9/3 d40, 22 rotated": { heads: 9, kvHeads: 3, headDim: 40, rotaryDim: 22 },
+  "no rope 5/1 d24": { heads: 5, kvHeads: 1, headDim: 24, rotaryDim: 0 },
 };
 const BLOCK = 16;
 const PAD = 0xffffffff;
@@ -47,6 +51,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const { heads, kvHeads, headDim } = shape;
+    const rotaryDim = shape.rotaryDim ?? headDim;
     const blocks = lengths.reduce((n, l) => n + Math.ceil(l / BLOCK), 0) + 2;
     const order = Array.from({ length: blocks }, (_, i) => i).reverse();
     const table: number[] = [], offsets: number[] = [];
@@ -66,7 +71,10 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
     const tokens = positions.length;
     const row = (heads + 2 * kvHeads) * headDim;
     const qkv = asF32(seeded(5, tokens * row));
-    const invFreq = Array.from({ length: headDim / 2 }, (_, i) => 10000 ** (-(2 * i) / headDim));
+    const invFreq = Array.from(
+      { length: Math.max(rotaryDim, 2) / 2 },
+      (_, i) => 10000 ** (-(2 * i) / Math.max(rotaryDim, 2)),
+    );
     const cacheElems = blocks * BLOCK * kvHeads * headDim;
     const kCache = outBuffer(device, "gqa:k_cache", cacheElems * bytesOf(kvDtype) / 4);
     const vCache = outBuffer(device, "gqa:v_cache", cacheElems * bytesOf(kvDtype) / 4);
@@ -84,6 +92,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       heads,
       kvHeads,
       headDim,
+      rotaryDim,
       kvDtype,
     });
     const q = await runRead(device, [rope], qOut, tokens * heads * headDim);
@@ -162,6 +171,19 @@ Deno.test("attention wrappers refuse bad shapes with an InvalidArgument EngineEr
   await refuse(() =>
     prepareRopeKv(device, { ...rope, tokens: 1, heads: 2, kvHeads: 1, headDim: 5, kvDtype: "f16" })
   );
+  for (const rotaryDim of [5, 18, -2]) {
+    await refuse(() =>
+      prepareRopeKv(device, {
+        ...rope,
+        tokens: 1,
+        heads: 2,
+        kvHeads: 1,
+        headDim: 16,
+        rotaryDim,
+        kvDtype: "f32",
+      })
+    );
+  }
   const att = {
     q: b,
     kCache: b,

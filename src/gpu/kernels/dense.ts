@@ -157,7 +157,7 @@ export function prepareRope(
     label,
     shader: "rope",
     entry: "main",
-    uniform: [a.tokens, a.heads, a.headDim, 0],
+    uniform: [a.tokens, a.heads, a.headDim, 0, 0, 0, 0, 0],
     buffers: { 1: a.x, 2: a.positions, 3: a.frequencies },
     workgroups: grid256(device, a.tokens * a.heads * (a.headDim / 2)),
   });

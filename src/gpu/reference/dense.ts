@@ -75,16 +75,20 @@ export function linearRef(
   return y;
 }
 
-/** Rotate-half RoPE on x [T, heads, headDim] (returns a new array). */
+/**
+ * Rotate-half RoPE on x [T, heads, headDim] (returns a new array), on the first `rotaryDim`
+ * elements of each head (default all; the rest are copied).
+ */
 export function ropeRef(
   x: ArrayLike<number>,
   positions: ArrayLike<number>,
   invFreq: ArrayLike<number>,
   heads: number,
   headDim: number,
+  rotaryDim = headDim,
 ): Float64Array {
   const out = Float64Array.from(x);
-  const half = headDim / 2;
+  const half = rotaryDim / 2;
   for (let t = 0; t < positions.length; t++) {
     for (let h = 0; h < heads; h++) {
       const base = (t * heads + h) * headDim;

@@ -96,6 +96,12 @@ export interface HfConfigRules {
    * `sliding_window` is set (`when_set`).
    */
   slidingWindow: "flag" | "when_set";
+  /**
+   * Some layers skip RoPE: those `no_rope_layers` marks 0 (one 1/0 per layer), or without it
+   * every `no_rope_layer_interval`-th (the 4th, 8th, ... for an interval of 4; default
+   * `defaultInterval`).
+   */
+  noRope?: { defaultInterval: number };
 }
 
 /** A model family. */
@@ -123,6 +129,8 @@ export interface ArchDescription {
     attentionBias: "always" | "tensors";
     /** A `rope_freqs.weight` tensor carries Llama 3 RoPE scaling (otherwise it is ignored). */
     ropeFreqs: boolean;
+    /** Every this-many-th layer skips RoPE, as llama.cpp hard-codes for the family (no key). */
+    noRopeInterval?: number;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];

@@ -14,8 +14,9 @@ import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
+import { SMOLLM3 } from "./smollm3.ts";
 
-const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3];
+const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3, SMOLLM3];
 
 /** The families by `ModelConfig.arch`. */
 export const ARCHS: ReadonlyMap<string, ArchDescription> = new Map(

@@ -108,6 +108,11 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   if (m.has("tokenizer.ggml.bos_token_id")) {
     config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
   }
+  const every = arch.gguf.noRopeInterval;
+  if (every !== undefined && config.numLayers >= every) {
+    const layers = Array.from({ length: config.numLayers }, (_, l) => l);
+    config.noRopeLayers = layers.filter((l) => (l + 1) % every === 0);
+  }
   if (m.has("general.file_type")) {
     const dtype = FILE_DTYPES[m.uint("general.file_type")];
     if (dtype) config.dtype = dtype;

@@ -266,6 +266,16 @@ export function ggufMetadata(
     [`${arch}.rope.dimension_count`]: u32(c.headDim),
     [`${arch}.rope.freq_base`]: f32(c.ropeTheta),
   };
+  const every = archOf(c).gguf.noRopeInterval;
+  const skips = every === undefined
+    ? []
+    : Array.from({ length: c.numLayers }, (_, l) => l).filter((l) => (l + 1) % every === 0);
+  if (String(c.noRopeLayers ?? []) !== String(skips)) {
+    throw EngineError.invalidArgument(
+      `config.no_rope_layers: layers ${c.noRopeLayers ?? []} without RoPE; llama.cpp's ${arch} ` +
+        `skips it on ${skips.length > 0 ? `layers ${skips}` : "none"}`,
+    );
+  }
   const s = c.ropeScaling;
   if (s.type === "linear") {
     meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
