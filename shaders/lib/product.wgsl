@@ -1,6 +1,6 @@
 // What the product kernels (matvec_quant.wgsl, gemm_quant.wgsl) share after the dot products:
 // the 32-weight dot product of a decoded slice, and the epilogue of one output. Needs the
-// kernel's uniform `p` (fields ldy, y0, flags), its bindings `bias` (f32) and `y`, and the
+// kernel's uniform `p` (fields ldy, y0, flags, scale), its bindings `bias` (f32) and `y`, and the
 // override SWIGLU.
 
 // The dot product of two slices, summed as a tree: a CPU adapter runs it as written (no
@@ -12,8 +12,8 @@ fn dot8(a: array<vec4<f32>, 8>, b: array<vec4<f32>, 8>) -> f32 {
 }
 
 // Output (m, n) from its product r (its up product r2 with SWIGLU), already scaled by the norm:
-// y[m * ldy + y0 + n] = r (+ bias[y0 + n] with flag bit 0) (+ y with bit 2, the residual add),
-// or with SWIGLU silu(r) * r2.
+// y[m * ldy + y0 + n] = (r (+ bias[y0 + n] with flag bit 0)) * scale (+ y with bit 2, the
+// residual add), or with SWIGLU silu(r) * r2. A scale of 1 (the callers' default) is exact.
 fn finish(m: u32, n: u32, r: f32, r2: f32) {
   let o = m * p.ldy + p.y0 + n;
   if (SWIGLU) {
@@ -24,6 +24,7 @@ fn finish(m: u32, n: u32, r: f32, r2: f32) {
   if ((p.flags & 1u) != 0u) {
     v += bias[p.y0 + n];
   }
+  v *= p.scale;
   if ((p.flags & 4u) != 0u) {
     v += y[o];
   }

@@ -55,7 +55,25 @@ export interface ModelConfig {
   rotaryDim?: number;
   /** Indices of the layers without RoPE (their attention sees no positions); absent: none. */
   noRopeLayers?: number[];
+
+  // Scalar multipliers (`ArchDescription` `multipliers`); absent: no scaling.
+  /** The embedding output times this. */
+  embeddingScale?: number;
+  /** Each residual branch (attention, MLP) times this before it is added. */
+  residualScale?: number;
+  /** Attention scores times this instead of 1/sqrt(headDim). */
+  attentionScale?: number;
+  /** The logits divided by this. */
+  logitScale?: number;
 }
+
+/** The multipliers' `ModelConfig` fields, with their HF keys and their GGUF keys (after `<arch>.`). */
+export const MULTIPLIER_KEYS = [
+  ["embeddingScale", "embedding_multiplier", "embedding_scale"],
+  ["residualScale", "residual_multiplier", "residual_scale"],
+  ["attentionScale", "attention_multiplier", "attention.scale"],
+  ["logitScale", "logits_scaling", "logit_scale"],
+] as const;
 
 type Json = Record<string, unknown>;
 
@@ -260,6 +278,11 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
+  if (rules.multipliers) {
+    for (const [field, key] of MULTIPLIER_KEYS) {
+      if (cfg[key] !== undefined && cfg[key] !== null) config[field] = num(cfg, key);
+    }
+  }
   if (rules.noRope) {
     const skip = noRopeLayers(cfg, config.numLayers, rules.noRope.defaultInterval);
     if (skip.length > 0) config.noRopeLayers = skip;

@@ -172,7 +172,7 @@ function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number, rot:
 
 function attention(s: LayerScratch, x: LayerContext): void {
   const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
-  const kvDim = c.numKvHeads * D, scale = 1 / Math.sqrt(D);
+  const kvDim = c.numKvHeads * D, scale = c.attentionScale ?? 1 / Math.sqrt(D);
   const { q, attn, scores, T, start } = s;
   attn.fill(0);
   for (let t = 0; t < T; t++) {
@@ -201,7 +201,7 @@ function attention(s: LayerScratch, x: LayerContext): void {
 export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void {
   const { c, w } = x;
   const T = s.T, H = c.hiddenSize, D = c.headDim, F = c.intermediateSize;
-  const qDim = c.numHeads * D, kvDim = c.numKvHeads * D;
+  const qDim = c.numHeads * D, kvDim = c.numKvHeads * D, branch = c.residualScale ?? 1;
   switch (step.op) {
     case "attn_norm_qkv":
       rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
@@ -226,7 +226,7 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       return;
     case "o_proj_residual":
       linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
-      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
+      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + branch * s.proj[i]!;
       return;
     case "mlp": {
       rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
@@ -237,7 +237,7 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
         s.gate[i] = (g / (1 + Math.exp(-g))) * s.up[i]!;
       }
       linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
-      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
+      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + branch * s.proj[i]!;
       return;
     }
   }

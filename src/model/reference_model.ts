@@ -214,6 +214,9 @@ export class ReferenceModel {
     for (let t = 0; t < T; t++) {
       x.set(this.embed.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
     }
+    if (c.embeddingScale !== undefined) {
+      for (let i = 0; i < T * H; i++) x[i] = x[i]! * c.embeddingScale;
+    }
     for (const [l, w] of this.layers.entries()) {
       const ctx = {
         c,
@@ -230,6 +233,9 @@ export class ReferenceModel {
     const V = c.vocabSize;
     const logits = new Float64Array(T * V);
     linear(xn, T, this.lmHead, undefined, V, H, logits);
+    if (c.logitScale !== undefined) {
+      for (let i = 0; i < T * V; i++) logits[i] = logits[i]! / c.logitScale;
+    }
     return Array.from({ length: T }, (_, t) => logits.subarray(t * V, (t + 1) * V));
   }
 }

@@ -130,6 +130,7 @@ export async function buildPlan(
       vocab: c.vocabSize,
       rowStart: row0,
       rowEnd: row0 + part.rows,
+      ...(c.embeddingScale !== undefined ? { scale: c.embeddingScale } : {}),
     };
     const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
     body.push(
@@ -143,6 +144,7 @@ export async function buildPlan(
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
   const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
   const kvDtype = m.kvDtype;
+  const branch = c.residualScale !== undefined ? { scale: c.residualScale } : {};
   /** The dispatches of one recipe step of layer `l`. */
   const layerStep = (step: LayerStep, l: number, L: GpuLayer): Part[] => {
     switch (step.op) {
@@ -203,10 +205,11 @@ export async function buildPlan(
           blockSize: m.blockSize,
           splits,
           kvDtype,
+          ...(c.attentionScale !== undefined ? { scale: c.attentionScale } : {}),
         }, `L${l}:attention`)];
       case "o_proj_residual":
         return [linear(
-          { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
+          { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate", ...branch },
           `L${l}:o`,
         )];
       case "mlp":
@@ -227,6 +230,7 @@ export async function buildPlan(
             n: H,
             k: c.intermediateSize,
             epilogue: "accumulate",
+            ...branch,
           }, `L${l}:down`),
         ];
     }
@@ -247,6 +251,7 @@ export async function buildPlan(
         n: c.vocabSize,
         k: H,
         norm: { weight: m.finalNorm, eps: c.rmsNormEps },
+        ...(c.logitScale !== undefined ? { scale: 1 / c.logitScale } : {}),
       },
       "lm_head",
       rows,

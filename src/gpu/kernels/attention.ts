@@ -173,6 +173,8 @@ export interface AttentionArgs {
   splits?: number;
   /** Cache element type (default f32). */
   kvDtype?: KvDtype;
+  /** What scores q·k are multiplied by (default 1/sqrt(headDim)). */
+  scale?: number;
 }
 
 /** The dispatches of one attention call and the buffers they own. */
@@ -229,7 +231,7 @@ export function attentionLayout(heads: number, kvHeads: number, headDim: number)
 }
 
 /**
- * Causal attention over the paged KV cache, scaled by `1/sqrt(headDim)`, in one pass or split over
+ * Causal attention over the paged KV cache, scaled by `scale` (1/sqrt(headDim)), in one pass or split over
  * the key axis and merged. Throws `InvalidArgument` on head counts that do not divide, an odd head
  * dim or one above 256.
  */
@@ -241,6 +243,10 @@ export async function prepareAttention(
   checkHeads(label, a.heads, a.kvHeads, a.headDim);
   if (a.headDim > 256) throw invalid(label, `head_dim ${a.headDim} > 256 is not supported`);
   const splits = Math.max(1, a.splits ?? 1);
+  const scale = a.scale ?? 1 / Math.sqrt(a.headDim);
+  if (!(Number.isFinite(scale) && scale > 0)) {
+    throw invalid(label, `scale ${scale}: expected a positive number`);
+  }
   const lay = attentionLayout(a.heads, a.kvHeads, a.headDim);
   const uniform = [
     a.tokens,
@@ -249,7 +255,7 @@ export async function prepareAttention(
     a.headDim,
     a.blockSize,
     splits,
-    1 / Math.sqrt(a.headDim),
+    scale,
     lay.chunks,
     lay.lanes,
     lay.keyLanes,

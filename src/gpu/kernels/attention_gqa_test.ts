@@ -26,6 +26,8 @@ interface Shape {
   headDim: number;
   /** Rotated elements per head (partial rotary; 0: no RoPE); default all. */
   rotaryDim?: number;
+  /** Attention's score scale (default 1/sqrt(headDim)). */
+  scale?: number;
 }
 
 const SHAPES: Record<string, Shape> = {
@@ -37,6 +39,7 @@ const SHAPES: Record<string, Shape> = {
   "8/2 d256": { heads: 8, kvHeads: 2, headDim: 256 },
   "partial rotary 9/3 d40, 22 rotated": { heads: 9, kvHeads: 3, headDim: 40, rotaryDim: 22 },
   "no rope 5/1 d24": { heads: 5, kvHeads: 1, headDim: 24, rotaryDim: 0 },
+  "scale 0.3 6/2 d18": { heads: 6, kvHeads: 2, headDim: 18, scale: 0.3 },
 };
 const BLOCK = 16;
 const PAD = 0xffffffff;
@@ -116,6 +119,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       headDim,
       blockSize: BLOCK,
       kvDtype,
+      ...(shape.scale !== undefined ? { scale: shape.scale } : {}),
     };
     const prefillOut = outBuffer(device, "gqa:prefill_out", tokens * heads * headDim);
     const prefill = await prepareAttention(device, {
@@ -127,12 +131,12 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       tokens,
     });
     const got = await runRead(device, prefill.dispatches, prefillOut, tokens * heads * headDim);
-    const want = pagedAttentionRef(q, cache, positions, tableOffsets, heads);
+    const want = pagedAttentionRef(q, cache, positions, tableOffsets, heads, shape.scale);
     assertClose(got, want, ATTN_TOL, ATTN_TOL, `${name}: prefill`);
 
     const decPos = lengths.map((l) => l - 1);
     const dq = asF32(seeded(7, lengths.length * heads * headDim));
-    const decodeRef = pagedAttentionRef(dq, cache, decPos, offsets, heads);
+    const decodeRef = pagedAttentionRef(dq, cache, decPos, offsets, heads, shape.scale);
     for (const splits of [1, 3, 7]) {
       const out = outBuffer(device, "gqa:decode_out", dq.length);
       const dec = await prepareAttention(device, {

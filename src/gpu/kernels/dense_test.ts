@@ -40,6 +40,19 @@ for (const dtype of DTYPES) {
       });
       const got = await runRead(device, [d], out, ids.length * hidden);
       assertClose(got, embeddingRef(ids, table.values, hidden), 0, 0, "embedding");
+      // Scaled (an embedding multiplier): one f32 rounding of each product.
+      const scaled = await prepareEmbedding(device, {
+        ids: u32Buffer(device, "emb:ids", ids),
+        table: uploadBuffer(device, "emb:table", table.bytes),
+        out,
+        tokens: ids.length,
+        hidden,
+        vocab,
+        dtype,
+        scale: 0.37,
+      });
+      const got2 = await runRead(device, [scaled], out, ids.length * hidden);
+      assertClose(got2, embeddingRef(ids, table.values, hidden, 0.37), 0, 2 ** -23, "scaled");
     });
   });
 

@@ -48,6 +48,8 @@ interface Case {
   n: number;
   /** Write into columns [3, 3 + n) of rows n + 5 wide. */
   window: boolean;
+  /** The epilogue's scale (default 1). */
+  scale?: number;
 }
 
 /**
@@ -83,6 +85,9 @@ function cases(format: number): Case[] {
   for (const norm of [false, true]) {
     push({ epilogue: "swiglu", norm, bias: false, tpr: tprB, m: mB });
   }
+  // Scaled: a residual branch times a multiplier, logits divided by a constant.
+  push({ epilogue: "accumulate", norm: true, bias: true, tpr: tprA, m: mA, scale: 0.37 });
+  push({ epilogue: "store", norm: false, bias: true, tpr: tprB, m: mB, scale: -0.5 });
   return out;
 }
 
@@ -109,6 +114,7 @@ async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number
     type,
     epilogue,
     threadsPerRow: c.tpr,
+    ...(c.scale !== undefined ? { scale: c.scale } : {}),
     ...(c.bias ? { bias: f32Buffer(device, "mvq:b", bias) } : {}),
     ...(c.norm ? { norm: { weight: f32Buffer(device, "mvq:g", gamma), eps } } : {}),
     ...(c.window ? { ldy, y0 } : {}),
@@ -119,6 +125,7 @@ async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number
     prior,
     ldy,
     y0,
+    ...(c.scale !== undefined ? { scale: c.scale } : {}),
     ...(c.bias ? { bias } : {}),
     ...(c.norm ? { norm: { weight: gamma, eps } } : {}),
   });
@@ -275,6 +282,21 @@ Deno.test("embedding_quant: two table chunks compose into one output; out-of-voc
       }
       const whole = quantEmbeddingRef(type, table, ids, hidden, 0, vocab, vocab);
       assertClose(ref, whole, 0, 0, `${type}: chunks vs one table`);
+      // The whole table scaled (an embedding multiplier): one f32 rounding of each product.
+      const scaled = await prepareQuantEmbedding(device, {
+        ids: idBuf,
+        table: uploadBuffer(device, "embq:table", table),
+        out,
+        tokens: ids.length,
+        hidden,
+        type,
+        rowStart: 0,
+        rowEnd: vocab,
+        vocab,
+        scale: -2.5,
+      });
+      const got = await runRead(device, [scaled], out, ids.length * hidden);
+      assertClose(got, whole.map((v) => v * -2.5), 1e-7, 1e-6, `${type} scaled`);
       ok(whole.subarray(2 * hidden, 3 * hidden).every((v) => v === 0), "id 11 gives zeros");
       ok(whole.some((v) => v !== 0), "rows gathered");
     }

@@ -19,7 +19,7 @@ export interface PagedKv {
 }
 
 /**
- * out[t, h, :] = softmax_j(q[t,h]·K[j] / sqrt(d)) V[j] over keys j = 0..=positions[t], reading
+ * out[t, h, :] = softmax_j(q[t,h]·K[j] · scale) V[j] (scale 1/sqrt(d) by default) over keys j = 0..=positions[t], reading
  * key j of token t's sequence at block `blockTable[tableOffsets[t] + j / blockSize]`. For an f16
  * cache, pass the stored (f16-rounded) values: see {@linkcode ropeKvRef} and {@linkcode decodeKv}.
  */
@@ -29,10 +29,10 @@ export function pagedAttentionRef(
   positions: ArrayLike<number>,
   tableOffsets: ArrayLike<number>,
   heads: number,
+  scale = 1 / Math.sqrt(kv.headDim),
 ): Float64Array {
   const { headDim: hd, kvHeads, blockSize } = kv;
   const out = new Float64Array(positions.length * heads * hd);
-  const scale = 1 / Math.sqrt(hd);
   for (let t = 0; t < positions.length; t++) {
     for (let h = 0; h < heads; h++) {
       const kvh = Math.floor(h / (heads / kvHeads));

@@ -5,13 +5,14 @@ export function embeddingRef(
   ids: ArrayLike<number>,
   table: ArrayLike<number>,
   hidden: number,
+  scale = 1,
 ): Float64Array {
   const vocab = table.length / hidden;
   const out = new Float64Array(ids.length * hidden);
   for (let t = 0; t < ids.length; t++) {
     const id = ids[t]!;
     if (id >= vocab) continue;
-    for (let d = 0; d < hidden; d++) out[t * hidden + d] = table[id * hidden + d]!;
+    for (let d = 0; d < hidden; d++) out[t * hidden + d] = table[id * hidden + d]! * scale;
   }
   return out;
 }
@@ -112,7 +113,7 @@ export function swiGluRef(gate: ArrayLike<number>, up: ArrayLike<number>): Float
 }
 
 /**
- * The fused product of `linear.ts`: y = rmsnorm(x)·Wᵀ + b, then stored, added to `y0`, or (with
+ * The fused product of `linear.ts`: y = (rmsnorm(x)·Wᵀ + b)·scale, then stored, added to `y0`, or (with
  * W = [gate; up] of 2n rows) y = silu(gate) * up.
  */
 export function fusedLinearRef(
@@ -126,6 +127,8 @@ export function fusedLinearRef(
     norm?: { weight: ArrayLike<number>; eps: number };
     epilogue?: "store" | "accumulate" | "swiglu";
     y0?: ArrayLike<number>;
+    /** The product (bias included) times this before it is stored or added. */
+    scale?: number;
   } = {},
 ): Float64Array {
   const xn = opts.norm ? rmsNormRef(x, opts.norm.weight, k, opts.norm.eps) : x;
@@ -139,6 +142,7 @@ export function fusedLinearRef(
     return y;
   }
   const y = linearRef(xn, w, b, m, n, k);
+  if (opts.scale !== undefined) { for (let i = 0; i < y.length; i++) y[i] = y[i]! * opts.scale; }
   if (opts.epilogue === "accumulate") {
     for (let i = 0; i < y.length; i++) y[i] = y[i]! + (opts.y0?.[i] ?? 0);
   }

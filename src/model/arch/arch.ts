@@ -102,6 +102,11 @@ export interface HfConfigRules {
    * `defaultInterval`).
    */
   noRope?: { defaultInterval: number };
+  /**
+   * `embedding_multiplier`, `residual_multiplier`, `attention_multiplier` and `logits_scaling`
+   * are read (`ModelConfig.embeddingScale` ...).
+   */
+  multipliers?: boolean;
 }
 
 /** A model family. */
@@ -131,6 +136,8 @@ export interface ArchDescription {
     ropeFreqs: boolean;
     /** Every this-many-th layer skips RoPE, as llama.cpp hard-codes for the family (no key). */
     noRopeInterval?: number;
+    /** `embedding_scale`, `residual_scale`, `attention.scale` and `logit_scale` are read. */
+    multipliers?: boolean;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];

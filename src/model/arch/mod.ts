@@ -10,13 +10,21 @@ export * from "./names.ts";
 
 import { EngineError } from "../../contract/errors.ts";
 import type { ArchDescription } from "./arch.ts";
+import { GRANITE } from "./granite.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 import { SMOLLM3 } from "./smollm3.ts";
 
-const FAMILIES: readonly ArchDescription[] = [LLAMA, MISTRAL, QWEN2, QWEN3, SMOLLM3];
+const FAMILIES: readonly ArchDescription[] = [
+  LLAMA,
+  MISTRAL,
+  QWEN2,
+  QWEN3,
+  SMOLLM3,
+  GRANITE,
+];
 
 /** The families by `ModelConfig.arch`. */
 export const ARCHS: ReadonlyMap<string, ArchDescription> = new Map(

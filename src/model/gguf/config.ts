@@ -6,7 +6,7 @@
  */
 import type { WeightDtype } from "../../gpu/dtype.ts";
 import { archByGguf, ggufArchitectures, layerEntry } from "../arch/mod.ts";
-import type { ModelConfig } from "../config.ts";
+import { type ModelConfig, MULTIPLIER_KEYS } from "../config.ts";
 import type { RopeScaling } from "../rope.ts";
 import type { GgufMetadata } from "./metadata.ts";
 
@@ -107,6 +107,11 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   };
   if (m.has("tokenizer.ggml.bos_token_id")) {
     config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
+  }
+  if (arch.gguf.multipliers) {
+    for (const [field, , key] of MULTIPLIER_KEYS) {
+      if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);
+    }
   }
   const every = arch.gguf.noRopeInterval;
   if (every !== undefined && config.numLayers >= every) {

@@ -22,7 +22,7 @@ import {
   layerTensors,
   type ResolvedTensor,
 } from "../arch/mod.ts";
-import { type ModelConfig, parseConfig } from "../config.ts";
+import { type ModelConfig, MULTIPLIER_KEYS, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
 import { type ModelFiles, readText, requireText } from "../source.ts";
@@ -275,6 +275,14 @@ export function ggufMetadata(
       `config.no_rope_layers: layers ${c.noRopeLayers ?? []} without RoPE; llama.cpp's ${arch} ` +
         `skips it on ${skips.length > 0 ? `layers ${skips}` : "none"}`,
     );
+  }
+  for (const [field, hfKey, key] of MULTIPLIER_KEYS) {
+    const v = c[field];
+    if (v === undefined) continue;
+    if (!archOf(c).gguf.multipliers) {
+      throw EngineError.invalidArgument(`config.${hfKey}: llama.cpp's ${arch} does not read it`);
+    }
+    meta[`${arch}.${key}`] = f32(v);
   }
   const s = c.ropeScaling;
   if (s.type === "linear") {
