@@ -5,11 +5,13 @@
 //   offset + (r / group_rows) * group_stride + (r % group_rows) * dim,
 // so rows come in groups (the heads of one token) whose starts are group_stride apart (one
 // token's whole q/k/v row). A plain [rows, dim] matrix is group_rows = 1, group_stride = dim,
-// offset = 0. `main` reads x and writes y at the same places; `in_place` normalizes y's rows
-// where they are (a per-head q/k norm inside the fused q/k/v product's output).
+// offset = 0. `main` reads x and writes y at the same places (with ACCUMULATE, adds to them: a
+// residual branch normed before its add); `in_place` normalizes y's rows where they are (a q/k
+// norm inside the fused q/k/v product's output).
 
 //! import lib/float_elems
 const WG: u32 = 256u;
+override ACCUMULATE: bool = false;
 
 struct Params {
   rows: u32,
@@ -65,7 +67,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   let scale = inverse_rms(lid, sum);
   for (var i = lid; i < p.dim; i += WG) {
-    y[base + i] = x[base + i] * scale * weight(i);
+    let v = x[base + i] * scale * weight(i);
+    if (ACCUMULATE) {
+      y[base + i] += v;
+    } else {
+      y[base + i] = v;
+    }
   }
 }
 

@@ -79,6 +79,7 @@ export class Forward {
       tableOffsets: f("table_offsets", cap),
       blockTable: f("block_table", table),
       x: f("x", cap * c.hiddenSize),
+      branch: f("branch", cap * c.hiddenSize),
       qkv: f("qkv", cap * (Q + 2 * KV)),
       q: f("q", cap * Q),
       attn: f("attn", cap * Q),

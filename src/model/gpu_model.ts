@@ -24,10 +24,13 @@ export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
 
 /** One decoder layer's weights as the forward pass reads them. */
 export interface GpuLayer {
-  /** RMSNorm weights, f32. */
-  inputNorm: GPUBuffer;
-  /** RMSNorm weights before the MLP, f32. */
-  postNorm: GPUBuffer;
+  /** RMSNorm weights, f32 (pre-norm families). */
+  inputNorm?: GPUBuffer;
+  /** RMSNorm weights before the MLP, f32 (pre-norm families). */
+  postNorm?: GPUBuffer;
+  /** RMSNorm weights of the attention and MLP outputs, f32 (post-norm families). */
+  postAttnNorm?: GPUBuffer;
+  postMlpNorm?: GPUBuffer;
   /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
   qkv: GpuWeight;
   /** [q; k; v] biases, f32 (for every weight format). */
@@ -214,13 +217,15 @@ export class GpuModel {
     this.embed = await weight(w.embed.name, [w.embed]);
     for (const l of w.layers) {
       const layer: GpuLayer = {
-        inputNorm: await vector([l.inputNorm], "f32"),
         qkv: await weight(`${l.q.name}+2`, [l.q, l.k, l.v]),
         o: await weight(l.o.name, [l.o]),
-        postNorm: await vector([l.postNorm], "f32"),
         gateUp: await weight(`${l.gate.name}+1`, [l.gate, l.up]),
         down: await weight(l.down.name, [l.down]),
       };
+      for (const role of ["inputNorm", "postNorm", "postAttnNorm", "postMlpNorm"] as const) {
+        const t = l[role];
+        if (t) layer[role] = await vector([t], "f32");
+      }
       if (l.qBias && l.kBias && l.vBias) {
         layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], "f32");
       }

@@ -202,17 +202,30 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
   const { c, w } = x;
   const T = s.T, H = c.hiddenSize, D = c.headDim, F = c.intermediateSize;
   const qDim = c.numHeads * D, kvDim = c.numKvHeads * D, branch = c.residualScale ?? 1;
+  /** x += the branch in s.proj: scaled, or RMSNorm'd with `postNorm` first. */
+  const add = (postNorm: LayerRole | undefined) => {
+    if (postNorm) rmsNorm(s.proj, T, need(w, postNorm), H, c.rmsNormEps, s.proj);
+    for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + branch * s.proj[i]!;
+  };
   switch (step.op) {
     case "attn_norm_qkv":
-      rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      linear(s.xn, T, need(w, "q"), w.qBias, qDim, H, s.q);
-      linear(s.xn, T, need(w, "k"), w.kBias, kvDim, H, s.k);
-      linear(s.xn, T, need(w, "v"), w.vBias, kvDim, H, s.v);
+    case "qkv": {
+      const input = step.op === "qkv" ? s.x : s.xn;
+      if (step.op === "attn_norm_qkv") rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
+      linear(input, T, need(w, "q"), w.qBias, qDim, H, s.q);
+      linear(input, T, need(w, "k"), w.kBias, kvDim, H, s.k);
+      linear(input, T, need(w, "v"), w.vBias, kvDim, H, s.v);
       return;
-    case "qk_norm":
-      rmsNorm(s.q, T * c.numHeads, need(w, "qNorm"), D, c.rmsNormEps, s.q);
-      rmsNorm(s.k, T * c.numKvHeads, need(w, "kNorm"), D, c.rmsNormEps, s.k);
+    }
+    case "qk_norm": {
+      // Per head, or (`projection`) over each token's whole q (and k).
+      const whole = step.width === "projection";
+      const [qRows, qDimN] = whole ? [T, qDim] : [T * c.numHeads, D];
+      const [kRows, kDimN] = whole ? [T, kvDim] : [T * c.numKvHeads, D];
+      rmsNorm(s.q, qRows, need(w, "qNorm"), qDimN, c.rmsNormEps, s.q);
+      rmsNorm(s.k, kRows, need(w, "kNorm"), kDimN, c.rmsNormEps, s.k);
       return;
+    }
     case "rope": {
       const rot = layerRotaryDim(c, x.layer);
       rope(s, s.q, c.numHeads, D, rot);
@@ -226,10 +239,11 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       return;
     case "o_proj_residual":
       linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
-      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + branch * s.proj[i]!;
+      add(step.postNorm ? "postAttnNorm" : undefined);
       return;
     case "mlp": {
-      rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
+      if (step.preNorm === false) s.xn.set(s.x);
+      else rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
       linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
       linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
       for (let i = 0; i < T * F; i++) {
@@ -237,7 +251,7 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
         s.gate[i] = (g / (1 + Math.exp(-g))) * s.up[i]!;
       }
       linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
-      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + branch * s.proj[i]!;
+      add(step.postNorm ? "postMlpNorm" : undefined);
       return;
     }
   }

@@ -21,7 +21,7 @@ import {
   prepareAttention,
   prepareRopeKv,
 } from "../gpu/kernels/attention.ts";
-import { prepareEmbedding, prepareHeadNorm } from "../gpu/kernels/dense.ts";
+import { prepareEmbedding, prepareHeadNorm, prepareRmsNorm } from "../gpu/kernels/dense.ts";
 import { EngineError } from "../contract/errors.ts";
 import { isFloatDtype } from "../gpu/dtype.ts";
 import type { LinearScratch } from "../gpu/kernels/linear.ts";
@@ -50,6 +50,8 @@ export interface Scratch {
   blockTable: GPUBuffer;
   /** The residual stream [tokens, hidden]. */
   x: GPUBuffer;
+  /** A residual branch before its post-norm [tokens, hidden]. */
+  branch: GPUBuffer;
   /** The fused q/k/v product [tokens, q + 2kv]. */
   qkv: GPUBuffer;
   /** Rotated q [tokens, q], and attention's output. */
@@ -145,27 +147,63 @@ export async function buildPlan(
   const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
   const kvDtype = m.kvDtype;
   const branch = c.residualScale !== undefined ? { scale: c.residualScale } : {};
+  /**
+   * A residual branch, `product` writing it: added to x (scaled by the residual multiplier), or
+   * with `postNorm`'s weight stored, RMSNorm'd and added by the norm kernel.
+   */
+  const residual = (
+    l: number,
+    name: string,
+    postNorm: GPUBuffer | undefined | false,
+    product: (y: GPUBuffer, epilogue: "accumulate" | "store") => Part,
+  ): Part[] => {
+    if (postNorm === false) return [product(s.x, "accumulate")];
+    if (postNorm === undefined) return [Promise.reject(missing(name, l))];
+    if (c.residualScale !== undefined) {
+      return [Promise.reject(EngineError.invalidArgument("a residual multiplier with post-norms"))];
+    }
+    return [
+      product(s.branch, "store"),
+      prepareRmsNorm(d, {
+        x: s.branch,
+        weight: postNorm,
+        y: s.x,
+        rows: tokens,
+        dim: H,
+        eps: c.rmsNormEps,
+        dtype: "f32",
+        accumulate: true,
+      }, `L${l}:${name}`),
+    ];
+  };
+  /** The q/k/v product, after the input norm when `norm` is given. */
+  const qkv = (l: number, L: GpuLayer, norm?: GPUBuffer): Part =>
+    linear({
+      x: s.x,
+      weight: L.qkv,
+      ...(L.qkvBias ? { b: L.qkvBias } : {}),
+      y: s.qkv,
+      n: Q + 2 * KV,
+      k: H,
+      ...(norm ? { norm: { weight: norm, eps: c.rmsNormEps } } : {}),
+    }, `L${l}:qkv`);
   /** The dispatches of one recipe step of layer `l`. */
   const layerStep = (step: LayerStep, l: number, L: GpuLayer): Part[] => {
     switch (step.op) {
       case "attn_norm_qkv":
-        return [linear({
-          x: s.x,
-          weight: L.qkv,
-          ...(L.qkvBias ? { b: L.qkvBias } : {}),
-          y: s.qkv,
-          n: Q + 2 * KV,
-          k: H,
-          norm: { weight: L.inputNorm, eps: c.rmsNormEps },
-        }, `L${l}:qkv`)];
+        return [L.inputNorm ? qkv(l, L, L.inputNorm) : Promise.reject(missing("inputNorm", l))];
+      case "qkv":
+        return [qkv(l, L)];
       case "qk_norm": {
+        // Per head, or (`projection`) one row of all the heads per token.
+        const whole = step.width === "projection";
         const norm = (weight: GPUBuffer | undefined, which: string, heads: number, at: number) =>
           weight === undefined ? Promise.reject(missing(`${which}Norm`, l)) : prepareHeadNorm(d, {
             x: s.qkv,
             weight,
             tokens,
-            heads,
-            headDim: c.headDim,
+            heads: whole ? 1 : heads,
+            headDim: whole ? heads * c.headDim : c.headDim,
             stride: Q + 2 * KV,
             offset: at,
             eps: c.rmsNormEps,
@@ -208,11 +246,21 @@ export async function buildPlan(
           ...(c.attentionScale !== undefined ? { scale: c.attentionScale } : {}),
         }, `L${l}:attention`)];
       case "o_proj_residual":
-        return [linear(
-          { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate", ...branch },
-          `L${l}:o`,
-        )];
-      case "mlp":
+        return residual(
+          l,
+          "postAttnNorm",
+          step.postNorm === true && L.postAttnNorm,
+          (y, epilogue) =>
+            linear(
+              { x: s.attn, weight: L.o, y, n: H, k: Q, epilogue, ...branch },
+              `L${l}:o`,
+            ),
+        );
+      case "mlp": {
+        const pre = step.preNorm === false ? undefined : L.postNorm;
+        if (step.preNorm !== false && pre === undefined) {
+          return [Promise.reject(missing("postNorm", l))];
+        }
         return [
           linear({
             x: s.x,
@@ -220,19 +268,26 @@ export async function buildPlan(
             y: s.act,
             n: c.intermediateSize,
             k: H,
-            norm: { weight: L.postNorm, eps: c.rmsNormEps },
+            ...(pre ? { norm: { weight: pre, eps: c.rmsNormEps } } : {}),
             epilogue: "swiglu",
           }, `L${l}:gate_up`),
-          linear({
-            x: s.act,
-            weight: L.down,
-            y: s.x,
-            n: H,
-            k: c.intermediateSize,
-            epilogue: "accumulate",
-            ...branch,
-          }, `L${l}:down`),
+          ...residual(
+            l,
+            "postMlpNorm",
+            step.postNorm === true && L.postMlpNorm,
+            (y, epilogue) =>
+              linear({
+                x: s.act,
+                weight: L.down,
+                y,
+                n: H,
+                k: c.intermediateSize,
+                epilogue,
+                ...branch,
+              }, `L${l}:down`),
+          ),
         ];
+      }
     }
   };
   const recipe = archOf(c).layer;

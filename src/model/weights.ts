@@ -43,8 +43,8 @@ export interface WeightInfo {
 
 /** The tensors of one transformer layer (HF names in brackets). */
 export interface LayerWeights<T extends WeightInfo = TensorInfo> {
-  /** RMSNorm weight before attention (`input_layernorm`). */
-  inputNorm: T;
+  /** RMSNorm weight before attention (`input_layernorm`), in pre-norm families. */
+  inputNorm?: T;
   /** Query projection (`self_attn.q_proj`). */
   q: T;
   /** Key projection (`self_attn.k_proj`). */
@@ -63,14 +63,17 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   qNorm?: T;
   /** Per-head RMSNorm weight of k [head_dim] (`self_attn.k_norm`), in families with one. */
   kNorm?: T;
-  /** RMSNorm weight before the MLP (`post_attention_layernorm`). */
-  postNorm: T;
+  /** RMSNorm weight before the MLP (`post_attention_layernorm`), in pre-norm families. */
+  postNorm?: T;
   /** MLP gate projection (`mlp.gate_proj`). */
   gate: T;
   /** MLP up projection (`mlp.up_proj`). */
   up: T;
   /** MLP down projection (`mlp.down_proj`). */
   down: T;
+  /** RMSNorm weights of the attention and MLP outputs, in families that norm them. */
+  postAttnNorm?: T;
+  postMlpNorm?: T;
 }
 
 /** Every tensor a checkpoint needs, checked against its config. */

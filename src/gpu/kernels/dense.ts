@@ -76,6 +76,8 @@ export interface RmsNormArgs {
   eps: number;
   /** Element type of `weight`. */
   dtype: WeightDtype;
+  /** Add the normed rows to y instead of storing them (a post-normed residual branch). */
+  accumulate?: boolean;
 }
 
 /** `y[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight`, one workgroup per row. */
@@ -88,7 +90,7 @@ export function prepareRmsNorm(
     label,
     shader: "rmsnorm",
     entry: "main",
-    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype] },
+    constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype], ACCUMULATE: a.accumulate ? 1 : 0 },
     uniform: [a.rows, a.dim, a.eps, 1, a.dim, 0, 0, 0],
     floats: [2],
     buffers: { 1: a.x, 2: a.weight, 3: a.y },

@@ -118,6 +118,37 @@ for (const dtype of DTYPES) {
       }
     });
   });
+
+  Deno.test(`rmsnorm ${dtype} added to y (a post-normed residual branch) over dims 1, 63, 257`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      for (const [rows, dim] of [[3, 1], [5, 63], [2, 257]] as const) {
+        const x = asF32(seeded(dim + 5, rows * dim, 3));
+        const prior = asF32(seeded(dim + 6, rows * dim, 2));
+        const w = weights(dim + 7, dim, dtype, 1);
+        const y = f32Buffer(device, "rms:y", prior);
+        const d = await prepareRmsNorm(device, {
+          x: f32Buffer(device, "rms:x", x),
+          weight: uploadBuffer(device, "rms:w", w.bytes),
+          y,
+          rows,
+          dim,
+          eps: 1e-5,
+          dtype,
+          accumulate: true,
+        });
+        const normed = rmsNormRef(x, w.values, dim, 1e-5);
+        // One more rounding than the stored norm (the add): the same bound over |prior| too.
+        assertClose(
+          await runRead(device, [d], y, rows * dim),
+          normed.map((v, i) => v + prior[i]!),
+          2e-7,
+          1e-6,
+          "rmsnorm accumulate",
+        );
+      }
+    });
+  });
 }
 
 for (const dtype of DTYPES) {

@@ -20,7 +20,10 @@ export type LayerRole =
   | "postNorm"
   | "gate"
   | "up"
-  | "down";
+  | "down"
+  /** RMSNorm weights of the attention output and of the MLP output, before their residual adds. */
+  | "postAttnNorm"
+  | "postMlpNorm";
 
 /** A checkpoint tensor outside the layers. */
 export type GlobalRole = "embed" | "norm" | "lmHead";
@@ -76,16 +79,24 @@ export interface TensorEntry<R extends string> {
 export type LayerStep =
   /** RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). */
   | { op: "attn_norm_qkv" }
-  /** A per-head RMSNorm of q and of k (weights `qNorm`, `kNorm` [head_dim]), before RoPE. */
-  | { op: "qk_norm" }
+  /**
+   * An RMSNorm of q and of k before RoPE: per head (weights `qNorm`, `kNorm` [head_dim]), or with
+   * `width: "projection"` over each token's whole q (and k) projection (weights [q], [kv]).
+   */
+  | { op: "qk_norm"; width?: "head" | "projection" }
   /** Rotate-half RoPE on q and k with the config's frequencies; k and v enter the KV cache. */
   | { op: "rope" }
   /** Causal grouped-query attention over the cache, scaled by 1/sqrt(head_dim). */
   | { op: "attention" }
-  /** x += attention output · `o`ᵀ. */
-  | { op: "o_proj_residual" }
-  /** x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm`. */
-  | { op: "mlp"; act: "silu" };
+  /** x += attention output · `o`ᵀ; with `postNorm`, x += RMSNorm(that) with `postAttnNorm`. */
+  | { op: "o_proj_residual"; postNorm?: boolean }
+  /**
+   * x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm` (none with
+   * `preNorm: false`); with `postNorm`, the branch is RMSNorm'd with `postMlpNorm` before the add.
+   */
+  | { op: "mlp"; act: "silu"; preNorm?: boolean; postNorm?: boolean }
+  /** The q/k/v products of x itself, no input norm (with their biases when present). */
+  | { op: "qkv" };
 
 /** How the shared HF `config.json` reader treats the keys families read differently. */
 export interface HfConfigRules {

@@ -3,6 +3,7 @@ import {
   archByGguf,
   archByHfArchitecture,
   archByModelType,
+  type ArchDescription,
   archOf,
   ARCHS,
   ggufTensorName,
@@ -24,8 +25,18 @@ const C: ShapeConfig = {
   tieWordEmbeddings: false,
 };
 
-/** The roles every layer recipe reads, whatever the family. */
-const REQUIRED = ["inputNorm", "q", "k", "v", "o", "postNorm", "gate", "up", "down"];
+/** The roles a layer recipe reads: the products always, the norms its steps name. */
+function required(a: ArchDescription): string[] {
+  const roles = ["q", "k", "v", "o", "gate", "up", "down"];
+  for (const s of a.layer) {
+    if (s.op === "attn_norm_qkv") roles.push("inputNorm");
+    if (s.op === "qk_norm") roles.push("qNorm", "kNorm");
+    if (s.op === "o_proj_residual" && s.postNorm) roles.push("postAttnNorm");
+    if (s.op === "mlp" && s.preNorm !== false) roles.push("postNorm");
+    if (s.op === "mlp" && s.postNorm) roles.push("postMlpNorm");
+  }
+  return roles;
+}
 
 for (const a of ARCHS.values()) {
   Deno.test(`${a.name}: names find the family; HF and GGUF tensor names map both ways`, () => {
@@ -35,7 +46,7 @@ for (const a of ARCHS.values()) {
     for (const n of a.gguf.architectures) equal(archByGguf(n), a);
     ok(a.layer.length > 0);
     const roles = a.tensors.layer.filter((e) => e.when === undefined).map((e) => e.role);
-    for (const r of REQUIRED) ok(roles.includes(r as never), `${a.name}: ${r}`);
+    for (const r of required(a)) ok(roles.includes(r as never), `${a.name}: ${r}`);
     const all = [...globalTensors(a, C), ...[0, 2].flatMap((l) => layerTensors(a, C, l))];
     equal(new Set(all.map((t) => t.hf)).size, all.length);
     equal(new Set(all.map((t) => t.gguf)).size, all.length);

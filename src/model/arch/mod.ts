@@ -13,6 +13,7 @@ import type { ArchDescription } from "./arch.ts";
 import { GRANITE } from "./granite.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
+import { OLMO2 } from "./olmo2.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 import { SMOLLM3 } from "./smollm3.ts";
@@ -24,6 +25,7 @@ const FAMILIES: readonly ArchDescription[] = [
   QWEN3,
   SMOLLM3,
   GRANITE,
+  OLMO2,
 ];
 
 /** The families by `ModelConfig.arch`. */
