@@ -242,8 +242,8 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
   const rules = arch.hf.config;
-  const useWindow = cfg.use_sliding_window === true ||
-    (rules.slidingWindow === "when_set" && cfg.sliding_window != null);
+  const useWindow = rules.slidingWindow !== "ignored" && (cfg.use_sliding_window === true ||
+    (rules.slidingWindow === "when_set" && cfg.sliding_window != null));
   if (
     useWindow && typeof cfg.sliding_window === "number" &&
     cfg.sliding_window < maxPositionEmbeddings
@@ -278,6 +278,17 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
+  const rotary = cfg.partial_rotary_factor;
+  if (rotary !== undefined && rotary !== null && rotary !== 1) {
+    const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;
+    if (!(rotary as number > 0 && rotary as number < 1) || dim % 2 !== 0 || dim === 0) {
+      throw refuse(
+        "partial_rotary_factor",
+        `expected a fraction of head_dim ${headDim} giving an even count, got ${describe(rotary)}`,
+      );
+    }
+    config.rotaryDim = dim;
+  }
   if (rules.multipliers) {
     for (const [field, key] of MULTIPLIER_KEYS) {
       if (cfg[key] !== undefined && cfg[key] !== null) config[field] = num(cfg, key);

@@ -214,12 +214,22 @@ export class GpuModel {
       if (more.length > 0 || !one) throw new Error(`${t[0]!.name}: not one buffer`);
       return one.buffer;
     };
+    /** A stacked product's tensors: one that holds them all, or its parts in order. */
+    const stacked = (
+      one: WeightInfo | undefined,
+      parts: (WeightInfo | undefined)[],
+    ): [string, WeightInfo[]] => {
+      if (one) return [one.name, [one]];
+      const ts = parts.filter((t) => t !== undefined);
+      if (ts.length !== parts.length) throw new Error("a layer without its stacked products");
+      return [`${ts[0]!.name}+${ts.length - 1}`, ts];
+    };
     this.embed = await weight(w.embed.name, [w.embed]);
     for (const l of w.layers) {
       const layer: GpuLayer = {
-        qkv: await weight(`${l.q.name}+2`, [l.q, l.k, l.v]),
+        qkv: await weight(...stacked(l.qkv, [l.q, l.k, l.v])),
         o: await weight(l.o.name, [l.o]),
-        gateUp: await weight(`${l.gate.name}+1`, [l.gate, l.up]),
+        gateUp: await weight(...stacked(l.gateUp, [l.gate, l.up])),
         down: await weight(l.down.name, [l.down]),
       };
       for (const role of ["inputNorm", "postNorm", "postAttnNorm", "postMlpNorm"] as const) {

@@ -185,7 +185,7 @@ Deno.test("qwen2-bias-tied-f16 Q8_0: verify rejects one weight off by one quanti
   for (let trial = 0; trial < 8; trial++) {
     const layer = Math.floor(rand() * ck.weights.layers.length);
     const key = LAYER_MATRICES[Math.floor(rand() * LAYER_MATRICES.length)]!;
-    const t = ck.weights.layers[layer]![key];
+    const t = ck.weights.layers[layer]![key]!;
     equal(t.dtype, "Q8_0");
     const bytes = (await bytesOf(t)).slice();
     const blocks = bytes.length / 34;

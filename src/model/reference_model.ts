@@ -64,6 +64,21 @@ function argmaxMargin(v: Float64Array): [number, number] {
   return [best, v.length > 1 ? v[best]! - second : Infinity];
 }
 
+/** Stacked q/k/v and gate/up tensors read as views of their parts. */
+function unstack(c: ModelConfig, out: { [R in LayerRole]?: Float64Array }): void {
+  const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+  const F = c.intermediateSize;
+  if (out.qkv) {
+    out.q = out.qkv.subarray(0, Q * H);
+    out.k = out.qkv.subarray(Q * H, (Q + KV) * H);
+    out.v = out.qkv.subarray((Q + KV) * H);
+  }
+  if (out.gateUp) {
+    out.gate = out.gateUp.subarray(0, F * H);
+    out.up = out.gateUp.subarray(F * H);
+  }
+}
+
 /** Options of {@linkcode ReferenceModel.load}. */
 export interface ReferenceOptions {
   /** TEST ONLY: plant a {@linkcode TestMutation}; never set outside tests. */
@@ -114,6 +129,7 @@ export class ReferenceModel {
       for (const [role, t] of Object.entries(l as LayerWeights<WeightInfo>)) {
         out[role as LayerRole] = await values(t);
       }
+      unstack(config, out);
       layers.push(out);
     }
     return new ReferenceModel(

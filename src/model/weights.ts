@@ -45,12 +45,12 @@ export interface WeightInfo {
 export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   /** RMSNorm weight before attention (`input_layernorm`), in pre-norm families. */
   inputNorm?: T;
-  /** Query projection (`self_attn.q_proj`). */
-  q: T;
-  /** Key projection (`self_attn.k_proj`). */
-  k: T;
-  /** Value projection (`self_attn.v_proj`). */
-  v: T;
+  /** Query projection (`self_attn.q_proj`), unless stacked. */
+  q?: T;
+  /** Key projection (`self_attn.k_proj`), unless stacked. */
+  k?: T;
+  /** Value projection (`self_attn.v_proj`), unless stacked. */
+  v?: T;
   /** Attention output projection (`self_attn.o_proj`). */
   o: T;
   /** Query bias, when the config has attention biases. */
@@ -65,15 +65,18 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   kNorm?: T;
   /** RMSNorm weight before the MLP (`post_attention_layernorm`), in pre-norm families. */
   postNorm?: T;
-  /** MLP gate projection (`mlp.gate_proj`). */
-  gate: T;
-  /** MLP up projection (`mlp.up_proj`). */
-  up: T;
+  /** MLP gate projection (`mlp.gate_proj`), unless stacked. */
+  gate?: T;
+  /** MLP up projection (`mlp.up_proj`), unless stacked. */
+  up?: T;
   /** MLP down projection (`mlp.down_proj`). */
   down: T;
   /** RMSNorm weights of the attention and MLP outputs, in families that norm them. */
   postAttnNorm?: T;
   postMlpNorm?: T;
+  /** q, k and v stacked (`self_attn.qkv_proj`), and gate and up (`mlp.gate_up_proj`). */
+  qkv?: T;
+  gateUp?: T;
 }
 
 /** Every tensor a checkpoint needs, checked against its config. */

@@ -23,16 +23,20 @@ export type LayerRole =
   | "down"
   /** RMSNorm weights of the attention output and of the MLP output, before their residual adds. */
   | "postAttnNorm"
-  | "postMlpNorm";
+  | "postMlpNorm"
+  /** q, k and v stacked in one tensor ([q; k; v] rows), and gate and up ([gate; up]). */
+  | "qkv"
+  | "gateUp";
 
 /** A checkpoint tensor outside the layers. */
 export type GlobalRole = "embed" | "norm" | "lmHead";
 
 /**
  * A tensor dimension in config terms: `hidden`, `q` (heads · head_dim), `kv` (kv_heads ·
- * head_dim), `headDim`, `inter` (the MLP width) or `vocab`.
+ * head_dim), `headDim`, `inter` (the MLP width), `vocab`, or the stacked widths `qkv` (q + 2 kv)
+ * and `inter2` (2 · inter).
  */
-export type Dim = "hidden" | "q" | "kv" | "headDim" | "inter" | "vocab";
+export type Dim = "hidden" | "q" | "kv" | "headDim" | "inter" | "vocab" | "qkv" | "inter2";
 
 /** The role a tensor plays in a GGUF quantization mix (`gguf/quant_mix.ts`). */
 export type MixRole =
@@ -104,9 +108,10 @@ export interface HfConfigRules {
   attentionBias: "always" | "attention_bias";
   /**
    * Sliding-window attention is on when `use_sliding_window` is true (`flag`), or whenever
-   * `sliding_window` is set (`when_set`).
+   * `sliding_window` is set (`when_set`); or never (`ignored`: llama.cpp runs the family
+   * without one, whatever its config says).
    */
-  slidingWindow: "flag" | "when_set";
+  slidingWindow: "flag" | "when_set" | "ignored";
   /**
    * Some layers skip RoPE: those `no_rope_layers` marks 0 (one 1/0 per layer), or without it
    * every `no_rope_layer_interval`-th (the 4th, 8th, ... for an interval of 4; default
@@ -149,6 +154,8 @@ export interface ArchDescription {
     noRopeInterval?: number;
     /** `embedding_scale`, `residual_scale`, `attention.scale` and `logit_scale` are read. */
     multipliers?: boolean;
+    /** `attention.sliding_window` is ignored, as llama.cpp ignores it for the family. */
+    ignoresSlidingWindow?: boolean;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];

@@ -27,7 +27,13 @@ const C: ShapeConfig = {
 
 /** The roles a layer recipe reads: the products always, the norms its steps name. */
 function required(a: ArchDescription): string[] {
-  const roles = ["q", "k", "v", "o", "gate", "up", "down"];
+  const has = (r: string) => a.tensors.layer.some((e) => e.role === r);
+  const roles = [
+    ...(has("qkv") ? ["qkv"] : ["q", "k", "v"]),
+    "o",
+    ...(has("gateUp") ? ["gateUp"] : ["gate", "up"]),
+    "down",
+  ];
   for (const s of a.layer) {
     if (s.op === "attn_norm_qkv") roles.push("inputNorm");
     if (s.op === "qk_norm") roles.push("qNorm", "kNorm");

@@ -14,6 +14,7 @@ import { GRANITE } from "./granite.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { OLMO2 } from "./olmo2.ts";
+import { PHI3 } from "./phi3.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 import { SMOLLM3 } from "./smollm3.ts";
@@ -26,6 +27,7 @@ const FAMILIES: readonly ArchDescription[] = [
   SMOLLM3,
   GRANITE,
   OLMO2,
+  PHI3,
 ];
 
 /** The families by `ModelConfig.arch`. */

@@ -43,6 +43,10 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
       return c.intermediateSize;
     case "vocab":
       return c.vocabSize;
+    case "qkv":
+      return (c.numHeads + 2 * c.numKvHeads) * c.headDim;
+    case "inter2":
+      return 2 * c.intermediateSize;
   }
 }
 

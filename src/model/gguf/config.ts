@@ -73,14 +73,29 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       `head size ${headDim} is not supported (an even size up to 256)`,
     );
   }
-  for (const key of [`${p}attention.value_length`, `${p}rope.dimension_count`]) {
-    if (m.has(key) && m.count(key) !== headDim) {
-      throw m.refuse(key, `${m.count(key)} differs from the head size ${headDim}`);
-    }
+  const valueKey = `${p}attention.value_length`;
+  if (m.has(valueKey) && m.count(valueKey) !== headDim) {
+    throw m.refuse(valueKey, `${m.count(valueKey)} differs from the head size ${headDim}`);
+  }
+  // Partial rotary: RoPE on the first rope.dimension_count elements of each head (NEOX only).
+  const rotKey = `${p}rope.dimension_count`;
+  const rotaryDim = m.has(rotKey) ? m.count(rotKey) : headDim;
+  if (
+    rotaryDim > headDim || rotaryDim % 2 !== 0 || (rotaryDim < headDim && arch.gguf.interleavedQk)
+  ) {
+    throw m.refuse(
+      rotKey,
+      `${rotaryDim} rotated elements of heads of ${headDim} are not supported${
+        arch.gguf.interleavedQk ? " (partial rotary with interleaved q/k rows)" : ""
+      }`,
+    );
   }
   const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
   const window = `${p}attention.sliding_window`;
-  if (m.has(window) && m.uint(window) > 0 && m.uint(window) < maxPositionEmbeddings) {
+  if (
+    !arch.gguf.ignoresSlidingWindow && m.has(window) && m.uint(window) > 0 &&
+    m.uint(window) < maxPositionEmbeddings
+  ) {
     throw m.refuse(window, `sliding-window attention (${m.uint(window)}) is not supported`);
   }
   const vocabSize = m.has(`${p}vocab_size`)
@@ -108,6 +123,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   if (m.has("tokenizer.ggml.bos_token_id")) {
     config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
   }
+  if (rotaryDim < headDim) config.rotaryDim = rotaryDim;
   if (arch.gguf.multipliers) {
     for (const [field, , key] of MULTIPLIER_KEYS) {
       if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);

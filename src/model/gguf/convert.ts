@@ -263,9 +263,14 @@ export function ggufMetadata(
     [`${arch}.attention.key_length`]: u32(c.headDim),
     [`${arch}.attention.value_length`]: u32(c.headDim),
     [`${arch}.attention.layer_norm_rms_epsilon`]: f32(c.rmsNormEps),
-    [`${arch}.rope.dimension_count`]: u32(c.headDim),
+    [`${arch}.rope.dimension_count`]: u32(c.rotaryDim ?? c.headDim),
     [`${arch}.rope.freq_base`]: f32(c.ropeTheta),
   };
+  if (c.rotaryDim !== undefined && archOf(c).gguf.interleavedQk) {
+    throw EngineError.invalidArgument(
+      `config.partial_rotary_factor: llama.cpp's ${arch} interleaves q/k rows for full rotary only`,
+    );
+  }
   const every = archOf(c).gguf.noRopeInterval;
   const skips = every === undefined
     ? []
