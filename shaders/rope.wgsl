@@ -15,6 +15,8 @@
 //            Only the first rotary_dim elements of each q and k head rotate (rotate-half within
 //            them, freqs[0 .. rotary_dim/2)); the rest pass through: rotary_dim = head_dim is
 //            full RoPE, 0 none (a layer without RoPE still writes its k and v to the cache).
+//            The rotated elements are multiplied by rotary_scale (LongRoPE's attention factor;
+//            1, exact, otherwise).
 
 struct Params {
   tokens: u32,
@@ -22,6 +24,7 @@ struct Params {
   head_dim: u32,
   kv_heads: u32, // rope_kv only (main's callers leave it 0)
   rotary_dim: u32, // rope_kv only: even, at most head_dim
+  rotary_scale: f32, // rope_kv only
 }
 
 override KV_F16: bool = false;
@@ -105,7 +108,7 @@ fn rotated(base: u32, e: u32, pos: u32) -> f32 {
   let sc = sincos(turns(pos, i));
   let x1 = qkv[base + i];
   let x2 = qkv[base + i + half];
-  return select(x2 * sc.y + x1 * sc.x, x1 * sc.y - x2 * sc.x, e < half);
+  return select(x2 * sc.y + x1 * sc.x, x1 * sc.y - x2 * sc.x, e < half) * p.rotary_scale;
 }
 
 // One thread per element pair (2m, 2m+1) of a token's qkv row (head_dim is even), so that an

@@ -8,7 +8,7 @@ import { EngineError } from "../contract/errors.ts";
 import { isTokenId } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import { archByHfArchitecture, archByModelType, type ArchDescription } from "./arch/mod.ts";
-import type { RopeScaling } from "./rope.ts";
+import { longRopeAttentionFactor, type RopeScaling } from "./rope.ts";
 
 /** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
 export type Architecture = string;
@@ -154,9 +154,39 @@ function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
           originalMaxPositionEmbeddings: f("original_max_position_embeddings"),
         },
       };
+    case "longrope":
+    case "su": {
+      const s = src as Json;
+      const max = int(c, "max_position_embeddings", 2048);
+      const original = s.original_max_position_embeddings !== undefined
+        ? int(s, "original_max_position_embeddings")
+        : int(c, "original_max_position_embeddings");
+      return {
+        theta,
+        scaling: {
+          type: "longrope",
+          shortFactor: factorList(s, key, "short_factor"),
+          longFactor: factorList(s, key, "long_factor"),
+          originalMaxPositionEmbeddings: original,
+          maxPositionEmbeddings: max,
+          attentionFactor: s.attention_factor !== undefined && s.attention_factor !== null
+            ? f("attention_factor")
+            : longRopeAttentionFactor(max, original),
+        },
+      };
+    }
     default:
       throw refuse(`${key}.rope_type`, `unsupported RoPE type ${describe(type)}`);
   }
+}
+
+/** A list of positive RoPE frequency divisors (`rope_scaling.short_factor` ...). */
+function factorList(src: Json, parent: string, key: string): number[] {
+  const v = src[key];
+  if (!Array.isArray(v) || v.length === 0 || v.some((x) => !(typeof x === "number" && x > 0))) {
+    throw refuse(`${parent}.${key}`, `expected a list of positive numbers, got ${describe(v)}`);
+  }
+  return v;
 }
 
 /** The layers without RoPE (see `HfConfigRules.noRope`). */
@@ -288,6 +318,22 @@ export function parseConfig(json: string | unknown): ModelConfig {
       );
     }
     config.rotaryDim = dim;
+  }
+  if (scaling.type === "longrope") {
+    const half = (config.rotaryDim ?? headDim) / 2;
+    for (
+      const [k, list] of [["short_factor", scaling.shortFactor], [
+        "long_factor",
+        scaling.longFactor,
+      ]] as const
+    ) {
+      if (list.length !== half) {
+        throw refuse(
+          `rope_scaling.${k}`,
+          `${list.length} factors, expected ${half} (rotated dims / 2)`,
+        );
+      }
+    }
   }
   if (rules.multipliers) {
     for (const [field, key] of MULTIPLIER_KEYS) {

@@ -6,7 +6,7 @@
 import { EngineError } from "../contract/errors.ts";
 import type { LayerRole, LayerStep } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
-import { layerRotaryDim } from "./rope.ts";
+import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent). */
 export type LayerValues = { readonly [R in LayerRole]?: Float64Array };
@@ -109,11 +109,12 @@ export function layerScratch(
   const H = c.hiddenSize, F = c.intermediateSize, half = invFreq.length;
   const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim;
   const cos = new Float64Array(T * half), sin = new Float64Array(T * half);
+  const f = ropeAttentionFactor(c.ropeScaling);
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
       const a = (start + t) * invFreq[i]!;
-      cos[t * half + i] = Math.cos(a);
-      sin[t * half + i] = Math.sin(a);
+      cos[t * half + i] = Math.cos(a) * f;
+      sin[t * half + i] = Math.sin(a) * f;
     }
   }
   return {

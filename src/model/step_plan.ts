@@ -31,7 +31,7 @@ import { prepareGather } from "../gpu/kernels/tokens.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { archOf, type LayerStep } from "./arch/mod.ts";
 import type { GpuLayer, GpuModel } from "./gpu_model.ts";
-import { layerRotaryDim } from "./rope.ts";
+import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
 /** A layer without a weight its recipe reads (a model built around the description's table). */
 function missing(role: string, layer: number): EngineError {
@@ -225,6 +225,7 @@ export async function buildPlan(
           kvHeads: c.numKvHeads,
           headDim: c.headDim,
           rotaryDim: layerRotaryDim(c, l),
+          rotaryScale: ropeAttentionFactor(c.ropeScaling),
           kvDtype,
         }, `L${l}:rope_kv`)];
       case "attention":

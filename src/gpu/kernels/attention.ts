@@ -100,6 +100,8 @@ export interface RopeKvArgs {
    * `headDim`): partial rotary below it, no RoPE at 0 (k and v are still cached).
    */
   rotaryDim?: number;
+  /** The rotated elements times this (default 1): LongRoPE's attention factor. */
+  rotaryScale?: number;
   /** Cache element type. */
   kvDtype: KvDtype;
 }
@@ -129,7 +131,8 @@ export async function prepareRopeKv(
     shader: "rope",
     entry: "rope_kv",
     constants: { KV_F16: a.kvDtype === "f16" ? 1 : 0 },
-    uniform: [a.tokens, a.heads, a.headDim, a.kvHeads, rotaryDim, 0, 0, 0],
+    uniform: [a.tokens, a.heads, a.headDim, a.kvHeads, rotaryDim, a.rotaryScale ?? 1, 0, 0],
+    floats: [5],
     buffers: {
       1: a.q,
       2: a.positions,

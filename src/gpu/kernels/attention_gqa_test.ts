@@ -28,6 +28,8 @@ interface Shape {
   rotaryDim?: number;
   /** Attention's score scale (default 1/sqrt(headDim)). */
   scale?: number;
+  /** The rotated elements' factor (default 1). */
+  rotaryScale?: number;
 }
 
 const SHAPES: Record<string, Shape> = {
@@ -40,6 +42,13 @@ const SHAPES: Record<string, Shape> = {
   "partial rotary 9/3 d40, 22 rotated": { heads: 9, kvHeads: 3, headDim: 40, rotaryDim: 22 },
   "no rope 5/1 d24": { heads: 5, kvHeads: 1, headDim: 24, rotaryDim: 0 },
   "scale 0.3 6/2 d18": { heads: 6, kvHeads: 2, headDim: 18, scale: 0.3 },
+  "longrope 6/3 d40, 30 rotated x1.19": {
+    heads: 6,
+    kvHeads: 3,
+    headDim: 40,
+    rotaryDim: 30,
+    rotaryScale: 1.19,
+  },
 };
 const BLOCK = 16;
 const PAD = 0xffffffff;
@@ -96,6 +105,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       kvHeads,
       headDim,
       rotaryDim,
+      ...(shape.rotaryScale !== undefined ? { rotaryScale: shape.rotaryScale } : {}),
       kvDtype,
     });
     const q = await runRead(device, [rope], qOut, tokens * heads * headDim);

@@ -87,6 +87,8 @@ export interface RopeKvShape {
   kvDtype: "f16" | "f32";
   /** Leading elements of each head that rotate (default `headDim`; 0: no RoPE). */
   rotaryDim?: number;
+  /** The rotated elements times this (default 1). */
+  rotaryScale?: number;
 }
 
 /**
@@ -112,8 +114,9 @@ export function ropeKvRef(
       (_, i) => qkv[Math.floor(i / n) * row + off + i % n]!,
     );
   const rot = s.rotaryDim ?? hd;
-  const q = ropeRef(rows(0, qCols), positions, invFreq, heads, hd, rot);
-  const kNew = ropeRef(rows(qCols, kvCols), positions, invFreq, kvHeads, hd, rot);
+  const f = s.rotaryScale ?? 1;
+  const q = ropeRef(rows(0, qCols), positions, invFreq, heads, hd, rot, f);
+  const kNew = ropeRef(rows(qCols, kvCols), positions, invFreq, kvHeads, hd, rot, f);
   const vNew = rows(qCols + kvCols, kvCols);
   const k = Float64Array.from(kCache), v = Float64Array.from(vCache);
   for (let t = 0; t < tokens; t++) {

@@ -78,7 +78,7 @@ export function linearRef(
 
 /**
  * Rotate-half RoPE on x [T, heads, headDim] (returns a new array), on the first `rotaryDim`
- * elements of each head (default all; the rest are copied).
+ * elements of each head (default all; the rest are copied), the rotated ones times `scale`.
  */
 export function ropeRef(
   x: ArrayLike<number>,
@@ -87,6 +87,7 @@ export function ropeRef(
   heads: number,
   headDim: number,
   rotaryDim = headDim,
+  scale = 1,
 ): Float64Array {
   const out = Float64Array.from(x);
   const half = rotaryDim / 2;
@@ -96,8 +97,8 @@ export function ropeRef(
       for (let i = 0; i < half; i++) {
         const a = positions[t]! * invFreq[i]!;
         const x1 = x[base + i]!, x2 = x[base + i + half]!;
-        out[base + i] = x1 * Math.cos(a) - x2 * Math.sin(a);
-        out[base + i + half] = x2 * Math.cos(a) + x1 * Math.sin(a);
+        out[base + i] = (x1 * Math.cos(a) - x2 * Math.sin(a)) * scale;
+        out[base + i + half] = (x2 * Math.cos(a) + x1 * Math.sin(a)) * scale;
       }
     }
   }

@@ -6,11 +6,15 @@
  */
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
-import { parseConfig } from "../config.ts";
+import { type ModelConfig, parseConfig } from "../config.ts";
+import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
+import { fileListFiles } from "../source.ts";
 import { ReferenceModel } from "../reference_model.ts";
 import {
   familyFixtureTests,
   fixtureCheckpoint,
+  gpuMatchesReference,
   loadFixture,
   maxDiff,
 } from "../../../test/support/family_fixture.ts";
@@ -57,3 +61,77 @@ Deno.test("phi3: full rotary moves the float64 logits", async () => {
   console.log(`  full rotary moves the logits by ${moved}`);
   ok(moved >= 0.1, `moved ${moved}`);
 });
+
+/**
+ * The fixture with LongRoPE (not in llama.cpp's fixture: Kiln's float64 reference, written from
+ * transformers' LongRoPE, is the ground truth here): 2 factors each for the 4 rotated dims, an
+ * original context of 64 in a context of 256 (so the long factors apply), the attention factor
+ * computed (sqrt(1 + ln 4 / ln 64)).
+ */
+const LONGROPE = {
+  rope_scaling: { type: "longrope", short_factor: [1, 1.7], long_factor: [2.5, 9] },
+  original_max_position_embeddings: 64,
+};
+
+const FIXTURE_WEIGHTS =
+  new URL("../../../test/fixtures/families/phi3/hf/model.safetensors", import.meta.url).pathname;
+
+async function longRopeCheckpoint(over: object = {}): Promise<Checkpoint> {
+  const config = { ...await hfConfig(), ...LONGROPE, ...over };
+  return await openCheckpoint(fileListFiles([
+    new File([JSON.stringify(config)], "config.json"),
+    new File([await Deno.readFile(FIXTURE_WEIGHTS)], "model.safetensors"),
+  ]));
+}
+
+Deno.test("phi3 LongRoPE: config, GGUF round trip, and each part moves the logits", async () => {
+  const fx = await loadFixture("phi3");
+  const ck = await longRopeCheckpoint();
+  const s = ck.config.ropeScaling;
+  ok(s.type === "longrope");
+  ok(Math.abs(s.attentionFactor - Math.sqrt(1 + Math.log(4) / Math.log(64))) < 1e-15);
+  const logits = (await ReferenceModel.load(ck.config, ck.weights)).logits(fx.tokens);
+  // Written to a GGUF (factor tensors, attn_factor, original context) and read back: the same.
+  const parts: Uint8Array[] = [];
+  await writeHfAsGguf(
+    await readHfCheckpoint(fileListFiles([
+      new File([JSON.stringify({ ...await hfConfig(), ...LONGROPE })], "config.json"),
+      new File([await Deno.readFile(FIXTURE_WEIGHTS)], "model.safetensors"),
+    ])),
+    (b) => void parts.push(b.slice()),
+  );
+  const gguf = await openCheckpoint(fileListFiles([new File(parts as BlobPart[], "lr.gguf")]));
+  const back = gguf.config.ropeScaling;
+  ok(back.type === "longrope" && back.originalMaxPositionEmbeddings === 64);
+  ok(Math.abs(back.attentionFactor - s.attentionFactor) < 1e-7);
+  const again = (await ReferenceModel.load(gguf.config, gguf.weights)).logits(fx.tokens);
+  ok(
+    maxDiff(logits, again) < 1e-4,
+    `GGUF round trip moves the logits by ${maxDiff(logits, again)}`,
+  );
+  const variants: Record<string, ModelConfig["ropeScaling"]> = {
+    "no LongRoPE": { type: "default" },
+    "short factors": { ...s, maxPositionEmbeddings: 64 },
+    "attention factor 1": { ...s, attentionFactor: 1 },
+  };
+  for (const [name, ropeScaling] of Object.entries(variants)) {
+    const ablated = await ReferenceModel.load({ ...ck.config, ropeScaling }, ck.weights);
+    const moved = maxDiff(logits, ablated.logits(fx.tokens));
+    console.log(`  ${name}: the logits move by ${moved}`);
+    ok(moved >= 0.1, `${name}: moved ${moved}`);
+  }
+  try {
+    await longRopeCheckpoint({
+      rope_scaling: { ...LONGROPE.rope_scaling, short_factor: [1, 2, 3] },
+    });
+    ok(false, "3 short factors for 4 rotated dims were accepted");
+  } catch (e) {
+    ok(e instanceof EngineError && e.message.includes("rope_scaling.short_factor"), String(e));
+  }
+});
+
+for (const paths of ["cpu", "gpu"] as const) {
+  Deno.test(`phi3 LongRoPE on the GPU (${paths} paths) matches float64`, async () => {
+    await gpuMatchesReference(await longRopeCheckpoint(), await loadFixture("phi3"), paths);
+  });
+}

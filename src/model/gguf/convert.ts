@@ -201,10 +201,15 @@ export async function plannedBytes(p: PlannedTensor): Promise<Uint8Array> {
 function ropeFreqs(c: ModelConfig): GgufTensor {
   const plain = ropeInvFreq(c.headDim, c.ropeTheta);
   const scaled = ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling);
-  const bytes = new Uint8Array(Float32Array.from(plain, (f, i) => f / scaled[i]!).buffer);
+  return f32Tensor("rope_freqs.weight", Array.from(plain, (f, i) => f / scaled[i]!));
+}
+
+/** A 1-D F32 tensor of `values`. */
+function f32Tensor(name: string, values: readonly number[]): GgufTensor {
+  const bytes = new Uint8Array(Float32Array.from(values).buffer);
   return {
-    name: "rope_freqs.weight",
-    shape: [plain.length],
+    name,
+    shape: [values.length],
     type: GgmlType.F32,
     byteLength: bytes.length,
     data: () => bytes,
@@ -226,8 +231,12 @@ export function ggufTensors(ck: HfCheckpoint, plan: readonly PlannedTensor[]): G
     byteLength: tensorBytesOf(p.type, p.shape),
     data: () => plannedBytes(p),
   }));
-  const rope = ck.config.ropeScaling.type;
-  if (rope === "llama3" || rope === "factors") out.push(ropeFreqs(ck.config));
+  const rope = ck.config.ropeScaling;
+  if (rope.type === "llama3" || rope.type === "factors") out.push(ropeFreqs(ck.config));
+  if (rope.type === "longrope") {
+    out.push(f32Tensor("rope_factors_long.weight", rope.longFactor));
+    out.push(f32Tensor("rope_factors_short.weight", rope.shortFactor));
+  }
   return out;
 }
 
@@ -290,6 +299,12 @@ export function ggufMetadata(
     meta[`${arch}.${key}`] = f32(v);
   }
   const s = c.ropeScaling;
+  if (s.type === "longrope") {
+    // The factors travel as tensors (see ggufTensors); the context the long ones are for is
+    // the model's.
+    meta[`${arch}.rope.scaling.attn_factor`] = f32(s.attentionFactor);
+    meta[`${arch}.rope.scaling.original_context_length`] = u32(s.originalMaxPositionEmbeddings);
+  }
   if (s.type === "linear") {
     meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
     meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
