@@ -160,7 +160,11 @@ export async function buildPlan(
     if (postNorm === false) return [product(s.x, "accumulate")];
     if (postNorm === undefined) return [Promise.reject(missing(name, l))];
     if (c.residualScale !== undefined) {
-      return [Promise.reject(EngineError.invalidArgument("a residual multiplier with post-norms"))];
+      return [
+        Promise.reject(
+          EngineError.invalidArgument("config.residual_multiplier: not supported with post-norms"),
+        ),
+      ];
     }
     return [
       product(s.branch, "store"),

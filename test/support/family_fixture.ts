@@ -4,7 +4,7 @@
  * or its GGUF, llama.cpp's logits as rows, Kiln's float64 reference held against them, and the
  * GPU forward held against the float64 reference with `verifyModel`'s bounds.
  */
-import { ok } from "node:assert/strict";
+import { deepStrictEqual, ok } from "node:assert/strict";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type Checkpoint, openCheckpoint } from "../../src/model/checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../src/model/gguf/convert.ts";
@@ -12,6 +12,8 @@ import type { GgufMix } from "../../src/model/gguf/quant_mix.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { ReferenceModel, type ReferenceOptions } from "../../src/model/reference_model.ts";
 import { fileListFiles } from "../../src/model/source.ts";
+import type { ModelConfig } from "../../src/model/config.ts";
+import { ropeInvFreq } from "../../src/model/rope.ts";
 import { type Reference, verifyModel } from "../../src/model/verify.ts";
 import type { PathKind } from "../../src/gpu/paths.ts";
 import { testGpu, withErrorScopes } from "./gpu.ts";
@@ -127,6 +129,23 @@ export async function gpuMatchesReference(
  * the cpu and gpu kernel paths.
  */
 export function familyFixtureTests(family: string, llamaCppBound: number, mix: GgufMix): void {
+  Deno.test(`${family}: the GGUF's config is the HF folder's`, async () => {
+    const [hf, gguf] = await Promise.all(
+      (["hf", "gguf"] as const).map(async (f) => (await fixtureCheckpoint(family, f)).config),
+    );
+    // The same RoPE frequencies, however the scaling is written (llama3 parameters in HF, the
+    // factors they give in a GGUF); token ids and dtype come from other places in each.
+    const freqs = (c: ModelConfig) =>
+      [...ropeInvFreq(c.rotaryDim ?? c.headDim, c.ropeTheta, c.ropeScaling)].map((f) =>
+        f.toPrecision(6)
+      );
+    deepStrictEqual(freqs(gguf!), freqs(hf!));
+    const rest = (c: ModelConfig) => {
+      const { dtype: _d, eosTokenIds: _e, bosTokenId: _b, ropeScaling: _r, ...more } = c;
+      return more;
+    };
+    deepStrictEqual(rest(gguf!), rest(hf!));
+  });
   for (const format of ["hf", "gguf"] as const) {
     Deno.test(`${family} ${format}: Kiln's float64 reference agrees with llama.cpp`, async () => {
       const fx = await loadFixture(family);

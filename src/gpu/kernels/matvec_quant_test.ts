@@ -348,6 +348,11 @@ Deno.test("matvec_quant refuses bad shapes, windows, epilogues and short buffers
       prepareQuantMatvec(device, { ...q8, epilogue: "gelu" as QuantEpilogue }),
       "unknown epilogue",
     );
+    await rejectsInvalid(
+      prepareQuantMatvec(device, { ...q8, epilogue: "swiglu", scale: 2 }),
+      "no scale with the swiglu",
+    );
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, scale: NaN }), "scale must be finite");
     await rejectsInvalid(prepareQuantMatvec(device, { ...q8, threadsPerRow: 3 }), "threadsPerRow");
     await rejectsInvalid(
       prepareQuantMatvec(device, { ...q8, norm: { weight: small, eps: 1e-5 }, k: 32 * 17 }),
