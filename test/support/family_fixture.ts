@@ -9,6 +9,7 @@ import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type Checkpoint, openCheckpoint } from "../../src/model/checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../src/model/gguf/convert.ts";
 import type { GgufMix } from "../../src/model/gguf/quant_mix.ts";
+import { Forward } from "../../src/model/forward.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";
 import { ReferenceModel, type ReferenceOptions } from "../../src/model/reference_model.ts";
 import { fileListFiles } from "../../src/model/source.ts";
@@ -85,15 +86,46 @@ export async function referenceVsLlamaCpp(
 }
 
 /**
+ * The GPU's logits at every position of the fixture's tokens (one prefill) against llama.cpp's:
+ * max |err| and argmax agreement.
+ */
+async function gpuVsLlamaCpp(
+  model: GpuModel,
+  fx: FamilyFixture,
+): Promise<{ maxErr: number; agree: number }> {
+  const fwd = new Forward(model);
+  try {
+    const T = fx.tokens.length, V = model.config.vocabSize;
+    const positions = Array.from({ length: T }, (_, i) => i);
+    const flat = await fwd.run({
+      tokens: fx.tokens,
+      positions,
+      slots: positions,
+      tableOffsets: new Array(T).fill(0),
+      blockTable: Array.from({ length: Math.ceil(T / model.blockSize) }, (_, i) => i),
+      logitRows: positions,
+    });
+    const rows = positions.map((t) => Float64Array.from(flat.subarray(t * V, (t + 1) * V)));
+    const agree = rows.filter((r, p) => argmax(r) === argmax(fx.logits[p]!)).length;
+    return { maxErr: maxDiff(rows, fx.logits), agree };
+  } finally {
+    fwd.destroy();
+  }
+}
+
+/**
  * The GPU forward of `ck` (`paths` kernels, f32 KV cache) against Kiln's float64 reference on
  * the same (dequantized) weights, over the fixture's tokens and a shorter prompt, each followed
- * by `steps` greedy tokens: asserts `verifyModel` passes, returns the worst max |err|.
+ * by `steps` greedy tokens: asserts `verifyModel` passes, returns the worst max |err|. With
+ * `llamaCpp` (the fixture's own weights), its logits are also held against llama.cpp's: within
+ * `llamaCpp` and the same argmax at every position.
  */
 export async function gpuMatchesReference(
   ck: Checkpoint,
   fx: FamilyFixture,
   paths: PathKind,
   steps = 4,
+  llamaCpp?: number,
 ): Promise<number> {
   const ref = await ReferenceModel.load(ck.config, ck.weights);
   const reference: Reference = {
@@ -115,6 +147,15 @@ export async function gpuMatchesReference(
         );
       }
       ok(passed, JSON.stringify(results));
+      if (llamaCpp !== undefined) {
+        const r = await gpuVsLlamaCpp(model, fx);
+        console.log(
+          `  ${fx.family} ${paths}: max |GPU - llama.cpp| ${r.maxErr.toExponential(2)}, ` +
+            `argmax ${r.agree}/${fx.tokens.length}`,
+        );
+        ok(r.maxErr < llamaCpp, `max |GPU - llama.cpp| ${r.maxErr}`);
+        ok(r.agree === fx.tokens.length, `argmax agrees at ${r.agree} positions`);
+      }
       return Math.max(...results.map((r) => r.max_abs_err));
     } finally {
       model.destroy();
@@ -165,7 +206,7 @@ export function familyFixtureTests(family: string, llamaCppBound: number, mix: G
         const ck = weights === "f32"
           ? await fixtureCheckpoint(family, "gguf")
           : await quantizedCheckpoint(family, mix);
-        await gpuMatchesReference(ck, fx, paths);
+        await gpuMatchesReference(ck, fx, paths, 4, weights === "f32" ? llamaCppBound : undefined);
       });
     }
   }
