@@ -92,7 +92,7 @@ Deno.test("a checkpoint is generated once, deterministically, loads, and is reus
     const w = mapWeights(config, tensors);
     const norm = decodeWeights(await w.norm.source.read(w.norm.offset, w.norm.length), "f16");
     ok(norm.every((x) => x === 1), "norms are 1");
-    const q = w.layers[0]!.q;
+    const q = w.layers[0]!.q!;
     const vals = decodeWeights(await q.source.read(q.offset, q.length), "f16");
     const mean = vals.reduce((s, x) => s + x, 0) / vals.length;
     const std = Math.sqrt(vals.reduce((s, x) => s + (x - mean) ** 2, 0) / vals.length);

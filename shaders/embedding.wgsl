@@ -1,4 +1,5 @@
-// Token embedding gather: out[t, :] = table[ids[t], :], widening F16/BF16 weights to f32.
+// Token embedding gather: out[t, :] = table[ids[t], :] * scale, widening F16/BF16 weights to f32
+// (a scale of 1 is exact).
 //
 // A table too big for one binding is split by rows into chunks, one buffer and one dispatch
 // each: this dispatch's buffer holds rows [row_start, row_end) and writes only the tokens whose
@@ -13,7 +14,7 @@ struct Params {
   vocab: u32,
   row_start: u32,
   row_end: u32,
-  _pad0: u32,
+  scale: f32,
   _pad1: u32,
 }
 
@@ -36,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let d = i % p.hidden;
   let id = ids[t];
   if (id >= p.row_start && id < p.row_end) {
-    out[i] = weight((id - p.row_start) * p.hidden + d);
+    out[i] = weight((id - p.row_start) * p.hidden + d) * p.scale;
   } else if (id >= p.vocab && p.row_end == p.vocab) {
     out[i] = 0.0;
   }

@@ -52,7 +52,7 @@ struct Params {
   ldy: u32,
   y0: u32,
   flags: u32,
-  _p: u32,
+  scale: f32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;

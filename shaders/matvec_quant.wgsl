@@ -50,8 +50,9 @@ const LOADS: u32 = 4u;
 const MAX_LOADS: u32 = 8u;
 const EMBED_WG: u32 = 64u;
 
-// Shared by both entry points. `main`: m, n, k, eps, ldy, y0, flags. `embed`: m tokens of k weights,
-// table rows [row_start, row_end) of `vocab`.
+// Shared by both entry points. `main`: m, n, k, eps, ldy, y0, flags, scale (lib/product's
+// `finish`). `embed`: m tokens of k weights, table rows [row_start, row_end) of `vocab`, each
+// weight times scale.
 struct Params {
   m: u32,
   n: u32,
@@ -63,7 +64,7 @@ struct Params {
   row_end: u32,
   vocab: u32,
   flags: u32,
-  _p1: u32,
+  scale: f32,
   _p2: u32,
 }
 
@@ -268,7 +269,7 @@ fn embed(@builtin(global_invocation_id) gid: vec3<u32>,
     for (var q = 0u; q < 8u; q++) {
       let o = e0 + group_elem(s, q);
       for (var e = 0u; e < 4u; e++) {
-        y[o + e] = v[q][e];
+        y[o + e] = v[q][e] * p.scale;
       }
     }
   } else if (id >= p.vocab && p.row_end == p.vocab) {

@@ -12,12 +12,19 @@
 //            the paged KV cache [blocks, block_size, kv_heads, head_dim] at slots[t] (block *
 //            block_size + offset; 0xFFFFFFFF is padding, skipped). The cache holds f32 bits, or
 //            with KV_F16 f16 pairs packed in u32 (pack2x16float: core WGSL, no shader-f16).
+//            Only the first rotary_dim elements of each q and k head rotate (rotate-half within
+//            them, freqs[0 .. rotary_dim/2)); the rest pass through: rotary_dim = head_dim is
+//            full RoPE, 0 none (a layer without RoPE still writes its k and v to the cache).
+//            The rotated elements are multiplied by rotary_scale (LongRoPE's attention factor;
+//            1, exact, otherwise).
 
 struct Params {
   tokens: u32,
   heads: u32,
   head_dim: u32,
   kv_heads: u32, // rope_kv only (main's callers leave it 0)
+  rotary_dim: u32, // rope_kv only: even, at most head_dim
+  rotary_scale: f32, // rope_kv only
 }
 
 override KV_F16: bool = false;
@@ -93,12 +100,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 // Element e (< head_dim) of the rotated head whose row starts at qkv[base], at position pos.
 fn rotated(base: u32, e: u32, pos: u32) -> f32 {
-  let half = p.head_dim / 2u;
+  if (e >= p.rotary_dim) {
+    return qkv[base + e];
+  }
+  let half = p.rotary_dim / 2u;
   let i = e % half;
   let sc = sincos(turns(pos, i));
   let x1 = qkv[base + i];
   let x2 = qkv[base + i + half];
-  return select(x2 * sc.y + x1 * sc.x, x1 * sc.y - x2 * sc.x, e < half);
+  return select(x2 * sc.y + x1 * sc.x, x1 * sc.y - x2 * sc.x, e < half) * p.rotary_scale;
 }
 
 // One thread per element pair (2m, 2m+1) of a token's qkv row (head_dim is even), so that an

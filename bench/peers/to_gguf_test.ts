@@ -51,11 +51,11 @@ Deno.test("a Llama checkpoint as GGUF: llama.cpp's names, dims, types and metada
     const norm = parsed.tensorInfos.find((t) => t.name === "blk.0.attn_norm.weight")!;
     equal(Number(norm.dtype), 0); // F32
     // q row 1 of head 0 in llama.cpp's order is HF row 2 (head_dim 4: half 0, i 1 -> [i][half]).
-    const hf = await tensorBytes(ck.weights.layers[0]!.q);
+    const hf = await tensorBytes(ck.weights.layers[0]!.q!);
     const row = (b: Uint8Array, r: number) => b.subarray(r * 32, (r + 1) * 32);
     deepStrictEqual(row(data("blk.0.attn_q.weight"), 1), row(hf, 2));
     deepStrictEqual(row(data("blk.0.attn_q.weight"), 2), row(hf, 1));
-    const v = await tensorBytes(ck.weights.layers[0]!.v);
+    const v = await tensorBytes(ck.weights.layers[0]!.v!);
     deepStrictEqual(data("blk.0.attn_v.weight"), v);
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -76,7 +76,7 @@ Deno.test("a Qwen2 checkpoint as GGUF: biases in F32, nothing permuted, untied o
     }
     deepStrictEqual(
       data("blk.0.attn_q.weight"),
-      await tensorBytes(ck.weights.layers[0]!.q),
+      await tensorBytes(ck.weights.layers[0]!.q!),
     );
     const bias = new Float32Array(data("blk.0.attn_k.bias").slice().buffer);
     const want = decodeWeights(

@@ -182,14 +182,14 @@ export async function onnxDecoder(
   total += w.embed.length;
   for (const [i, l] of w.layers.entries()) {
     const p = `layers.${i}.`;
-    const h = rms(x, await vector(`${p}input_layernorm`, l.inputNorm));
+    const h = rms(x, await vector(`${p}input_layernorm`, l.inputNorm!));
     const proj = async (name: string, t: TensorInfo, b?: TensorInfo) => {
       const y = g.op1("MatMul", [h, await matrix(`${p}${name}`, t)]);
       return b ? g.op1("Add", [y, await vector(`${p}${name}.bias`, b)]) : y;
     };
-    const q = rope(heads(await proj("q_proj", l.q, l.qBias), nh));
-    const k = rope(heads(await proj("k_proj", l.k, l.kBias), nkv));
-    const v = heads(await proj("v_proj", l.v, l.vBias), nkv);
+    const q = rope(heads(await proj("q_proj", l.q!, l.qBias), nh));
+    const k = rope(heads(await proj("k_proj", l.k!, l.kBias), nkv));
+    const v = heads(await proj("v_proj", l.v!, l.vBias), nkv);
     const [pastK, pastV] = past[i]!;
     const presentK = g.op1("Concat", [pastK, k], { axis: 2 });
     const presentV = g.op1("Concat", [pastV, v], { axis: 2 });
@@ -218,7 +218,7 @@ export async function onnxDecoder(
       g.op1("MatMul", [o, await matrix(`${p}o_proj`, l.o)]),
     ]);
 
-    const h2 = rms(x, await vector(`${p}post_attention_layernorm`, l.postNorm));
+    const h2 = rms(x, await vector(`${p}post_attention_layernorm`, l.postNorm!));
     const gate = g.op1("MatMul", [h2, await matrix(`${p}gate_proj`, l.gate!)]);
     const up = g.op1("MatMul", [h2, await matrix(`${p}up_proj`, l.up!)]);
     const act = g.op1("Mul", [

@@ -1,13 +1,14 @@
 // What the product kernels (matvec_quant.wgsl, gemm_quant.wgsl) share after the dot products:
 // the 32-weight dot product of a decoded slice, and the epilogue of one output. Needs the
-// kernel's uniform `p` (fields ldy, y0, flags), its bindings `bias` (f32) and `y`, and the
-// override GATED; the gated activation is lib/gate_act's (override ACT).
+// kernel's uniform `p` (fields ldy, y0, flags, scale), its bindings `bias` (f32) and `y`, and
+// the override GATED; the gated activation is lib/gate_act's (override ACT).
 //! import lib/gate_act
 //! import lib/dot
 
 // Output (m, n) from its product r (its up product r2 with GATED), already scaled by the norm:
-// y[m * ldy + y0 + n] = r (+ bias[y0 + n] with flag bit 0) (+ y with bit 2, the residual add),
-// or with GATED act(r) * r2 (SwiGLU or GeGLU, as ACT says).
+// y[m * ldy + y0 + n] = (r (+ bias[y0 + n] with flag bit 0)) * scale (+ y with bit 2, the
+// residual add), or with GATED act(r) * r2 (SwiGLU or GeGLU, as ACT says). A scale of 1 (the
+// callers' default) is exact.
 fn finish(m: u32, n: u32, r: f32, r2: f32) {
   let o = m * p.ldy + p.y0 + n;
   if (GATED) {
@@ -18,6 +19,7 @@ fn finish(m: u32, n: u32, r: f32, r2: f32) {
   if ((p.flags & 1u) != 0u) {
     v += bias[p.y0 + n];
   }
+  v *= p.scale;
   if ((p.flags & 4u) != 0u) {
     v += y[o];
   }

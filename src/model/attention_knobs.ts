@@ -69,8 +69,9 @@ export function hfAttentionKnobs(
   dims: { hiddenSize: number; headDim: number; numLayers: number; maxPositions: number },
 ): AttentionKnobs {
   const out: AttentionKnobs = {};
-  const on = c.use_sliding_window === true ||
-    (arch.hf.config.slidingWindow === "when_set" && c.sliding_window != null);
+  const rule = arch.hf.config.slidingWindow;
+  const on = rule !== "ignored" && (c.use_sliding_window === true ||
+    (rule === "when_set" && c.sliding_window != null));
   if (on) {
     const v = c.sliding_window;
     if (typeof v !== "number") {
@@ -137,7 +138,7 @@ export function ggufAttentionKnobs(
 ): AttentionKnobs {
   const out: AttentionKnobs = {};
   const key = `${p}attention.sliding_window`;
-  if (m.has(key) && m.uint(key) > 0) {
+  if (!arch.gguf.ignoresSlidingWindow && m.has(key) && m.uint(key) > 0) {
     out.slidingWindow = windowSize(m.uint(key), dims.maxPositions, (why) => m.refuse(key, why));
     out.slidingLayers = ggufWindowLayers(m, `${p}attention.sliding_window_pattern`, arch, dims);
     if (m.has(`${p}rope.freq_base_swa`)) out.ropeLocalTheta = m.positive(`${p}rope.freq_base_swa`);

@@ -16,7 +16,7 @@ import {
   type MoeConfig,
 } from "./arch/mod.ts";
 import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
-import type { RopeScaling } from "./rope.ts";
+import { longRopeAttentionFactor, type RopeScaling } from "./rope.ts";
 
 /** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
 export type Architecture = string;
@@ -60,7 +60,31 @@ export interface ModelConfig extends AttentionKnobs {
   // Families with a mixture-of-experts MLP (a `moe_mlp` step).
   /** The experts' sizes and routing. */
   moe?: MoeConfig;
+
+  // Per-layer RoPE (`layerRotaryDim` in rope.ts reads these).
+  /** Leading elements of each q/k head that RoPE rotates (partial rotary); absent: `headDim`. */
+  rotaryDim?: number;
+  /** Indices of the layers without RoPE (their attention sees no positions); absent: none. */
+  noRopeLayers?: number[];
+
+  // Scalar multipliers (`ArchDescription` `multipliers`); absent: no scaling.
+  /** The embedding output times this. */
+  embeddingScale?: number;
+  /** Each residual branch (attention, MLP) times this before it is added. */
+  residualScale?: number;
+  /** Attention scores times this instead of 1/sqrt(headDim). */
+  attentionScale?: number;
+  /** The logits divided by this. */
+  logitScale?: number;
 }
+
+/** The multipliers' `ModelConfig` fields, with their HF keys and their GGUF keys (after `<arch>.`). */
+export const MULTIPLIER_KEYS = [
+  ["embeddingScale", "embedding_multiplier", "embedding_scale"],
+  ["residualScale", "residual_multiplier", "residual_scale"],
+  ["attentionScale", "attention_multiplier", "attention.scale"],
+  ["logitScale", "logits_scaling", "logit_scale"],
+] as const;
 
 type Json = Record<string, unknown>;
 
@@ -141,9 +165,57 @@ function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
           originalMaxPositionEmbeddings: f("original_max_position_embeddings"),
         },
       };
+    case "longrope":
+    case "su": {
+      const s = src as Json;
+      const max = int(c, "max_position_embeddings", 2048);
+      const original = s.original_max_position_embeddings !== undefined
+        ? int(s, "original_max_position_embeddings")
+        : int(c, "original_max_position_embeddings");
+      return {
+        theta,
+        scaling: {
+          type: "longrope",
+          shortFactor: factorList(s, key, "short_factor"),
+          longFactor: factorList(s, key, "long_factor"),
+          originalMaxPositionEmbeddings: original,
+          maxPositionEmbeddings: max,
+          attentionFactor: s.attention_factor !== undefined && s.attention_factor !== null
+            ? f("attention_factor")
+            : longRopeAttentionFactor(max, original),
+        },
+      };
+    }
     default:
       throw refuse(`${key}.rope_type`, `unsupported RoPE type ${describe(type)}`);
   }
+}
+
+/** A list of positive RoPE frequency divisors (`rope_scaling.short_factor` ...). */
+function factorList(src: Json, parent: string, key: string): number[] {
+  const v = src[key];
+  if (!Array.isArray(v) || v.length === 0 || v.some((x) => !(typeof x === "number" && x > 0))) {
+    throw refuse(`${parent}.${key}`, `expected a list of positive numbers, got ${describe(v)}`);
+  }
+  return v;
+}
+
+/** The layers without RoPE (see `HfConfigRules.noRope`). */
+function noRopeLayers(c: Json, numLayers: number, defaultInterval: number): number[] {
+  const flags = c.no_rope_layers;
+  if (flags === undefined || flags === null) {
+    const every = int(c, "no_rope_layer_interval", defaultInterval);
+    return Array.from({ length: numLayers }, (_, l) => l).filter((l) => (l + 1) % every === 0);
+  }
+  if (
+    !Array.isArray(flags) || flags.length !== numLayers || flags.some((f) => f !== 0 && f !== 1)
+  ) {
+    throw refuse(
+      "no_rope_layers",
+      `expected ${numLayers} flags (1: RoPE, 0: none), got ${describe(flags)}`,
+    );
+  }
+  return flags.flatMap((f, l) => f === 0 ? [l] : []);
 }
 
 function dtypeOf(c: Json): WeightDtype | undefined {
@@ -275,5 +347,41 @@ export function parseConfig(json: string | unknown): ModelConfig {
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
   if (hasExperts(arch.layer)) config.moe = moeConfig(cfg);
+  const rotary = cfg.partial_rotary_factor;
+  if (rotary !== undefined && rotary !== null && rotary !== 1) {
+    const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;
+    if (!(rotary as number > 0 && rotary as number < 1) || dim % 2 !== 0 || dim === 0) {
+      throw refuse(
+        "partial_rotary_factor",
+        `expected a fraction of head_dim ${headDim} giving an even count, got ${describe(rotary)}`,
+      );
+    }
+    config.rotaryDim = dim;
+  }
+  if (scaling.type === "longrope") {
+    const half = (config.rotaryDim ?? headDim) / 2;
+    for (
+      const [k, list] of [["short_factor", scaling.shortFactor], [
+        "long_factor",
+        scaling.longFactor,
+      ]] as const
+    ) {
+      if (list.length !== half) {
+        throw refuse(
+          `rope_scaling.${k}`,
+          `${list.length} factors, expected ${half} (rotated dims / 2)`,
+        );
+      }
+    }
+  }
+  if (rules.multipliers) {
+    for (const [field, key] of MULTIPLIER_KEYS) {
+      if (cfg[key] !== undefined && cfg[key] !== null) config[field] = num(cfg, key);
+    }
+  }
+  if (rules.noRope) {
+    const skip = noRopeLayers(cfg, config.numLayers, rules.noRope.defaultInterval);
+    if (skip.length > 0) config.noRopeLayers = skip;
+  }
   return config;
 }

@@ -79,10 +79,10 @@ export class Forward {
       tableOffsets: f("table_offsets", cap),
       blockTable: f("block_table", table),
       x: f("x", cap * c.hiddenSize),
+      branch: f("branch", cap * c.hiddenSize),
       qkv: f("qkv", cap * (Q + 2 * KV)),
       q: f("q", cap * Q),
       attn: f("attn", cap * Q),
-      proj: f("proj", cap * c.hiddenSize),
       act: f("act", cap * c.intermediateSize),
       linear: {
         normed: f("normed", cap * widest),

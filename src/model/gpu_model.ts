@@ -25,10 +25,10 @@ export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
 
 /** One decoder layer's weights as the forward pass reads them. */
 export interface GpuLayer {
-  /** RMSNorm weights, f32. */
-  inputNorm: GPUBuffer;
-  /** RMSNorm weights before the MLP, f32. */
-  postNorm: GPUBuffer;
+  /** RMSNorm weights, f32 (pre-norm families). */
+  inputNorm?: GPUBuffer;
+  /** RMSNorm weights before the MLP, f32 (pre-norm families). */
+  postNorm?: GPUBuffer;
   /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
   qkv: GpuWeight;
   /** [q; k; v] biases, f32 (for every weight format). */
@@ -141,7 +141,11 @@ export class GpuModel {
       uploadRopeFrequencies(
         gpu.device,
         "rope:frequencies",
-        ropeInvFreq(this.config.headDim, this.config.ropeTheta, this.config.ropeScaling),
+        ropeInvFreq(
+          this.config.rotaryDim ?? this.config.headDim,
+          this.config.ropeTheta,
+          this.config.ropeScaling,
+        ),
       ),
     );
     const local = this.config.ropeLocalTheta;
@@ -241,17 +245,29 @@ export class GpuModel {
       if (more.length > 0 || !one) throw new Error(`${t[0]!.name}: not one buffer`);
       return one.buffer;
     };
+    /** A stacked product's tensors: one that holds them all, or its parts in order. */
+    const stacked = (
+      one: WeightInfo | undefined,
+      parts: (WeightInfo | undefined)[],
+    ): [string, WeightInfo[]] => {
+      if (one) return [one.name, [one]];
+      const ts = parts.filter((t) => t !== undefined);
+      if (ts.length !== parts.length) throw new Error("a layer without its stacked products");
+      return [`${ts[0]!.name}+${ts.length - 1}`, ts];
+    };
     this.embed = await weight(w.embed.name, [w.embed]);
     for (const l of w.layers) {
       const layer: GpuLayer = {
-        inputNorm: await vector([l.inputNorm], "f32"),
-        qkv: await weight(`${l.q.name}+2`, [l.q, l.k, l.v]),
+        qkv: await weight(...stacked(l.qkv, [l.q, l.k, l.v])),
         o: await weight(l.o.name, [l.o]),
-        postNorm: await vector([l.postNorm], "f32"),
       };
-      if (l.gate && l.up && l.down) {
-        layer.gateUp = await weight(`${l.gate.name}+1`, [l.gate, l.up]);
-        layer.down = await weight(l.down.name, [l.down]);
+      if ((l.gate && l.up) || l.gateUp) {
+        layer.gateUp = await weight(...stacked(l.gateUp, [l.gate, l.up]));
+      }
+      if (l.down) layer.down = await weight(l.down.name, [l.down]);
+      for (const role of ["inputNorm", "postNorm", "attnOutNorm", "mlpOutNorm"] as const) {
+        const t = l[role];
+        if (t) layer[role] = await vector([t], "f32");
       }
       if (l.router) layer.router = await weight(l.router.name, [l.router]);
       if (l.experts) {
@@ -277,8 +293,6 @@ export class GpuModel {
       }
       if (l.qNorm) layer.qNorm = await vector([l.qNorm], "f32");
       if (l.kNorm) layer.kNorm = await vector([l.kNorm], "f32");
-      if (l.attnOutNorm) layer.attnOutNorm = await vector([l.attnOutNorm], "f32");
-      if (l.mlpOutNorm) layer.mlpOutNorm = await vector([l.mlpOutNorm], "f32");
       this.layers.push(layer);
     }
     this.finalNorm = await vector([w.norm], "f32");

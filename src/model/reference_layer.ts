@@ -1,13 +1,15 @@
 /**
  * The float64 interpreter of a layer recipe (`ArchDescription.layer`): each step as plain
  * Float64Array loops over one run's scratch, in HF's conventions (rotate-half RoPE, grouped-query
- * causal attention with the config's window, scale and soft-cap, gated MLPs). `reference_model.ts` runs it layer by layer.
+ * causal attention with the config's window, scale and soft-cap, gated MLPs). `reference_model.ts`
+ * runs it layer by layer.
  */
 import { EngineError } from "../contract/errors.ts";
 import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
 import { windowOf } from "./attention_knobs.ts";
 import type { ModelConfig } from "./config.ts";
+import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
 export type LayerValues =
@@ -97,7 +99,7 @@ export interface LayerScratch {
   gate: Float64Array;
   up: Float64Array;
   scores: Float64Array;
-  /** cos and sin of each token's angles [T, headDim / 2]. */
+  /** cos and sin of each token's angles [T, invFreq.length]. */
   cos: Float64Array;
   sin: Float64Array;
   /** The same for sliding-window layers with a RoPE base of their own (else `cos`, `sin`). */
@@ -105,15 +107,20 @@ export interface LayerScratch {
   sinLocal: Float64Array;
 }
 
-/** cos and sin of `T` positions from `start` at frequencies `invFreq`. */
-function angles(invFreq: Float64Array, T: number, start: number): [Float64Array, Float64Array] {
+/** cos and sin of `T` positions from `start` at frequencies `invFreq`, times factor `f`. */
+function angles(
+  invFreq: Float64Array,
+  T: number,
+  start: number,
+  f: number,
+): [Float64Array, Float64Array] {
   const half = invFreq.length;
   const cos = new Float64Array(T * half), sin = new Float64Array(T * half);
   for (let t = 0; t < T; t++) {
     for (let i = 0; i < half; i++) {
       const a = (start + t) * invFreq[i]!;
-      cos[t * half + i] = Math.cos(a);
-      sin[t * half + i] = Math.sin(a);
+      cos[t * half + i] = Math.cos(a) * f;
+      sin[t * half + i] = Math.sin(a) * f;
     }
   }
   return [cos, sin];
@@ -129,10 +136,11 @@ export function layerScratch(
 ): LayerScratch {
   const H = c.hiddenSize, F = c.intermediateSize;
   const qDim = c.numHeads * c.headDim, kvDim = c.numKvHeads * c.headDim;
-  const [cos, sin] = angles(invFreq, T, start);
+  const f = ropeAttentionFactor(c.ropeScaling);
+  const [cos, sin] = angles(invFreq, T, start, f);
   const [cosLocal, sinLocal] = localInvFreq === invFreq
     ? [cos, sin]
-    : angles(localInvFreq, T, start);
+    : angles(localInvFreq, T, start, f);
   return {
     T,
     start,
@@ -173,15 +181,26 @@ function need(w: LayerValues, role: LayerRole): Float64Array {
   return t;
 }
 
-function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number, local: boolean): void {
-  const half = D / 2;
+/**
+ * Rotate-half RoPE on the first `rot` elements of each head (cos/sin rows: `rot / 2` or more),
+ * with the window layers' angles when `local`.
+ */
+function rope(
+  s: LayerScratch,
+  buf: Float64Array,
+  heads: number,
+  D: number,
+  rot: number,
+  local: boolean,
+): void {
+  const half = rot / 2, row = s.cos.length / s.T;
   const cos = local ? s.cosLocal : s.cos, sin = local ? s.sinLocal : s.sin;
   for (let t = 0; t < s.T; t++) {
     for (let h = 0; h < heads; h++) {
       const o = (t * heads + h) * D;
       for (let i = 0; i < half; i++) {
         const x1 = buf[o + i]!, x2 = buf[o + i + half]!;
-        const cs = cos[t * half + i]!, sn = sin[t * half + i]!;
+        const cs = cos[t * row + i]!, sn = sin[t * row + i]!;
         buf[o + i] = x1 * cs - x2 * sn;
         buf[o + i + half] = x2 * cs + x1 * sn;
       }
@@ -191,7 +210,7 @@ function rope(s: LayerScratch, buf: Float64Array, heads: number, D: number, loca
 
 function attention(s: LayerScratch, x: LayerContext): void {
   const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
-  const kvDim = c.numKvHeads * D, scale = c.attnScale ?? 1 / Math.sqrt(D);
+  const kvDim = c.numKvHeads * D, scale = c.attnScale ?? c.attentionScale ?? 1 / Math.sqrt(D);
   const cap = c.attnSoftcap, window = windowOf(c, x.layer);
   const { q, attn, scores, T, start } = s;
   attn.fill(0);
@@ -239,23 +258,36 @@ function moeMlp(s: LayerScratch, x: LayerContext): void {
 /** Run one recipe step of a layer over `s`. */
 export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void {
   const { c, w } = x;
-  const T = s.T, H = c.hiddenSize, D = c.headDim;
-  const qDim = c.numHeads * D, kvDim = c.numKvHeads * D;
+  const T = s.T, H = c.hiddenSize, D = c.headDim, F = c.intermediateSize;
+  const qDim = c.numHeads * D, kvDim = c.numKvHeads * D, branch = c.residualScale ?? 1;
+  /** x += the branch in s.proj: scaled, or RMSNorm'd with `postNorm` first. */
+  const add = (postNorm: LayerRole | undefined) => {
+    if (postNorm) rmsNorm(s.proj, T, need(w, postNorm), H, c.rmsNormEps, s.proj);
+    for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + branch * s.proj[i]!;
+  };
   switch (step.op) {
     case "attn_norm_qkv":
-      rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      linear(s.xn, T, need(w, "q"), w.qBias, qDim, H, s.q);
-      linear(s.xn, T, need(w, "k"), w.kBias, kvDim, H, s.k);
-      linear(s.xn, T, need(w, "v"), w.vBias, kvDim, H, s.v);
+    case "qkv": {
+      const input = step.op === "qkv" ? s.x : s.xn;
+      if (step.op === "attn_norm_qkv") rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
+      linear(input, T, need(w, "q"), w.qBias, qDim, H, s.q);
+      linear(input, T, need(w, "k"), w.kBias, kvDim, H, s.k);
+      linear(input, T, need(w, "v"), w.vBias, kvDim, H, s.v);
       return;
-    case "qk_norm":
-      rmsNorm(s.q, T * c.numHeads, need(w, "qNorm"), D, c.rmsNormEps, s.q);
-      rmsNorm(s.k, T * c.numKvHeads, need(w, "kNorm"), D, c.rmsNormEps, s.k);
+    }
+    case "qk_norm": {
+      // Per head, or (`projection`) over each token's whole q (and k).
+      const whole = step.width === "projection";
+      const [qRows, qDimN] = whole ? [T, qDim] : [T * c.numHeads, D];
+      const [kRows, kDimN] = whole ? [T, kvDim] : [T * c.numKvHeads, D];
+      rmsNorm(s.q, qRows, need(w, "qNorm"), qDimN, c.rmsNormEps, s.q);
+      rmsNorm(s.k, kRows, need(w, "kNorm"), kDimN, c.rmsNormEps, s.k);
       return;
+    }
     case "rope": {
-      const local = windowOf(c, x.layer) > 0;
-      rope(s, s.q, c.numHeads, D, local);
-      rope(s, s.k, c.numKvHeads, D, local);
+      const rot = layerRotaryDim(c, x.layer), local = windowOf(c, x.layer) > 0;
+      rope(s, s.q, c.numHeads, D, rot, local);
+      rope(s, s.k, c.numKvHeads, D, rot, local);
       x.kCache.set(s.k, s.start * kvDim);
       x.vCache.set(s.v, s.start * kvDim);
       return;
@@ -265,20 +297,18 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       return;
     case "o_proj_residual":
       linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
-      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
+      add(step.postNorm ? "attnOutNorm" : undefined);
       return;
-    case "mlp":
-      mlp(s, x, step.act);
-      for (let i = 0; i < T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
+    case "mlp": {
+      if (step.preNorm === false) s.xn.set(s.x);
+      else rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
+      linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
+      linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
+      for (let i = 0; i < T * F; i++) s.gate[i] = activation(step.act, s.gate[i]!) * s.up[i]!;
+      linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
+      add(step.postNorm ? "mlpOutNorm" : undefined);
       return;
-    case "o_proj_norm_residual":
-      linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
-      normResidual(s, x, "attnOutNorm");
-      return;
-    case "mlp_norm_residual":
-      mlp(s, x, step.act);
-      normResidual(s, x, "mlpOutNorm");
-      return;
+    }
     case "moe_mlp":
       moeMlp(s, x);
       return;
@@ -289,22 +319,4 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
 export function activation(act: Activation, g: number): number {
   if (act === "silu") return g / (1 + Math.exp(-g));
   return 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g)));
-}
-
-/** `s.proj` ← the gated MLP of RMSNorm(x) (norm `postNorm`). */
-function mlp(s: LayerScratch, x: LayerContext, act: Activation): void {
-  const { c, w } = x;
-  const T = s.T, H = c.hiddenSize, F = c.intermediateSize;
-  rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
-  linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
-  linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
-  for (let i = 0; i < T * F; i++) s.gate[i] = activation(act, s.gate[i]!) * s.up[i]!;
-  linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
-}
-
-/** x += RMSNorm(`s.proj`) with the layer's `role` weight. */
-function normResidual(s: LayerScratch, x: LayerContext, role: LayerRole): void {
-  const H = x.c.hiddenSize;
-  rmsNorm(s.proj, s.T, need(x.w, role), H, x.c.rmsNormEps, s.proj);
-  for (let i = 0; i < s.T * H; i++) s.x[i] = s.x[i]! + s.proj[i]!;
 }

@@ -64,6 +64,21 @@ function argmaxMargin(v: Float64Array): [number, number] {
   return [best, v.length > 1 ? v[best]! - second : Infinity];
 }
 
+/** Stacked q/k/v and gate/up tensors read as views of their parts. */
+function unstack(c: ModelConfig, out: { [R in LayerRole]?: Float64Array }): void {
+  const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+  const F = c.intermediateSize;
+  if (out.qkv) {
+    out.q = out.qkv.subarray(0, Q * H);
+    out.k = out.qkv.subarray(Q * H, (Q + KV) * H);
+    out.v = out.qkv.subarray((Q + KV) * H);
+  }
+  if (out.gateUp) {
+    out.gate = out.gateUp.subarray(0, F * H);
+    out.up = out.gateUp.subarray(F * H);
+  }
+}
+
 /** Options of {@linkcode ReferenceModel.load}. */
 export interface ReferenceOptions {
   /** TEST ONLY: plant a {@linkcode TestMutation}; never set outside tests. */
@@ -90,7 +105,11 @@ export class ReferenceModel {
     private readonly mutation: TestMutation | undefined,
     recipe: readonly LayerStep[] | undefined,
   ) {
-    this.invFreq = ropeInvFreq(config.headDim, config.ropeTheta, config.ropeScaling);
+    this.invFreq = ropeInvFreq(
+      config.rotaryDim ?? config.headDim,
+      config.ropeTheta,
+      config.ropeScaling,
+    );
     this.localInvFreq = config.ropeLocalTheta === undefined
       ? this.invFreq
       : ropeInvFreq(config.headDim, config.ropeLocalTheta, { type: "default" });
@@ -124,6 +143,7 @@ export class ReferenceModel {
           down: await values(e.down),
         });
       }
+      unstack(config, out);
       layers.push(experts ? { ...out, experts: matrices } : out);
     }
     return new ReferenceModel(
@@ -225,6 +245,9 @@ export class ReferenceModel {
       x.set(this.embed.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
     }
     if (c.embedScale !== undefined) { for (let i = 0; i < T * H; i++) x[i] = x[i]! * c.embedScale; }
+    if (c.embeddingScale !== undefined) {
+      for (let i = 0; i < T * H; i++) x[i] = x[i]! * c.embeddingScale;
+    }
     for (const [l, w] of this.layers.entries()) {
       const ctx = {
         c,
@@ -241,6 +264,9 @@ export class ReferenceModel {
     const V = c.vocabSize;
     const logits = new Float64Array(T * V);
     linear(xn, T, this.lmHead, undefined, V, H, logits);
+    if (c.logitScale !== undefined) {
+      for (let i = 0; i < T * V; i++) logits[i] = logits[i]! / c.logitScale;
+    }
     const cap = c.finalSoftcap;
     if (cap !== undefined) {
       for (let i = 0; i < T * V; i++) logits[i] = cap * Math.tanh(logits[i]! / cap);

@@ -19,8 +19,8 @@
  *
  * The config's attention knobs (`attention_knobs.ts`) go to the kernels: the embedding scale and
  * the final logit soft-cap as in-place passes, each layer's window and RoPE base, the attention
- * scale and soft-cap. A step with a post-norm (`o_proj_norm_residual`, `mlp_norm_residual`)
- * writes its product to `proj`, and one RMSNorm dispatch adds the normed rows to x.
+ * scale and soft-cap. A step with a post-norm (`o_proj_residual` / `mlp` with `postNorm`)
+ * writes its product to `branch`, and one RMSNorm dispatch adds the normed rows to x.
  */
 import { type Dispatch } from "../gpu/dispatch.ts";
 import {
@@ -43,9 +43,10 @@ import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
 import { prepareMoeExperts, prepareMoeRoute } from "../gpu/kernels/moe.ts";
 import { kernelPaths } from "../gpu/paths.ts";
-import { type Activation, archOf, type LayerStep } from "./arch/mod.ts";
+import { archOf, type LayerStep } from "./arch/mod.ts";
 import { windowOf } from "./attention_knobs.ts";
 import type { GpuLayer, GpuModel } from "./gpu_model.ts";
+import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
 /** A layer without a weight its recipe reads (a model built around the description's table). */
 function missing(role: string, layer: number): EngineError {
@@ -64,13 +65,13 @@ export interface Scratch {
   blockTable: GPUBuffer;
   /** The residual stream [tokens, hidden]. */
   x: GPUBuffer;
+  /** A residual branch before its post-norm [tokens, hidden]. */
+  branch: GPUBuffer;
   /** The fused q/k/v product [tokens, q + 2kv]. */
   qkv: GPUBuffer;
   /** Rotated q [tokens, q], and attention's output. */
   q: GPUBuffer;
   attn: GPUBuffer;
-  /** A sublayer's output before its post-norm and residual add [tokens, hidden]. */
-  proj: GPUBuffer;
   /** SwiGLU's output [tokens, intermediate]. */
   act: GPUBuffer;
   /** What the unfused (prefill) products need in between. */
@@ -156,6 +157,7 @@ export async function buildPlan(
       vocab: c.vocabSize,
       rowStart: row0,
       rowEnd: row0 + part.rows,
+      ...(c.embeddingScale !== undefined ? { scale: c.embeddingScale } : {}),
     };
     const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
     body.push(
@@ -177,27 +179,68 @@ export async function buildPlan(
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
   const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
   const kvDtype = m.kvDtype;
+  const branch = c.residualScale !== undefined ? { scale: c.residualScale } : {};
+  /**
+   * A residual branch, `product` writing it: added to x (scaled by the residual multiplier), or
+   * with `postNorm`'s weight stored, RMSNorm'd and added by the norm kernel.
+   */
+  const residual = (
+    l: number,
+    name: string,
+    postNorm: GPUBuffer | undefined | false,
+    product: (y: GPUBuffer, epilogue: "accumulate" | "store") => Part,
+  ): Part[] => {
+    if (postNorm === false) return [product(s.x, "accumulate")];
+    if (postNorm === undefined) return [Promise.reject(missing(name, l))];
+    if (c.residualScale !== undefined) {
+      return [
+        Promise.reject(
+          EngineError.invalidArgument("config.residual_multiplier: not supported with post-norms"),
+        ),
+      ];
+    }
+    return [
+      product(s.branch, "store"),
+      prepareRmsNorm(d, {
+        x: s.branch,
+        weight: postNorm,
+        y: s.x,
+        rows: tokens,
+        dim: H,
+        eps: c.rmsNormEps,
+        dtype: "f32",
+        accumulate: true,
+      }, `L${l}:${name}`),
+    ];
+  };
+  /** The q/k/v product, after the input norm when `norm` is given. */
+  const qkv = (l: number, L: GpuLayer, norm?: GPUBuffer): Part =>
+    linear({
+      x: s.x,
+      weight: L.qkv,
+      ...(L.qkvBias ? { b: L.qkvBias } : {}),
+      y: s.qkv,
+      n: Q + 2 * KV,
+      k: H,
+      ...(norm ? { norm: { weight: norm, eps: c.rmsNormEps } } : {}),
+    }, `L${l}:qkv`);
   /** The dispatches of one recipe step of layer `l`. */
   const layerStep = (step: LayerStep, l: number, L: GpuLayer): Part[] => {
     switch (step.op) {
       case "attn_norm_qkv":
-        return [linear({
-          x: s.x,
-          weight: L.qkv,
-          ...(L.qkvBias ? { b: L.qkvBias } : {}),
-          y: s.qkv,
-          n: Q + 2 * KV,
-          k: H,
-          norm: { weight: L.inputNorm, eps: c.rmsNormEps },
-        }, `L${l}:qkv`)];
+        return [L.inputNorm ? qkv(l, L, L.inputNorm) : Promise.reject(missing("inputNorm", l))];
+      case "qkv":
+        return [qkv(l, L)];
       case "qk_norm": {
+        // Per head, or (`projection`) one row of all the heads per token.
+        const whole = step.width === "projection";
         const norm = (weight: GPUBuffer | undefined, which: string, heads: number, at: number) =>
           weight === undefined ? Promise.reject(missing(`${which}Norm`, l)) : prepareHeadNorm(d, {
             x: s.qkv,
             weight,
             tokens,
-            heads,
-            headDim: c.headDim,
+            heads: whole ? 1 : heads,
+            headDim: whole ? heads * c.headDim : c.headDim,
             stride: Q + 2 * KV,
             offset: at,
             eps: c.rmsNormEps,
@@ -220,6 +263,8 @@ export async function buildPlan(
           heads: c.numHeads,
           kvHeads: c.numKvHeads,
           headDim: c.headDim,
+          rotaryDim: layerRotaryDim(c, l),
+          rotaryScale: ropeAttentionFactor(c.ropeScaling),
           kvDtype,
         }, `L${l}:rope_kv`)];
       case "attention":
@@ -238,60 +283,62 @@ export async function buildPlan(
           blockSize: m.blockSize,
           splits,
           kvDtype,
-          ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
+          ...(c.attnScale ?? c.attentionScale) !== undefined
+            ? { scale: c.attnScale ?? c.attentionScale }
+            : {},
           ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),
           window: windowOf(c, l),
         }, `L${l}:attention`)];
       case "o_proj_residual":
-        return [linear(
-          { x: s.attn, weight: L.o, y: s.x, n: H, k: Q, epilogue: "accumulate" },
-          `L${l}:o`,
-        )];
-      case "mlp":
-        return [gateUp(l, L, step.act), down(l, L, s.x, "accumulate")];
-      case "o_proj_norm_residual":
+        return residual(
+          l,
+          "attnOutNorm",
+          step.postNorm === true && L.attnOutNorm,
+          (y, epilogue) =>
+            linear(
+              { x: s.attn, weight: L.o, y, n: H, k: Q, epilogue, ...branch },
+              `L${l}:o`,
+            ),
+        );
+      case "mlp": {
+        const pre = step.preNorm === false ? undefined : L.postNorm;
+        if (step.preNorm !== false && pre === undefined) {
+          return [Promise.reject(missing("postNorm", l))];
+        }
+        if (L.gateUp === undefined) return [Promise.reject(missing("gate/up", l))];
+        const downW = L.down;
+        if (downW === undefined) return [Promise.reject(missing("down", l))];
         return [
-          linear({ x: s.attn, weight: L.o, y: s.proj, n: H, k: Q }, `L${l}:o`),
-          normResidual(l, L.attnOutNorm, "attnOutNorm"),
+          linear({
+            x: s.x,
+            weight: L.gateUp,
+            y: s.act,
+            n: c.intermediateSize,
+            k: H,
+            ...(pre ? { norm: { weight: pre, eps: c.rmsNormEps } } : {}),
+            epilogue: step.act === "silu" ? "swiglu" : "geglu",
+          }, `L${l}:gate_up`),
+          ...residual(
+            l,
+            "mlpOutNorm",
+            step.postNorm === true && L.mlpOutNorm,
+            (y, epilogue) =>
+              linear({
+                x: s.act,
+                weight: downW,
+                y,
+                n: H,
+                k: c.intermediateSize,
+                epilogue,
+                ...branch,
+              }, `L${l}:down`),
+          ),
         ];
-      case "mlp_norm_residual":
-        return [
-          gateUp(l, L, step.act),
-          down(l, L, s.proj, "store"),
-          normResidual(l, L.mlpOutNorm, "mlpOutNorm"),
-        ];
+      }
       case "moe_mlp":
         return moeMlp(l, L);
     }
   };
-  /** The gate and up products, the MLP norm folded in, the gated activation in the epilogue. */
-  const gateUp = (l: number, L: GpuLayer, act: Activation) =>
-    L.gateUp === undefined ? Promise.reject(missing("gate/up", l)) : linear({
-      x: s.x,
-      weight: L.gateUp,
-      y: s.act,
-      n: c.intermediateSize,
-      k: H,
-      norm: { weight: L.postNorm, eps: c.rmsNormEps },
-      epilogue: act === "silu" ? "swiglu" : "geglu",
-    }, `L${l}:gate_up`);
-  const down = (l: number, L: GpuLayer, y: GPUBuffer, epilogue: "store" | "accumulate") =>
-    L.down === undefined ? Promise.reject(missing("down", l)) : linear(
-      { x: s.act, weight: L.down, y, n: H, k: c.intermediateSize, epilogue },
-      `L${l}:down`,
-    );
-  /** x += RMSNorm(proj) with a post-norm weight of layer `l`. */
-  const normResidual = (l: number, weight: GPUBuffer | undefined, role: string) =>
-    weight === undefined ? Promise.reject(missing(role, l)) : prepareRmsNorm(d, {
-      x: s.proj,
-      weight,
-      y: s.x,
-      rows: tokens,
-      dim: H,
-      eps: c.rmsNormEps,
-      dtype: "f32",
-      accumulate: true,
-    }, `L${l}:${role}`);
   /**
    * A mixture-of-experts MLP: the router as a product (the norm folded in), the routes, and the
    * routed experts' SwiGLU added to x (`gpu/kernels/moe.ts`).
@@ -299,6 +346,8 @@ export async function buildPlan(
   const moeMlp = (l: number, L: GpuLayer): Part[] => {
     const moe = c.moe, sm = s.moe;
     if (!moe || !sm || !L.router || !L.experts) return [Promise.reject(missing("experts", l))];
+    if (!L.postNorm) return [Promise.reject(missing("postNorm", l))];
+    const norm = { weight: L.postNorm, eps: c.rmsNormEps };
     const shape = { tokens, experts: moe.experts, topK: moe.topK };
     return [
       linear({
@@ -307,7 +356,7 @@ export async function buildPlan(
         y: sm.logits,
         n: moe.experts,
         k: H,
-        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+        norm,
       }, `L${l}:router`),
       prepareMoeRoute(d, {
         ...shape,
@@ -319,7 +368,7 @@ export async function buildPlan(
       prepareMoeExperts(d, {
         ...shape,
         x: s.x,
-        norm: { weight: L.postNorm, eps: c.rmsNormEps },
+        norm,
         gateUp: L.experts.gateUp,
         down: L.experts.down,
         ids: sm.ids,
@@ -346,6 +395,7 @@ export async function buildPlan(
         n: c.vocabSize,
         k: H,
         norm: { weight: m.finalNorm, eps: c.rmsNormEps },
+        ...(c.logitScale !== undefined ? { scale: 1 / c.logitScale } : {}),
       },
       "lm_head",
       rows,

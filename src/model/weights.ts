@@ -50,14 +50,14 @@ export interface WeightInfo {
 
 /** The tensors of one transformer layer (HF names in brackets). */
 export interface LayerWeights<T extends WeightInfo = TensorInfo> {
-  /** RMSNorm weight before attention (`input_layernorm`). */
-  inputNorm: T;
-  /** Query projection (`self_attn.q_proj`). */
-  q: T;
-  /** Key projection (`self_attn.k_proj`). */
-  k: T;
-  /** Value projection (`self_attn.v_proj`). */
-  v: T;
+  /** RMSNorm weight before attention (`input_layernorm`), in pre-norm families. */
+  inputNorm?: T;
+  /** Query projection (`self_attn.q_proj`), unless stacked. */
+  q?: T;
+  /** Key projection (`self_attn.k_proj`), unless stacked. */
+  k?: T;
+  /** Value projection (`self_attn.v_proj`), unless stacked. */
+  v?: T;
   /** Attention output projection (`self_attn.o_proj`). */
   o: T;
   /** Query bias, when the config has attention biases. */
@@ -70,11 +70,11 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   qNorm?: T;
   /** Per-head RMSNorm weight of k [head_dim] (`self_attn.k_norm`), in families with one. */
   kNorm?: T;
-  /** RMSNorm weight before the MLP (`post_attention_layernorm`). */
-  postNorm: T;
-  /** MLP gate projection (`mlp.gate_proj`), in families with a dense MLP. */
+  /** RMSNorm weight before the MLP (`post_attention_layernorm`), in pre-norm families. */
+  postNorm?: T;
+  /** MLP gate projection (`mlp.gate_proj`), in families with a dense MLP, unless stacked. */
   gate?: T;
-  /** MLP up projection (`mlp.up_proj`), in families with a dense MLP. */
+  /** MLP up projection (`mlp.up_proj`), in families with a dense MLP, unless stacked. */
   up?: T;
   /** MLP down projection (`mlp.down_proj`), in families with a dense MLP. */
   down?: T;
@@ -86,6 +86,10 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   attnOutNorm?: T;
   /** RMSNorm of the MLP output before its residual add, in families with one. */
   mlpOutNorm?: T;
+  /** q, k and v stacked (`self_attn.qkv_proj`), in families that stack them. */
+  qkv?: T;
+  /** gate and up stacked (`mlp.gate_up_proj`), in families that stack them. */
+  gateUp?: T;
 }
 
 /** One expert's tensors (`gate_proj`, `up_proj`, `down_proj` of `mlp.experts.E`). */

@@ -95,6 +95,13 @@ export interface RopeKvArgs {
   kvHeads: number;
   /** Width of a head (even). */
   headDim: number;
+  /**
+   * The leading elements of each q and k head that rotate (even, at most `headDim`; default
+   * `headDim`): partial rotary below it, no RoPE at 0 (k and v are still cached).
+   */
+  rotaryDim?: number;
+  /** The rotated elements times this (default 1): LongRoPE's attention factor. */
+  rotaryScale?: number;
   /** Cache element type. */
   kvDtype: KvDtype;
 }
@@ -109,13 +116,23 @@ export async function prepareRopeKv(
   label = "rope_kv",
 ): Promise<KernelDispatch> {
   checkHeads(label, a.heads, a.kvHeads, a.headDim);
+  const rotaryDim = a.rotaryDim ?? a.headDim;
+  if (
+    !Number.isInteger(rotaryDim) || rotaryDim < 0 || rotaryDim % 2 !== 0 || rotaryDim > a.headDim
+  ) {
+    throw invalid(
+      label,
+      `rotaryDim ${rotaryDim}: expected an even count up to head_dim ${a.headDim}`,
+    );
+  }
   const pairs = a.tokens * (a.heads + 2 * a.kvHeads) * (a.headDim / 2);
   return await prepareKernel(device, {
     label,
     shader: "rope",
     entry: "rope_kv",
     constants: { KV_F16: a.kvDtype === "f16" ? 1 : 0 },
-    uniform: [a.tokens, a.heads, a.headDim, a.kvHeads],
+    uniform: [a.tokens, a.heads, a.headDim, a.kvHeads, rotaryDim, a.rotaryScale ?? 1, 0, 0],
+    floats: [5],
     buffers: {
       1: a.q,
       2: a.positions,
@@ -221,7 +238,7 @@ export function attentionLayout(heads: number, kvHeads: number, headDim: number)
 }
 
 /**
- * Causal attention over the paged KV cache, scaled by `1/sqrt(headDim)`, in one pass or split over
+ * Causal attention over the paged KV cache, scaled by `scale` (1/sqrt(headDim)), in one pass or split over
  * the key axis and merged. Throws `InvalidArgument` on head counts that do not divide, an odd head
  * dim or one above 256.
  */

@@ -24,6 +24,12 @@ interface Shape {
   heads: number;
   kvHeads: number;
   headDim: number;
+  /** Rotated elements per head (partial rotary; 0: no RoPE); default all. */
+  rotaryDim?: number;
+  /** Attention's score scale (default 1/sqrt(headDim)). */
+  scale?: number;
+  /** The rotated elements' factor (default 1). */
+  rotaryScale?: number;
 }
 
 const SHAPES: Record<string, Shape> = {
@@ -33,6 +39,16 @@ const SHAPES: Record<string, Shape> = {
   "mha 3/3 d16": { heads: 3, kvHeads: 3, headDim: 16 },
   "mqa 10/1 d32 (two chunks of 5)": { heads: 10, kvHeads: 1, headDim: 32 },
   "8/2 d256": { heads: 8, kvHeads: 2, headDim: 256 },
+  "partial rotary 9/3 d40, 22 rotated": { heads: 9, kvHeads: 3, headDim: 40, rotaryDim: 22 },
+  "no rope 5/1 d24": { heads: 5, kvHeads: 1, headDim: 24, rotaryDim: 0 },
+  "scale 0.3 6/2 d18": { heads: 6, kvHeads: 2, headDim: 18, scale: 0.3 },
+  "longrope 6/3 d40, 30 rotated x1.19": {
+    heads: 6,
+    kvHeads: 3,
+    headDim: 40,
+    rotaryDim: 30,
+    rotaryScale: 1.19,
+  },
 };
 const BLOCK = 16;
 const PAD = 0xffffffff;
@@ -47,6 +63,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const { heads, kvHeads, headDim } = shape;
+    const rotaryDim = shape.rotaryDim ?? headDim;
     const blocks = lengths.reduce((n, l) => n + Math.ceil(l / BLOCK), 0) + 2;
     const order = Array.from({ length: blocks }, (_, i) => i).reverse();
     const table: number[] = [], offsets: number[] = [];
@@ -66,7 +83,10 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
     const tokens = positions.length;
     const row = (heads + 2 * kvHeads) * headDim;
     const qkv = asF32(seeded(5, tokens * row));
-    const invFreq = Array.from({ length: headDim / 2 }, (_, i) => 10000 ** (-(2 * i) / headDim));
+    const invFreq = Array.from(
+      { length: Math.max(rotaryDim, 2) / 2 },
+      (_, i) => 10000 ** (-(2 * i) / Math.max(rotaryDim, 2)),
+    );
     const cacheElems = blocks * BLOCK * kvHeads * headDim;
     const kCache = outBuffer(device, "gqa:k_cache", cacheElems * bytesOf(kvDtype) / 4);
     const vCache = outBuffer(device, "gqa:v_cache", cacheElems * bytesOf(kvDtype) / 4);
@@ -84,6 +104,8 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       heads,
       kvHeads,
       headDim,
+      rotaryDim,
+      ...(shape.rotaryScale !== undefined ? { rotaryScale: shape.rotaryScale } : {}),
       kvDtype,
     });
     const q = await runRead(device, [rope], qOut, tokens * heads * headDim);
@@ -107,6 +129,7 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       headDim,
       blockSize: BLOCK,
       kvDtype,
+      ...(shape.scale !== undefined ? { scale: shape.scale } : {}),
     };
     const prefillOut = outBuffer(device, "gqa:prefill_out", tokens * heads * headDim);
     const prefill = await prepareAttention(device, {
@@ -118,12 +141,20 @@ async function check(name: string, shape: Shape, kvDtype: KvDtype, lengths: numb
       tokens,
     });
     const got = await runRead(device, prefill.dispatches, prefillOut, tokens * heads * headDim);
-    const want = pagedAttentionRef(q, cache, positions, tableOffsets, heads);
+    const knobs = shape.scale === undefined ? {} : { scale: shape.scale };
+    const want = pagedAttentionRef(q, cache, positions, tableOffsets, heads, knobs);
     assertClose(got, want, ATTN_TOL, ATTN_TOL, `${name}: prefill`);
 
     const decPos = lengths.map((l) => l - 1);
     const dq = asF32(seeded(7, lengths.length * heads * headDim));
-    const decodeRef = pagedAttentionRef(dq, cache, decPos, offsets, heads);
+    const decodeRef = pagedAttentionRef(
+      dq,
+      cache,
+      decPos,
+      offsets,
+      heads,
+      shape.scale === undefined ? {} : { scale: shape.scale },
+    );
     for (const splits of [1, 3, 7]) {
       const out = outBuffer(device, "gqa:decode_out", dq.length);
       const dec = await prepareAttention(device, {
@@ -162,6 +193,19 @@ Deno.test("attention wrappers refuse bad shapes with an InvalidArgument EngineEr
   await refuse(() =>
     prepareRopeKv(device, { ...rope, tokens: 1, heads: 2, kvHeads: 1, headDim: 5, kvDtype: "f16" })
   );
+  for (const rotaryDim of [5, 18, -2]) {
+    await refuse(() =>
+      prepareRopeKv(device, {
+        ...rope,
+        tokens: 1,
+        heads: 2,
+        kvHeads: 1,
+        headDim: 16,
+        rotaryDim,
+        kvDtype: "f32",
+      })
+    );
+  }
   const att = {
     q: b,
     kCache: b,

@@ -33,6 +33,8 @@ export interface EmbeddingArgs {
   rowStart?: number;
   /** End (exclusive) of the rows `table` holds (default `vocab`). */
   rowEnd?: number;
+  /** Every embedding value times this (default 1). */
+  scale?: number;
 }
 
 /** out[t, :] = table[ids[t], :] for the ids in this chunk of the table (see `EmbeddingArgs`). */
@@ -46,7 +48,17 @@ export function prepareEmbedding(
     shader: "embedding",
     entry: "main",
     constants: { WEIGHT_DTYPE: DTYPE_CODE[a.dtype] },
-    uniform: [a.tokens, a.hidden, a.vocab, a.rowStart ?? 0, a.rowEnd ?? a.vocab, 0, 0, 0],
+    uniform: [
+      a.tokens,
+      a.hidden,
+      a.vocab,
+      a.rowStart ?? 0,
+      a.rowEnd ?? a.vocab,
+      a.scale ?? 1,
+      0,
+      0,
+    ],
+    floats: [5],
     buffers: { 1: a.ids, 2: a.table, 3: a.out },
     workgroups: grid256(device, a.tokens * a.hidden),
   });
@@ -166,7 +178,7 @@ export function prepareRope(
     label,
     shader: "rope",
     entry: "main",
-    uniform: [a.tokens, a.heads, a.headDim, 0],
+    uniform: [a.tokens, a.heads, a.headDim, 0, 0, 0, 0, 0],
     buffers: { 1: a.x, 2: a.positions, 3: a.frequencies },
     workgroups: grid256(device, a.tokens * a.heads * (a.headDim / 2)),
   });

@@ -41,6 +41,19 @@ for (const dtype of DTYPES) {
       });
       const got = await runRead(device, [d], out, ids.length * hidden);
       assertClose(got, embeddingRef(ids, table.values, hidden), 0, 0, "embedding");
+      // Scaled (an embedding multiplier): one f32 rounding of each product.
+      const scaled = await prepareEmbedding(device, {
+        ids: u32Buffer(device, "emb:ids", ids),
+        table: uploadBuffer(device, "emb:table", table.bytes),
+        out,
+        tokens: ids.length,
+        hidden,
+        vocab,
+        dtype,
+        scale: 0.37,
+      });
+      const got2 = await runRead(device, [scaled], out, ids.length * hidden);
+      assertClose(got2, embeddingRef(ids, table.values, hidden, 0.37), 0, 2 ** -23, "scaled");
     });
   });
 
@@ -110,6 +123,37 @@ for (const dtype of DTYPES) {
             `rmsnorm accumulate=${accumulate}`,
           );
         }
+      }
+    });
+  });
+
+  Deno.test(`rmsnorm ${dtype} added to y (a post-normed residual branch) over dims 1, 63, 257`, async () => {
+    const { device } = await testGpu();
+    await withErrorScopes(device, async () => {
+      for (const [rows, dim] of [[3, 1], [5, 63], [2, 257]] as const) {
+        const x = asF32(seeded(dim + 5, rows * dim, 3));
+        const prior = asF32(seeded(dim + 6, rows * dim, 2));
+        const w = weights(dim + 7, dim, dtype, 1);
+        const y = f32Buffer(device, "rms:y", prior);
+        const d = await prepareRmsNorm(device, {
+          x: f32Buffer(device, "rms:x", x),
+          weight: uploadBuffer(device, "rms:w", w.bytes),
+          y,
+          rows,
+          dim,
+          eps: 1e-5,
+          dtype,
+          accumulate: true,
+        });
+        const normed = rmsNormRef(x, w.values, dim, 1e-5);
+        // One more rounding than the stored norm (the add): the same bound over |prior| too.
+        assertClose(
+          await runRead(device, [d], y, rows * dim),
+          normed.map((v, i) => v + prior[i]!),
+          2e-7,
+          1e-6,
+          "rmsnorm accumulate",
+        );
       }
     });
   });

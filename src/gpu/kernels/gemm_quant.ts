@@ -150,7 +150,7 @@ export async function prepareQuantGemm(
   label = "gemm_quant",
 ): Promise<KernelDispatch> {
   const what = "gemm_quant";
-  const { f, y0, ldy, epilogue, flags } = checkQuantProduct(device, what, a);
+  const { f, y0, ldy, epilogue, flags, scale } = checkQuantProduct(device, what, a);
   const swiglu = isGated(epilogue);
   const tile = a.tile ??
     (kernelPaths(device).gemmTile === "rows" ? QUANT_GEMM_CPU_TILE : QUANT_GEMM_GPU_TILE);
@@ -177,8 +177,8 @@ export async function prepareQuantGemm(
     shader: shaderVariant("gemm_quant", { format: f.fragment }),
     entry: tile.kind === "rows" ? "rows" : "main",
     constants: { ...constants, ...epilogueConstants(epilogue) },
-    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, flags, 0],
-    floats: [3],
+    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, flags, scale],
+    floats: [3, 7],
     buffers: await productBindings(device, a, f),
     workgroups,
   });

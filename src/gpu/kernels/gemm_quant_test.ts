@@ -49,6 +49,8 @@ interface Case {
   n: number;
   /** Write into columns [3, 3 + n) of rows n + 5 wide. */
   window: boolean;
+  /** The epilogue's scale (default 1). */
+  scale?: number;
 }
 
 const CASES: readonly Case[] = [
@@ -59,6 +61,8 @@ const CASES: readonly Case[] = [
   { epilogue: "swiglu", norm: false, bias: false, n: 13, window: true },
   { epilogue: "swiglu", norm: true, bias: false, n: 37, window: false },
   { epilogue: "geglu", norm: true, bias: false, n: 13, window: true },
+  { epilogue: "accumulate", norm: true, bias: true, n: 29, window: true, scale: 0.37 },
+  { epilogue: "store", norm: false, bias: true, n: 13, window: false, scale: -0.5 },
 ];
 
 /** The output [M, ldy] of the product over float64 weights `w` (the reference's last step). */
@@ -78,6 +82,7 @@ function reference(
   const bias = c.bias ? opts.bias.subarray(y0, y0 + c.n) : undefined;
   const r = fusedLinearRef(x, w, bias, M, c.n, k, {
     ...(c.norm ? { norm: { weight: opts.gamma, eps: 1e-5 } } : {}),
+    ...(c.scale !== undefined ? { scale: c.scale } : {}),
     epilogue: c.epilogue,
     y0: window,
   });
@@ -120,6 +125,7 @@ async function runCase(
     k,
     type,
     epilogue: c.epilogue,
+    ...(c.scale !== undefined ? { scale: c.scale } : {}),
     tile,
     ...(c.bias ? { bias: f32Buffer(device, "gemmq:b", inputs.bias) } : {}),
     ...(c.norm ? { norm: { weight: f32Buffer(device, "gemmq:g", inputs.gamma), eps: 1e-5 } } : {}),

@@ -55,6 +55,11 @@ export interface FusedLinearArgs extends LinearArgs {
    */
   epilogue?: Epilogue;
   /**
+   * The product (bias included) times this before it is stored or added (default 1; not with
+   * `swiglu`). Product kernels only (K a multiple of 32).
+   */
+  scale?: number;
+  /**
    * Threads per output row of the matrix-vector kernel (a power of two up to 64). By default the
    * device's kernel paths say; tests set it to cover every variant.
    */
@@ -119,6 +124,7 @@ export async function prepareFusedLinear(
       ...(a.norm ? { norm: a.norm } : {}),
       ...(a.ldy !== undefined ? { ldy: a.ldy } : {}),
       ...(a.y0 !== undefined ? { y0: a.y0 } : {}),
+      ...(a.scale !== undefined ? { scale: a.scale } : {}),
       ...(a.threadsPerRow !== undefined ? { threadsPerRow: a.threadsPerRow } : {}),
     }, label);
     return { dispatches: [d] };
@@ -126,6 +132,7 @@ export async function prepareFusedLinear(
   const refuse = (why: string) =>
     EngineError.invalidArgument(`${label}: ${why} needs k a multiple of 32, got ${k}`);
   if (a.ldy !== undefined || a.y0 !== undefined) throw refuse("an output window");
+  if (a.scale !== undefined && a.scale !== 1) throw refuse("a scaled product");
   if ((a.norm || isGated(epilogue)) && scratch === undefined) {
     throw refuse("a norm or a gated activation without scratch");
   }

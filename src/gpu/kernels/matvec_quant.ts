@@ -57,6 +57,11 @@ export interface QuantMatvecArgs {
    * y = gelu_tanh(r_gate) * r_up.
    */
   epilogue?: QuantEpilogue;
+  /**
+   * r (bias included) times this before it is stored or added (default 1): a scaled residual
+   * branch, or logits divided by a constant. Not with `swiglu`.
+   */
+  scale?: number;
   /** Output row stride in floats; default n, at least y0 + n. */
   ldy?: number;
   /** First output column; default 0. */
@@ -166,6 +171,8 @@ export interface CheckedQuantProduct {
   epilogue: QuantEpilogue;
   /** Bits of `FLAG_BIAS`, `FLAG_NORM`, `FLAG_ACCUMULATE`. */
   flags: number;
+  /** The epilogue's scale (1 by default). */
+  scale: number;
 }
 
 /**
@@ -190,6 +197,9 @@ export function checkQuantProduct(
   const epilogue = a.epilogue ?? "store";
   if (!EPILOGUES.includes(epilogue)) fail(what, `unknown epilogue ${epilogue}`);
   if (isGated(epilogue) && a.bias) fail(what, `no bias with the ${epilogue} epilogue`);
+  const scale = a.scale ?? 1;
+  if (!Number.isFinite(scale)) fail(what, `scale must be finite, got ${scale}`);
+  if (isGated(epilogue) && scale !== 1) fail(what, `no scale with the ${epilogue} epilogue`);
   if (a.norm && !(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
     fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
   }
@@ -201,7 +211,7 @@ export function checkQuantProduct(
   if (a.norm) checkBuffer(device, what, "norm weight", a.norm.weight, a.k * 4);
   const flags = (a.bias ? FLAG_BIAS : 0) | (a.norm ? FLAG_NORM : 0) |
     (epilogue === "accumulate" ? FLAG_ACCUMULATE : 0);
-  return { f, y0, ldy, epilogue, flags };
+  return { f, y0, ldy, epilogue, flags, scale };
 }
 
 /**
@@ -218,7 +228,7 @@ export async function prepareQuantMatvec(
   label = "matvec_quant",
 ): Promise<KernelDispatch> {
   const what = "matvec_quant";
-  const { f, y0, ldy, epilogue, flags } = checkQuantProduct(device, what, a);
+  const { f, y0, ldy, epilogue, flags, scale } = checkQuantProduct(device, what, a);
   const slices = Math.ceil(a.m / QUANT_MATVEC_ROWS);
   if (slices > device.limits.maxComputeWorkgroupsPerDimension) {
     fail(what, `m = ${a.m} is too many rows for one dispatch`);
@@ -236,8 +246,8 @@ export async function prepareQuantMatvec(
       WG: wg,
       RPT: rpt,
     },
-    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0, 0, flags, 0, 0],
-    floats: [3],
+    uniform: [a.m, a.n, a.k, a.norm?.eps ?? 0, ldy, y0, 0, 0, 0, flags, scale, 0],
+    floats: [3, 10],
     buffers: await productBindings(device, a, f),
     workgroups: [gx, gy, slices],
   });
@@ -256,6 +266,8 @@ export interface QuantEmbeddingArgs {
   rowStart: number;
   rowEnd: number;
   vocab: number;
+  /** Every embedding value times this (default 1). */
+  scale?: number;
 }
 
 /** Threads per workgroup of the `embed` entry point (its `EMBED_WG`). */
@@ -292,7 +304,8 @@ export async function prepareQuantEmbedding(
     label,
     shader: variant(f),
     entry: "embed",
-    uniform: [a.tokens, 0, a.hidden, 0, 0, 0, a.rowStart, a.rowEnd, a.vocab, 0, 0, 0],
+    uniform: [a.tokens, 0, a.hidden, 0, 0, 0, a.rowStart, a.rowEnd, a.vocab, 0, a.scale ?? 1, 0],
+    floats: [10],
     buffers: { 2: a.table, 4: a.out, 6: a.ids, ...await tableBinding(device, f) },
     workgroups: grid(device, Math.ceil(threadCount / EMBED_WG)),
   });

@@ -53,6 +53,8 @@ interface Case {
   n: number;
   /** Write into columns [3, 3 + n) of rows n + 5 wide. */
   window: boolean;
+  /** The epilogue's scale (default 1). */
+  scale?: number;
 }
 
 /**
@@ -89,6 +91,9 @@ function cases(format: number): Case[] {
     push({ epilogue: "swiglu", norm, bias: false, tpr: tprB, m: mB });
   }
   push({ epilogue: "geglu", norm: true, bias: false, tpr: tprA, m: mB });
+  // Scaled: a residual branch times a multiplier, logits divided by a constant.
+  push({ epilogue: "accumulate", norm: true, bias: true, tpr: tprA, m: mA, scale: 0.37 });
+  push({ epilogue: "store", norm: false, bias: true, tpr: tprB, m: mB, scale: -0.5 });
   return out;
 }
 
@@ -115,6 +120,7 @@ async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number
     type,
     epilogue,
     threadsPerRow: c.tpr,
+    ...(c.scale !== undefined ? { scale: c.scale } : {}),
     ...(c.bias ? { bias: f32Buffer(device, "mvq:b", bias) } : {}),
     ...(c.norm ? { norm: { weight: f32Buffer(device, "mvq:g", gamma), eps } } : {}),
     ...(c.window ? { ldy, y0 } : {}),
@@ -125,6 +131,7 @@ async function runCase(device: GPUDevice, type: QuantType, c: Case, seed: number
     prior,
     ldy,
     y0,
+    ...(c.scale !== undefined ? { scale: c.scale } : {}),
     ...(c.bias ? { bias } : {}),
     ...(c.norm ? { norm: { weight: gamma, eps } } : {}),
   });
@@ -281,6 +288,21 @@ Deno.test("embedding_quant: two table chunks compose into one output; out-of-voc
       }
       const whole = quantEmbeddingRef(type, table, ids, hidden, 0, vocab, vocab);
       assertClose(ref, whole, 0, 0, `${type}: chunks vs one table`);
+      // The whole table scaled (an embedding multiplier): one f32 rounding of each product.
+      const scaled = await prepareQuantEmbedding(device, {
+        ids: idBuf,
+        table: uploadBuffer(device, "embq:table", table),
+        out,
+        tokens: ids.length,
+        hidden,
+        type,
+        rowStart: 0,
+        rowEnd: vocab,
+        vocab,
+        scale: -2.5,
+      });
+      const got = await runRead(device, [scaled], out, ids.length * hidden);
+      assertClose(got, whole.map((v) => v * -2.5), 1e-7, 1e-6, `${type} scaled`);
       ok(whole.subarray(2 * hidden, 3 * hidden).every((v) => v === 0), "id 11 gives zeros");
       ok(whole.some((v) => v !== 0), "rows gathered");
     }
@@ -332,6 +354,11 @@ Deno.test("matvec_quant refuses bad shapes, windows, epilogues and short buffers
       prepareQuantMatvec(device, { ...q8, epilogue: "gelu" as QuantEpilogue }),
       "unknown epilogue",
     );
+    await rejectsInvalid(
+      prepareQuantMatvec(device, { ...q8, epilogue: "swiglu", scale: 2 }),
+      "no scale with the swiglu",
+    );
+    await rejectsInvalid(prepareQuantMatvec(device, { ...q8, scale: NaN }), "scale must be finite");
     await rejectsInvalid(prepareQuantMatvec(device, { ...q8, threadsPerRow: 3 }), "threadsPerRow");
     await rejectsInvalid(
       prepareQuantMatvec(device, { ...q8, norm: { weight: small, eps: 1e-5 }, k: 32 * 17 }),

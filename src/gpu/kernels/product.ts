@@ -49,6 +49,8 @@ export interface ProductArgs {
   k: number;
   norm?: { weight: GPUBuffer; eps: number };
   epilogue?: Epilogue;
+  /** The product (bias included) times this before it is stored or added (default 1). */
+  scale?: number;
 }
 
 /**
@@ -95,6 +97,7 @@ async function partProduct(
     k,
     ...(a.b ? { b: a.b } : {}),
     ...(a.norm ? { norm: a.norm } : {}),
+    ...(a.scale !== undefined ? { scale: a.scale } : {}),
     ...placed,
   };
   if (isFloatDtype(part.dtype)) {
@@ -142,6 +145,9 @@ export async function prepareProduct(
   }
   const swiglu = isGated(epilogue);
   if (swiglu && a.b) throw EngineError.invalidArgument(`${label}: no bias with ${epilogue}`);
+  if (swiglu && a.scale !== undefined && a.scale !== 1) {
+    throw EngineError.invalidArgument(`${label}: no scale with ${epilogue}`);
+  }
   // Every part prepared at once (their pipelines compile side by side), run in row order.
   const pending: Promise<KernelDispatch[]>[] = [];
   let y0 = 0;

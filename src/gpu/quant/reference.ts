@@ -15,6 +15,8 @@ export interface QuantMatvecRefOptions {
   y0?: number;
   /** What the output held before ([m, ldy]; default zeros): kept outside the window, added to by `accumulate`. */
   prior?: ArrayLike<number>;
+  /** The product (bias included) times this before it is stored or added. */
+  scale?: number;
 }
 
 /**
@@ -44,6 +46,7 @@ export function quantMatvecRef(
   }
   const r = fusedLinearRef(x, w, bias, m, n, k, {
     ...(opts.norm ? { norm: opts.norm } : {}),
+    ...(opts.scale !== undefined ? { scale: opts.scale } : {}),
     epilogue,
     y0: window,
   });

@@ -100,6 +100,10 @@ export interface RopeKvShape {
   headDim: number;
   /** Element type of the cache (f16 values are rounded as the GPU stores them). */
   kvDtype: "f16" | "f32";
+  /** Leading elements of each head that rotate (default `headDim`; 0: no RoPE). */
+  rotaryDim?: number;
+  /** The rotated elements times this (default 1). */
+  rotaryScale?: number;
 }
 
 /**
@@ -124,8 +128,10 @@ export function ropeKvRef(
       { length: tokens * n },
       (_, i) => qkv[Math.floor(i / n) * row + off + i % n]!,
     );
-  const q = ropeRef(rows(0, qCols), positions, invFreq, heads, hd);
-  const kNew = ropeRef(rows(qCols, kvCols), positions, invFreq, kvHeads, hd);
+  const rot = s.rotaryDim ?? hd;
+  const f = s.rotaryScale ?? 1;
+  const q = ropeRef(rows(0, qCols), positions, invFreq, heads, hd, rot, f);
+  const kNew = ropeRef(rows(qCols, kvCols), positions, invFreq, kvHeads, hd, rot, f);
   const vNew = rows(qCols + kvCols, kvCols);
   const k = Float64Array.from(kCache), v = Float64Array.from(vCache);
   for (let t = 0; t < tokens; t++) {

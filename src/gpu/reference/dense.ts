@@ -5,13 +5,14 @@ export function embeddingRef(
   ids: ArrayLike<number>,
   table: ArrayLike<number>,
   hidden: number,
+  scale = 1,
 ): Float64Array {
   const vocab = table.length / hidden;
   const out = new Float64Array(ids.length * hidden);
   for (let t = 0; t < ids.length; t++) {
     const id = ids[t]!;
     if (id >= vocab) continue;
-    for (let d = 0; d < hidden; d++) out[t * hidden + d] = table[id * hidden + d]!;
+    for (let d = 0; d < hidden; d++) out[t * hidden + d] = table[id * hidden + d]! * scale;
   }
   return out;
 }
@@ -75,24 +76,29 @@ export function linearRef(
   return y;
 }
 
-/** Rotate-half RoPE on x [T, heads, headDim] (returns a new array). */
+/**
+ * Rotate-half RoPE on x [T, heads, headDim] (returns a new array), on the first `rotaryDim`
+ * elements of each head (default all; the rest are copied), the rotated ones times `scale`.
+ */
 export function ropeRef(
   x: ArrayLike<number>,
   positions: ArrayLike<number>,
   invFreq: ArrayLike<number>,
   heads: number,
   headDim: number,
+  rotaryDim = headDim,
+  scale = 1,
 ): Float64Array {
   const out = Float64Array.from(x);
-  const half = headDim / 2;
+  const half = rotaryDim / 2;
   for (let t = 0; t < positions.length; t++) {
     for (let h = 0; h < heads; h++) {
       const base = (t * heads + h) * headDim;
       for (let i = 0; i < half; i++) {
         const a = positions[t]! * invFreq[i]!;
         const x1 = x[base + i]!, x2 = x[base + i + half]!;
-        out[base + i] = x1 * Math.cos(a) - x2 * Math.sin(a);
-        out[base + i + half] = x2 * Math.cos(a) + x1 * Math.sin(a);
+        out[base + i] = (x1 * Math.cos(a) - x2 * Math.sin(a)) * scale;
+        out[base + i + half] = (x2 * Math.cos(a) + x1 * Math.sin(a)) * scale;
       }
     }
   }
@@ -122,8 +128,8 @@ export function gatedRef(
 }
 
 /**
- * The fused product of `linear.ts`: y = rmsnorm(x)·Wᵀ + b, then stored, added to `y0`, or (with
- * W = [gate; up] of 2n rows) y = act(gate) * up, SiLU (`swiglu`) or GELU-tanh (`geglu`).
+ * The fused product of `linear.ts`: y = (rmsnorm(x)·Wᵀ + b)·scale, then stored, added to `y0`, or
+ * (with W = [gate; up] of 2n rows) y = act(gate) * up, SiLU (`swiglu`) or GELU-tanh (`geglu`).
  */
 export function fusedLinearRef(
   x: ArrayLike<number>,
@@ -136,6 +142,8 @@ export function fusedLinearRef(
     norm?: { weight: ArrayLike<number>; eps: number };
     epilogue?: "store" | "accumulate" | "swiglu" | "geglu";
     y0?: ArrayLike<number>;
+    /** The product (bias included) times this before it is stored or added. */
+    scale?: number;
   } = {},
 ): Float64Array {
   const xn = opts.norm ? rmsNormRef(x, opts.norm.weight, k, opts.norm.eps) : x;
@@ -150,6 +158,7 @@ export function fusedLinearRef(
     return y;
   }
   const y = linearRef(xn, w, b, m, n, k);
+  if (opts.scale !== undefined) { for (let i = 0; i < y.length; i++) y[i] = y[i]! * opts.scale; }
   if (opts.epilogue === "accumulate") {
     for (let i = 0; i < y.length; i++) y[i] = y[i]! + (opts.y0?.[i] ?? 0);
   }

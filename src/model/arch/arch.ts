@@ -21,11 +21,14 @@ export type LayerRole =
   | "gate"
   | "up"
   | "down"
-  // Norms of a sublayer's output before its residual add (Gemma 2/3's sandwich norms).
+  /** RMSNorm weights of the attention output and of the MLP output, before their residual adds. */
   | "attnOutNorm"
   | "mlpOutNorm"
   /** The router of a mixture-of-experts MLP ([experts, hidden]). */
-  | "router";
+  | "router"
+  /** q, k and v stacked in one tensor ([q; k; v] rows), and gate and up ([gate; up]). */
+  | "qkv"
+  | "gateUp";
 
 /**
  * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
@@ -39,7 +42,8 @@ export type GlobalRole = "embed" | "norm" | "lmHead";
 
 /**
  * A tensor dimension in config terms: `hidden`, `q` (heads · head_dim), `kv` (kv_heads ·
- * head_dim), `headDim`, `inter` (the MLP width) or `vocab`.
+ * head_dim), `headDim`, `inter` (the MLP width), `vocab`, or the stacked widths `qkv` (q + 2 kv)
+ * and `inter2` (2 · inter).
  */
 export type Dim =
   | "hidden"
@@ -48,6 +52,8 @@ export type Dim =
   | "headDim"
   | "inter"
   | "vocab"
+  | "qkv"
+  | "inter2"
   /** The experts of a mixture-of-experts MLP, and the width of one expert's MLP. */
   | "experts"
   | "expertInter";
@@ -105,8 +111,11 @@ export type Activation = "silu" | "gelu_tanh";
 export type LayerStep =
   /** RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). */
   | { op: "attn_norm_qkv" }
-  /** A per-head RMSNorm of q and of k (weights `qNorm`, `kNorm` [head_dim]), before RoPE. */
-  | { op: "qk_norm" }
+  /**
+   * An RMSNorm of q and of k before RoPE: per head (weights `qNorm`, `kNorm` [head_dim]), or with
+   * `width: "projection"` over each token's whole q (and k) projection (weights [q], [kv]).
+   */
+  | { op: "qk_norm"; width?: "head" | "projection" }
   /** Rotate-half RoPE on q and k with the config's frequencies; k and v enter the KV cache. */
   | { op: "rope" }
   /**
@@ -114,20 +123,22 @@ export type LayerStep =
    * `attnScale`), soft-capped and windowed as the config says (`attention_knobs.ts`).
    */
   | { op: "attention" }
-  /** x += attention output · `o`ᵀ. */
-  | { op: "o_proj_residual" }
-  /** x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm`. */
-  | { op: "mlp"; act: Activation }
-  /** x += RMSNorm(attention output · `o`ᵀ) with `attnOutNorm` (a norm before the residual add). */
-  | { op: "o_proj_norm_residual" }
-  /** `mlp`, its output through RMSNorm with `mlpOutNorm` before the residual add. */
-  | { op: "mlp_norm_residual"; act: Activation }
+  /** x += attention output · `o`ᵀ; with `postNorm`, x += RMSNorm(that) with `attnOutNorm`. */
+  | { op: "o_proj_residual"; postNorm?: boolean }
+  /**
+   * x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm` (none with
+   * `preNorm: false`); with `postNorm: true`, the branch is RMSNorm'd with `mlpOutNorm` before
+   * the add.
+   */
+  | { op: "mlp"; act: Activation; preNorm?: boolean; postNorm?: boolean }
   /**
    * A mixture-of-experts MLP: n = RMSNorm(x) with `postNorm`; the router's softmax over
    * n · `router`ᵀ picks the config's top-k experts (weights renormalised to sum 1 when
    * `moe.normTopK`); x += Σ weight_e · down_e(act(gate_e(n)) · up_e(n)) over those experts.
    */
-  | { op: "moe_mlp"; act: "silu" };
+  | { op: "moe_mlp"; act: "silu" }
+  /** The q/k/v products of x itself, no input norm (with their biases when present). */
+  | { op: "qkv" };
 
 /** How the shared HF `config.json` reader treats the keys families read differently. */
 export interface HfConfigRules {
@@ -135,9 +146,10 @@ export interface HfConfigRules {
   attentionBias: "always" | "attention_bias";
   /**
    * Sliding-window attention is on when `use_sliding_window` is true (`flag`), or whenever
-   * `sliding_window` is set (`when_set`).
+   * `sliding_window` is set (`when_set`); or never (`ignored`: llama.cpp runs the family
+   * without one, whatever its config says).
    */
-  slidingWindow: "flag" | "when_set";
+  slidingWindow: "flag" | "when_set" | "ignored";
   /**
    * Which layers the window applies to when the config lists no `layer_types` and no
    * `sliding_window_pattern`: with pattern p, layer i when i % p < p - 1 (absent: every layer).
@@ -150,6 +162,17 @@ export interface HfConfigRules {
   tiedByDefault?: true;
   /** The activation `hidden_act` / `hidden_activation` must name (default `silu`). */
   act?: "gelu_pytorch_tanh";
+  /**
+   * Some layers skip RoPE: those `no_rope_layers` marks 0 (one 1/0 per layer), or without it
+   * every `no_rope_layer_interval`-th (the 4th, 8th, ... for an interval of 4; default
+   * `defaultInterval`).
+   */
+  noRope?: { defaultInterval: number };
+  /**
+   * `embedding_multiplier`, `residual_multiplier`, `attention_multiplier` and `logits_scaling`
+   * are read (`ModelConfig.embeddingScale` ...).
+   */
+  multipliers?: boolean;
 }
 
 /** A model family. */
@@ -188,6 +211,12 @@ export interface ArchDescription {
      * the file has no `<arch>.expert_weights_norm` key.
      */
     expertWeightsNorm?: boolean;
+    /** Every this-many-th layer skips RoPE, as llama.cpp hard-codes for the family (no key). */
+    noRopeInterval?: number;
+    /** `embedding_scale`, `residual_scale`, `attention.scale` and `logit_scale` are read. */
+    multipliers?: boolean;
+    /** `attention.sliding_window` is ignored, as llama.cpp ignores it for the family. */
+    ignoresSlidingWindow?: boolean;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];

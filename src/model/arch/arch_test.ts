@@ -3,6 +3,7 @@ import {
   archByGguf,
   archByHfArchitecture,
   archByModelType,
+  type ArchDescription,
   archOf,
   ARCHS,
   expertEntryOfGguf,
@@ -29,10 +30,28 @@ const C: ShapeConfig = {
 /** Experts, for the families with a mixture-of-experts MLP. */
 const MOE = { ...C, moe: { experts: 3, topK: 2, expertIntermediateSize: 16, normTopK: true } };
 
-/** The roles every layer recipe reads, whatever the family. */
-const REQUIRED = ["inputNorm", "q", "k", "v", "o", "postNorm"];
-/** The MLP's: a dense one's, or a mixture of experts' router (and each expert's gate, up, down). */
-const DENSE = ["gate", "up", "down"], ROUTED = ["router"];
+/** The products of a dense MLP (and those of each expert of a mixture of experts). */
+const DENSE = ["gate", "up", "down"];
+
+/** The roles a layer recipe reads: the products always, the norms its steps name. */
+function required(a: ArchDescription): string[] {
+  const has = (r: string) => a.tensors.layer.some((e) => e.role === r);
+  const routed = (a.tensors.experts?.length ?? 0) > 0;
+  const roles = [
+    ...(has("qkv") ? ["qkv"] : ["q", "k", "v"]),
+    "o",
+    ...(routed ? ["router"] : [...(has("gateUp") ? ["gateUp"] : ["gate", "up"]), "down"]),
+  ];
+  for (const s of a.layer) {
+    if (s.op === "attn_norm_qkv") roles.push("inputNorm");
+    if (s.op === "qk_norm") roles.push("qNorm", "kNorm");
+    if (s.op === "o_proj_residual" && s.postNorm) roles.push("attnOutNorm");
+    if (s.op === "mlp" && s.preNorm !== false) roles.push("postNorm");
+    if (s.op === "mlp" && s.postNorm) roles.push("mlpOutNorm");
+    if (s.op === "moe_mlp") roles.push("postNorm");
+  }
+  return roles;
+}
 
 for (const a of ARCHS.values()) {
   Deno.test(`${a.name}: names find the family; HF and GGUF tensor names map both ways`, () => {
@@ -42,9 +61,8 @@ for (const a of ARCHS.values()) {
     for (const n of a.gguf.architectures) equal(archByGguf(n), a);
     ok(a.layer.length > 0);
     const roles = a.tensors.layer.filter((e) => e.when === undefined).map((e) => e.role);
+    for (const r of required(a)) ok(roles.includes(r as never), `${a.name}: ${r}`);
     const experts = a.tensors.experts?.map((e) => e.role) ?? [];
-    const mlp = experts.length > 0 ? ROUTED : DENSE;
-    for (const r of [...REQUIRED, ...mlp]) ok(roles.includes(r as never), `${a.name}: ${r}`);
     deepStrictEqual(experts.length > 0 ? experts : DENSE, DENSE);
     const all = [...globalTensors(a, C), ...[0, 2].flatMap((l) => layerTensors(a, MOE, l))];
     equal(new Set(all.map((t) => t.hf)).size, all.length);

@@ -33,13 +33,7 @@ const PROMPTS = [TOKENS, TOKENS.slice(0, 5), TOKENS.slice(7, 30)];
 
 /** The recipe with the post-attention and post-MLP norms dropped. */
 const WITHOUT_POST_NORMS = (steps: readonly LayerStep[]): LayerStep[] =>
-  steps.map((s) =>
-    s.op === "o_proj_norm_residual"
-      ? { op: "o_proj_residual" }
-      : s.op === "mlp_norm_residual"
-      ? { op: "mlp", act: s.act }
-      : s
-  );
+  steps.map((s) => s.op === "o_proj_residual" || s.op === "mlp" ? { ...s, postNorm: false } : s);
 
 Deno.test("gemma2: HF and GGUF give one config and weights; float64 matches llama.cpp", async () => {
   const hf = await FIXTURE.hf(), gguf = await FIXTURE.gguf();
@@ -80,7 +74,7 @@ Deno.test("gemma2: each feature, turned off in the float64 reference, moves the 
     "the (1 + w) norm weights": async () => ReferenceModel.load(c, await FIXTURE.hfAsStored()),
     "the post-attention and post-MLP norms": () => load(c, WITHOUT_POST_NORMS(recipe)),
     "GELU (SiLU instead)": () =>
-      load(c, recipe.map((s) => s.op === "mlp_norm_residual" ? { ...s, act: "silu" } : s)),
+      load(c, recipe.map((s) => s.op === "mlp" ? { ...s, act: "silu" } : s)),
   });
 });
 

@@ -33,8 +33,8 @@ export const GEMMA3: ArchDescription = {
     { op: "qk_norm" },
     { op: "rope" },
     { op: "attention" },
-    { op: "o_proj_norm_residual" },
-    { op: "mlp_norm_residual", act: "gelu_tanh" },
+    { op: "o_proj_residual", postNorm: true },
+    { op: "mlp", act: "gelu_tanh", postNorm: true },
   ],
   scaleEmbedding: true,
 };

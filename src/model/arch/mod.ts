@@ -12,11 +12,15 @@ import { EngineError } from "../../contract/errors.ts";
 import type { ArchDescription } from "./arch.ts";
 import { GEMMA2 } from "./gemma2.ts";
 import { GEMMA3 } from "./gemma3.ts";
+import { GRANITE } from "./granite.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
+import { OLMO2 } from "./olmo2.ts";
+import { PHI3 } from "./phi3.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 import { QWEN3_MOE } from "./qwen3moe.ts";
+import { SMOLLM3 } from "./smollm3.ts";
 
 const FAMILIES: readonly ArchDescription[] = [
   LLAMA,
@@ -26,6 +30,10 @@ const FAMILIES: readonly ArchDescription[] = [
   QWEN3_MOE,
   GEMMA2,
   GEMMA3,
+  SMOLLM3,
+  GRANITE,
+  OLMO2,
+  PHI3,
 ];
 
 /** The families by `ModelConfig.arch`. */

@@ -79,6 +79,10 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
         throw EngineError.invalidArgument(`config: dimension ${d} of a config without experts`);
       }
       return d === "experts" ? c.moe.experts : c.moe.expertIntermediateSize;
+    case "qkv":
+      return (c.numHeads + 2 * c.numKvHeads) * c.headDim;
+    case "inter2":
+      return 2 * c.intermediateSize;
   }
 }
 

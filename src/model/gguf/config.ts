@@ -7,7 +7,7 @@
 import type { WeightDtype } from "../../gpu/dtype.ts";
 import { archByGguf, ggufArchitectures, hasExperts, layerEntry, MAX_EXPERTS } from "../arch/mod.ts";
 import { ggufAttentionKnobs } from "../attention_knobs.ts";
-import type { ModelConfig } from "../config.ts";
+import { type ModelConfig, MULTIPLIER_KEYS } from "../config.ts";
 import type { RopeScaling } from "../rope.ts";
 import type { GgufMetadata } from "./metadata.ts";
 
@@ -75,10 +75,22 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       `head size ${headDim} is not supported (an even size up to 256)`,
     );
   }
-  for (const key of [`${p}attention.value_length`, `${p}rope.dimension_count`]) {
-    if (m.has(key) && m.count(key) !== headDim) {
-      throw m.refuse(key, `${m.count(key)} differs from the head size ${headDim}`);
-    }
+  const valueKey = `${p}attention.value_length`;
+  if (m.has(valueKey) && m.count(valueKey) !== headDim) {
+    throw m.refuse(valueKey, `${m.count(valueKey)} differs from the head size ${headDim}`);
+  }
+  // Partial rotary: RoPE on the first rope.dimension_count elements of each head (NEOX only).
+  const rotKey = `${p}rope.dimension_count`;
+  const rotaryDim = m.has(rotKey) ? m.count(rotKey) : headDim;
+  if (
+    rotaryDim > headDim || rotaryDim % 2 !== 0 || (rotaryDim < headDim && arch.gguf.interleavedQk)
+  ) {
+    throw m.refuse(
+      rotKey,
+      `${rotaryDim} rotated elements of heads of ${headDim} are not supported${
+        arch.gguf.interleavedQk ? " (partial rotary with interleaved q/k rows)" : ""
+      }`,
+    );
   }
   const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
   const vocabSize = m.has(`${p}vocab_size`)
@@ -128,6 +140,17 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       expertIntermediateSize: m.count(`${p}expert_feed_forward_length`),
       normTopK: m.has(norm) ? m.bool(norm) : arch.gguf.expertWeightsNorm === true,
     };
+  }
+  if (rotaryDim < headDim) config.rotaryDim = rotaryDim;
+  if (arch.gguf.multipliers) {
+    for (const [field, , key] of MULTIPLIER_KEYS) {
+      if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);
+    }
+  }
+  const every = arch.gguf.noRopeInterval;
+  if (every !== undefined && config.numLayers >= every) {
+    const layers = Array.from({ length: config.numLayers }, (_, l) => l);
+    config.noRopeLayers = layers.filter((l) => (l + 1) % every === 0);
   }
   if (m.has("general.file_type")) {
     const dtype = FILE_DTYPES[m.uint("general.file_type")];

@@ -23,7 +23,7 @@ import {
   layerTensors,
   type ResolvedTensor,
 } from "../arch/mod.ts";
-import { type ModelConfig, parseConfig } from "../config.ts";
+import { type ModelConfig, MULTIPLIER_KEYS, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
 import { type ModelFiles, readText, requireText } from "../source.ts";
@@ -221,10 +221,15 @@ export async function plannedBytes(p: PlannedTensor): Promise<Uint8Array> {
 function ropeFreqs(c: ModelConfig): GgufTensor {
   const plain = ropeInvFreq(c.headDim, c.ropeTheta);
   const scaled = ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling);
-  const bytes = new Uint8Array(Float32Array.from(plain, (f, i) => f / scaled[i]!).buffer);
+  return f32Tensor("rope_freqs.weight", Array.from(plain, (f, i) => f / scaled[i]!));
+}
+
+/** A 1-D F32 tensor of `values`. */
+function f32Tensor(name: string, values: readonly number[]): GgufTensor {
+  const bytes = new Uint8Array(Float32Array.from(values).buffer);
   return {
-    name: "rope_freqs.weight",
-    shape: [plain.length],
+    name,
+    shape: [values.length],
     type: GgmlType.F32,
     byteLength: bytes.length,
     data: () => bytes,
@@ -246,7 +251,12 @@ export function ggufTensors(ck: HfCheckpoint, plan: readonly PlannedTensor[]): G
     byteLength: tensorBytesOf(p.type, p.shape),
     data: () => plannedBytes(p),
   }));
-  if (ck.config.ropeScaling.type === "llama3") out.push(ropeFreqs(ck.config));
+  const rope = ck.config.ropeScaling;
+  if (rope.type === "llama3" || rope.type === "factors") out.push(ropeFreqs(ck.config));
+  if (rope.type === "longrope") {
+    out.push(f32Tensor("rope_factors_long.weight", rope.longFactor));
+    out.push(f32Tensor("rope_factors_short.weight", rope.shortFactor));
+  }
   return out;
 }
 
@@ -282,7 +292,7 @@ export function ggufMetadata(
     [`${arch}.attention.key_length`]: u32(c.headDim),
     [`${arch}.attention.value_length`]: u32(c.headDim),
     [`${arch}.attention.layer_norm_rms_epsilon`]: f32(c.rmsNormEps),
-    [`${arch}.rope.dimension_count`]: u32(c.headDim),
+    [`${arch}.rope.dimension_count`]: u32(c.rotaryDim ?? c.headDim),
     [`${arch}.rope.freq_base`]: f32(c.ropeTheta),
   };
   if (c.moe) {
@@ -299,12 +309,41 @@ export function ggufMetadata(
       );
     }
   }
+  if (c.rotaryDim !== undefined && archOf(c).gguf.interleavedQk) {
+    throw EngineError.invalidArgument(
+      `config.partial_rotary_factor: llama.cpp's ${arch} interleaves q/k rows for full rotary only`,
+    );
+  }
+  const every = archOf(c).gguf.noRopeInterval;
+  const skips = every === undefined
+    ? []
+    : Array.from({ length: c.numLayers }, (_, l) => l).filter((l) => (l + 1) % every === 0);
+  if (String(c.noRopeLayers ?? []) !== String(skips)) {
+    throw EngineError.invalidArgument(
+      `config.no_rope_layers: layers ${c.noRopeLayers ?? []} without RoPE; llama.cpp's ${arch} ` +
+        `skips it on ${skips.length > 0 ? `layers ${skips}` : "none"}`,
+    );
+  }
+  for (const [field, hfKey, key] of MULTIPLIER_KEYS) {
+    const v = c[field];
+    if (v === undefined) continue;
+    if (!archOf(c).gguf.multipliers) {
+      throw EngineError.invalidArgument(`config.${hfKey}: llama.cpp's ${arch} does not read it`);
+    }
+    meta[`${arch}.${key}`] = f32(v);
+  }
   const s = c.ropeScaling;
+  if (s.type === "longrope") {
+    // The factors travel as tensors (see ggufTensors); the context the long ones are for is
+    // the model's.
+    meta[`${arch}.rope.scaling.attn_factor`] = f32(s.attentionFactor);
+    meta[`${arch}.rope.scaling.original_context_length`] = u32(s.originalMaxPositionEmbeddings);
+  }
   if (s.type === "linear") {
     meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
     meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
   }
-  // llama3 scaling travels as the `rope_freqs` tensor (see ggufTensors).
+  // llama3 scaling and stored factors travel as the `rope_freqs` tensor (see ggufTensors).
   Object.assign(meta, knobMetadata(c, `${arch}.`));
   return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };
 }

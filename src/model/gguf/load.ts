@@ -80,14 +80,15 @@ function checkSplits(files: GgufFile[]): void {
  * Llama 3 GGUFs carry RoPE scaling as per-dimension frequency divisors (`rope_freqs.weight`)
  * instead of its parameters. Recover the `llama3` parameters that give exactly these divisors
  * (factor = the largest divisor; Llama 3.x's low/high frequency factors 1 and 4 and original
- * context 8192, or the file's `rope.scaling.original_context_length`); refuse anything else.
+ * context 8192, or the file's `rope.scaling.original_context_length`), so that the config reads
+ * as its HF source's; undefined when no such parameters give them.
  */
 export function llama3FromFreqFactors(
   divisors: Float32Array,
   headDim: number,
   theta: number,
   originalContext?: number,
-): RopeScaling {
+): RopeScaling | undefined {
   const base = ropeInvFreq(headDim, theta);
   const top = divisors.indexOf(Math.max(...divisors));
   const olds = [...new Set([originalContext ?? 8192, 8192])];
@@ -110,9 +111,7 @@ export function llama3FromFreqFactors(
       base.every((b, i) => Math.abs(b / divisors[i]! - inv[i]!) <= 1e-5 * b);
     if (ok) return scaling;
   }
-  throw EngineError.invalidArgument(
-    "tensor rope_freqs.weight: per-dimension RoPE frequency factors that are not Llama 3's scaling are not supported",
-  );
+  return undefined;
 }
 
 async function ropeFromFreqs(
@@ -129,13 +128,70 @@ async function ropeFromFreqs(
   }
   const bytes = await t.source.read(t.offset, t.length);
   const divisors = new Float32Array(bytes.slice().buffer);
+  const bad = divisors.findIndex((d) => !(d > 0 && Number.isFinite(d)));
+  if (bad >= 0) {
+    throw EngineError.invalidArgument(
+      `tensor rope_freqs.weight: factor ${bad} is ${divisors[bad]}, expected a positive number`,
+    );
+  }
   const key = `${meta.string("general.architecture")}.rope.scaling.original_context_length`;
+  // Any other divisors are used as stored, as llama.cpp does (their parameters are unknown).
   return llama3FromFreqFactors(
     divisors,
     config.headDim,
     config.ropeTheta,
     meta.has(key) ? meta.count(key) : undefined,
-  );
+  ) ?? { type: "factors", factors: [...divisors] };
+}
+
+/** One f32 RoPE factor tensor of `count` positive values. */
+async function factorTensor(t: GgufTensorInfo, name: string, count: number): Promise<number[]> {
+  if (t.dtype !== "f32" || t.length !== count * 4) {
+    throw EngineError.invalidArgument(
+      `tensor ${name}: expected ${count} f32 values, got ${t.dtype} [${t.shape}]`,
+    );
+  }
+  const values = [...new Float32Array((await t.source.read(t.offset, t.length)).slice().buffer)];
+  const bad = values.findIndex((d) => !(d > 0 && Number.isFinite(d)));
+  if (bad >= 0) {
+    throw EngineError.invalidArgument(
+      `tensor ${name}: factor ${bad} is ${values[bad]}, expected a positive number`,
+    );
+  }
+  return values;
+}
+
+/**
+ * LongRoPE as llama.cpp takes it (Phi-3): `rope_factors_short.weight` and
+ * `rope_factors_long.weight`, the original context `rope.scaling.original_context_length` and
+ * the attention factor `rope.scaling.attn_factor` (1 when absent, as in llama.cpp).
+ */
+async function longRope(
+  config: ModelConfig,
+  meta: GgufMetadata,
+  tensors: Map<string, GgufTensorInfo>,
+): Promise<RopeScaling> {
+  const names = ["rope_factors_short.weight", "rope_factors_long.weight"] as const;
+  const [short, long] = names.map((n) => tensors.get(n));
+  if (!short || !long) {
+    throw EngineError.invalidArgument(`tensor ${names[short ? 1 : 0]}: missing beside the other`);
+  }
+  if (config.ropeScaling.type !== "default") {
+    throw EngineError.invalidArgument(`tensor ${names[0]}: LongRoPE beside another RoPE scaling`);
+  }
+  const p = `${meta.string("general.architecture")}.rope.scaling.`;
+  const half = (config.rotaryDim ?? config.headDim) / 2;
+  return {
+    type: "longrope",
+    shortFactor: await factorTensor(short, names[0], half),
+    longFactor: await factorTensor(long, names[1], half),
+    originalMaxPositionEmbeddings: meta.count(
+      `${p}original_context_length`,
+      config.maxPositionEmbeddings,
+    ),
+    maxPositionEmbeddings: config.maxPositionEmbeddings,
+    attentionFactor: meta.has(`${p}attn_factor`) ? meta.positive(`${p}attn_factor`) : 1,
+  };
 }
 
 /** Read a GGUF model whose (first) file is `first`, opening every file through `open`. */
@@ -159,6 +215,9 @@ export async function openGguf(first: string, open: OpenSource): Promise<GgufMod
       );
     }
     config.ropeScaling = await ropeFromFreqs(config, metadata, freqs);
+  }
+  if (tensors.has("rope_factors_short.weight") || tensors.has("rope_factors_long.weight")) {
+    config.ropeScaling = await longRope(config, metadata, tensors);
   }
   // The same name and shape checks as a safetensors checkpoint.
   mapWeights(config, tensors);

@@ -233,7 +233,7 @@ Deno.test("Llama 3 RoPE frequency factors become llama3 scaling", async () => {
   const divisors = Float32Array.from(base, (b, i) => b / scaled[i]!);
   deepStrictEqual(llama3FromFreqFactors(divisors, dim, theta), scaling);
   const odd = divisors.map((x, i) => i === 40 ? x * 1.5 : x);
-  await refused(Promise.resolve().then(() => llama3FromFreqFactors(odd, dim, theta)), "rope_freqs");
+  equal(llama3FromFreqFactors(odd, dim, theta), undefined);
 
   const meta = tinyMetadata();
   const factors = Float32Array.from(
@@ -246,6 +246,24 @@ Deno.test("Llama 3 RoPE frequency factors become llama3 scaling", async () => {
   ];
   const m = await openGguf("x.gguf", blobOpen({ "x.gguf": encodeGguf(meta, withFreqs) }));
   deepStrictEqual(m.config.ropeScaling, { ...scaling, factor: 4 });
+  // Factors no Llama 3 parameters give (an original context other than 8192) are used as stored.
+  const other = Float32Array.from([1, 2.5, 8, 7]);
+  const withOther = [
+    ...tinyTensors(),
+    { name: "rope_freqs.weight", type: 0, dims: [4], data: new Uint8Array(other.buffer) },
+  ];
+  const o = await openGguf("x.gguf", blobOpen({ "x.gguf": encodeGguf(meta, withOther) }));
+  deepStrictEqual(o.config.ropeScaling, { type: "factors", factors: [1, 2.5, 8, 7] });
+  const zero = Float32Array.from([1, 0, 8, 7]);
+  const withZero = [
+    ...tinyTensors(),
+    { name: "rope_freqs.weight", type: 0, dims: [4], data: new Uint8Array(zero.buffer) },
+  ];
+  await refused(
+    openGguf("x.gguf", blobOpen({ "x.gguf": encodeGguf(meta, withZero) })),
+    "rope_freqs.weight",
+    "factor 1",
+  );
 });
 
 Deno.test("a string the parser would cut at its 2 MB read boundary is refused, not truncated", async () => {

@@ -50,7 +50,7 @@ for (const [name, type] of CASES) {
     );
     equal(checkpoint.format, "gguf");
     const w = checkpoint.weights;
-    for (const t of [w.embed, w.layers[0]!.q, w.layers[0]!.down!]) equal(t.dtype, type, t.name);
+    for (const t of [w.embed, w.layers[0]!.q!, w.layers[0]!.down!]) equal(t.dtype, type, t.name);
     const source = parseReference(await Deno.readTextFile(`${m.dir.pathname}reference.json`));
     const prompts = source.prompts.slice(0, 4).map((p) => p.input_ids);
     ok(prompts.some((p) => p.length > 32), "a prompt of several 8-row prefill slices");

@@ -1,0 +1,30 @@
+/**
+ * SmolLM3: Llama's layer with RoPE skipped on some layers (NoPE: every 4th by default, HF's
+ * `no_rope_layers` / `no_rope_layer_interval`; llama.cpp hard-codes every 4th). llama.cpp runs
+ * it with NORM RoPE, so its q/k rows are interleaved as Llama's.
+ */
+import type { ArchDescription } from "./arch.ts";
+import { DECODER_LAYER, GLOBAL_TENSORS, PRE_NORM_SWIGLU } from "./decoder.ts";
+
+export const SMOLLM3: ArchDescription = {
+  name: "smollm3",
+  hf: {
+    architectures: ["SmolLM3ForCausalLM"],
+    modelTypes: ["smollm3"],
+    config: {
+      attentionBias: "attention_bias",
+      slidingWindow: "flag",
+      noRope: { defaultInterval: 4 },
+    },
+  },
+  gguf: {
+    architectures: ["smollm3"],
+    write: "smollm3",
+    interleavedQk: true,
+    attentionBias: "tensors",
+    ropeFreqs: false,
+    noRopeInterval: 4,
+  },
+  tensors: { global: GLOBAL_TENSORS, layer: DECODER_LAYER },
+  layer: PRE_NORM_SWIGLU,
+};
