@@ -72,8 +72,6 @@ export interface ModelConfig extends AttentionKnobs {
   embeddingScale?: number;
   /** Each residual branch (attention, MLP) times this before it is added. */
   residualScale?: number;
-  /** Attention scores times this instead of 1/sqrt(headDim). */
-  attentionScale?: number;
   /** The logits divided by this. */
   logitScale?: number;
 }
@@ -82,7 +80,7 @@ export interface ModelConfig extends AttentionKnobs {
 export const MULTIPLIER_KEYS = [
   ["embeddingScale", "embedding_multiplier", "embedding_scale"],
   ["residualScale", "residual_multiplier", "residual_scale"],
-  ["attentionScale", "attention_multiplier", "attention.scale"],
+  ["attnScale", "attention_multiplier", "attention.scale"],
   ["logitScale", "logits_scaling", "logit_scale"],
 ] as const;
 

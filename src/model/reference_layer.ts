@@ -210,7 +210,7 @@ function rope(
 
 function attention(s: LayerScratch, x: LayerContext): void {
   const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
-  const kvDim = c.numKvHeads * D, scale = c.attnScale ?? c.attentionScale ?? 1 / Math.sqrt(D);
+  const kvDim = c.numKvHeads * D, scale = c.attnScale ?? 1 / Math.sqrt(D);
   const cap = c.attnSoftcap, window = windowOf(c, x.layer);
   const { q, attn, scores, T, start } = s;
   attn.fill(0);

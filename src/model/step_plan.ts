@@ -17,8 +17,8 @@
  * around the tiled products. Then the rows whose logits are wanted are copied out of the
  * residual stream and multiplied by the LM head with the final norm folded in.
  *
- * The config's attention knobs (`attention_knobs.ts`) go to the kernels: the embedding scale and
- * the final logit soft-cap as in-place passes, each layer's window and RoPE base, the attention
+ * The config's attention knobs (`attention_knobs.ts`) go to the kernels: the embedding scale in
+ * the gather, the final logit soft-cap as an in-place pass, each layer's window and RoPE base, the attention
  * scale and soft-cap. A step with a post-norm (`o_proj_residual` / `mlp` with `postNorm`)
  * writes its product to `branch`, and one RMSNorm dispatch adds the normed rows to x.
  */
@@ -146,6 +146,8 @@ export async function buildPlan(
     );
   }
   // The embedding, one dispatch per part of the table (a big vocabulary is split by rows).
+  // One scale in the gather: the family's (`embedScale`) times the config's multiplier.
+  const embedScale = (c.embedScale ?? 1) * (c.embeddingScale ?? 1);
   let row0 = 0;
   for (const [i, part] of m.embed.parts.entries()) {
     const args = {
@@ -157,7 +159,7 @@ export async function buildPlan(
       vocab: c.vocabSize,
       rowStart: row0,
       rowEnd: row0 + part.rows,
-      ...(c.embeddingScale !== undefined ? { scale: c.embeddingScale } : {}),
+      ...(embedScale !== 1 ? { scale: embedScale } : {}),
     };
     const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
     body.push(
@@ -166,14 +168,6 @@ export async function buildPlan(
         : prepareQuantEmbedding(d, { ...args, type: part.dtype }, label),
     );
     row0 += part.rows;
-  }
-  if (c.embedScale !== undefined) {
-    body.push(prepareScaleInPlace(d, {
-      x: s.x,
-      count: tokens * H,
-      op: "scale",
-      value: c.embedScale,
-    }, "embed_scale"));
   }
   const linear = (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) =>
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
@@ -283,9 +277,7 @@ export async function buildPlan(
           blockSize: m.blockSize,
           splits,
           kvDtype,
-          ...(c.attnScale ?? c.attentionScale) !== undefined
-            ? { scale: c.attnScale ?? c.attentionScale }
-            : {},
+          ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
           ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),
           window: windowOf(c, l),
         }, `L${l}:attention`)];

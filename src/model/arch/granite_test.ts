@@ -17,7 +17,7 @@ import {
 
 familyFixtureTests("granite", 1e-3, "q8_0");
 
-const FIELDS = ["embeddingScale", "residualScale", "attentionScale", "logitScale"] as const;
+const FIELDS = ["embeddingScale", "residualScale", "attnScale", "logitScale"] as const;
 
 Deno.test("granite: the multipliers from config.json and from the GGUF", async () => {
   for (const format of ["hf", "gguf"] as const) {

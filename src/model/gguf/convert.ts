@@ -326,7 +326,8 @@ export function ggufMetadata(
   }
   for (const [field, hfKey, key] of MULTIPLIER_KEYS) {
     const v = c[field];
-    if (v === undefined) continue;
+    // The attention scale is an attention knob too, written with them (knobMetadata).
+    if (v === undefined || field === "attnScale") continue;
     if (!archOf(c).gguf.multipliers) {
       throw EngineError.invalidArgument(`config.${hfKey}: llama.cpp's ${arch} does not read it`);
     }
