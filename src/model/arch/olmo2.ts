@@ -1,7 +1,8 @@
 /**
  * OLMo 2: no pre-norms; the attention output and the MLP output are each RMSNorm'd before
  * their residual add, and q and k are RMSNorm'd over their whole projection width (not per
- * head) before RoPE. llama.cpp runs it with NEOX RoPE, so q/k rows are stored as in HF.
+ * head) before RoPE. llama.cpp runs it with NEOX RoPE, so q/k rows are stored as in HF. OLMo 3
+ * is the same layer with sliding-window attention on some layers (`attention_knobs.ts`).
  */
 import type { ArchDescription, LayerRole, TensorEntry } from "./arch.ts";
 import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QK_NORMS, QKV_BIASES } from "./decoder.ts";
@@ -29,9 +30,11 @@ const POST_NORMS: readonly TensorEntry<LayerRole>[] = [
 export const OLMO2: ArchDescription = {
   name: "olmo2",
   hf: {
-    architectures: ["Olmo2ForCausalLM"],
-    modelTypes: ["olmo2"],
-    config: { attentionBias: "attention_bias", slidingWindow: "flag" },
+    // OLMo 3 is OLMo 2 with sliding-window layers (llama.cpp runs it as olmo2 with the window):
+    // `sliding_window` with `layer_types`, or without them every layer but each 4th.
+    architectures: ["Olmo2ForCausalLM", "Olmo3ForCausalLM"],
+    modelTypes: ["olmo2", "olmo3"],
+    config: { attentionBias: "attention_bias", slidingWindow: "when_set", windowPattern: 4 },
   },
   gguf: {
     architectures: ["olmo2"],
