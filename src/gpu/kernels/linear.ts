@@ -56,7 +56,7 @@ export interface FusedLinearArgs extends LinearArgs {
   epilogue?: Epilogue;
   /**
    * The product (bias included) times this before it is stored or added (default 1; not with
-   * `swiglu`). Product kernels only (K a multiple of 32).
+   * a gated epilogue). Product kernels only (K a multiple of 32).
    */
   scale?: number;
   /**

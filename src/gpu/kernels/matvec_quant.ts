@@ -48,7 +48,7 @@ export interface QuantMatvecArgs {
   k: number;
   /** The weights' format: a GGUF block type or a float dtype. */
   type: TensorDtype;
-  /** f32; output column j adds bias[y0 + j]. Not with `swiglu`. */
+  /** f32; output column j adds bias[y0 + j]. Not with a gated epilogue (`swiglu`, `geglu`). */
   bias?: GPUBuffer;
   /** RMSNorm of x folded in: its weight gamma as f32 [k], and epsilon. */
   norm?: { weight: GPUBuffer; eps: number };
@@ -59,7 +59,7 @@ export interface QuantMatvecArgs {
   epilogue?: QuantEpilogue;
   /**
    * r (bias included) times this before it is stored or added (default 1): a scaled residual
-   * branch, or logits divided by a constant. Not with `swiglu`.
+   * branch, or logits divided by a constant. Not with a gated epilogue.
    */
   scale?: number;
   /** Output row stride in floats; default n, at least y0 + n. */
