@@ -7,7 +7,7 @@
  * quantized weights, so the two differ by far more than Kiln's f32 rounding: compare a family
  * with a dense one (qwen3) rather than with zero.
  *
- *   deno run -A bench/peers/family_quantized.ts [FAMILY...]   (default: qwen3moe qwen3)
+ *   deno run -A bench/peers/family_quantized.ts [--families qwen3moe,qwen3]
  */
 import { fileListFiles } from "../../src/model/source.ts";
 import { openCheckpoint } from "../../src/model/checkpoint.ts";
@@ -25,6 +25,7 @@ import { GpuModel } from "../../src/model/gpu_model.ts";
 import { Forward } from "../../src/model/forward.ts";
 import { tokenizerMeta } from "./families/build.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
+import { runCli } from "../../src/adapters/deno/flags.ts";
 
 const MIXES: GgufMix[] = ["q8_0", "q4_k_m"];
 const FIXTURES = new URL("../../test/fixtures/families/", import.meta.url);
@@ -35,8 +36,21 @@ const argmax = (r: ArrayLike<number>) => {
   return b;
 };
 
+const { flags } = runCli({
+  name: "family_quantized",
+  command: "deno run -A bench/peers/family_quantized.ts",
+  about: "Family fixtures converted by Kiln to Q8_0 and Q4_K_M, run by llama.cpp and by Kiln.",
+  flags: {
+    families: {
+      type: "list",
+      default: ["qwen3moe", "qwen3"],
+      help: "the family fixtures (folders of test/fixtures/families/)",
+    },
+  },
+});
+
 const gpu = await acquireGpu({ label: "family-quantized" });
-for (const family of Deno.args.length > 0 ? Deno.args : ["qwen3moe", "qwen3"]) {
+for (const family of flags.families) {
   const dir = new URL(`${family}/`, FIXTURES);
   const tokens: number[] =
     JSON.parse(await Deno.readTextFile(new URL("manifest.json", dir))).tokens;
