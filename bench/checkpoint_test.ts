@@ -38,7 +38,15 @@ const quiet = { log: () => {} };
 
 Deno.test("every bench shape parses, and its generated tensor list is what the weight map expects", async () => {
   const shapes = await listShapes();
-  deepEqual(shapes, ["llama-3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "smollm2-135m"]);
+  deepEqual(shapes, [
+    "gemma-3-1b",
+    "llama-3.2-1b",
+    "phi-4-mini",
+    "qwen2.5-0.5b",
+    "qwen3-0.6b",
+    "smollm2-135m",
+    "smollm3-3b",
+  ]);
   for (const s of shapes) {
     const config = parseConfig(
       await Deno.readTextFile(new URL(`./shapes/${s}.json`, import.meta.url)),
@@ -57,6 +65,9 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
       "qwen2.5-0.5b": 494_032_768,
       "llama-3.2-1b": 1_235_814_400,
       "qwen3-0.6b": 596_049_920,
+      "gemma-3-1b": 999_885_952,
+      "smollm3-3b": 3_075_098_624,
+      "phi-4-mini": 3_836_021_760,
     };
     equal(params, expected[s], s);
   }
