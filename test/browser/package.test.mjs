@@ -49,15 +49,19 @@ after(async () => {
  * quotes them): reset when issue 21's block formats pushed the worker past the first budgets
  * (173 KiB when those were set, 191 KiB with kernel paths, pipeline warm-up, library error
  * classification and three more GGUF formats), and again at 22 formats (219 KiB: each format's
- * codecs, WGSL fragment and tables; the main chunk keeps only their geometry, 170 KiB);
+ * codecs, WGSL fragment and tables; the main chunk keeps only their geometry, 170 KiB), and at
+ * issue 22's families (main chunk 191.6 KiB, worker 255 KiB: the eleven family descriptions and
+ * their config rules, which the page's header check reads too, the 79-name pre-tokenizer table the
+ * page's tokenizer needs, and in the worker the MoE, GeGLU, window and soft-cap kernels; budgets
+ * set about 3% above, as this is growth in what runs, not in dead code);
  * `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side effects
  * (scripts/build_vendor.mjs), would add ~215 KiB to each file.
  */
 const BUDGET_KIB = {
-  "vite main chunk": [185, 57],
-  "vite worker": [240, 77],
-  "browser/kiln.js": [185, 57],
-  "browser/kiln_worker.js": [254, 81],
+  "vite main chunk": [198, 61],
+  "vite worker": [263, 83],
+  "browser/kiln.js": [197, 61],
+  "browser/kiln_worker.js": [276, 87],
 };
 
 test("the Vite build's main chunk and worker, and the browser build, are within their budgets", (t) => {
