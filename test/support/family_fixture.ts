@@ -7,7 +7,7 @@
  * `familyFixtureTests` registers the shared checks; `familyFixture` and the functions below serve
  * the checks a family adds.
  */
-import { deepStrictEqual, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type Checkpoint, openCheckpoint } from "../../src/model/checkpoint.ts";
 import type { ModelConfig } from "../../src/model/config.ts";
@@ -69,6 +69,50 @@ export function familyFixture(family: string): FixtureFiles {
     },
     converted: (mix) => quantizedCheckpoint(family, mix),
   };
+}
+
+/**
+ * The GPU tests of a fixture opened with `familyFixture`, registered under `family`: llama.cpp's
+ * own GGUF on the GPU (cpu paths, f32 KV cache) against llama.cpp's logits, within `llamaCppBound`
+ * and the same argmax at every position; then the HF folder (F32) and its Q4_K_M conversion on
+ * both kernel paths against float64 on the same weights over `prompts` (`verifyOnGpu`).
+ */
+export function fixtureGpuTests(
+  family: string,
+  fx: FixtureFiles,
+  llamaCppBound: number,
+  prompts: readonly number[][],
+): void {
+  const tokens = fx.manifest.tokens;
+  Deno.test(`${family} on the GPU: llama.cpp's GGUF against llama.cpp's logits, greedy agreement`, async () => {
+    const ck = await fx.gguf();
+    const gpu = await testGpu("cpu");
+    await withErrorScopes(gpu.device, async () => {
+      const model = await GpuModel.fromCheckpoint(gpu, ck, { kvDtype: "f32" });
+      try {
+        const logits = await gpuLogits(model, tokens);
+        const err = maxAbsDiff(logits, fx.llamaCpp);
+        const agree = argmaxAgreement(logits, fx.llamaCpp);
+        console.log(
+          `  GPU vs llama.cpp: max|err| ${
+            err.toExponential(2)
+          }, top token ${agree}/${tokens.length}`,
+        );
+        ok(err < llamaCppBound, `${err}`);
+        equal(agree, tokens.length);
+      } finally {
+        model.destroy();
+      }
+    });
+  });
+  for (const format of ["F32 safetensors", "Q4_K_M GGUF"] as const) {
+    for (const paths of ["cpu", "gpu"] as const) {
+      Deno.test(`${family} ${format} on the GPU (${paths} paths) matches float64 within verify's bounds`, async () => {
+        const ck = format === "F32 safetensors" ? await fx.hf() : await fx.converted("q4_k_m");
+        await verifyOnGpu(ck, paths, prompts);
+      });
+    }
+  }
 }
 
 /** One family's fixture: its tokens and llama.cpp's logits at each of their positions. */

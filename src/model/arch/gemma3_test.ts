@@ -8,16 +8,12 @@
  */
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import {
-  argmaxAgreement,
   checkAblations,
   familyFixture,
-  gpuLogits,
+  fixtureGpuTests,
   maxAbsDiff,
-  verifyOnGpu,
 } from "../../../test/support/family_fixture.ts";
-import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import type { ModelConfig } from "../config.ts";
-import { GpuModel } from "../gpu_model.ts";
 import { ReferenceModel } from "../reference_model.ts";
 import { tensorValues } from "../tensor_values.ts";
 import { archOf, type LayerStep } from "./mod.ts";
@@ -77,33 +73,4 @@ Deno.test("gemma3: each feature, turned off in the float64 reference, moves the 
   });
 });
 
-Deno.test("gemma3 on the GPU: llama.cpp's GGUF against llama.cpp's logits, greedy agreement", async () => {
-  const ck = await FIXTURE.gguf();
-  const gpu = await testGpu("cpu");
-  await withErrorScopes(gpu.device, async () => {
-    const model = await GpuModel.fromCheckpoint(gpu, ck, { kvDtype: "f32" });
-    try {
-      const logits = await gpuLogits(model, TOKENS);
-      const err = maxAbsDiff(logits, FIXTURE.llamaCpp);
-      const agree = argmaxAgreement(logits, FIXTURE.llamaCpp);
-      console.log(
-        `  GPU vs llama.cpp: max|err| ${err.toExponential(2)}, top token ${agree}/${TOKENS.length}`,
-      );
-      ok(err < LLAMA_CPP_TOL, `${err}`);
-      equal(agree, TOKENS.length);
-    } finally {
-      model.destroy();
-    }
-  });
-});
-
-for (const format of ["F32 safetensors", "Q4_K_M GGUF"] as const) {
-  for (const paths of ["cpu", "gpu"] as const) {
-    Deno.test(`gemma3 ${format} on the GPU (${paths} paths) matches float64 within verify's bounds`, async () => {
-      const ck = format === "F32 safetensors"
-        ? await FIXTURE.hf()
-        : await FIXTURE.converted("q4_k_m");
-      await verifyOnGpu(ck, paths, PROMPTS);
-    });
-  }
-}
+fixtureGpuTests("gemma3", FIXTURE, LLAMA_CPP_TOL, PROMPTS);
