@@ -11,12 +11,44 @@ const JINJA = "@huggingface/jinja";
 
 export { DEFAULT_RENDER_BUDGET, type RenderBudget } from "./template_budget.ts";
 
-/** One message of a conversation. */
+/** A function call an assistant message made (the OpenAI and Hugging Face form). */
+export interface ChatToolCall {
+  /** The call's id, which the `tool` message answering it names. */
+  id?: string;
+  /** `function`. */
+  type?: string;
+  /** The function called and its arguments (an object, or its JSON text). */
+  function: { name: string; arguments: Readonly<Record<string, unknown>> | string };
+}
+
+/** One message of a conversation; templates read the optional fields where they know them. */
 export interface ChatMessage {
-  /** Who speaks: `system`, `user`, `assistant`, ... */
+  /** Who speaks: `system`, `user`, `assistant`, `tool`, ... */
   role: string;
   /** The message's text. */
   content: string;
+  /** An assistant's function calls. */
+  tool_calls?: readonly ChatToolCall[];
+  /** A `tool` message: the id of the call it answers. */
+  tool_call_id?: string;
+  /** A `tool` message: the function that answered. */
+  name?: string;
+  /** An assistant's reasoning, apart from its answer (Qwen3's `reasoning_content`). */
+  reasoning_content?: string;
+  /** An assistant's reasoning as gpt-oss's template reads it. */
+  thinking?: string;
+}
+
+/** What a render passes the template besides the messages and special tokens. */
+export interface ChatRenderOptions {
+  /** End with the assistant's header, so the model writes the reply (default true). */
+  addGenerationPrompt?: boolean;
+  /** Function definitions (JSON schema objects), the template's `tools`; unset is `none`. */
+  tools?: readonly Readonly<Record<string, unknown>>[];
+  /** More template variables: `enable_thinking`, `reasoning_effort`, ... */
+  variables?: Readonly<Record<string, unknown>>;
+  /** The clock `strftime_now` reads (default: the current time). */
+  now?: () => Date;
 }
 
 /** `role: content` lines, then `assistant: ` when a reply is wanted. */
@@ -83,20 +115,30 @@ export class ChatTemplate {
   }
 
   /**
-   * Render a conversation within the template's budget: over budget is `ResourceExhausted`, a
+   * Render a conversation within the template's budget, with the variables Hugging Face's
+   * `apply_chat_template` passes (`messages`, `tools`, `documents`, `add_generation_prompt`, the
+   * special tokens' strings, then `options.variables`): over budget is `ResourceExhausted`, a
    * template that throws is `InvalidArgument` with its message (the library's error as `cause`).
    */
   render(
     messages: readonly ChatMessage[],
     special: Readonly<Record<string, string>> = {},
-    addGenerationPrompt = true,
+    options: ChatRenderOptions = {},
   ): string {
     try {
-      return renderWithBudget(this.#template, {
-        ...special,
-        messages: messages.map((m) => ({ ...m })),
-        add_generation_prompt: addGenerationPrompt,
-      }, this.budget);
+      return renderWithBudget(
+        this.#template,
+        {
+          messages: messages.map((m) => ({ ...m })),
+          tools: options.tools === undefined ? null : [...options.tools],
+          documents: null,
+          add_generation_prompt: options.addGenerationPrompt ?? true,
+          ...special,
+          ...options.variables,
+        },
+        this.budget,
+        options.now,
+      );
     } catch (e) {
       throw EngineError.fromLibrary(JINJA, "chat template", e);
     }

@@ -4,7 +4,7 @@ import { EngineError } from "../contract/errors.ts";
 import { openGgufFiles } from "../model/gguf/load.ts";
 import { ggufText } from "../model/gguf/tokenizer.ts";
 import { type ModelFiles, readText, requireText } from "../model/source.ts";
-import { type ChatMessage, ChatTemplate } from "./chat.ts";
+import { type ChatMessage, type ChatRenderOptions, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
 import { isTokenId } from "../contract/fields.ts";
 
@@ -78,9 +78,15 @@ export async function loadText(files: ModelFiles): Promise<ModelText> {
   return { tokenizer, chat: ChatTemplate.fromConfig(config) };
 }
 
-/** A conversation as prompt ids: rendered by the model's template, which writes its own special
- * tokens (BOS included); only the plain default leaves them to the tokenizer. */
-export function encodeChat(text: ModelText, messages: readonly ChatMessage[]): number[] {
-  const rendered = text.chat.render(messages, text.tokenizer.specialTokens);
+/** A conversation as prompt ids: rendered by the model's template (with `options`, see
+ * {@linkcode ChatRenderOptions}), which writes its own special tokens (BOS included), so the
+ * tokenizer adds none, as `apply_chat_template` tokenizes; only the plain default leaves them to
+ * the tokenizer. */
+export function encodeChat(
+  text: ModelText,
+  messages: readonly ChatMessage[],
+  options: ChatRenderOptions = {},
+): number[] {
+  const rendered = text.chat.render(messages, text.tokenizer.specialTokens, options);
   return text.tokenizer.encode(rendered, { addSpecial: text.chat.isDefault });
 }

@@ -6,10 +6,18 @@
  * costs one per item), checks the clock and measures every value it produces, so an overrun
  * lasts at most one node's own work; `range` is replaced by one
  * that refuses long ranges before building them, and numeric arguments of filters and calls
- * (`indent(width)`, `tojson(indent=...)`) are bounded before the filter allocates.
+ * (`indent(width)`, `tojson(indent=...)`) are bounded before the filter allocates. The same
+ * interpreter gives strings Python's `strip`/`lstrip`/`rstrip` and `trim` (template_strings.ts).
  */
 import { Environment, Interpreter, type Template } from "@huggingface/jinja";
 import { EngineError } from "../contract/errors.ts";
+import {
+  pythonStrftime,
+  pythonStrip,
+  type RuntimeLike,
+  STRIP_METHODS,
+  stripChars,
+} from "./template_strings.ts";
 
 /** Limits on one chat-template render; exceeding one throws `InvalidArgument`. */
 export interface RenderBudget {
@@ -35,6 +43,41 @@ type Statement = Parameters<Interpreter["evaluate"]>[0];
 type Value = ReturnType<Interpreter["evaluate"]>;
 type Evaluated = [Value[], Map<string, Value>];
 type ArgsFn = (args: unknown, env: Environment) => Evaluated;
+type FilterFn = (operand: Value, filter: Node, env: Environment) => Value;
+type ValueCtor = new (value: unknown) => Value;
+
+/** The fields of the syntax nodes read here (`@huggingface/jinja`'s AST, structurally). */
+interface Node {
+  type: string;
+  value?: unknown;
+  object?: Node;
+  property?: Node;
+  computed?: boolean;
+  callee?: Node;
+  args?: Node[];
+}
+
+/** `s.strip(...)`, `s.lstrip(...)` or `s.rstrip(...)`: the node of `s`, else undefined. */
+function stripTarget(node: Node | undefined): Node | undefined {
+  if (node?.type !== "MemberExpression" || node.computed || node.property?.type !== "Identifier") {
+    return undefined;
+  }
+  return STRIP_METHODS.has(node.property.value as string) ? node.object : undefined;
+}
+
+/** Replace a string value's strip methods by Python's (on that value only). */
+function withPythonStrips(value: Value & { builtins: Map<string, Value> }): void {
+  const own = new Map(value.builtins);
+  const fn = own.get("strip")?.constructor as ValueCtor | undefined;
+  if (fn === undefined) return;
+  const str = value.constructor as ValueCtor;
+  const s = value.value as string;
+  for (const [name, side] of STRIP_METHODS) {
+    const call = (args: RuntimeLike[]) => new str(pythonStrip(s, stripChars(name, args), side));
+    own.set(name, new fn(call));
+  }
+  Object.defineProperty(value, "builtins", { value: own });
+}
 
 function over(what: string): EngineError {
   return new EngineError("ResourceExhausted", `chat template: ${what}`);
@@ -42,6 +85,9 @@ function over(what: string): EngineError {
 
 class BudgetInterpreter extends Interpreter {
   #steps = 0;
+  /** Nodes whose string value gets Python's strip methods, and the values that have them. */
+  readonly #stripTargets = new WeakSet<Node>();
+  readonly #stripped = new WeakSet<object>();
   readonly #deadline: number;
   readonly #limits: Required<RenderBudget>;
 
@@ -65,6 +111,28 @@ class BudgetInterpreter extends Interpreter {
         return out;
       };
     }
+    // `| trim` and `| trim(chars)` on a string: Python's `str.strip`. Like the strip methods
+    // (`evaluate`), this reaches into the library's internals; if a version renames them, the
+    // family templates' whitespace cases in chat_templates_test.ts fail.
+    const filters = proto as unknown as { applyFilter?: FilterFn };
+    const applyFilter = filters.applyFilter;
+    if (typeof applyFilter === "function") {
+      (this as unknown as { applyFilter: FilterFn }).applyFilter = (operand, filter, env) => {
+        const name = filter.type === "CallExpression" ? filter.callee?.value : filter.value;
+        if (operand.type !== "StringValue" || name !== "trim") {
+          return applyFilter.call(this, operand, filter, env);
+        }
+        let chars: string | null = null;
+        if (filter.type === "CallExpression") {
+          const [args, kwargs] = (this as unknown as { evaluateArguments: ArgsFn })
+            .evaluateArguments(filter.args ?? [], env);
+          const named = kwargs.get("chars");
+          chars = stripChars("trim", named === undefined ? args : [named, ...args]);
+        }
+        const str = operand.constructor as ValueCtor;
+        return new str(pythonStrip(operand.value as string, chars, "both"));
+      };
+    }
   }
 
   override evaluate(statement: Statement, environment: Environment): Value {
@@ -74,7 +142,16 @@ class BudgetInterpreter extends Interpreter {
     if (performance.now() > this.#deadline) {
       throw over(`rendering took more than ${this.#limits.timeoutMs} ms`);
     }
+    const target = stripTarget(statement as Node | undefined);
+    if (target !== undefined) this.#stripTargets.add(target);
     const value = super.evaluate(statement, environment);
+    if (
+      value.type === "StringValue" && this.#stripTargets.has(statement as Node) &&
+      !this.#stripped.has(value)
+    ) {
+      this.#stripped.add(value);
+      withPythonStrips(value as Value & { builtins: Map<string, Value> });
+    }
     const v = (value as { value?: unknown }).value;
     if (typeof v === "string" && v.length > this.#limits.maxChars) {
       throw over(`a string of ${v.length} characters exceeds ${this.#limits.maxChars}`);
@@ -105,40 +182,12 @@ function boundedRange(maxItems: number) {
   };
 }
 
-const MONTHS = [
-  "January",
-  "February",
-  "March",
-  "April",
-  "May",
-  "June",
-  "July",
-  "August",
-  "September",
-  "October",
-  "November",
-  "December",
-];
-
-/** `strftime_now` for the codes chat templates use (`%Y %m %d %b %B %H %M %%`). */
-function strftimeNow(format: unknown): string {
+/** `strftime_now(format)`: Python's `datetime.strftime` of `now()`. */
+function strftimeNow(now: () => Date, format: unknown): string {
   if (typeof format !== "string") {
     throw EngineError.invalidArgument("chat template: strftime_now() takes a format string");
   }
-  const d = new Date();
-  const two = (n: number) => String(n).padStart(2, "0");
-  const month = MONTHS[d.getMonth()]!;
-  const codes: Record<string, string> = {
-    Y: String(d.getFullYear()),
-    m: two(d.getMonth() + 1),
-    d: two(d.getDate()),
-    b: month.slice(0, 3),
-    B: month,
-    H: two(d.getHours()),
-    M: two(d.getMinutes()),
-    "%": "%",
-  };
-  return format.replace(/%(.)/g, (all, c: string) => codes[c] ?? all);
+  return pythonStrftime(now(), format);
 }
 
 /**
@@ -153,13 +202,14 @@ export interface ParsedTemplate {
 
 /**
  * Render a parsed template with `items` as its variables, within `budget` (missing limits from
- * {@linkcode DEFAULT_RENDER_BUDGET}). Over budget is `ResourceExhausted`; the template's own
- * errors are thrown as they are (the caller wraps them).
+ * {@linkcode DEFAULT_RENDER_BUDGET}) and `now` as `strftime_now`'s clock. Over budget is
+ * `ResourceExhausted`; the template's own errors are thrown as they are (the caller wraps them).
  */
 export function renderWithBudget(
   template: ParsedTemplate,
   items: Record<string, unknown>,
   budget: RenderBudget = {},
+  now: () => Date = () => new Date(),
 ): string {
   const limits = { ...DEFAULT_RENDER_BUDGET, ...budget };
   const env = new Environment();
@@ -171,7 +221,7 @@ export function renderWithBudget(
     throw EngineError.invalidArgument(`chat template: ${why}`);
   });
   env.set("range", boundedRange(limits.maxItems));
-  env.set("strftime_now", strftimeNow);
+  env.set("strftime_now", (format: unknown) => strftimeNow(now, format));
   for (const [key, value] of Object.entries(items)) env.set(key, value);
   const out = new BudgetInterpreter(env, limits).run(template.parsed as Template["parsed"]).value;
   return typeof out === "string" ? out : "";
