@@ -33,6 +33,17 @@ export function windowOf(c: AttentionKnobs, l: number): number {
   return c.slidingWindow !== undefined && (c.slidingLayers?.[l] ?? true) ? c.slidingWindow : 0;
 }
 
+/**
+ * The window that bounds what every layer of a `layers`-layer model reads: the smallest layer
+ * window when every layer has one, else 0 (a layer that sees every key keeps the whole cache
+ * live). A key at position p is read last by the query at p + window - 1.
+ */
+export function kvWindow(c: AttentionKnobs, layers: number): number {
+  let min = Infinity;
+  for (let l = 0; l < layers; l++) min = Math.min(min, windowOf(c, l));
+  return min === Infinity ? 0 : min;
+}
+
 /** The sliding-window layers of `pattern`: layer i when i % pattern < pattern - 1. */
 function patternLayers(layers: number, pattern: number | undefined): boolean[] {
   return Array.from(

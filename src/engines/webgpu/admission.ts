@@ -10,7 +10,8 @@ import { MAX_TOP_LOGPROBS } from "../../gpu/kernels/sampling.ts";
  * nothing is queued for a request that fails. `blocks`: a paged KV cache's geometry, when the
  * engine has one: a prompt that the whole cache could not hold with one generated token (or
  * `min_tokens` of them) can never run, so it is refused rather than queued (a `max_tokens`
- * beyond the cache is not refused: the sequence ends with `length` when it fills the cache).
+ * beyond the cache is not refused: the sequence ends with `length` when it fills the cache, or
+ * runs on past it when the model's window lets it release blocks as it goes).
  */
 export function checkRequest(
   request: PreprocessedRequest,

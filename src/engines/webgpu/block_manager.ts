@@ -6,6 +6,11 @@
  * are compared, so a key collision costs a miss, never another prompt's KV.
  * Released blocks that hold a cached prefix stay resident (evictable, least recently used first)
  * until their space is needed.
+ *
+ * With a model whose every layer has a sliding window, a sequence's leading blocks that no
+ * window reaches any more are released while it runs (`drop`): their table entries become
+ * {@linkcode DROPPED}, and each block goes back to the pool by reference count (a prefix-cached
+ * one stays cached, evictable, and publishes `BlockRemoved` when its space is taken).
  */
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import { type BlockKey, blockKey, publishedHash } from "../block_hash.ts";
@@ -58,10 +63,15 @@ function samePrefix(a: BlockPrefix | null, b: BlockPrefix | null): boolean {
   return true;
 }
 
+/** The table entry of a block a sequence released because no layer's window reaches it. */
+export const DROPPED = -1;
+
 /** A sequence's blocks, in order, and the prefixes of its full, committed blocks. */
 export interface SeqBlocks {
-  /** Ids of the sequence's blocks, in token order. */
+  /** Ids of the sequence's blocks, in token order ({@linkcode DROPPED} for released ones). */
   blocks: number[];
+  /** How many leading entries of `blocks` are {@linkcode DROPPED}. */
+  dropped: number;
   /** The prefix up to each full block committed so far (each the next one's parent). */
   prefixes: BlockPrefix[];
 }
@@ -146,14 +156,16 @@ export class BlockManager {
   /**
    * Blocks for a prompt: cached full blocks of its prefix are shared, the rest allocated.
    * Returns undefined (allocating nothing) when there is not room for `tokens + extra` tokens.
-   * `cachedTokens` is how many leading tokens need no prefill.
+   * `cachedTokens` is how many leading tokens need no prefill. `reserve`: allocate at most that
+   * many blocks past the cached ones (and no more than the cache holds), the rest growing with
+   * `ensure` as the sequence is computed (a windowed model's sequences, which `drop` as they go).
    */
   allocate(
     tokens: readonly number[],
     extra = 0,
+    reserve = Infinity,
   ): { seq: SeqBlocks; cachedTokens: number } | undefined {
     const bs = this.blockSize;
-    const needed = Math.ceil((tokens.length + extra) / bs);
     const hits: Block[] = [];
     const prefixes: BlockPrefix[] = [];
     // Keep at least one prompt token to compute: a fully cached prompt still needs its logits.
@@ -166,6 +178,10 @@ export class BlockManager {
       hits.push(b);
       prefixes.push(b.prefix!);
     }
+    const whole = Math.ceil((tokens.length + extra) / bs);
+    const needed = reserve === Infinity
+      ? whole
+      : Math.min(whole, hits.length + reserve, Math.max(hits.length, this.numBlocks));
     const fresh = needed - hits.length;
     const spare = this.#free.length +
       [...this.#cached.values()].filter((b) => b.refs === 0 && !hits.includes(b)).length;
@@ -179,7 +195,7 @@ export class BlockManager {
       b.refs = 1;
       blocks.push(b.id);
     }
-    return { seq: { blocks, prefixes }, cachedTokens: hits.length * bs };
+    return { seq: { blocks, dropped: 0, prefixes }, cachedTokens: hits.length * bs };
   }
 
   /** Grow `seq` to hold `length` tokens; false when no block is left. */
@@ -204,6 +220,10 @@ export class BlockManager {
       const parent = seq.prefixes[i - 1] ?? null;
       const blockTokens = tokens.slice(i * bs, (i + 1) * bs);
       const key = this.#key(parent?.key ?? null, blockTokens);
+      if (seq.blocks[i] === DROPPED) { // released before its tokens were known: not cached
+        seq.prefixes.push({ key, tokens: blockTokens, parent });
+        continue;
+      }
       const b = this.#blocks[seq.blocks[i]!]!;
       if (b.prefix !== undefined) { // shared: a prefix hit
         seq.prefixes.push(b.prefix);
@@ -228,19 +248,45 @@ export class BlockManager {
     }
   }
 
+  /** Drop one reference to block `id`; true when it was the last (the block is free or evictable). */
+  #unref(id: number): boolean {
+    const b = this.#blocks[id]!;
+    if (b.refs === 0) return false;
+    b.refs--;
+    if (b.refs > 0) return false;
+    b.lastUse = this.#clock;
+    if (b.prefix === undefined) this.#free.push(id);
+    return true;
+  }
+
   /** Drop a sequence's references. Blocks in the prefix cache stay cached; the others are freed. */
   release(seq: SeqBlocks): void {
     this.#clock++;
-    for (const id of seq.blocks) {
-      const b = this.#blocks[id]!;
-      if (b.refs === 0) continue;
-      b.refs--;
-      if (b.refs > 0) continue;
-      b.lastUse = this.#clock;
-      if (b.prefix === undefined) this.#free.push(id);
-    }
+    for (const id of seq.blocks) if (id !== DROPPED) this.#unref(id);
     seq.blocks = [];
+    seq.dropped = 0;
     seq.prefixes = [];
+  }
+
+  /**
+   * Release the leading blocks of `seq` whose every position is before `from`: with a sliding
+   * window w on every layer, computing position q reads keys q - w + 1..q only, so `from` is
+   * the next position to compute, plus 1, minus w. Their entries become {@linkcode DROPPED}
+   * (later positions keep their indices); each block loses this sequence's reference, so a
+   * shared or cached one is not freed while another sequence holds it, and a cached one stays
+   * cached. Returns the ids of the blocks whose last reference this was.
+   */
+  drop(seq: SeqBlocks, from: number): number[] {
+    const end = Math.min(Math.floor(from / this.blockSize), seq.blocks.length);
+    const released: number[] = [];
+    if (seq.dropped >= end) return released;
+    this.#clock++;
+    for (; seq.dropped < end; seq.dropped++) {
+      const id = seq.blocks[seq.dropped]!;
+      seq.blocks[seq.dropped] = DROPPED;
+      if (this.#unref(id)) released.push(id);
+    }
+    return released;
   }
 
   /** Forget every block (cleanup). */

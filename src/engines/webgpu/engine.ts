@@ -22,9 +22,9 @@ import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { Forward } from "../../model/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
-import { sequenceLimit } from "../../contract/kv_capacity.ts";
 import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
+import { kvWindow } from "../../model/attention_knobs.ts";
 import { checkRequest } from "./admission.ts";
 import { BlockManager } from "./block_manager.ts";
 import { Readback } from "./readback.ts";
@@ -80,9 +80,16 @@ export class WebGpuEngine implements LLMEngine {
   }
   /**
    * Steps submitted, the most in flight at once, sampled tokens dropped (read back after their
-   * sequence had ended or been preempted) and preemptions.
+   * sequence had ended or been preempted), preemptions, and KV blocks released because no
+   * layer's window reached them any more.
    */
-  readonly steps = { submitted: 0, maxInFlight: 0, discardedTokens: 0, preemptions: 0 };
+  readonly steps = {
+    submitted: 0,
+    maxInFlight: 0,
+    discardedTokens: 0,
+    preemptions: 0,
+    droppedBlocks: 0,
+  };
 
   /** An engine in the `new` state; `start()` loads the model and acquires the device. */
   constructor(readonly options: WebGpuEngineOptions) {
@@ -143,9 +150,10 @@ export class WebGpuEngine implements LLMEngine {
         blockSize,
         onEvent: (e) => this.#publisher?.publish(e),
       });
+      const keyWindow = kvWindow(model.config, model.config.numLayers);
       this.#scheduler = new Scheduler(
         this.#blocks,
-        { maxNumSeqs, maxNumBatchedTokens },
+        { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
         this.#tokens,
       );
       this.#config = {
@@ -162,6 +170,7 @@ export class WebGpuEngine implements LLMEngine {
           weights_format: model.format,
           weights_dtype: model.dtype,
           ...kvRuntimeData(kv),
+          kv_window: keyWindow,
         },
       };
       this.#gpu.lost.then((e) => this.#failAll(e));
@@ -191,9 +200,9 @@ export class WebGpuEngine implements LLMEngine {
     }
     const context = this.#model!.config.maxPositionEmbeddings;
     checkRequest(request, this.#model!.config.vocabSize, context, this.#blocks!);
-    // A sequence ends with `length` when it fills the context or the whole cache, so it can
-    // always be readmitted after a preemption.
-    const seq = new Sequence(request, ctx, sequenceLimit(context, this.#blocks!));
+    // A sequence ends with `length` when it fills the context or the whole cache (unless the
+    // model's window lets it drop blocks as it goes), so it can always be readmitted.
+    const seq = new Sequence(request, ctx, this.#scheduler!.sequenceLimit(context));
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#scheduler!.waiting.push(seq);
       // End the stream at once, not when the step in flight is read back (a slow device may
@@ -247,6 +256,7 @@ export class WebGpuEngine implements LLMEngine {
           this.#wake = undefined;
         }
         this.steps.preemptions = sched.preemptions;
+        this.steps.droppedBlocks = sched.droppedBlocks;
         this.#report();
       }
     } catch (e) {

@@ -11,16 +11,27 @@
  * engine refuses such prompts and caps `max_tokens` at the cache (`sequenceLimit`), so these
  * are guards; a head that can fit once running sequences finish keeps its place (first come,
  * first served: later, smaller requests do not overtake it).
+ *
+ * With a sliding window on every layer (`kvWindow` w), computing position q reads keys
+ * q - w + 1..q only: before each step, a sequence's leading blocks wholly before its next
+ * position's window are released (`BlockManager.drop`), so a sequence holds at most
+ * `windowBlocks` = ceil((w + blockSize - 1) / blockSize) blocks to decode, whatever its length.
+ * Such a sequence is admitted with at most that many new blocks and grows as it is computed
+ * (a prompt chunk that finds no block waits, or takes them from the newest sequences, as decode
+ * does), so a preempted sequence longer than the cache can come back, and one may run to the
+ * context length when `windowBlocks` fit the cache.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { kvMisfit } from "../../contract/kv_capacity.ts";
 import type { StepBatch } from "../../model/forward.ts";
-import type { BlockManager } from "./block_manager.ts";
+import { type BlockManager, DROPPED } from "./block_manager.ts";
 import type { Sequence } from "./sequence.ts";
 
 export interface SchedulerLimits {
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
+  /** The window every layer keeps to (`kvWindow`); absent or 0: nothing is dropped. */
+  kvWindow?: number;
 }
 
 /** Where the engine keeps sequences' tokens on the GPU (see `token_store.ts`). */
@@ -51,6 +62,8 @@ export class Scheduler {
   preemptions = 0;
   /** Sequences ended with `length` because the whole cache could not hold them. */
   truncations = 0;
+  /** Blocks released because no layer's window reaches them any more. */
+  droppedBlocks = 0;
 
   constructor(
     readonly blocks: BlockManager,
@@ -62,9 +75,37 @@ export class Scheduler {
     return this.waiting.length === 0 && this.running.length === 0;
   }
 
+  /** The window every layer keeps to (0: none). */
+  get window(): number {
+    return this.limits.kvWindow ?? 0;
+  }
+
+  /** Blocks a windowed sequence needs to compute one more token (Infinity without a window). */
+  get windowBlocks(): number {
+    const w = this.window, bs = this.blocks.blockSize;
+    return w > 0 ? Math.ceil((w + bs - 1) / bs) : Infinity;
+  }
+
+  /**
+   * The most tokens (prompt and output) one sequence may reach: the context length, or the
+   * whole cache when that is smaller and a sequence keeps every block (no window, or one
+   * whose `windowBlocks` the cache cannot hold).
+   */
+  sequenceLimit(context: number): number {
+    if (this.windowBlocks <= this.blocks.numBlocks) return context;
+    return Math.min(context, this.blocks.numBlocks * this.blocks.blockSize);
+  }
+
   /** Whether `seq` (its known tokens and one more) fits the cache once nothing else runs. */
   fitsAlone(seq: Sequence): boolean {
-    return Math.ceil((seq.tokens.length + 1) / this.blocks.blockSize) <= this.blocks.numBlocks;
+    const whole = Math.ceil((seq.tokens.length + 1) / this.blocks.blockSize);
+    return Math.min(whole, this.windowBlocks) <= this.blocks.numBlocks;
+  }
+
+  /** Release `seq`'s leading blocks that the window of its next position no longer reaches. */
+  #drop(seq: Sequence): void {
+    if (this.window === 0 || !seq.blocks) return;
+    this.droppedBlocks += this.blocks.drop(seq.blocks, seq.computed + 1 - this.window).length;
   }
 
   #admit(): void {
@@ -79,11 +120,12 @@ export class Scheduler {
         }
         continue;
       }
-      const got = this.blocks.allocate(seq.tokens, 1);
+      const got = this.blocks.allocate(seq.tokens, 1, this.windowBlocks);
       if (got === undefined) break;
       this.waiting.shift();
       seq.blocks = got.seq;
       seq.computed = got.cachedTokens;
+      this.#drop(seq);
       this.running.push(seq);
       this.slots.admit(seq);
     }
@@ -141,7 +183,22 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Grow `seq` to `length` tokens, evicting the newest running sequences not in `keep` while no
+   * block is free; false when it could not (it may have been evicted itself).
+   */
+  #grow(seq: Sequence, length: number, keep: ReadonlySet<Sequence>): boolean {
+    while (!this.blocks.ensure(seq.blocks!, length)) {
+      const victim = this.running.findLast((s) => !keep.has(s));
+      if (victim === undefined) return false;
+      this.#evict(victim);
+      if (victim === seq) return false;
+    }
+    return true;
+  }
+
   #build(): Step | undefined {
+    for (const seq of this.running) this.#drop(seq);
     this.#admit();
     let budget = this.limits.maxNumBatchedTokens;
     const parts: { seq: Sequence; count: number }[] = [];
@@ -153,20 +210,23 @@ export class Scheduler {
       if (pending(seq) !== 1 || !ready(seq) || budget === 0 || !this.running.includes(seq)) {
         continue;
       }
-      while (!this.blocks.ensure(seq.blocks!, seq.computed + 1)) {
-        const victim = this.running[this.running.length - 1]!;
-        this.#evict(victim);
-        if (victim === seq) break;
-      }
-      if (!this.running.includes(seq)) continue;
+      if (!this.#grow(seq, seq.computed + 1, new Set())) continue;
       parts.push({ seq, count: 1 });
       budget--;
     }
-    for (const seq of this.running) {
-      if (pending(seq) <= 1 || budget === 0) continue;
-      const count = Math.min(pending(seq), budget);
+    const bs = this.blocks.blockSize;
+    for (const seq of [...this.running]) {
+      if (pending(seq) <= 1 || budget === 0 || !this.running.includes(seq)) continue;
+      let count = Math.min(pending(seq), budget);
       // The chunk that ends the prompt samples; it waits while the sequence may not.
       if (seq.computed + count === seq.length && !ready(seq)) continue;
+      // A windowed sequence's blocks come as it is computed: a chunk takes what is free, and
+      // one that finds nothing takes a block from the newest sequences not in this step.
+      if (!this.blocks.ensure(seq.blocks!, seq.computed + count)) {
+        const keep = new Set(parts.map((p) => p.seq));
+        if (!this.#grow(seq, seq.computed + 1, keep)) continue;
+        count = Math.min(count, seq.blocks!.blocks.length * bs - seq.computed);
+      }
       parts.push({ seq, count });
       budget -= count;
     }
@@ -178,10 +238,12 @@ export class Scheduler {
     const blockTable: number[] = [];
     const logitRows: number[] = [];
     const sampled: Sequence[] = [];
-    const bs = this.blocks.blockSize;
     for (const { seq, count } of parts) {
       const offset = blockTable.length;
-      blockTable.push(...seq.blocks!.blocks);
+      // Dropped entries are never read (attention starts at the window); they name the
+      // sequence's own first live block, so the table holds only ids this sequence owns.
+      const { blocks, dropped } = seq.blocks!;
+      blockTable.push(...blocks.map((id) => id === DROPPED ? blocks[dropped]! : id));
       for (let i = 0; i < count; i++) {
         const pos = seq.computed + i;
         tokens.push(this.slots.index(seq, pos));
