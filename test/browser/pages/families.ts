@@ -13,15 +13,13 @@ import { fileListFiles } from "../../../src/model/source.ts";
 import { urlFiles } from "../../../src/model/url_source.ts";
 import { openCheckpoint } from "../../../src/model/checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../../src/model/gguf/convert.ts";
-import { buildReference, logitsManifestReference } from "../../../src/model/reference_file.ts";
+import { buildReference } from "../../../src/model/reference_file.ts";
 import { ReferenceModel } from "../../../src/model/reference_model.ts";
 import { type PromptResult, type Reference, verifyModel } from "../../../src/model/verify.ts";
+import { FAMILIES, pageFixture } from "./family_files.ts";
 import { runChecks } from "./report.ts";
 
-const ROOT = "/test/fixtures/families/";
 const gpu = await acquireGpu({ label: "kiln-browser-families" });
-const FAMILIES = ((await (await fetch(`${ROOT}index.json`)).json()) as { families: string[] })
-  .families;
 
 const summarize = (r: PromptResult[]) =>
   r.map((p) =>
@@ -29,12 +27,6 @@ const summarize = (r: PromptResult[]) =>
     `|logit| ${p.max_abs_ref.toFixed(1)}), rel L2 ${p.rel_l2.toExponential(1)}, argmax ` +
     `${p.argmax_agree}/${p.argmax_checked}`
   ).join("; ");
-
-async function bytes(url: string): Promise<Uint8Array> {
-  const res = await fetch(url);
-  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
-  return new Uint8Array(await res.arrayBuffer());
-}
 
 /**
  * A checkpoint on the page's device (f32 KV cache) against `reference`, or without one against
@@ -65,21 +57,20 @@ async function verify(
 }
 
 const checks = FAMILIES.flatMap((family) => {
-  const dir = `${ROOT}${family}/`;
-  const manifest = fetch(`${dir}manifest.json`).then((r) => r.json());
+  const fixture = pageFixture(family);
   return [
     [`${family}: F32 GGUF from a File matches llama.cpp's logits`, async () => {
-      const m = await manifest;
-      const reference = logitsManifestReference(m, await bytes(`${dir}${m.logits.file}`));
-      const file = new File([await bytes(`${dir}model.gguf`)] as BlobPart[], `${family}.gguf`);
-      return await verify(() => openCheckpoint(fileListFiles([file])), m.tokens, reference);
+      const { tokens, reference, gguf } = await fixture;
+      const file = await gguf();
+      return await verify(() => openCheckpoint(fileListFiles([file])), tokens, reference);
     }],
     [`${family}: HF folder as GGUF Q4_K_M matches float64 on its dequantized weights`, async () => {
       const parts: Uint8Array[] = [];
+      const { dir, tokens } = await fixture;
       const source = await readHfCheckpoint(urlFiles(new URL(`${dir}hf/`, location.href).href));
       await writeHfAsGguf(source, (b) => void parts.push(b.slice()), { mix: "q4_k_m" });
       const file = new File(parts as BlobPart[], `${family}-q4_k_m.gguf`);
-      return await verify(() => openCheckpoint(fileListFiles([file])), (await manifest).tokens);
+      return await verify(() => openCheckpoint(fileListFiles([file])), tokens);
     }],
   ] as const;
 });
