@@ -83,6 +83,15 @@ async function checks(e: LLMEngine): Promise<void> {
     collect(e, request(p, { sampling_options: { temperature: -1 } })),
     invalid("temperature"),
   );
+  // Structured output is not built yet: refused by name, never answered as free text.
+  await rejects(
+    collect(e, request(p, { sampling_options: { guided_decoding: { json: { type: "object" } } } })),
+    invalid("sampling_options.guided_decoding"),
+  );
+  await rejects(
+    collect(e, request(p, { sampling_options: { guided_decoding: { choice: ["a", "b"] } } })),
+    invalid("sampling_options.guided_decoding"),
+  );
   // Others keep running after bad input.
   equal((await collect(e, request(p))).last.finish_reason, "length");
 }
