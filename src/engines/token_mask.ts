@@ -15,7 +15,8 @@ export interface TokenMaskProvider {
    * 32)` u32 words, bit `i % 32` of word `i / 32` set when token `i` may come next (all ones
    * leaves the step free; see `tokenBitmask` and `freeMask`). A throw, or a mask of another
    * length, fails this request only, as does a mask that (with the request's own bans) allows
-   * no token: `InvalidArgument`.
+   * no token: `InvalidArgument`. The same output may be asked about again (a preempted
+   * sequence redoes its step), so the answer must depend on `output` alone.
    */
   nextMask(output: readonly number[]): Uint32Array;
 }

@@ -4,7 +4,7 @@
  * these strings") shape their requests' output while a free greedy request in the same batches
  * streams exactly what it streams alone, with its steps still pipelined; each provider sees
  * every earlier token; a mask that allows nothing, a wrong-sized mask or a provider that throws
- * fails its own request only.
+ * fails its own request only; preempted guided sequences stream what they stream with room.
  */
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
@@ -131,4 +131,25 @@ Deno.test("a mask that allows nothing, a wrong-sized mask or a provider that thr
   } finally {
     await e.cleanup();
   }
+});
+
+Deno.test("guided sequences preempted and recomputed stream what they stream with room", async () => {
+  const reqs = ["The ", "You ", "Love ", "Luck ", "A "].map((p) =>
+    request(bytes(p), { stop_conditions: { max_tokens: 28 } })
+  );
+  const runAll = async (e: WebGpuEngine) => {
+    await e.start(0n);
+    try {
+      return await Promise.all(reqs.map((r, i) => run(e, r, i % 2 === 0 ? digits() : undefined)));
+    } finally {
+      await e.cleanup();
+    }
+  };
+  const roomy = await runAll(await fortuneEngine({ pipelineDepth: 1 }));
+  // 6 blocks of 16 tokens: five sequences growing to ~33 tokens cannot all stay.
+  const tight = await fortuneEngine({ pipelineDepth: 4, kvBlocks: 6, maxNumSeqs: 5 });
+  const got = await runAll(tight);
+  deepStrictEqual(got.map((r) => r.ids), roomy.map((r) => r.ids));
+  ok(tight.steps.preemptions > 0, "the small cache forced preemption");
+  ok(got.filter((_, i) => i % 2 === 0).every((r) => r.ids.every((t) => DIGITS.includes(t))));
 });
