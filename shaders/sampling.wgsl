@@ -11,6 +11,15 @@
 // summed as 64-bit fixed point (exp(l - max) * 2^44) with integer atomics: exact, so the result
 // does not depend on the order the atomics land in (four passes where a 32-step bisection took
 // 32, each with an exp per token for top-p).
+// Guided decoding (TOKEN_MASK): each sequence's token bitmask row (lib/token_mask) is applied to
+// the logits as they are read, so a forbidden token is -inf for every step below, greedy and
+// logprobs included (logprobs are then the constrained distribution's). The same mask may
+// instead be applied by the `token_mask` pass before this kernel, with TOKEN_MASK off. A row
+// that leaves no token (masks, bans and the bitmask together) yields NONE as its token.
+
+//! import lib/token_mask
+
+override TOKEN_MASK: bool = false;
 
 const WG: u32 = 256u;
 const NEG_INF: f32 = -3.4028234e38;
@@ -85,6 +94,15 @@ var<workgroup> part: array<vec2<u32>, GROUPS>;
 var<workgroup> sel: Sel;
 var<workgroup> cand: array<f32, CAP>;
 var<workgroup> n_cand: atomic<u32>;
+
+// Logit `i` of sequence `s` (row `base`) as the sampler sees it: -inf when its bitmask forbids it.
+fn logit(s: u32, base: u32, i: u32) -> f32 {
+  let v = logits[base + i];
+  if (TOKEN_MASK && !token_allowed(s * g.words, i)) {
+    return NEG_INF;
+  }
+  return v;
+}
 
 fn pcg(v: u32) -> u32 {
   let state = v * 747796405u + 2891336453u;
@@ -171,11 +189,11 @@ fn argmax_reduce(lid: u32, best: f32, best_id: u32, extra: f32) -> vec3<u32> {
 }
 
 // argmax of the raw logits with the first `skip_count` ids of top[skip_from..] left out.
-fn argmax_raw(lid: u32, base: u32, skip_from: u32, skip_count: u32) -> vec2<u32> {
+fn argmax_raw(lid: u32, s: u32, base: u32, skip_from: u32, skip_count: u32) -> vec2<u32> {
   var best = NEG_INF;
   var best_id = NONE;
   for (var i = lid; i < g.vocab; i += WG) {
-    var v = logits[base + i];
+    var v = logit(s, base, i);
     for (var j = 0u; j < skip_count; j++) {
       if (top[skip_from + j] == i) {
         v = NEG_INF;
@@ -373,7 +391,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   var best_id = NONE;
   var rm = NEG_INF;
   for (var i = lid; i < g.vocab; i += WG) {
-    let raw = logits[base + i];
+    let raw = logit(s, base, i);
     rm = max(rm, raw);
     var l = raw;
     let c = counts[base + i];
@@ -383,7 +401,9 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     let n = f32(c & 0x7fffffffu);
     l -= p.frequency_penalty * n + select(0.0, p.presence_penalty, n > 0.0);
     l = select(l * inv_t, l, greedy);
-    if (((p.flags & FLAG_ALLOWED) != 0u && !bit(map_base, i, true)) ||
+    // raw <= NEG_INF: masked by the token bitmask (or -inf from the model): kept at NEG_INF
+    // whatever the penalties and temperature do to it.
+    if (raw <= NEG_INF || ((p.flags & FLAG_ALLOWED) != 0u && !bit(map_base, i, true)) ||
         ((p.flags & FLAG_BANNED) != 0u && bit(map_base, i, false))) {
       l = NEG_INF;
     }
@@ -399,6 +419,8 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   let am = argmax_reduce(lid, best, best_id, rm);
   rm = bitcast<f32>(am.z);
   let m = max(bitcast<f32>(am.y), NEG_INF);
+  // Nothing left to draw: every token masked (a finite logit is always above NEG_INF).
+  let none_left = !(bitcast<f32>(am.y) > NEG_INF);
 
   let chunk = (g.vocab + WG - 1u) / WG;
   let begin = min(g.vocab, lid * chunk);
@@ -407,7 +429,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   var chosen = am.x;
   if (greedy) {
     for (var i = begin; i < end; i++) {
-      rz += exp(logits[base + i] - rm);
+      rz += exp(logit(s, base, i) - rm);
     }
   } else {
     // 2. top-k: keep key >= the k-th largest key (ties kept).
@@ -435,7 +457,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
       if (e > 0.0) {
         last_nonzero = i;
       }
-      rz += exp(logits[base + i] - rm);
+      rz += exp(logit(s, base, i) - rm);
     }
     red_f[lid] = local;
     workgroupBarrier();
@@ -498,7 +520,7 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   let top_base = s * 2u * MAX_TOP;
   let n_top = min(p.logprobs, MAX_TOP);
   for (var j = 0u; j < n_top; j++) {
-    let r = argmax_raw(lid, base, top_base, j);
+    let r = argmax_raw(lid, s, base, top_base, j);
     if (lid == 0u) {
       top[top_base + j] = r.x;
       top[top_base + MAX_TOP + j] = bitcast<u32>(bitcast<f32>(r.y) - lse);
@@ -507,7 +529,12 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
     workgroupBarrier();
   }
   if (lid == 0u) {
-    result[2u * s] = chosen;
-    result[2u * s + 1u] = bitcast<u32>(logits[base + chosen] - lse);
+    if (none_left) {
+      result[2u * s] = NONE;
+      result[2u * s + 1u] = bitcast<u32>(NEG_INF);
+    } else {
+      result[2u * s] = chosen;
+      result[2u * s + 1u] = bitcast<u32>(logit(s, base, chosen) - lse);
+    }
   }
 }

@@ -2,7 +2,11 @@ import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { rangeServer } from "../../test/support/range_server.ts";
 import { openModel } from "./open.ts";
-import { APIUserAbortError, type ChatCompletionChunk } from "./openai.ts";
+import {
+  APIUserAbortError,
+  type ChatCompletionChunk,
+  type ChatCompletionRequest,
+} from "./openai.ts";
 import type { HostStats } from "./protocol.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
@@ -61,8 +65,41 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
       model.chat.completions.create({ messages: [], max_tokens: 4 }),
       (e) => e instanceof EngineError && e.type === "InvalidArgument",
     );
+    // Not honoured yet, so refused by name rather than answered as free text.
+    const naming = (field: string) => (e: unknown) =>
+      e instanceof EngineError && e.type === "InvalidArgument" && e.message.startsWith(field);
+    const hi = [{ role: "user", content: "Hi" }];
+    for (
+      const [field, extra] of [
+        ["response_format", { response_format: { type: "json_object" } }],
+        ["tools", { tools: [{ type: "function", function: { name: "f" } }] }],
+        ["tool_choice", { tool_choice: "required" }],
+        ["logit_bias", { logit_bias: { "65": 5 } }],
+      ] as const
+    ) {
+      const body = { messages: hi, max_tokens: 4, ...extra } as never;
+      await rejects(model.chat.completions.create(body), naming(field));
+      await rejects(
+        model.chat.completions.create({ ...(body as object), stream: true } as never),
+        naming(field),
+      );
+    }
+    await rejects(
+      model.completions.create({ prompt: "Hi", logit_bias: { "1": -1 } } as never),
+      naming("logit_bias"),
+    );
+    const plain = await model.chat.completions.create(
+      {
+        messages: hi,
+        max_tokens: 2,
+        response_format: { type: "text" },
+        tool_choice: "none",
+        tools: [],
+      } as ChatCompletionRequest & { stream?: false },
+    );
+    equal(plain.usage.completion_tokens, 2);
     const scrape = model.metricsText();
-    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 3\n/);
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 4\n/);
     match(scrape, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 1\n/);
     match(scrape, /dynamo_component_total_blocks\{[^}]*\} 64\n/);
     match(model.metricsText("openmetrics"), /# EOF\n$/);

@@ -83,6 +83,27 @@ async function checks(e: LLMEngine): Promise<void> {
     collect(e, request(p, { sampling_options: { temperature: -1 } })),
     invalid("temperature"),
   );
+  // Structured output is not built yet: refused by name, never answered as free text.
+  await rejects(
+    collect(e, request(p, { sampling_options: { guided_decoding: { json: { type: "object" } } } })),
+    invalid("sampling_options.guided_decoding"),
+  );
+  await rejects(
+    collect(e, request(p, { sampling_options: { guided_decoding: { choice: ["a", "b"] } } })),
+    invalid("sampling_options.guided_decoding"),
+  );
+  // Masks that leave no token (the only allowed token is a stop token, banned before
+  // min_tokens) fail the request, never answer a token it did not allow.
+  await rejects(
+    collect(
+      e,
+      request(p, {
+        stop_conditions: { max_tokens: 4, min_tokens: 2, stop_token_ids: [65] },
+        sampling_options: { temperature: 0, allowed_token_ids: [65] },
+      }),
+    ),
+    invalid("no token is allowed at output position 0"),
+  );
   // Others keep running after bad input.
   equal((await collect(e, request(p))).last.finish_reason, "length");
 }

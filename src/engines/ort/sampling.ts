@@ -11,12 +11,14 @@ import { storageBuffer } from "../../gpu/buffers.ts";
 import { RowCopier } from "../../gpu/kernels/logits.ts";
 import {
   MAX_TOP_LOGPROBS,
+  NO_TOKEN,
   type SampledToken,
   Sampler,
   type SeqSampling,
 } from "../../gpu/kernels/sampling.ts";
 import {
   bannedByBadWords,
+  processedLogits,
   rawLogprobs,
   referenceDistribution,
   referenceDraw,
@@ -100,6 +102,10 @@ export function cpuSample(raw: Float64Array, p: SeqSampling): SampledToken {
   const logits = Float64Array.from(Float32Array.from(raw));
   const banned = [...(p.banned ?? []), ...bannedByBadWords(p.badWords ?? [], p.history.tokens)];
   const params = { ...p, banned };
+  // Masks that leave no token: as the GPU sampler, no token (the request fails).
+  if (!processedLogits(logits, params, p.history).some((l) => l > -Infinity)) {
+    return { token: NO_TOKEN, logprob: NaN };
+  }
   const probs = referenceDistribution(logits, params, p.history);
   const seed = p.seed ?? 0;
   const u = p.u ?? rngUniform(seed >>> 0, Math.floor(seed / 2 ** 32) >>> 0, p.step ?? 0);

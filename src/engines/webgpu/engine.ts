@@ -6,7 +6,9 @@
  * Decode does not wait for the GPU once per token: sampled tokens are appended to a token store
  * on the GPU that the next step reads its inputs from, several steps stay in flight, and each
  * step's tokens are read back asynchronously. A stop found in a read-back token discards the
- * steps already submitted after it.
+ * steps already submitted after it. A request guided by a token mask provider (`generate`'s
+ * third argument) is the exception: its next mask depends on its last token, so it samples only
+ * once that token is read back, while free requests in the same batches run ahead.
  */
 import type {
   GenerateContext,
@@ -35,6 +37,7 @@ import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import { warmUp, type WarmUpReport } from "./warmup.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
+import type { TokenMaskProvider } from "../token_mask.ts";
 
 export type { WebGpuEngineOptions } from "./options.ts";
 
@@ -132,6 +135,7 @@ export class WebGpuEngine implements LLMEngine {
       this.#forward = new Forward(model, { tokensFrom: this.#tokens.buffer });
       this.#sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
         history: this.#tokens.buffer,
+        ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
       });
       this.#readback = new Readback(device, this.#sampler);
       if (o.warmUp ?? true) {
@@ -187,13 +191,23 @@ export class WebGpuEngine implements LLMEngine {
     return this.#config;
   }
 
-  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
-    return this.#stream(request, ctx);
+  /**
+   * Stream a request's tokens. `guide` constrains each of them: asked for the bitmask of the
+   * tokens allowed next before each is sampled (on the GPU, in the same batches as free
+   * requests); it fails this request only.
+   */
+  generate(
+    request: PreprocessedRequest,
+    ctx: GenerateContext,
+    guide?: TokenMaskProvider,
+  ): AsyncIterable<LLMEngineOutput> {
+    return this.#stream(request, ctx, guide);
   }
 
   async *#stream(
     request: PreprocessedRequest,
     ctx: GenerateContext,
+    guide: TokenMaskProvider | undefined,
   ): AsyncGenerator<LLMEngineOutput> {
     if (this.#state !== "running") {
       throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
@@ -202,7 +216,13 @@ export class WebGpuEngine implements LLMEngine {
     checkRequest(request, this.#model!.config.vocabSize, context, this.#blocks!);
     // A sequence ends with `length` when it fills the context or the whole cache (unless the
     // model's window lets it drop blocks as it goes), so it can always be readmitted.
-    const seq = new Sequence(request, ctx, this.#scheduler!.sequenceLimit(context));
+    const vocab = this.#model!.config.vocabSize;
+    const seq = new Sequence(
+      request,
+      ctx,
+      this.#scheduler!.sequenceLimit(context),
+      guide && { provider: guide, vocab },
+    );
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#scheduler!.waiting.push(seq);
       // End the stream at once, not when the step in flight is read back (a slow device may

@@ -1,6 +1,7 @@
 /** The settings of a `WebGpuEngine` (`engine.ts`). */
 import type { Gpu } from "../../gpu/device.ts";
 import type { PathKind } from "../../gpu/paths.ts";
+import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 import type { ModelFiles } from "../../model/source.ts";
 
@@ -50,4 +51,9 @@ export interface WebGpuEngineOptions {
    * the first request is as fast as the next; false leaves each to the first step that needs it.
    */
   warmUp?: boolean;
+  /**
+   * Where guided requests' token bitmasks are applied: `pass` (default), a kernel before the
+   * sampler, or `fused`, inside the sampling kernel (`gpu/kernels/token_mask.ts`).
+   */
+  tokenMaskPath?: TokenMaskPath;
 }

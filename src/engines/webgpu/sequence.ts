@@ -3,10 +3,12 @@
  * its chunks flow through to the consumer's stream.
  */
 import type { GenerateContext } from "../../contract/engine.ts";
-import type { EngineError } from "../../contract/errors.ts";
+import { EngineError } from "../../contract/errors.ts";
 import * as out from "../../contract/output.ts";
 import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import type { SeqSampling } from "../../gpu/kernels/sampling.ts";
+import { NO_TOKEN, type SeqSampling } from "../../gpu/kernels/sampling.ts";
+import { maskWords } from "../../gpu/reference/token_mask.ts";
+import type { TokenMaskProvider } from "../token_mask.ts";
 import type { SeqBlocks } from "./block_manager.ts";
 
 /** A push/pull channel: the scheduler pushes chunks, the consumer's iterator pulls them. */
@@ -62,7 +64,8 @@ export class Sequence {
   slot: number | undefined;
   /**
    * Whether the next step may sample before the last token is known on the CPU. Multi-token
-   * bad words need the exact history on the CPU; every other parameter reads it on the GPU.
+   * bad words and a token mask provider need the exact history on the CPU; every other
+   * parameter reads it on the GPU.
    */
   readonly pipelined: boolean;
   blocks: SeqBlocks | undefined;
@@ -85,11 +88,13 @@ export class Sequence {
   /**
    * `maxLength`: the most tokens (prompt and output) the sequence may reach, the context length
    * or the whole KV cache when that is smaller; `max_tokens` beyond it ends with `length` there.
+   * `guide`: what constrains each token (guided decoding) over a vocabulary of `vocab` tokens.
    */
   constructor(
     readonly request: PreprocessedRequest,
     readonly ctx: GenerateContext,
     maxLength: number,
+    readonly guide?: { provider: TokenMaskProvider; vocab: number },
   ) {
     this.signal = AbortSignal.any([ctx.signal, this.#controller.signal]);
     this.tokens = [...request.token_ids];
@@ -102,9 +107,8 @@ export class Sequence {
     this.#hidden = new Set(stop.stop_token_ids_hidden ?? []);
     this.#eos = new Set(stop.ignore_eos ? [] : request.eos_token_ids);
     this.seed = request.sampling_options.seed ?? Math.floor(Math.random() * 2 ** 52);
-    this.pipelined = !(request.sampling_options.bad_words_token_ids ?? []).some((w) =>
-      w.length > 1
-    );
+    this.pipelined = guide === undefined &&
+      !(request.sampling_options.bad_words_token_ids ?? []).some((w) => w.length > 1);
   }
 
   /** Tokens so far, counting those still on the GPU. */
@@ -153,7 +157,29 @@ export class Sequence {
     if (s.allowed_token_ids) p.allowed = s.allowed_token_ids;
     if (s.bad_words_token_ids) p.badWords = s.bad_words_token_ids;
     if (index < this.minTokens) p.banned = [...this.#eos, ...this.#shown, ...this.#hidden];
+    const mask = this.#nextMask();
+    if (mask) p.tokenMask = mask;
     return p;
+  }
+
+  /** The guide's mask for the next token; a guide that fails fails this sequence only. */
+  #nextMask(): Uint32Array | undefined {
+    if (this.guide === undefined || this.finished) return undefined;
+    const { provider, vocab } = this.guide;
+    try {
+      const mask = provider.nextMask(this.tokens.slice(this.promptLength));
+      const words = maskWords(vocab);
+      if (!(mask instanceof Uint32Array) || mask.length !== words) {
+        throw EngineError.invalidArgument(
+          `token mask: ${describeMask(mask)} where ${words} u32 words (vocab ${vocab}) are needed`,
+        );
+      }
+      return mask;
+    } catch (e) {
+      // The step it was planned in still samples the row, unconstrained; the token is dropped.
+      this.fail(EngineError.from(e));
+      return undefined;
+    }
   }
 
   #end(reason: FinishReason, ids: number[], extra: Partial<LLMEngineOutput> = {}): void {
@@ -180,6 +206,12 @@ export class Sequence {
     logprob: number,
     top?: { ids: ArrayLike<number>; logprobs: ArrayLike<number> },
   ): void {
+    if (token === NO_TOKEN) {
+      return this.fail(EngineError.invalidArgument(
+        `request: no token is allowed at output position ${this.generated} (token mask, ` +
+          "allowed_token_ids and the tokens banned before min_tokens leave none)",
+      ));
+    }
     const mayStop = this.generated >= this.minTokens;
     const lp = this.request.output_options.logprobs !== undefined;
     const extra = (): Partial<LLMEngineOutput> =>
@@ -236,3 +268,6 @@ export class Sequence {
     if (!this.finished) this.#end("length", []);
   }
 }
+
+const describeMask = (m: unknown): string =>
+  m instanceof Uint32Array ? `${m.length} words` : `a ${Object.prototype.toString.call(m)}`;

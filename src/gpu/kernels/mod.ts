@@ -8,5 +8,6 @@ export * from "./rope_frequencies.ts";
 export * from "./linear.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";
+export { TokenMaskRows } from "./token_mask.ts";
 export * from "./tokens.ts";
 export * from "./moe.ts";

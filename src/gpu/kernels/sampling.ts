@@ -1,7 +1,9 @@
 /**
  * The GPU sampler for a batch of sequences: penalty counts from each sequence's history, then
  * one workgroup per sequence applies masks, penalties, temperature, top-k, top-p and min-p and
- * draws (or takes the argmax). Tokens stay on the GPU (`tokens` can feed the next step).
+ * draws (or takes the argmax). Tokens stay on the GPU (`tokens` can feed the next step). A
+ * sequence may carry guided decoding's token bitmask (`tokenMask`), applied to its logits before
+ * anything else, inside the sampling kernel or by a pass before it (`TokenMaskPath`).
  */
 import { EngineError } from "../../contract/errors.ts";
 import { readBuffer, storageBuffer } from "../buffers.ts";
@@ -13,9 +15,21 @@ import {
   type SamplingParams,
 } from "../reference/sampling.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
+import { type TokenMaskPath, TokenMaskRows } from "./token_mask.ts";
+import { decodeResults, decodeSampled, MAX_TOP_LOGPROBS } from "./sampling_results.ts";
+import type { SampledToken, SampleResult } from "./sampling_results.ts";
+export {
+  decodeResults,
+  decodeSampled,
+  MAX_TOP_LOGPROBS,
+  type SampledToken,
+  type SampleResult,
+} from "./sampling_results.ts";
+export type { TokenMaskPath } from "./token_mask.ts";
 
-/** The most alternatives a step reports logprobs for. */
-export const MAX_TOP_LOGPROBS = 20;
+/** The token a sequence gets when its masks leave it none (the request must then fail). */
+export const NO_TOKEN = 0xffffffff;
+
 /**
  * The largest vocabulary the sampler takes: top-p sums masses as 64-bit fixed point with 44
  * fraction bits, exact up to 2^20 tokens.
@@ -36,6 +50,12 @@ export interface SeqSampling extends SamplingParams {
   u?: number;
   /** Top alternatives whose logprobs to report (0..20). */
   logprobs?: number;
+  /**
+   * Guided decoding's bitmask for this step: `ceil(vocab / 32)` words, bit `i % 32` of word
+   * `i / 32` set when token `i` may be drawn. Forbidden tokens are -inf in the logits the sampler
+   * reads (greedy, draws and logprobs alike); none left gives {@linkcode NO_TOKEN}.
+   */
+  tokenMask?: Uint32Array;
   /** `bad_words_token_ids`: banned at this step as `bannedByBadWords` says. */
   badWords?: readonly (readonly number[])[];
   /**
@@ -43,80 +63,6 @@ export interface SeqSampling extends SamplingParams {
    * (`[start, end)`, output from `outputStart`). `history.tokens` is then only read for bad words.
    */
   historyAt?: { start: number; outputStart: number; end: number };
-}
-
-/** One sequence's sampled token. */
-export interface SampledToken {
-  /** The token id. */
-  token: number;
-  /** Its natural-log probability under the final distribution. */
-  logprob: number;
-  /** The most likely alternatives and their logprobs, when asked for. */
-  top?: { ids: Uint32Array; logprobs: Float32Array };
-}
-
-/** A batch's results, as read back. */
-export interface SampleResult {
-  /** Sampled token id per sequence. */
-  tokens: Uint32Array;
-  /** Natural-log probability of each sampled token. */
-  logprobs: Float32Array;
-  /** Per sequence, `MAX_TOP_LOGPROBS` alternative ids. */
-  topIds: Uint32Array;
-  /** Per sequence, the logprobs of `topIds`. */
-  topLogprobs: Float32Array;
-  /** Final distributions `[seqs * vocab]`, when asked for. */
-  probs?: Float32Array;
-}
-
-/** Unpack the `result` and `top` buffers of `n` sequences. */
-export function decodeResults(
-  result: ArrayBuffer,
-  top: ArrayBuffer,
-  n: number,
-  probs?: ArrayBuffer,
-): SampleResult {
-  const r = new Uint32Array(result), rf = new Float32Array(result);
-  const t = new Uint32Array(top), tf = new Float32Array(top);
-  const out: SampleResult = {
-    tokens: new Uint32Array(n),
-    logprobs: new Float32Array(n),
-    topIds: new Uint32Array(n * MAX_TOP_LOGPROBS),
-    topLogprobs: new Float32Array(n * MAX_TOP_LOGPROBS),
-  };
-  for (let s = 0; s < n; s++) {
-    out.tokens[s] = r[2 * s]!;
-    out.logprobs[s] = rf[2 * s + 1]!;
-    const base = s * 2 * MAX_TOP_LOGPROBS;
-    out.topIds.set(t.subarray(base, base + MAX_TOP_LOGPROBS), s * MAX_TOP_LOGPROBS);
-    out.topLogprobs.set(
-      tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
-      s * MAX_TOP_LOGPROBS,
-    );
-  }
-  if (probs) out.probs = new Float32Array(probs);
-  return out;
-}
-
-/** The chosen tokens (and top alternatives) of `n` sequences from `result` (and `top`) bytes. */
-export function decodeSampled(
-  result: ArrayBuffer,
-  top: ArrayBuffer | undefined,
-  n: number,
-): SampledToken[] {
-  const u = new Uint32Array(result), f = new Float32Array(result);
-  const tu = top && new Uint32Array(top), tf = top && new Float32Array(top);
-  return Array.from({ length: n }, (_, s) => {
-    const out: SampledToken = { token: u[2 * s]!, logprob: f[2 * s + 1]! };
-    if (tu && tf) {
-      const base = s * 2 * MAX_TOP_LOGPROBS;
-      out.top = {
-        ids: tu.subarray(base, base + MAX_TOP_LOGPROBS),
-        logprobs: tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
-      };
-    }
-    return out;
-  });
 }
 
 /**
@@ -140,6 +86,12 @@ export class Sampler {
   readonly top: GPUBuffer;
   /** Per sequence: where its tokens lie in the history buffer (4 u32). */
   readonly ranges: GPUBuffer;
+  /** Guided decoding's bitmask rows of the batch (written only when a sequence has one). */
+  readonly tokenMask: TokenMaskRows;
+  /** Where the bitmask is applied. */
+  readonly maskPath: TokenMaskPath;
+  /** Whether the batch last written has a bitmask row to apply. */
+  #masked = false;
   #history: GPUBuffer;
   #historyCapacity = 0;
   readonly #external: boolean;
@@ -150,13 +102,14 @@ export class Sampler {
   /**
    * `history`: a token store the engine keeps on the GPU (each sequence's tokens, output ones
    * appended by the GPU); sequences then say where theirs lie (`historyAt`) instead of being
-   * uploaded every step.
+   * uploaded every step. `maskPath`: where guided decoding's bitmask is applied (default
+   * `pass`, the cheaper on lavapipe: see `docs/guided_decoding.md`).
    */
   constructor(
     readonly device: GPUDevice,
     readonly maxSeqs: number,
     readonly vocab: number,
-    options: { history?: GPUBuffer } = {},
+    options: { history?: GPUBuffer; maskPath?: TokenMaskPath } = {},
   ) {
     if (!Number.isInteger(vocab) || vocab < 1 || vocab > MAX_SAMPLER_VOCAB) {
       throw EngineError.invalidArgument(
@@ -179,6 +132,8 @@ export class Sampler {
     this.ranges = f("ranges", maxSeqs * 16);
     this.#external = options.history !== undefined;
     this.#history = options.history ?? f("history", 4);
+    this.tokenMask = new TokenMaskRows(device, maxSeqs, vocab);
+    this.maskPath = options.maskPath ?? "pass";
   }
 
   /** Write the batch's parameters, masks and histories (before `encode`). */
@@ -247,23 +202,31 @@ export class Sampler {
       this.#history = storageBuffer(this.device, "sampler:history", this.#historyCapacity * 4);
       this.#dropDispatches();
     }
+    this.#masked = this.tokenMask.write(seqs.map((s) => s.tokenMask));
     q.writeBuffer(this.params, 0, words);
     q.writeBuffer(this.masks, 0, masks);
     q.writeBuffer(this.ranges, 0, ranges);
     if (history.length > 0) q.writeBuffer(this.#history, 0, Uint32Array.from(history));
   }
 
-  async #prepare(logits: GPUBuffer, seqs: number, writeProbs: boolean): Promise<Dispatch[]> {
+  async #prepare(
+    logits: GPUBuffer,
+    seqs: number,
+    writeProbs: boolean,
+    masked: boolean,
+  ): Promise<Dispatch[]> {
     if (logits !== this.#logits) {
       this.#dropDispatches();
       this.#logits = logits;
     }
-    const key = `${seqs}:${writeProbs}`;
+    const key = `${seqs}:${writeProbs}:${masked}`;
     const cached = this.#dispatches.get(key);
     if (cached) return cached;
     const d = this.device;
     const hist = [seqs, this.vocab, 0, 0];
+    const fused = masked && this.maskPath === "fused";
     const list = await Promise.all([
+      ...(masked && !fused ? [this.tokenMask.preparePass(logits, seqs)] : []),
       prepareKernel(d, {
         label: "sampler:clear_counts",
         shader: "sampling_history",
@@ -284,6 +247,7 @@ export class Sampler {
         label: "sampler:sample",
         shader: "sampling",
         entry: "sample",
+        constants: { TOKEN_MASK: fused ? 1 : 0 },
         uniform: [seqs, this.vocab, this.words, writeProbs ? 1 : 0],
         buffers: {
           1: logits,
@@ -293,6 +257,7 @@ export class Sampler {
           5: this.work,
           6: this.result,
           7: this.top,
+          8: this.tokenMask.buffer,
         },
         workgroups: [seqs],
       }),
@@ -306,18 +271,24 @@ export class Sampler {
    * before the first step (an engine does so while it starts). Its kernels take no per-request constants:
    * every sampling setting (greedy, top-k/p, min-p, penalties, masks, logprobs) runs on them.
    */
-  warm(logits: GPUBuffer): Promise<Dispatch[]> {
-    return this.#prepare(logits, 1, false);
+  async warm(logits: GPUBuffer): Promise<Dispatch[]> {
+    // The bitmask's pipelines too: a first guided request compiles nothing.
+    await this.#prepare(logits, 1, false, true);
+    return this.#prepare(logits, 1, false, false);
   }
 
-  /** Record the sampling of `seqs` rows of `logits` (`[seqs, vocab]`). */
+  /**
+   * Record the sampling of `seqs` rows of `logits` (`[seqs, vocab]`), as last written. With
+   * bitmask rows on the `pass` path, the forbidden logits are overwritten with -inf in place.
+   */
   async encode(
     encoder: GPUCommandEncoder,
     logits: GPUBuffer,
     seqs: number,
     writeProbs = false,
   ): Promise<void> {
-    encodeDispatches(encoder, await this.#prepare(logits, seqs, writeProbs), "sampler");
+    const list = await this.#prepare(logits, seqs, writeProbs, this.#masked);
+    encodeDispatches(encoder, list, "sampler");
   }
 
   /** Write, encode, submit and read back (tests and simple callers). */
@@ -362,6 +333,7 @@ export class Sampler {
       this.result,
       this.top,
       this.ranges,
+      this.tokenMask.buffer,
       ...(this.#external ? [] : [this.#history]),
     ];
     for (const b of owned) b.destroy();

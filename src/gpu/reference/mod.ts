@@ -5,5 +5,6 @@
 export * from "./dense.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";
+export * from "./token_mask.ts";
 export * from "./tokens.ts";
 export * from "./moe.ts";

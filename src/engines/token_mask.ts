@@ -1,0 +1,22 @@
+/**
+ * Guided decoding's hook into an engine's step: a request may carry a provider of token
+ * bitmasks, asked before each of its tokens is sampled which tokens may come next.
+ */
+
+/**
+ * What constrains a request's tokens step by step (a grammar, a JSON schema, a list of choices).
+ * The engine asks it for each token before the step that samples it, with every earlier token
+ * known: a constrained sequence waits for its last token's read-back instead of running steps
+ * ahead as free sequences do.
+ */
+export interface TokenMaskProvider {
+  /**
+   * The tokens allowed next, given the tokens generated so far (prompt excluded): `ceil(vocab /
+   * 32)` u32 words, bit `i % 32` of word `i / 32` set when token `i` may come next (all ones
+   * leaves the step free; see `tokenBitmask` and `freeMask`). A throw, or a mask of another
+   * length, fails this request only, as does a mask that (with the request's own bans) allows
+   * no token: `InvalidArgument`. The same output may be asked about again (a preempted
+   * sequence redoes its step), so the answer must depend on `output` alone.
+   */
+  nextMask(output: readonly number[]): Uint32Array;
+}
