@@ -19,14 +19,11 @@ import type {
 import { EngineError } from "../../contract/errors.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import { acquireGpu, type Gpu, runtimeData } from "../../gpu/device.ts";
+import { acquireGpu, type Gpu } from "../../gpu/device.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { Forward } from "../../model/forward.ts";
-import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
-import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
-import { openCheckpoint } from "../../model/checkpoint.ts";
-import { kvWindow } from "../../model/attention_knobs.ts";
+import type { GpuModel } from "../../model/gpu_model.ts";
 import { checkRequest } from "./admission.ts";
 import { BlockManager } from "./block_manager.ts";
 import { Readback } from "./readback.ts";
@@ -35,7 +32,8 @@ import { TokenStore } from "./token_store.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "./sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
-import { warmUp, type WarmUpReport } from "./warmup.ts";
+import type { WarmUpReport } from "./warmup.ts";
+import { assembleEngine } from "./assemble.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 
@@ -117,66 +115,17 @@ export class WebGpuEngine implements LLMEngine {
         label: `kiln:${o.name}`,
         ...(o.kernelPaths === undefined ? {} : { paths: o.kernelPaths }),
       });
-      const blockSize = o.blockSize ?? 16;
-      const checkpoint = await openCheckpoint(o.files);
-      const context = checkpoint.config.maxPositionEmbeddings;
-      const kvDtype = defaultKvDtype(checkpoint.weights);
-      const kv = chooseKvSize(checkpoint.config, kvDtype, blockSize, this.#gpu.caps, o.kvBlocks);
-      const model = this.#model = await GpuModel.fromCheckpoint(this.#gpu, checkpoint, {
-        blockSize,
-        kvBlocks: kv.blocks,
-        kvDtype,
-        ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
-      });
-      const maxNumSeqs = o.maxNumSeqs ?? 16;
-      const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
+      const parts = await assembleEngine(o, this.#gpu, (e) => this.#publisher?.publish(e));
+      this.#model = parts.model;
+      this.#tokens = parts.tokens;
+      this.#forward = parts.forward;
+      this.#sampler = parts.sampler;
+      this.#readback = parts.readback;
+      this.#blocks = parts.blocks;
+      this.#scheduler = parts.scheduler;
+      this.#config = parts.config;
+      this.warmUpReport = parts.warmUpReport;
       const device = this.#gpu.device;
-      this.#tokens = new TokenStore(device, maxNumSeqs, context);
-      this.#forward = new Forward(model, { tokensFrom: this.#tokens.buffer });
-      this.#sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
-        history: this.#tokens.buffer,
-        ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
-      });
-      this.#readback = new Readback(device, this.#sampler);
-      if (o.warmUp ?? true) {
-        const progress = o.onLoadProgress;
-        this.warmUpReport = await warmUp({
-          device,
-          forward: this.#forward,
-          sampler: this.#sampler,
-          tokens: this.#tokens,
-          maxTokens: maxNumBatchedTokens,
-          maxSeqs: maxNumSeqs,
-        }, progress && ((n, total, label) => progress(n, total, label, "pipelines")));
-      }
-      this.#blocks = new BlockManager({
-        numBlocks: kv.blocks,
-        blockSize,
-        onEvent: (e) => this.#publisher?.publish(e),
-      });
-      const keyWindow = kvWindow(model.config, model.config.numLayers);
-      this.#scheduler = new Scheduler(
-        this.#blocks,
-        { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
-        this.#tokens,
-      );
-      this.#config = {
-        model: o.name,
-        ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
-        context_length: context,
-        kv_cache_block_size: blockSize,
-        total_kv_blocks: kv.blocks,
-        max_num_seqs: maxNumSeqs,
-        max_num_batched_tokens: maxNumBatchedTokens,
-        runtime_data: {
-          ...runtimeData(this.#gpu.caps),
-          engine: "webgpu",
-          weights_format: model.format,
-          weights_dtype: model.dtype,
-          ...kvRuntimeData(kv),
-          kv_window: keyWindow,
-        },
-      };
       this.#gpu.lost.then((e) => this.#failAll(e));
       // A validation or out-of-memory error means the results can no longer be trusted: fail
       // the requests in flight loudly instead of streaming garbage.

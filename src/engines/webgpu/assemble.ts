@@ -1,0 +1,102 @@
+/**
+ * The parts a started {@linkcode WebGpuEngine} runs on, built in order from its options and a
+ * device: the checkpoint on the GPU, the token store, forward pass, sampler and read-back, the
+ * pipelines compiled ahead (warm-up), the KV block manager and the scheduler, and the
+ * `EngineConfig` that `start()` returns.
+ *
+ * @module
+ */
+import type { KvCacheEvent } from "../../contract/kv_events.ts";
+import type { EngineConfig } from "../../contract/types.ts";
+import { type Gpu, runtimeData } from "../../gpu/device.ts";
+import { Sampler } from "../../gpu/kernels/sampling.ts";
+import { kvWindow } from "../../model/attention_knobs.ts";
+import { openCheckpoint } from "../../model/checkpoint.ts";
+import { Forward } from "../../model/forward.ts";
+import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
+import { BlockManager } from "./block_manager.ts";
+import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
+import type { WebGpuEngineOptions } from "./options.ts";
+import { Readback } from "./readback.ts";
+import { Scheduler } from "./scheduler.ts";
+import { TokenStore } from "./token_store.ts";
+import { warmUp, type WarmUpReport } from "./warmup.ts";
+
+/** What a started engine holds. */
+export interface EngineParts {
+  model: GpuModel;
+  tokens: TokenStore;
+  forward: Forward;
+  sampler: Sampler;
+  readback: Readback;
+  blocks: BlockManager;
+  scheduler: Scheduler;
+  config: EngineConfig;
+  warmUpReport: WarmUpReport | undefined;
+}
+
+/** Build the engine's parts on `gpu`; `onKvEvent` receives the block manager's events. */
+export async function assembleEngine(
+  o: WebGpuEngineOptions,
+  gpu: Gpu,
+  onKvEvent: (e: KvCacheEvent) => void,
+): Promise<EngineParts> {
+  const blockSize = o.blockSize ?? 16;
+  const checkpoint = await openCheckpoint(o.files);
+  const context = checkpoint.config.maxPositionEmbeddings;
+  const kvDtype = defaultKvDtype(checkpoint.weights);
+  const kv = chooseKvSize(checkpoint.config, kvDtype, blockSize, gpu.caps, o.kvBlocks);
+  const model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
+    blockSize,
+    kvBlocks: kv.blocks,
+    kvDtype,
+    ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
+  });
+  const maxNumSeqs = o.maxNumSeqs ?? 16;
+  const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
+  const device = gpu.device;
+  const tokens = new TokenStore(device, maxNumSeqs, context);
+  const forward = new Forward(model, { tokensFrom: tokens.buffer });
+  const sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
+    history: tokens.buffer,
+    ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
+  });
+  const readback = new Readback(device, sampler);
+  let warmUpReport: WarmUpReport | undefined;
+  if (o.warmUp ?? true) {
+    const progress = o.onLoadProgress;
+    warmUpReport = await warmUp({
+      device,
+      forward,
+      sampler,
+      tokens,
+      maxTokens: maxNumBatchedTokens,
+      maxSeqs: maxNumSeqs,
+    }, progress && ((n, total, label) => progress(n, total, label, "pipelines")));
+  }
+  const blocks = new BlockManager({ numBlocks: kv.blocks, blockSize, onEvent: onKvEvent });
+  const keyWindow = kvWindow(model.config, model.config.numLayers);
+  const scheduler = new Scheduler(
+    blocks,
+    { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
+    tokens,
+  );
+  const config: EngineConfig = {
+    model: o.name,
+    ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
+    context_length: context,
+    kv_cache_block_size: blockSize,
+    total_kv_blocks: kv.blocks,
+    max_num_seqs: maxNumSeqs,
+    max_num_batched_tokens: maxNumBatchedTokens,
+    runtime_data: {
+      ...runtimeData(gpu.caps),
+      engine: "webgpu",
+      weights_format: model.format,
+      weights_dtype: model.dtype,
+      ...kvRuntimeData(kv),
+      kv_window: keyWindow,
+    },
+  };
+  return { model, tokens, forward, sampler, readback, blocks, scheduler, config, warmUpReport };
+}
