@@ -145,7 +145,7 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   const arch = archOf(c);
   const ctx = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
   const out: PlannedTensor[] = [];
-  const add = (r: ResolvedTensor, source: TensorInfo) => {
+  const add = (r: ResolvedTensor<string>, source: TensorInfo) => {
     const shape = [...source.shape];
     const cols = shape[shape.length - 1]!;
     const role = r.entry.mix ?? "vector";
@@ -174,7 +174,7 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
     for (const r of layerTensors(arch, c, i)) add(r, l[r.entry.role]!);
     // Each expert tensor once, stacked over the experts ([experts, ...shape]).
     for (const r of expertTensors(arch, c, i).filter((r) => r.expert === 0)) {
-      const stack = l.experts!.map((e) => e[r.entry.role]);
+      const stack = l.experts!.map((e) => e[r.entry.role]!);
       add(r, stack[0]!);
       const p = out[out.length - 1]!;
       p.shape = [stack.length, ...p.shape];
