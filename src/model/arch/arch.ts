@@ -203,6 +203,32 @@ export interface HfConfigRules {
    * are read (`ModelConfig.embeddingScale` ...).
    */
   multipliers?: boolean;
+  /**
+   * Mixture-of-experts keys where the family names them its own way: the expert count (default
+   * `num_experts`) and width (default `moe_intermediate_size`); `normTopK`: the top-k weights
+   * are always renormalised (no `norm_topk_prob`).
+   */
+  experts?: { count: string; width: string; normTopK?: true };
+  /**
+   * `quantization_config` with `quant_method: "mxfp4"` is accepted: the experts are stored as
+   * MXFP4 `_blocks`/`_scales` (see `ArchDescription.fusedExperts`).
+   */
+  mxfp4?: true;
+}
+
+/**
+ * HF checkpoints that hold each layer's experts fused rather than one tensor per expert, under
+ * `model.layers.N.` + these names: `gateUp` is `[experts, hidden, 2·ffn]` (input-major, gate
+ * and up interleaved along the last axis: gate the even columns) with `gateUp_bias`
+ * `[experts, 2·ffn]` (interleaved too); `down` is `[experts, ffn, hidden]` with `down_bias`
+ * `[experts, hidden]`. MXFP4 checkpoints hold `<name>_blocks` `[experts, rows, cols/32, 16]`
+ * and `<name>_scales` `[experts, rows, cols/32]` (rows already `[out, in]`, gate/up rows
+ * interleaved) instead of the matrices. The loader splits them into the experts table's
+ * per-expert names (`fused_experts.ts`).
+ */
+export interface FusedExperts {
+  gateUp: string;
+  down: string;
 }
 
 /** A model family. */
@@ -247,6 +273,8 @@ export interface ArchDescription {
     multipliers?: boolean;
     /** `attention.sliding_window` is ignored, as llama.cpp ignores it for the family. */
     ignoresSlidingWindow?: boolean;
+    /** The clamp of `swiglu_oai` experts, which llama.cpp hard-codes for the family (no key). */
+    swigluLimit?: number;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];
@@ -258,4 +286,6 @@ export interface ArchDescription {
   layer: readonly LayerStep[];
   /** Embeddings enter the residual stream multiplied by sqrt(hidden). */
   scaleEmbedding?: true;
+  /** HF checkpoints fuse each layer's experts (see {@linkcode FusedExperts}). */
+  fusedExperts?: FusedExperts;
 }

@@ -25,6 +25,7 @@ import {
 } from "../arch/mod.ts";
 import { type ModelConfig, MULTIPLIER_KEYS, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
+import { splitFloatExperts } from "../fused_experts.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
 import { type ModelFiles, readText, requireText } from "../source.ts";
 import { mapWeights, type ModelWeights } from "../weights.ts";
@@ -67,7 +68,8 @@ function parseJson(text: string, name: string): Record<string, unknown> {
 /** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
 export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
   const config = parseConfig(await requireText(files, "config.json"));
-  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name), files), true);
+  const tensors = await readCheckpoint((name) => files.open(name), files);
+  const weights = mapWeights(config, splitFloatExperts(config, tensors), true);
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) return { config, weights };
   const tc = await readText(files, "tokenizer_config.json");
