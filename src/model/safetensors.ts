@@ -31,6 +31,7 @@ export interface TensorInfo {
  * `fused_experts.ts` turns into weights. Only read where a caller asks for them.
  */
 export interface ByteTensorInfo extends Omit<TensorInfo, "dtype"> {
+  /** Bytes (safetensors U8). */
   dtype: "u8";
 }
 
