@@ -187,13 +187,16 @@ function tokenId(v: unknown, key: string, vocabSize: number): number {
 
 /**
  * The mixture-of-experts keys: `num_experts`, `num_experts_per_tok` (at most the experts),
- * `moe_intermediate_size`, `norm_topk_prob`. Every layer must be sparse (`decoder_sparse_step`
- * 1, no `mlp_only_layers`).
+ * `moe_intermediate_size`, `norm_topk_prob` (or the family's own names, `HfConfigRules.experts`),
+ * and `swiglu_limit` (default 7) for clamped-SwiGLU experts. Every layer must be sparse
+ * (`decoder_sparse_step` 1, no `mlp_only_layers`).
  */
-function moeConfig(c: Json): MoeConfig {
-  const experts = int(c, "num_experts");
+function moeConfig(c: Json, arch: ArchDescription): MoeConfig {
+  const keys = arch.hf.config.experts;
+  const countKey = keys?.count ?? "num_experts";
+  const experts = int(c, countKey);
   if (experts > MAX_EXPERTS) {
-    throw refuse("num_experts", `${experts} is more than the ${MAX_EXPERTS} experts supported`);
+    throw refuse(countKey, `${experts} is more than the ${MAX_EXPERTS} experts supported`);
   }
   const topK = int(c, "num_experts_per_tok");
   if (topK > experts) {
@@ -205,12 +208,31 @@ function moeConfig(c: Json): MoeConfig {
   if (!Array.isArray(dense) || dense.length > 0) {
     throw refuse("mlp_only_layers", `dense layers among sparse ones are not supported`);
   }
-  return {
+  const moe: MoeConfig = {
     experts,
     topK,
-    expertIntermediateSize: int(c, "moe_intermediate_size"),
-    normTopK: c.norm_topk_prob === true,
+    expertIntermediateSize: int(c, keys?.width ?? "moe_intermediate_size"),
+    normTopK: keys?.normTopK === true || c.norm_topk_prob === true,
   };
+  if (arch.layer.some((s) => s.op === "moe_mlp" && s.act === "swiglu_oai")) {
+    moe.swigluLimit = num(c, "swiglu_limit", 7);
+  }
+  return moe;
+}
+
+/** A `quantization_config` the family's checkpoints may carry (MXFP4 experts), else refused. */
+function checkQuantization(c: Json, arch: ArchDescription): void {
+  const q = c.quantization_config;
+  if (q === undefined || q === null) return;
+  const method = typeof q === "object" ? (q as Json).quant_method : undefined;
+  if (method !== "mxfp4" || !arch.hf.config.mxfp4) {
+    throw refuse(
+      "quantization_config",
+      `quantized checkpoints are not supported${
+        method === undefined ? "" : ` (quant_method ${describe(method)})`
+      }`,
+    );
+  }
 }
 
 /** Parse a `config.json` (text or parsed). */
@@ -234,9 +256,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
     throw refuse(key, `unsupported activation ${describe(act)}`);
   }
   if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
-  if (cfg.quantization_config !== undefined) {
-    throw refuse("quantization_config", "quantized checkpoints are not supported");
-  }
+  checkQuantization(cfg, arch);
   const hiddenSize = int(cfg, "hidden_size");
   const numHeads = int(cfg, "num_attention_heads");
   const numKvHeads = int(cfg, "num_key_value_heads", numHeads);
@@ -283,7 +303,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
-  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg);
+  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg, arch);
   const rotary = cfg.partial_rotary_factor;
   if (rotary !== undefined && rotary !== null && rotary !== 1) {
     const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;

@@ -5,16 +5,16 @@
  * runs it layer by layer.
  */
 import { EngineError } from "../contract/errors.ts";
-import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
 import { windowOf } from "./attention_knobs.ts";
 import type { ModelConfig } from "./config.ts";
+import { type ExpertValues, moeRef } from "./reference_moe.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
 export type LayerValues =
   & { readonly [R in LayerRole]?: Float64Array }
-  & { readonly experts?: readonly ExpertMatrices[] };
+  & { readonly experts?: readonly ExpertValues[] };
 
 /**
  * TEST ONLY: an error planted in the reference pass, so that tests can show `verify` rejects a
@@ -66,12 +66,13 @@ export function rmsNorm(
 }
 
 /**
- * `s[0..n)` ← softmax(`s[0..n)`), in float64 with the row max subtracted; `f32NoMax` is the
+ * `s[0..n)` ← softmax(`s[0..n)`), in float64 with the row max subtracted; with `sink`, that
+ * logit joins the row (its probability dropped: it only enlarges the sum). `f32NoMax` is the
  * `softmax-without-max-f32` test mutation: every step rounded to f32 and no max subtracted, so
  * a score above ln(f32 max) ≈ 88.72 makes exp overflow to +Infinity and the row NaN.
  */
-function softmax(s: Float64Array, n: number, f32NoMax: boolean): void {
-  let max = -Infinity, sum = 0;
+function softmax(s: Float64Array, n: number, f32NoMax: boolean, sink?: number): void {
+  let max = sink ?? -Infinity, sum = 0;
   if (f32NoMax) {
     for (let j = 0; j < n; j++) {
       sum = Math.fround(sum + (s[j] = Math.fround(Math.exp(Math.fround(s[j]!)))));
@@ -80,6 +81,7 @@ function softmax(s: Float64Array, n: number, f32NoMax: boolean): void {
     return;
   }
   for (let j = 0; j < n; j++) max = Math.max(max, s[j]!);
+  if (sink !== undefined) sum = Math.exp(sink - max);
   for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j]! - max);
   for (let j = 0; j < n; j++) s[j] = s[j]! / sum;
 }
@@ -208,7 +210,8 @@ function rope(
   }
 }
 
-function attention(s: LayerScratch, x: LayerContext): void {
+/** Causal attention over the cache; with `sinks`, each head's sink logit joins its softmax. */
+function attention(s: LayerScratch, x: LayerContext, sinks: Float64Array | undefined): void {
   const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
   const kvDim = c.numKvHeads * D, scale = c.attnScale ?? 1 / Math.sqrt(D);
   const cap = c.attnSoftcap, window = windowOf(c, x.layer);
@@ -230,7 +233,7 @@ function attention(s: LayerScratch, x: LayerContext): void {
         for (let d = 0; d < D; d++) dot += q[qo + d]! * x.kCache[ko + d]!;
         scores[j] = cap === undefined ? dot * scale : cap * Math.tanh(dot * scale / cap);
       }
-      softmax(scores, n, x.mutation === "softmax-without-max-f32");
+      softmax(scores, n, x.mutation === "softmax-without-max-f32", sinks?.[h]);
       for (let j = 0; j < n; j++) {
         const p = scores[j]!, vo = (first + j) * kvDim + kvo;
         for (let d = 0; d < D; d++) attn[qo + d] = attn[qo + d]! + p * x.vCache[vo + d]!;
@@ -239,20 +242,14 @@ function attention(s: LayerScratch, x: LayerContext): void {
   }
 }
 
-/**
- * The mixture-of-experts MLP: the router's softmax over RMSNorm(x) picks each token's top-k
- * experts (the config's `moe`), whose SwiGLU outputs, weighted, are added to x.
- */
-function moeMlp(s: LayerScratch, x: LayerContext): void {
-  const { c, w } = x, T = s.T, H = c.hiddenSize, moe = c.moe;
-  if (moe === undefined || w.experts === undefined) {
+/** The mixture-of-experts MLP of RMSNorm(x) (`reference_moe.ts`), added to x. */
+function moeMlp(s: LayerScratch, x: LayerContext, step: LayerStep & { op: "moe_mlp" }): void {
+  const { c, w } = x;
+  if (w.experts === undefined) {
     throw EngineError.invalidArgument("reference model: a moe_mlp step without experts");
   }
-  rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
-  const logits = new Float64Array(T * moe.experts);
-  linear(s.xn, T, need(w, "router"), undefined, moe.experts, H, logits);
-  const routes = moeRouteRef(logits, moe.experts, moe.topK, moe.normTopK);
-  moeExpertsRef(s.x, s.xn, routes, w.experts, H, moe.expertIntermediateSize);
+  rmsNorm(s.x, s.T, need(w, "postNorm"), c.hiddenSize, c.rmsNormEps, s.xn);
+  moeRef(c, step, s.x, s.xn, need(w, "router"), w.routerBias, w.experts);
 }
 
 /** Run one recipe step of a layer over `s`. */
@@ -293,10 +290,10 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       return;
     }
     case "attention":
-      attention(s, x);
+      attention(s, x, step.sinks ? need(w, "sinks") : undefined);
       return;
     case "o_proj_residual":
-      linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
+      linear(s.attn, T, need(w, "o"), w.oBias, H, qDim, s.proj);
       add(step.postNorm ? "attnOutNorm" : undefined);
       return;
     case "mlp": {
@@ -310,7 +307,7 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       return;
     }
     case "moe_mlp":
-      moeMlp(s, x);
+      moeMlp(s, x, step);
       return;
   }
 }

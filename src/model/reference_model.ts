@@ -10,6 +10,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
 import type { PromptLogits, ReferencePrompt } from "./verify.ts";
 import { ropeInvFreq } from "./rope.ts";
+import type { ExpertValues } from "./reference_moe.ts";
 import { tensorValues } from "./tensor_values.ts";
 import type { LayerWeights, ModelWeights, WeightInfo } from "./weights.ts";
 import { archOf, type LayerRole, type LayerStep } from "./arch/mod.ts";
@@ -135,13 +136,11 @@ export class ReferenceModel {
       for (const [role, t] of Object.entries(rest)) {
         out[role as LayerRole] = await values(t);
       }
-      const matrices = [];
+      const matrices: ExpertValues[] = [];
       for (const e of experts ?? []) {
-        matrices.push({
-          gate: await values(e.gate),
-          up: await values(e.up),
-          down: await values(e.down),
-        });
+        const m: Record<string, Float64Array> = {};
+        for (const [role, t] of Object.entries(e)) m[role] = await values(t);
+        matrices.push(m as unknown as ExpertValues);
       }
       unstack(config, out);
       layers.push(experts ? { ...out, experts: matrices } : out);

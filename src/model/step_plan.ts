@@ -53,6 +53,11 @@ function missing(role: string, layer: number): EngineError {
   return EngineError.invalidArgument(`layer ${layer}: the recipe reads ${role}, which it lacks`);
 }
 
+/** A recipe feature the GPU plan does not compile yet. */
+function notCompiled(feature: string, layer: number): EngineError {
+  return EngineError.invalidArgument(`layer ${layer}: ${feature} are not on the GPU yet`);
+}
+
 /** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
 export interface Scratch {
   capacity: number;
@@ -262,6 +267,7 @@ export async function buildPlan(
           kvDtype,
         }, `L${l}:rope_kv`)];
       case "attention":
+        if (step.sinks) return [Promise.reject(notCompiled("attention sinks", l))];
         return [prepareAttention(d, {
           q: s.q,
           kCache: m.kCache[l]!,
@@ -328,6 +334,9 @@ export async function buildPlan(
         ];
       }
       case "moe_mlp":
+        if (step.act !== "silu" || step.biases) {
+          return [Promise.reject(notCompiled("clamped SwiGLU experts and MoE biases", l))];
+        }
         return moeMlp(l, L);
     }
   };

@@ -123,6 +123,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       expertIntermediateSize: m.count(`${p}expert_feed_forward_length`),
       normTopK: m.has(norm) ? m.bool(norm) : arch.gguf.expertWeightsNorm === true,
     };
+    if (arch.gguf.swigluLimit !== undefined) config.moe.swigluLimit = arch.gguf.swigluLimit;
   }
   if (rotaryDim < headDim) config.rotaryDim = rotaryDim;
   if (arch.gguf.multipliers) {

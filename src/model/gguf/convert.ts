@@ -26,6 +26,7 @@ import {
 import { type ModelConfig, MULTIPLIER_KEYS, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
 import { ggufRopeMetadata } from "../rope_config.ts";
+import { splitFloatExperts } from "../fused_experts.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
 import { type ModelFiles, readText, requireText } from "../source.ts";
 import { mapWeights, type ModelWeights } from "../weights.ts";
@@ -68,7 +69,8 @@ function parseJson(text: string, name: string): Record<string, unknown> {
 /** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
 export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
   const config = parseConfig(await requireText(files, "config.json"));
-  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name), files), true);
+  const tensors = await readCheckpoint((name) => files.open(name), files);
+  const weights = mapWeights(config, splitFloatExperts(config, tensors), true);
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) return { config, weights };
   const tc = await readText(files, "tokenizer_config.json");
@@ -146,7 +148,7 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   const arch = archOf(c);
   const ctx = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
   const out: PlannedTensor[] = [];
-  const add = (r: ResolvedTensor, source: TensorInfo) => {
+  const add = (r: ResolvedTensor<string>, source: TensorInfo) => {
     const shape = [...source.shape];
     const cols = shape[shape.length - 1]!;
     const role = r.entry.mix ?? "vector";
@@ -175,7 +177,7 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
     for (const r of layerTensors(arch, c, i)) add(r, l[r.entry.role]!);
     // Each expert tensor once, stacked over the experts ([experts, ...shape]).
     for (const r of expertTensors(arch, c, i).filter((r) => r.expert === 0)) {
-      const stack = l.experts!.map((e) => e[r.entry.role]);
+      const stack = l.experts!.map((e) => e[r.entry.role]!);
       add(r, stack[0]!);
       const p = out[out.length - 1]!;
       p.shape = [stack.length, ...p.shape];
