@@ -16,7 +16,8 @@ import {
   type MoeConfig,
 } from "./arch/mod.ts";
 import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
-import { longRopeAttentionFactor, type RopeScaling } from "./rope.ts";
+import type { RopeScaling } from "./rope.ts";
+import { hfRopeSettings } from "./rope_config.ts";
 
 /** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
 export type Architecture = string;
@@ -134,68 +135,6 @@ function architecture(c: Json): ArchDescription {
     throw refuse("model_type", `unsupported model type ${describe(c.model_type)}`);
   }
   return arch;
-}
-
-function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
-  // transformers 5 writes rope_parameters; older checkpoints rope_theta + rope_scaling.
-  const params = c.rope_parameters ?? undefined;
-  const key = params !== undefined ? "rope_parameters" : "rope_scaling";
-  const src = params ?? c.rope_scaling ?? {};
-  if (typeof src !== "object" || src === null || Array.isArray(src)) {
-    throw refuse(key, `expected an object, got ${describe(src)}`);
-  }
-  const theta = num(params !== undefined ? src as Json : c, "rope_theta", 10000);
-  const type: unknown = (src as Json).rope_type ?? (src as Json).type ?? "default";
-  const f = (k: string) => num(src as Json, k);
-  switch (type) {
-    case "default":
-      return { theta, scaling: { type: "default" } };
-    case "linear":
-      return { theta, scaling: { type: "linear", factor: f("factor") } };
-    case "llama3":
-      return {
-        theta,
-        scaling: {
-          type: "llama3",
-          factor: f("factor"),
-          lowFreqFactor: f("low_freq_factor"),
-          highFreqFactor: f("high_freq_factor"),
-          originalMaxPositionEmbeddings: f("original_max_position_embeddings"),
-        },
-      };
-    case "longrope":
-    case "su": {
-      const s = src as Json;
-      const max = int(c, "max_position_embeddings", 2048);
-      const original = s.original_max_position_embeddings !== undefined
-        ? int(s, "original_max_position_embeddings")
-        : int(c, "original_max_position_embeddings");
-      return {
-        theta,
-        scaling: {
-          type: "longrope",
-          shortFactor: factorList(s, key, "short_factor"),
-          longFactor: factorList(s, key, "long_factor"),
-          originalMaxPositionEmbeddings: original,
-          maxPositionEmbeddings: max,
-          attentionFactor: s.attention_factor !== undefined && s.attention_factor !== null
-            ? f("attention_factor")
-            : longRopeAttentionFactor(max, original),
-        },
-      };
-    }
-    default:
-      throw refuse(`${key}.rope_type`, `unsupported RoPE type ${describe(type)}`);
-  }
-}
-
-/** A list of positive RoPE frequency divisors (`rope_scaling.short_factor` ...). */
-function factorList(src: Json, parent: string, key: string): number[] {
-  const v = src[key];
-  if (!Array.isArray(v) || v.length === 0 || v.some((x) => !(typeof x === "number" && x > 0))) {
-    throw refuse(`${parent}.${key}`, `expected a list of positive numbers, got ${describe(v)}`);
-  }
-  return v;
 }
 
 /** The layers without RoPE (see `HfConfigRules.noRope`). */
@@ -332,7 +271,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
   const rules = arch.hf.config;
-  const { theta, scaling } = ropeSettings(cfg);
+  const { theta, scaling } = hfRopeSettings(cfg, maxPositionEmbeddings);
   const attentionBias = rules.attentionBias === "always" || cfg.attention_bias === true;
   const vocabSize = int(cfg, "vocab_size");
   const config: ModelConfig = {

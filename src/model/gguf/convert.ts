@@ -25,6 +25,7 @@ import {
 } from "../arch/mod.ts";
 import { type ModelConfig, MULTIPLIER_KEYS, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
+import { ggufRopeMetadata } from "../rope_config.ts";
 import { splitFloatExperts } from "../fused_experts.ts";
 import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
 import { type ModelFiles, readText, requireText } from "../source.ts";
@@ -335,17 +336,7 @@ export function ggufMetadata(
     }
     meta[`${arch}.${key}`] = f32(v);
   }
-  const s = c.ropeScaling;
-  if (s.type === "longrope") {
-    // The factors travel as tensors (see ggufTensors); the context the long ones are for is
-    // the model's.
-    meta[`${arch}.rope.scaling.attn_factor`] = f32(s.attentionFactor);
-    meta[`${arch}.rope.scaling.original_context_length`] = u32(s.originalMaxPositionEmbeddings);
-  }
-  if (s.type === "linear") {
-    meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
-    meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
-  }
+  Object.assign(meta, ggufRopeMetadata(c.ropeScaling, arch, warnings));
   // llama3 scaling and stored factors travel as the `rope_freqs` tensor (see ggufTensors).
   Object.assign(meta, knobMetadata(c, `${arch}.`));
   return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };
