@@ -193,17 +193,6 @@ function splitBiases(
 }
 
 /**
- * The checkpoint's tensors with float fused experts split per expert (unchanged when the
- * family does not fuse them). MXFP4 experts need `splitMxfp4Experts`.
- */
-export function splitFloatExperts(
-  c: ModelConfig,
-  tensors: Map<string, TensorInfo>,
-): Map<string, TensorInfo> {
-  return splitExperts(c, tensors, new Map()) as Map<string, TensorInfo>;
-}
-
-/**
  * The checkpoint's tensors with fused experts split per expert, float or MXFP4 (`bytes`: the
  * U8 tensors `readCheckpoint` set aside). A U8 tensor no expert uses is refused.
  */

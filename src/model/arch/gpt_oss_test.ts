@@ -17,12 +17,13 @@ import {
   argmaxAgreement,
   checkAblations,
   familyFixture,
+  familyFixtureTests,
   gpuMatchesReference,
   loadFixture,
   maxAbsDiff,
-  referenceVsLlamaCpp,
 } from "../../../test/support/family_fixture.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { ReferenceModel } from "../reference_model.ts";
 import { type ByteTensorInfo, readSafetensorsHeader } from "../safetensors.ts";
@@ -161,19 +162,6 @@ Deno.test("gpt-oss: the bf16 fused expert layout reads as the MXFP4 one", async 
   equal(maxAbsDiff(await logits(bf16), await logits(mxfp4)), 0);
 });
 
-for (const format of ["hf", "gguf"] as const) {
-  Deno.test(`gpt-oss ${format}: Kiln's float64 reference agrees with llama.cpp`, async () => {
-    const fx = await loadFixture("gpt-oss");
-    const r = await referenceVsLlamaCpp(await FIXTURE[format](), fx);
-    console.log(
-      `  gpt-oss ${format}: max |float64 - llama.cpp| ${r.maxErr.toExponential(2)}, ` +
-        `argmax ${r.agree}/${r.positions}`,
-    );
-    ok(r.maxErr < LLAMA_CPP_TOL, `max |float64 - llama.cpp| ${r.maxErr}`);
-    equal(r.agree, r.positions);
-  });
-}
-
 Deno.test("gpt-oss MXFP4_MOE (llama.cpp's quantization): float64 against llama.cpp's logits", async () => {
   const ck = await mxfp4Gguf();
   const rows = (await ReferenceModel.load(ck.config, ck.weights)).logits(TOKENS);
@@ -190,6 +178,28 @@ Deno.test("gpt-oss MXFP4_MOE (llama.cpp's quantization): float64 against llama.c
   // itself moves the logits by 15.6).
   ok(err < 6 && err < moved / 2, `${err}`);
   ok(agree >= 40, `argmax agrees at ${agree}`);
+});
+
+Deno.test("gpt-oss: Kiln's GGUF conversion keeps the MXFP4 experts and reads back the same model", async () => {
+  const hf = await FIXTURE.hf();
+  const parts: Uint8Array[] = [];
+  const report = await writeHfAsGguf(
+    await readHfCheckpoint(fileListFiles([file("hf/config.json"), file("hf/model.safetensors")])),
+    (b) => void parts.push(b.slice()),
+  );
+  // 2 layers x 3 expert matrices.
+  equal(report.types.MXFP4, 6);
+  const ck = await openCheckpoint(fileListFiles([new File(parts as BlobPart[], "oss.gguf")]));
+  const { dtype: _a, eosTokenIds: _b, bosTokenId: _c, ...back } = ck.config;
+  const { dtype: _d, eosTokenIds: _e, bosTokenId: _f, ...want } = hf.config;
+  deepStrictEqual(back, want);
+  deepStrictEqual(await expertValues(ck.weights), await expertValues(hf.weights));
+  const logits = async (c: Checkpoint) =>
+    (await ReferenceModel.load(c.config, c.weights)).logits(TOKENS.slice(0, 12));
+  equal(maxAbsDiff(await logits(ck), await logits(hf)), 0);
+  // llama.cpp clamps gpt-oss's experts at 7: another limit cannot be written.
+  const other = { ...hf, config: { ...hf.config, moe: { ...hf.config.moe!, swigluLimit: 5 } } };
+  await rejects(writeHfAsGguf(other, () => {}), refused("config.swiglu_limit"));
 });
 
 /** The layer recipe with `f` applied to each step. */
@@ -297,7 +307,7 @@ Deno.test("gpt-oss: malformed MXFP4 experts are refused naming the tensor", asyn
     ]));
   };
   const scales = "model.layers.1.mlp.experts.down_proj_scales";
-  // The same bytes seen as [4, 32, 2] scales of 64 columns: not the config's [4, 32, 1].
+  // The same bytes seen as [4, 16, 2] scales: not the config's [4, 32, 1].
   await rejects(open((h) => h[scales]!.shape = [4, 16, 2]), refused(scales));
   // A U8 tensor nothing reads.
   await rejects(
@@ -309,11 +319,11 @@ Deno.test("gpt-oss: malformed MXFP4 experts are refused naming the tensor", asyn
   );
 });
 
+// The HF folder and the F32 GGUF against llama.cpp in float64; on the GPU the F32 GGUF (also
+// against llama.cpp) and Kiln's Q4_K_M conversion of the HF folder (MXFP4 experts kept).
+familyFixtureTests("gpt-oss", LLAMA_CPP_TOL, "q4_k_m");
+
 for (const paths of ["cpu", "gpu"] as const) {
-  Deno.test(`gpt-oss F32 GGUF on the GPU (${paths} paths) matches float64 and llama.cpp`, async () => {
-    const fx = await loadFixture("gpt-oss");
-    await gpuMatchesReference(await FIXTURE.gguf(), fx, paths, 4, 2e-3);
-  });
   Deno.test(`gpt-oss MXFP4 (HF folder, llama.cpp's MXFP4_MOE GGUF) on the GPU (${paths} paths) matches float64`, async () => {
     const fx = await loadFixture("gpt-oss");
     await gpuMatchesReference(await FIXTURE.hf(), fx, paths);
