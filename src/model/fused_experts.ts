@@ -25,7 +25,11 @@ import type { WeightInfo } from "./weights.ts";
 
 type Info = Omit<WeightInfo, "dtype">;
 
-/** A view of `bytes` of `t`, rearranged by `build` (given all of `t`'s bytes) when read. */
+/**
+ * A view of `parts` (byte ranges of their sources) rearranged by `build` when read. The built
+ * bytes are kept while a reader takes them in pieces, and dropped once a read reaches their end
+ * (a whole model's experts built at once would not fit in memory).
+ */
 function view(
   name: string,
   parts: readonly Info[],
@@ -37,8 +41,10 @@ function view(
     name: `${parts[0]!.source.name} (${name})`,
     size,
     async read(at: number, n: number): Promise<Uint8Array> {
-      cache ??= build(...await Promise.all(parts.map((p) => p.source.read(p.offset, p.length))));
-      return cache.subarray(at, at + n);
+      const all = cache ??
+        build(...await Promise.all(parts.map((p) => p.source.read(p.offset, p.length))));
+      cache = at + n >= size ? undefined : all;
+      return all.subarray(at, at + n);
     },
     release(): void {
       cache = undefined;
