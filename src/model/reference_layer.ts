@@ -6,15 +6,15 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
+import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import { windowOf } from "./attention_knobs.ts";
 import type { ModelConfig } from "./config.ts";
-import { type ExpertValues, moeRef } from "./reference_moe.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
 export type LayerValues =
   & { readonly [R in LayerRole]?: Float64Array }
-  & { readonly experts?: readonly ExpertValues[] };
+  & { readonly experts?: readonly ExpertMatrices[] };
 
 /**
  * TEST ONLY: an error planted in the reference pass, so that tests can show `verify` rejects a
@@ -242,14 +242,31 @@ function attention(s: LayerScratch, x: LayerContext, sinks: Float64Array | undef
   }
 }
 
-/** The mixture-of-experts MLP of RMSNorm(x) (`reference_moe.ts`), added to x. */
+/**
+ * The mixture-of-experts MLP: the router (plus `routerBias` with `biases`) over RMSNorm(x) picks
+ * each token's top-k experts (the config's `moe`); their gated MLPs (with their biases, with
+ * `biases`; the step's activation), weighted, are added to x.
+ */
 function moeMlp(s: LayerScratch, x: LayerContext, step: LayerStep & { op: "moe_mlp" }): void {
-  const { c, w } = x;
-  if (w.experts === undefined) {
+  const { c, w } = x, T = s.T, H = c.hiddenSize, moe = c.moe;
+  if (moe === undefined || w.experts === undefined) {
     throw EngineError.invalidArgument("reference model: a moe_mlp step without experts");
   }
-  rmsNorm(s.x, s.T, need(w, "postNorm"), c.hiddenSize, c.rmsNormEps, s.xn);
-  moeRef(c, step, s.x, s.xn, need(w, "router"), w.routerBias, w.experts);
+  if (step.act === "swiglu_oai" && moe.swigluLimit === undefined) {
+    throw EngineError.invalidArgument("reference model: swiglu_oai experts without swigluLimit");
+  }
+  rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
+  const logits = new Float64Array(T * moe.experts);
+  const bias = step.biases ? need(w, "routerBias") : undefined;
+  linear(s.xn, T, need(w, "router"), bias, moe.experts, H, logits);
+  const routes = moeRouteRef(logits, moe.experts, moe.topK, moe.normTopK);
+  const experts = step.biases
+    ? w.experts
+    : w.experts.map(({ gate, up, down }) => ({ gate, up, down }));
+  moeExpertsRef(s.x, s.xn, routes, experts, H, moe.expertIntermediateSize, {
+    activation: step.act,
+    ...(moe.swigluLimit !== undefined ? { swigluLimit: moe.swigluLimit } : {}),
+  });
 }
 
 /** Run one recipe step of a layer over `s`. */

@@ -10,7 +10,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
 import type { PromptLogits, ReferencePrompt } from "./verify.ts";
 import { ropeInvFreq } from "./rope.ts";
-import type { ExpertValues } from "./reference_moe.ts";
+import type { ExpertMatrices } from "../gpu/reference/moe.ts";
 import { tensorValues } from "./tensor_values.ts";
 import type { LayerWeights, ModelWeights, WeightInfo } from "./weights.ts";
 import { archOf, type LayerRole, type LayerStep } from "./arch/mod.ts";
@@ -136,11 +136,11 @@ export class ReferenceModel {
       for (const [role, t] of Object.entries(rest)) {
         out[role as LayerRole] = await values(t);
       }
-      const matrices: ExpertValues[] = [];
+      const matrices: ExpertMatrices[] = [];
       for (const e of experts ?? []) {
         const m: Record<string, Float64Array> = {};
         for (const [role, t] of Object.entries(e)) m[role] = await values(t);
-        matrices.push(m as unknown as ExpertValues);
+        matrices.push(m as unknown as ExpertMatrices);
       }
       unstack(config, out);
       layers.push(experts ? { ...out, experts: matrices } : out);
