@@ -74,16 +74,6 @@ export interface ExpertSlab {
   dtype: TensorDtype;
 }
 
-/**
- * The experts' activation of gate g and up u: `silu` (SwiGLU, silu(g)·u) or `swiglu_oai`
- * (gpt-oss's clamped SwiGLU: g' = min(g, limit), u' = clamp(u, -limit, limit),
- * (u' + 1)·g'·sigmoid(1.702·g')).
- */
-export type ExpertActivation = "silu" | "swiglu_oai";
-
-/** The clamped SwiGLU's sigmoid slope (`swiglu_oai`; a constant of gpt-oss and of llama.cpp). */
-export const SWIGLU_OAI_ALPHA = 1.702;
-
 /** Per-expert biases, f32, in the slabs' expert order. */
 export interface ExpertBiases {
   /** [experts · 2·inter]: expert e's gate biases, then its up biases. */
@@ -118,8 +108,12 @@ export interface MoeExpertsArgs {
   experts: number;
   /** Routes per token. */
   topK: number;
-  /** The experts' activation (default `silu`). */
-  activation?: ExpertActivation;
+  /**
+   * The experts' activation of gate g and up u: `silu` (default; SwiGLU, silu(g)·u) or
+   * `swiglu_oai` (the clamped SwiGLU: g' = min(g, limit), u' = clamp(u, -limit, limit),
+   * (u' + 1)·g'·sigmoid(1.702·g')).
+   */
+  activation?: "silu" | "swiglu_oai";
   /** `swiglu_oai`'s limit (a positive number; required with it). */
   swigluLimit?: number;
   /** Biases added to each expert's gate, up and down products (default: none). */

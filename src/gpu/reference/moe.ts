@@ -59,7 +59,7 @@ export interface ExpertMatrices {
   downBias?: ArrayLike<number>;
 }
 
-/** The experts' activation (`ExpertActivation` of `kernels/moe.ts`) and its limit. */
+/** The experts' activation (as `MoeExpertsArgs.activation` has it) and its limit. */
 export interface ExpertActRef {
   /** `silu` (default): silu(g)·u; `swiglu_oai`: the clamped SwiGLU (`swigluOaiRef`). */
   activation?: "silu" | "swiglu_oai";
