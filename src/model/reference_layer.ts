@@ -8,6 +8,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
 import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import { windowOf } from "./attention_knobs.ts";
+import { type RoundedInput, roundQ8_0 } from "./reference_rounding.ts";
 import type { ModelConfig } from "./config.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
@@ -173,6 +174,13 @@ export interface LayerContext {
   mutation: TestMutation | undefined;
   /** The layer's index (its window and RoPE base may be its own). */
   layer: number;
+  /** TEST ONLY: the products whose input is rounded as llama.cpp's CPU does (`reference_rounding.ts`). */
+  rounded?: ReadonlySet<RoundedInput>;
+}
+
+/** `v` ([rows, `row`]) as the product `role` reads it (rounded with `x.rounded`). */
+function input(x: LayerContext, role: RoundedInput, v: Float64Array, row: number): Float64Array {
+  return x.rounded?.has(role) ? roundQ8_0(v, row) : v;
 }
 
 function need(w: LayerValues, role: LayerRole): Float64Array {
@@ -263,9 +271,11 @@ function moeMlp(s: LayerScratch, x: LayerContext, step: LayerStep & { op: "moe_m
   const experts = step.biases
     ? w.experts
     : w.experts.map(({ gate, up, down }) => ({ gate, up, down }));
-  moeExpertsRef(s.x, s.xn, routes, experts, H, moe.expertIntermediateSize, {
+  const I = moe.expertIntermediateSize;
+  moeExpertsRef(s.x, input(x, "expertsIn", s.xn, H), routes, experts, H, I, {
     activation: step.act,
     ...(moe.swigluLimit !== undefined ? { swigluLimit: moe.swigluLimit } : {}),
+    ...(x.rounded?.has("expertsDown") ? { testRoundDownInput: (a) => roundQ8_0(a, I) } : {}),
   });
 }
 
@@ -282,11 +292,11 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
   switch (step.op) {
     case "attn_norm_qkv":
     case "qkv": {
-      const input = step.op === "qkv" ? s.x : s.xn;
+      const from = step.op === "qkv" ? s.x : s.xn;
       if (step.op === "attn_norm_qkv") rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      linear(input, T, need(w, "q"), w.qBias, qDim, H, s.q);
-      linear(input, T, need(w, "k"), w.kBias, kvDim, H, s.k);
-      linear(input, T, need(w, "v"), w.vBias, kvDim, H, s.v);
+      linear(input(x, "q", from, H), T, need(w, "q"), w.qBias, qDim, H, s.q);
+      linear(input(x, "k", from, H), T, need(w, "k"), w.kBias, kvDim, H, s.k);
+      linear(input(x, "v", from, H), T, need(w, "v"), w.vBias, kvDim, H, s.v);
       return;
     }
     case "qk_norm": {
@@ -310,16 +320,16 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       attention(s, x, step.sinks ? need(w, "sinks") : undefined);
       return;
     case "o_proj_residual":
-      linear(s.attn, T, need(w, "o"), w.oBias, H, qDim, s.proj);
+      linear(input(x, "o", s.attn, qDim), T, need(w, "o"), w.oBias, H, qDim, s.proj);
       add(step.postNorm ? "attnOutNorm" : undefined);
       return;
     case "mlp": {
       if (step.preNorm === false) s.xn.set(s.x);
       else rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
-      linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
-      linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
+      linear(input(x, "gate", s.xn, H), T, need(w, "gate"), undefined, F, H, s.gate);
+      linear(input(x, "up", s.xn, H), T, need(w, "up"), undefined, F, H, s.up);
       for (let i = 0; i < T * F; i++) s.gate[i] = activation(step.act, s.gate[i]!) * s.up[i]!;
-      linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
+      linear(input(x, "down", s.gate, F), T, need(w, "down"), undefined, H, F, s.proj);
       add(step.postNorm ? "mlpOutNorm" : undefined);
       return;
     }

@@ -65,6 +65,11 @@ export interface ExpertActRef {
   activation?: "silu" | "swiglu_oai";
   /** `swiglu_oai`'s limit. */
   swigluLimit?: number;
+  /**
+   * TEST ONLY: the down product's input as llama.cpp's CPU rounds it (the model reference's
+   * `testLlamaCppRounding`).
+   */
+  testRoundDownInput?: (act: Float64Array) => Float64Array;
 }
 
 /**
@@ -106,9 +111,10 @@ export function moeExpertsRef(
         }
         act[r] = oai ? swigluOaiRef(g, u, limit) : g / (1 + Math.exp(-g)) * u;
       }
+      const a = opts.testRoundDownInput?.(act) ?? act;
       for (let h = 0; h < hidden; h++) {
         let d = e.downBias?.[h] ?? 0;
-        for (let r = 0; r < inter; r++) d += act[r]! * e.down[h * inter + r]!;
+        for (let r = 0; r < inter; r++) d += a[r]! * e.down[h * inter + r]!;
         x[t * hidden + h] = x[t * hidden + h]! + w * d;
       }
     }
