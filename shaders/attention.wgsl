@@ -2,7 +2,9 @@
 // position pos[t] attends to keys 0..=pos[t] of its sequence, found through its block table
 // (offset table_off[t]); with a sliding window w > 0, to keys pos[t] - w + 1..=pos[t] only (the
 // loops start there: blocks wholly before the window are never read). Scores are q·k · scale,
-// soft-capped as cap · tanh(s / cap) when softcap > 0.
+// soft-capped as cap · tanh(s / cap) when softcap > 0. With SINKS, each query head h has a learned
+// logit sinks[h] that joins the softmax as one more column with no value: it only enlarges the
+// denominator (`normaliser`, applied where the output is normalised: `single` and `merge`).
 //
 // GQA-aware: one workgroup per (query token, kv head, head chunk) serves the GROUP query heads
 // of that chunk (all heads/kv_heads heads that share the kv head, unless that is more than
@@ -36,6 +38,7 @@ const NEG: f32 = -3.0e38;
 override KV_F16: bool = false;
 override GROUP: u32 = 1u; // query heads per workgroup, <= MAX_GROUP
 override PPT: u32 = 1u; // dim pairs per thread, <= MAX_PPT
+override SINKS: bool = false; // sinks[heads] join each head's softmax
 
 struct Params {
   tokens: u32,
@@ -63,6 +66,8 @@ struct Params {
 // split only: per (token, head, split) max and sum, and acc [.., head_dim].
 @group(0) @binding(8) var<storage, read_write> part_ml: array<vec2<f32>>;
 @group(0) @binding(9) var<storage, read_write> part_acc: array<f32>;
+// single and merge: f32 [heads], read with SINKS only.
+@group(0) @binding(10) var<storage, read> sinks: array<f32>;
 
 var<workgroup> q_sh: array<vec2<f32>, 512>; // [GROUP][head_dim / 2]
 // Probabilities of the tile's keys, four heads to a vec4: [GROUP / 4][WG]; at the end, the
@@ -112,6 +117,19 @@ fn first_key(pos: u32) -> u32 {
     return 0u;
   }
   return pos + 1u - p.window;
+}
+
+// 1 / the softmax denominator of query head h whose scores have maximum m and sum l of
+// exp(s - m): 1 / l, or with SINKS 1 / (l + exp(sinks[h] - m)), taken against M = max(m, sink)
+// as exp(m - M) / (l exp(m - M) + exp(sink - M)) so that no exp overflows.
+fn normaliser(h: u32, m: f32, l: f32) -> f32 {
+  if (!SINKS) {
+    return 1.0 / l;
+  }
+  let sink = sinks[h];
+  let top = max(m, sink);
+  let e = exp(m - top);
+  return e / (l * e + exp(sink - top));
 }
 
 struct Partial {
@@ -253,10 +271,11 @@ fn single(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
   }
   for (var g = 0u; g < GROUP; g++) {
     let obase = (th.x * p.heads + th.y + g) * p.head_dim;
+    let norm = normaliser(th.y + g, r.m[g], r.l[g]);
     for (var u = 0u; u < PPT; u++) {
       let dp = lid + u * p.lanes;
       if (dp < p.head_dim / 2u) {
-        let o = r.acc[g * MAX_PPT + u] / r.l[g];
+        let o = r.acc[g * MAX_PPT + u] * norm;
         out[obase + 2u * dp] = o.x;
         out[obase + 2u * dp + 1u] = o.y;
       }
@@ -313,6 +332,7 @@ fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     }
   }
   let obase = (t * p.heads + h) * p.head_dim;
+  let norm = normaliser(h, m, l);
   for (var d = lid; d < p.head_dim; d += WG) {
     var a = 0.0;
     for (var s = 0u; s < p.splits; s++) {
@@ -321,6 +341,6 @@ fn merge(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         a += part_acc[(p0 + s) * p.head_dim + d] * exp(ml.x - m);
       }
     }
-    out[obase + d] = a / l;
+    out[obase + d] = a * norm;
   }
 }

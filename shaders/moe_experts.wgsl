@@ -9,12 +9,15 @@
 // offset computed from e:
 // - `gate_up`: [experts · 2·inter, hidden], expert e's gate rows then its up rows (rows
 //   e·2·inter + r and e·2·inter + inter + r). One output per (token, route j, row r):
-//     act[t, j, r] = silu(s·Σₖ x[t,k]·g[k]·G_e[r,k]) · s·Σₖ x[t,k]·g[k]·U_e[r,k]
-//   with the MLP's RMSNorm folded in (g its weight, s = 1/sqrt(mean_k x[t,k]² + eps)).
+//     act[t, j, r] = act(s·Σₖ x[t,k]·g[k]·G_e[r,k] (+ gate bias), s·Σₖ x[t,k]·g[k]·U_e[r,k] (+ up bias))
+//   with the MLP's RMSNorm folded in (g its weight, s = 1/sqrt(mean_k x[t,k]² + eps)) and the
+//   activation `expert_act` (ACT: SwiGLU or the clamped SwiGLU).
 // - `down`: [experts · hidden, inter], expert e's rows at e·hidden. One output per (token,
 //   output h), summing over its routes:
-//     x[t, h] += Σⱼ weight[t, j] · Σᵣ act[t, j, r]·D_e[h, r]
+//     x[t, h] += Σⱼ weight[t, j] · (Σᵣ act[t, j, r]·D_e[h, r] (+ down bias))
 //   (one workgroup owns each output, so the residual add needs no atomics).
+// With BIASES, binding 8 holds the experts' biases: for `gate_up` [experts · 2·inter] (expert
+// e's gate biases, then its up biases), for `down` [experts · hidden].
 // TPR threads share an output (a power of two up to 64): each takes every TPR-th 32-element slice
 // of the row (one slice of the format), and the workgroup sums their partials. TPR = 1 is the
 // CPU-adapter path: a thread walks RPT whole rows, with no reduction and no barrier.
@@ -23,8 +26,14 @@ override WG: u32 = 64u;
 override TPR: u32 = 1u;
 // Outputs per thread (1..8) when TPR is 1: one load of the activations serves RPT weight rows.
 override RPT: u32 = 1u;
+// The experts' activation: 0 SwiGLU, 1 the clamped SwiGLU (`expert_act`).
+override ACT: u32 = 0u;
+// Per-expert biases on the gate, up and down products (binding 8).
+override BIASES: bool = false;
 
 const MAX_RPT: u32 = 8u;
+// The clamped SwiGLU's sigmoid slope.
+const ALPHA: f32 = 1.702;
 
 struct Params {
   tokens: u32,
@@ -32,7 +41,8 @@ struct Params {
   inter: u32,
   top_k: u32,
   eps: f32,
-  _p0: u32,
+  limit: f32, // the clamped SwiGLU's limit
+
   _p1: u32,
   _p2: u32,
 }
@@ -46,8 +56,20 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> ids: array<u32>;
 @group(0) @binding(6) var<storage, read> route_w: array<f32>;
+@group(0) @binding(8) var<storage, read> bias: array<f32>;
 
 var<workgroup> red: array<vec4<f32>, 256u>;
+
+// The activation of gate g and up u: SwiGLU silu(g)·u, or with ACT 1 the clamped SwiGLU
+// (gpt-oss's swiglu_oai): g' = min(g, limit), u' = clamp(u, -limit, limit),
+// (u' + 1)·g'·sigmoid(ALPHA·g').
+fn expert_act(g: f32, u: f32) -> f32 {
+  if (ACT == 1u) {
+    let gc = min(g, p.limit);
+    return gc / (1.0 + exp(-ALPHA * gc)) * (clamp(u, -p.limit, p.limit) + 1.0);
+  }
+  return g / (1.0 + exp(-g)) * u;
+}
 
 // The output this thread works on (possibly past the last: such threads still reach the
 // barriers, and store nothing).
@@ -115,8 +137,12 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   acc[0] = sums.xy;
   let scale = inverseSqrt(sums.z / f32(p.hidden) + p.eps);
   for (var k = 0u; k < RPT && r0 + k < p.inter; k++) {
-    let g = acc[k].x * scale;
-    y[route * p.inter + r0 + k] = g / (1.0 + exp(-g)) * (acc[k].y * scale);
+    var gu = acc[k] * scale;
+    if (BIASES) {
+      let b = e * 2u * p.inter + r0 + k;
+      gu += vec2<f32>(bias[b], bias[b + p.inter]);
+    }
+    y[route * p.inter + r0 + k] = expert_act(gu.x, gu.y);
   }
 }
 
@@ -152,6 +178,12 @@ fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       for (var c = 0u; c < RPT; c++) {
         let row = (base + min(h0 + c, p.hidden - 1u)) * row_bytes;
         acc[c] += dot8(decode(load_slice(row + off, s), s), xs);
+      }
+    }
+    // The bias once per output: in its first thread (the others' partials are summed to it).
+    if (BIASES && lid % TPR == 0u) {
+      for (var c = 0u; c < RPT; c++) {
+        acc[c] += bias[base + min(h0 + c, p.hidden - 1u)];
       }
     }
     for (var c = 0u; c < RPT; c++) {

@@ -14,7 +14,7 @@ import { dirFiles, fileSource } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { readGgufFile } from "../src/model/gguf/header.ts";
 import { ReferenceModel } from "../src/model/reference_model.ts";
-import { readSafetensorsHeader } from "../src/model/safetensors.ts";
+import { type ByteTensorInfo, readSafetensorsHeader } from "../src/model/safetensors.ts";
 import type { ByteSource } from "../src/model/source.ts";
 import { referenceLogits } from "../bench/peers/families/reference.ts";
 
@@ -23,8 +23,11 @@ const ROOT = new URL("./fixtures/families/", import.meta.url).pathname;
 const FAMILIES: string[] = JSON.parse(await Deno.readTextFile(`${ROOT}index.json`)).families;
 
 interface Transform {
-  op: "copy" | "plus_one" | "interleave_heads" | "stack" | "computed";
+  op: "copy" | "plus_one" | "interleave_heads" | "stack" | "computed" | "mxfp4_rows" | "columns";
   heads?: number;
+  /** `mxfp4_rows` and `columns`: rows (columns) first, first + every, ... */
+  every?: number;
+  first?: number;
 }
 
 interface Manifest {
@@ -82,9 +85,47 @@ function rebuild(
       }
       return out;
     }
+    case "columns": {
+      const [rows, cols] = first.shape as [number, number], n = cols / t.every!;
+      return Float32Array.from(
+        { length: rows * n },
+        (_, i) => first.data[Math.floor(i / n) * cols + (i % n) * t.every! + t.first!]!,
+      );
+    }
     default:
       throw new Error(`no HF source for transform ${t.op}`);
   }
+}
+
+/** E2M1: codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 negates. */
+const FP4 = [0, 0.5, 1, 1.5, 2, 3, 4, 6];
+
+/**
+ * HF MXFP4 (`blocks` [E, R, G, 16] and `scales` [E, R, G], bytes) dequantized, rows
+ * `first, first + every, ...` of each expert: element 2j of a block is byte j's low nibble,
+ * 2j + 1 its high one, times 2^(scale - 127).
+ */
+function mxfp4Rows(
+  blocks: { shape: number[]; bytes: Uint8Array },
+  scales: Uint8Array,
+  every: number,
+  first: number,
+): { shape: number[]; data: Float32Array } {
+  const [E, R, G] = blocks.shape as [number, number, number];
+  const rows = R / every, data = new Float32Array(E * rows * G * 32);
+  const fp4 = (c: number) => (c & 8 ? -1 : 1) * FP4[c & 7]!;
+  for (let e = 0; e < E; e++) {
+    for (let r = 0; r < rows; r++) {
+      for (let g = 0; g < G; g++) {
+        const at = (e * R + r * every + first) * G + g, scale = 2 ** (scales[at]! - 127);
+        for (let j = 0; j < 32; j++) {
+          const byte = blocks.bytes[at * 16 + (j >> 1)]!;
+          data[((e * rows + r) * G + g) * 32 + j] = fp4(j & 1 ? byte >> 4 : byte & 15) * scale;
+        }
+      }
+    }
+  }
+  return { shape: [E, rows, G * 32], data };
 }
 
 async function manifestOf(family: string): Promise<Manifest> {
@@ -171,17 +212,33 @@ for (const family of FAMILIES) {
       gguf.tensors.map((t) => t.name).sort(),
       m.tensor_map.map((e) => e.gguf).sort(),
     );
+    const bytes = new Map<string, ByteTensorInfo>();
     const hf = await readSafetensorsHeader(
       await source(`${ROOT}${family}/hf/model.safetensors`),
+      bytes,
     );
     assertEquals(
-      [...hf.keys()].sort(),
-      m.tensor_map.flatMap((e) => e.hf).sort(),
+      [...hf.keys(), ...bytes.keys()].sort(),
+      // Each HF tensor once (gpt-oss's fused gate_up feeds both ffn_gate_exps and ffn_up_exps).
+      [...new Set(m.tensor_map.flatMap((e) => e.hf))].sort(),
     );
     for (const e of m.tensor_map) {
       const t = gguf.tensors.find((x) => x.name === e.gguf)!;
       assertEquals(t.ggmlType, 0, `${e.gguf} is not F32`);
       if (e.transform.op === "computed") continue;
+      if (e.transform.op === "mxfp4_rows") {
+        const [b, s] = e.hf.map((n) => bytes.get(n)!);
+        const raw = async (i: ByteTensorInfo) => (await i.source.read(i.offset, i.length)).slice();
+        const want = mxfp4Rows(
+          { shape: b!.shape, bytes: await raw(b!) },
+          await raw(s!),
+          e.transform.every!,
+          e.transform.first!,
+        );
+        assertEquals([...t.dims].reverse(), want.shape, `${e.gguf} shape`);
+        assertEquals(await floats(t.source, t.offset, t.length), want.data, e.gguf);
+        continue;
+      }
       const parts = await Promise.all(e.hf.map(async (n) => {
         const info = hf.get(n)!;
         assertEquals(info.dtype, "f32");
@@ -194,6 +251,8 @@ for (const family of FAMILIES) {
       const got = await floats(t.source, t.offset, t.length);
       const shape = e.transform.op === "stack"
         ? [parts.length, ...parts[0]!.shape]
+        : e.transform.op === "columns"
+        ? [parts[0]!.shape[0]!, parts[0]!.shape[1]! / e.transform.every!]
         : parts[0]!.shape;
       assertEquals([...t.dims].reverse(), shape, `${e.gguf} shape`);
       assertEquals(got, want, `${e.gguf} from ${e.hf.join(", ")}`);
@@ -212,10 +271,18 @@ for (const family of FAMILIES) {
   Deno.test(`families fixtures: ${family} HF folder run in float64 gives llama.cpp's logits`, async () => {
     const m = await manifestOf(family);
     const config = JSON.parse(await Deno.readTextFile(`${ROOT}${family}/hf/config.json`));
-    const hf = await readSafetensorsHeader(await source(`${ROOT}${family}/hf/model.safetensors`));
+    const bytes = new Map<string, ByteTensorInfo>();
+    const hf = await readSafetensorsHeader(
+      await source(`${ROOT}${family}/hf/model.safetensors`),
+      bytes,
+    );
     const values = new Map<string, Float64Array>();
     for (const [name, info] of hf) {
       values.set(name, Float64Array.from(await floats(info.source, info.offset, info.length)));
+    }
+    // U8 tensors (MXFP4 blocks and scales) as their byte values.
+    for (const [name, info] of bytes) {
+      values.set(name, Float64Array.from(await info.source.read(info.offset, info.length)));
     }
     const rows = referenceLogits(config, (name) => {
       const v = values.get(name);

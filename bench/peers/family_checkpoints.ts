@@ -16,9 +16,11 @@ import { runCli } from "../../src/adapters/deno/flags.ts";
 import { encodeSafetensors, encodeVariant, type Variant } from "./families/build.ts";
 import { DIMS, type Family } from "./families/common.ts";
 import { gemma2, gemma3, phi3, qwen3, smollm3 } from "./families/dense.ts";
+import { gptOss } from "./families/gptoss.ts";
 import { granite, llama3, olmo2, olmo3, qwen3moe } from "./families/more.ts";
 import { referenceLogits } from "./families/reference.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
+import { openLlamaQuantizer } from "./llama_lib.ts";
 
 export const FAMILIES: Record<string, () => Family> = {
   qwen3,
@@ -31,6 +33,7 @@ export const FAMILIES: Record<string, () => Family> = {
   granite,
   qwen3moe,
   llama3,
+  "gpt-oss": gptOss,
 };
 
 /** The text whose bytes (id = byte + 3) follow BOS: 50 tokens, past every window of 8. */
@@ -98,9 +101,26 @@ export async function buildFamily(
       paths.push(`${tmp}/${i}.gguf`);
       await Deno.writeFile(paths[i]!, bytes[i]!);
     }
-    const logits = await llamaCppLogitsEach(paths, tokens, DIMS.vocab, {
-      f32: true,
-    });
+    // llama.cpp's own quantization of the main file, run after the variants.
+    const quantized = family.quantize && `${tmp}/quantized.gguf`;
+    if (quantized) {
+      const q = await openLlamaQuantizer();
+      try {
+        const error = q.quantize(paths[0]!, quantized, family.quantize!);
+        if (error) {
+          throw new Error(`${family.name}: llama_model_quantize: ${error}`);
+        }
+      } finally {
+        q.close();
+      }
+    }
+    const logits = await llamaCppLogitsEach(
+      quantized ? [...paths, quantized] : paths,
+      tokens,
+      DIMS.vocab,
+      { f32: true },
+    );
+    const quantLogits = quantized ? logits.pop()! : undefined;
     const main = logits[0]!;
     if (!main.every((row) => row.every(Number.isFinite))) {
       throw new Error(`${family.name}: llama.cpp's logits are not all finite`);
@@ -116,7 +136,7 @@ export async function buildFamily(
       ),
     }));
     const reference = referenceLogits(family.hfConfig, (name) => {
-      const t = family.hf.get(name);
+      const t = family.hf.get(name) ?? family.hfBytes?.get(name);
       if (!t) throw new Error(`${family.name}: the reference wants ${name}`);
       return Float64Array.from(t.data);
     }, tokens);
@@ -133,8 +153,28 @@ export async function buildFamily(
       "model.gguf": bytes[0]!,
       "logits.f32": logitBytes,
       "hf/config.json": config,
-      "hf/model.safetensors": encodeSafetensors(family.hf),
+      "hf/model.safetensors": encodeSafetensors(family.hf, family.hfBytes),
     };
+    let quantManifest: Record<string, unknown> | undefined;
+    if (quantized && quantLogits) {
+      const name = `model.${family.quantize!.toLowerCase()}.gguf`;
+      const logitName = `logits.${family.quantize!.toLowerCase()}.f32`;
+      files[name] = await Deno.readFile(quantized);
+      files[logitName] = new Uint8Array(
+        Float32Array.from(quantLogits.flat()).buffer,
+      );
+      const argmax = (r: number[]) => r.indexOf(Math.max(...r));
+      quantManifest = {
+        file: name,
+        logits: logitName,
+        made_by: `llama_model_quantize(model.gguf, ftype ${family.quantize}), llama.cpp's own`,
+        max_abs_delta_vs_f32: Number(
+          maxAbsDelta(quantLogits, main).toPrecision(6),
+        ),
+        argmax_agreement_vs_f32: quantLogits.filter((r, p) => argmax(r) === argmax(main[p]!))
+          .length,
+      };
+    }
     const listed: Record<string, { bytes: number; sha256: string }> = {};
     for (const [name, b] of Object.entries(files)) {
       listed[name] = { bytes: b.length, sha256: await sha256(b) };
@@ -146,7 +186,11 @@ export async function buildFamily(
       architecture: family.gguf.arch,
       produced_by: "bench/peers/family_checkpoints.ts",
       llama_cpp: version,
-      dims: { ...DIMS, layers: family.hfConfig.num_hidden_layers },
+      dims: {
+        ...DIMS,
+        headDim: family.hfConfig.head_dim ?? DIMS.headDim,
+        layers: family.hfConfig.num_hidden_layers,
+      },
       features: family.features,
       text: TEXT,
       tokens,
@@ -159,6 +203,7 @@ export async function buildFamily(
         max_abs: Number(maxAbs.toPrecision(6)),
       },
       ablations,
+      ...(quantManifest ? { quantized: quantManifest } : {}),
       min_delta: minDelta,
       float64_reference: {
         max_abs_error: Number(refError.toPrecision(3)),

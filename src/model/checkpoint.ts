@@ -6,7 +6,8 @@
  */
 import { type ModelConfig, parseConfig } from "./config.ts";
 import { type GgufModel, openGgufFiles } from "./gguf/load.ts";
-import { readCheckpoint } from "./safetensors.ts";
+import { splitExperts } from "./fused_experts.ts";
+import { type ByteTensorInfo, readCheckpoint } from "./safetensors.ts";
 import { type ModelFiles, requireText } from "./source.ts";
 import { mapWeights, type ModelWeights, type WeightInfo } from "./weights.ts";
 
@@ -32,11 +33,12 @@ export async function openCheckpoint(files: ModelFiles): Promise<Checkpoint> {
     };
   }
   const config = parseConfig(await requireText(files, "config.json"));
-  const tensors = await readCheckpoint((name) => files.open(name), files);
+  const bytes = new Map<string, ByteTensorInfo>();
+  const tensors = await readCheckpoint((name) => files.open(name), files, bytes);
   return {
     format: "safetensors",
     location: files.location,
     config,
-    weights: mapWeights<WeightInfo>(config, tensors, true),
+    weights: mapWeights<WeightInfo>(config, splitExperts(config, tensors, bytes), true),
   };
 }

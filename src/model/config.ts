@@ -16,7 +16,8 @@ import {
   type MoeConfig,
 } from "./arch/mod.ts";
 import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
-import { longRopeAttentionFactor, type RopeScaling } from "./rope.ts";
+import type { RopeScaling } from "./rope.ts";
+import { hfRopeSettings } from "./rope_config.ts";
 
 /** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
 export type Architecture = string;
@@ -136,68 +137,6 @@ function architecture(c: Json): ArchDescription {
   return arch;
 }
 
-function ropeSettings(c: Json): { theta: number; scaling: RopeScaling } {
-  // transformers 5 writes rope_parameters; older checkpoints rope_theta + rope_scaling.
-  const params = c.rope_parameters ?? undefined;
-  const key = params !== undefined ? "rope_parameters" : "rope_scaling";
-  const src = params ?? c.rope_scaling ?? {};
-  if (typeof src !== "object" || src === null || Array.isArray(src)) {
-    throw refuse(key, `expected an object, got ${describe(src)}`);
-  }
-  const theta = num(params !== undefined ? src as Json : c, "rope_theta", 10000);
-  const type: unknown = (src as Json).rope_type ?? (src as Json).type ?? "default";
-  const f = (k: string) => num(src as Json, k);
-  switch (type) {
-    case "default":
-      return { theta, scaling: { type: "default" } };
-    case "linear":
-      return { theta, scaling: { type: "linear", factor: f("factor") } };
-    case "llama3":
-      return {
-        theta,
-        scaling: {
-          type: "llama3",
-          factor: f("factor"),
-          lowFreqFactor: f("low_freq_factor"),
-          highFreqFactor: f("high_freq_factor"),
-          originalMaxPositionEmbeddings: f("original_max_position_embeddings"),
-        },
-      };
-    case "longrope":
-    case "su": {
-      const s = src as Json;
-      const max = int(c, "max_position_embeddings", 2048);
-      const original = s.original_max_position_embeddings !== undefined
-        ? int(s, "original_max_position_embeddings")
-        : int(c, "original_max_position_embeddings");
-      return {
-        theta,
-        scaling: {
-          type: "longrope",
-          shortFactor: factorList(s, key, "short_factor"),
-          longFactor: factorList(s, key, "long_factor"),
-          originalMaxPositionEmbeddings: original,
-          maxPositionEmbeddings: max,
-          attentionFactor: s.attention_factor !== undefined && s.attention_factor !== null
-            ? f("attention_factor")
-            : longRopeAttentionFactor(max, original),
-        },
-      };
-    }
-    default:
-      throw refuse(`${key}.rope_type`, `unsupported RoPE type ${describe(type)}`);
-  }
-}
-
-/** A list of positive RoPE frequency divisors (`rope_scaling.short_factor` ...). */
-function factorList(src: Json, parent: string, key: string): number[] {
-  const v = src[key];
-  if (!Array.isArray(v) || v.length === 0 || v.some((x) => !(typeof x === "number" && x > 0))) {
-    throw refuse(`${parent}.${key}`, `expected a list of positive numbers, got ${describe(v)}`);
-  }
-  return v;
-}
-
 /** The layers without RoPE (see `HfConfigRules.noRope`). */
 function noRopeLayers(c: Json, numLayers: number, defaultInterval: number): number[] {
   const flags = c.no_rope_layers;
@@ -248,13 +187,16 @@ function tokenId(v: unknown, key: string, vocabSize: number): number {
 
 /**
  * The mixture-of-experts keys: `num_experts`, `num_experts_per_tok` (at most the experts),
- * `moe_intermediate_size`, `norm_topk_prob`. Every layer must be sparse (`decoder_sparse_step`
- * 1, no `mlp_only_layers`).
+ * `moe_intermediate_size`, `norm_topk_prob` (or the family's own names, `HfConfigRules.experts`),
+ * and `swiglu_limit` (default 7) for clamped-SwiGLU experts. Every layer must be sparse
+ * (`decoder_sparse_step` 1, no `mlp_only_layers`).
  */
-function moeConfig(c: Json): MoeConfig {
-  const experts = int(c, "num_experts");
+function moeConfig(c: Json, arch: ArchDescription): MoeConfig {
+  const keys = arch.hf.config.experts;
+  const countKey = keys?.count ?? "num_experts";
+  const experts = int(c, countKey);
   if (experts > MAX_EXPERTS) {
-    throw refuse("num_experts", `${experts} is more than the ${MAX_EXPERTS} experts supported`);
+    throw refuse(countKey, `${experts} is more than the ${MAX_EXPERTS} experts supported`);
   }
   const topK = int(c, "num_experts_per_tok");
   if (topK > experts) {
@@ -266,12 +208,31 @@ function moeConfig(c: Json): MoeConfig {
   if (!Array.isArray(dense) || dense.length > 0) {
     throw refuse("mlp_only_layers", `dense layers among sparse ones are not supported`);
   }
-  return {
+  const moe: MoeConfig = {
     experts,
     topK,
-    expertIntermediateSize: int(c, "moe_intermediate_size"),
-    normTopK: c.norm_topk_prob === true,
+    expertIntermediateSize: int(c, keys?.width ?? "moe_intermediate_size"),
+    normTopK: keys?.normTopK === true || c.norm_topk_prob === true,
   };
+  if (arch.layer.some((s) => s.op === "moe_mlp" && s.act === "swiglu_oai")) {
+    moe.swigluLimit = num(c, "swiglu_limit", 7);
+  }
+  return moe;
+}
+
+/** A `quantization_config` the family's checkpoints may carry (MXFP4 experts), else refused. */
+function checkQuantization(c: Json, arch: ArchDescription): void {
+  const q = c.quantization_config;
+  if (q === undefined || q === null) return;
+  const method = typeof q === "object" ? (q as Json).quant_method : undefined;
+  if (method !== "mxfp4" || !arch.hf.config.mxfp4) {
+    throw refuse(
+      "quantization_config",
+      `quantized checkpoints are not supported${
+        method === undefined ? "" : ` (quant_method ${describe(method)})`
+      }`,
+    );
+  }
 }
 
 /** Parse a `config.json` (text or parsed). */
@@ -295,9 +256,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
     throw refuse(key, `unsupported activation ${describe(act)}`);
   }
   if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
-  if (cfg.quantization_config !== undefined) {
-    throw refuse("quantization_config", "quantized checkpoints are not supported");
-  }
+  checkQuantization(cfg, arch);
   const hiddenSize = int(cfg, "hidden_size");
   const numHeads = int(cfg, "num_attention_heads");
   const numKvHeads = int(cfg, "num_key_value_heads", numHeads);
@@ -312,7 +271,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
   const rules = arch.hf.config;
-  const { theta, scaling } = ropeSettings(cfg);
+  const { theta, scaling } = hfRopeSettings(cfg, maxPositionEmbeddings);
   const attentionBias = rules.attentionBias === "always" || cfg.attention_bias === true;
   const vocabSize = int(cfg, "vocab_size");
   const config: ModelConfig = {
@@ -344,7 +303,7 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   const dtype = dtypeOf(cfg);
   if (dtype) config.dtype = dtype;
-  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg);
+  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg, arch);
   const rotary = cfg.partial_rotary_factor;
   if (rotary !== undefined && rotary !== null && rotary !== 1) {
     const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;

@@ -67,7 +67,66 @@ Deno.test("RoPE settings read in both forms: rope_parameters and rope_theta + ro
   equal(v5.ropeTheta, 1234);
   deepStrictEqual(v5.ropeScaling, { type: "linear", factor: 4 });
   equal(parseConfig({ ...base, rope_scaling: null }).ropeScaling.type, "default");
+  deepStrictEqual(
+    parseConfig({ ...base, rope_scaling: { type: "dynamic", factor: 2 } }).ropeScaling,
+    { type: "dynamic", factor: 2 },
+  );
   deepStrictEqual(parseConfig({ ...base, eos_token_id: [2, 7] }).eosTokenIds, [2, 7]);
+});
+
+Deno.test("YaRN: gpt-oss's keys, the defaults, and the attention factor given or derived", async () => {
+  const base = { ...await read("llama-gqa-f32"), max_position_embeddings: 131072 };
+  delete base.rope_parameters;
+  const gptOss = {
+    rope_type: "yarn",
+    factor: 32,
+    beta_fast: 32,
+    beta_slow: 1,
+    original_max_position_embeddings: 4096,
+    truncate: false,
+  };
+  const c = parseConfig({ ...base, rope_theta: 150000, rope_scaling: gptOss });
+  equal(c.ropeTheta, 150000);
+  deepStrictEqual(c.ropeScaling, {
+    type: "yarn",
+    factor: 32,
+    originalMaxPositionEmbeddings: 4096,
+    betaFast: 32,
+    betaSlow: 1,
+    truncate: false,
+    attentionFactor: 0.1 * Math.log(32) + 1,
+  });
+  // Qwen's form: only the factor and the original context; betas 32 / 1, truncated.
+  const qwen = parseConfig({
+    ...base,
+    rope_scaling: { type: "yarn", factor: 4, original_max_position_embeddings: 32768 },
+  }).ropeScaling;
+  deepStrictEqual(qwen, {
+    type: "yarn",
+    factor: 4,
+    originalMaxPositionEmbeddings: 32768,
+    betaFast: 32,
+    betaSlow: 1,
+    truncate: true,
+    attentionFactor: 0.1 * Math.log(4) + 1,
+  });
+  const given = parseConfig({ ...base, rope_scaling: { ...gptOss, attention_factor: 1.5 } });
+  equal((given.ropeScaling as { attentionFactor: number }).attentionFactor, 1.5);
+  // DeepSeek's mscale / mscale_all_dim: the ratio of the two factors (1 when equal).
+  const ds = (mscale: number, all: number) =>
+    (parseConfig({ ...base, rope_scaling: { ...gptOss, mscale, mscale_all_dim: all } })
+      .ropeScaling as { attentionFactor: number }).attentionFactor;
+  equal(ds(0.707, 0.707), 1);
+  equal(ds(1, 0.5), (0.1 * Math.log(32) + 1) / (0.05 * Math.log(32) + 1));
+  // No factor: the ratio of the context to the original one; no original: the context.
+  const derived = parseConfig({
+    ...base,
+    rope_scaling: { rope_type: "yarn", original_max_position_embeddings: 32768 },
+  }).ropeScaling as { factor: number };
+  equal(derived.factor, 4);
+  const plain = parseConfig({ ...base, rope_scaling: { rope_type: "yarn", factor: 2 } })
+    .ropeScaling as { originalMaxPositionEmbeddings: number };
+  equal(plain.originalMaxPositionEmbeddings, 131072);
 });
 
 Deno.test("unsupported configs are refused naming the key", async () => {
@@ -75,12 +134,20 @@ Deno.test("unsupported configs are refused naming the key", async () => {
   refused({ ...base, architectures: ["GPT2LMHeadModel"] }, "architectures");
   refused({ ...base, architectures: undefined, model_type: "gpt2" }, "model_type");
   refused(
-    { ...base, rope_parameters: { rope_theta: 1e4, rope_type: "yarn", factor: 4 } },
+    { ...base, rope_parameters: { rope_theta: 1e4, rope_type: "ntk-by-parts", factor: 4 } },
     "rope_parameters.rope_type",
   );
+  const yarn = { rope_theta: 1e4, rope_type: "yarn", factor: 4 };
+  refused({ ...base, rope_parameters: { ...yarn, truncate: "no" } }, "rope_parameters.truncate");
+  refused({ ...base, rope_parameters: { ...yarn, beta_fast: -1 } }, "rope_parameters.beta_fast");
+  refused({ ...base, rope_parameters: { ...yarn, factor: 0 } }, "rope_parameters.factor");
   refused(
-    { ...base, rope_parameters: undefined, rope_scaling: { type: "dynamic", factor: 2 } },
-    "rope_scaling.rope_type",
+    { ...base, rope_parameters: { ...yarn, original_max_position_embeddings: 1.5 } },
+    "rope_parameters.original_max_position_embeddings",
+  );
+  refused(
+    { ...base, rope_parameters: undefined, rope_scaling: { type: "dynamic" } },
+    "factor",
   );
   refused({ ...base, rope_parameters: { rope_theta: 1e4, rope_type: "linear" } }, "factor");
   refused({ ...base, mlp_bias: true }, "mlp_bias");

@@ -13,13 +13,19 @@ import type { TensorDtype, WeightDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "./config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
 import type { GpuWeight } from "../gpu/kernels/product.ts";
-import type { ExpertSlab } from "../gpu/kernels/moe.ts";
+import type { ExpertBiases, ExpertSlab } from "../gpu/kernels/moe.ts";
 import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
 import type { ModelFiles } from "./source.ts";
 import { type BufferPlan, planStack, uploadPlan } from "./upload.ts";
-import { checkFits, type ModelWeights, type WeightInfo, weightList } from "./weights.ts";
+import {
+  checkFits,
+  type ExpertWeights,
+  type ModelWeights,
+  type WeightInfo,
+  weightList,
+} from "./weights.ts";
 
 export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
 
@@ -51,6 +57,13 @@ export interface GpuLayer {
   attnOutNorm?: GPUBuffer;
   /** RMSNorm weight of the MLP output before its residual add, f32 (post-norm families). */
   mlpOutNorm?: GPUBuffer;
+  // Recipe extras of some families (absent elsewhere), f32.
+  /** The attention output projection's bias [hidden]. */
+  oBias?: GPUBuffer;
+  /** Per-head attention sink logits [heads] (an `attention` step with `sinks`). */
+  sinks?: GPUBuffer;
+  /** A mixture-of-experts MLP's router bias [experts]. */
+  routerBias?: GPUBuffer;
 }
 
 /**
@@ -63,6 +76,8 @@ export interface GpuExperts {
   gateUp: ExpertSlab;
   /** Every expert's down rows. */
   down: ExpertSlab;
+  /** Every expert's gate, up and down biases, f32, when the experts have them. */
+  biases?: ExpertBiases;
 }
 
 /**
@@ -287,6 +302,17 @@ export class GpuModel {
           gateUp: await slab(`${name}.gate_up`, l.experts.flatMap((e) => [e.gate, e.up])),
           down: await slab(`${name}.down`, l.experts.map((e) => e.down)),
         };
+        const biases = expertBiasTensors(l.experts);
+        if (biases) {
+          layer.experts.biases = {
+            gateUp: await vector(biases.gateUp, "f32"),
+            down: await vector(biases.down, "f32"),
+          };
+        }
+      }
+      for (const role of ["oBias", "sinks", "routerBias"] as const) {
+        const t = l[role];
+        if (t) layer[role] = await vector([t], "f32");
       }
       if (l.qBias && l.kBias && l.vBias) {
         layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], "f32");
@@ -309,6 +335,22 @@ export class GpuModel {
   destroy(): void {
     for (const b of this.#owned.splice(0)) b.destroy();
   }
+}
+
+/**
+ * The experts' bias tensors in the expert kernels' order (expert e's gate biases then its up
+ * biases; every expert's down biases), when every expert has all three; else undefined.
+ */
+function expertBiasTensors(
+  experts: readonly ExpertWeights<WeightInfo>[],
+): { gateUp: WeightInfo[]; down: WeightInfo[] } | undefined {
+  const gateUp: WeightInfo[] = [], down: WeightInfo[] = [];
+  for (const e of experts) {
+    if (!e.gateBias || !e.upBias || !e.downBias) return undefined;
+    gateUp.push(e.gateBias, e.upBias);
+    down.push(e.downBias);
+  }
+  return { gateUp, down };
 }
 
 /** The dtype holding the most bytes among `tensors` (a Q4_K_M file's is Q4_K). */

@@ -5,9 +5,10 @@
  * runs it layer by layer.
  */
 import { EngineError } from "../contract/errors.ts";
-import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import type { Activation, LayerRole, LayerStep } from "./arch/mod.ts";
+import { type ExpertMatrices, moeExpertsRef, moeRouteRef } from "../gpu/reference/moe.ts";
 import { windowOf } from "./attention_knobs.ts";
+import { type RoundedInput, roundQ8_0 } from "./reference_rounding.ts";
 import type { ModelConfig } from "./config.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
 
@@ -66,12 +67,13 @@ export function rmsNorm(
 }
 
 /**
- * `s[0..n)` ← softmax(`s[0..n)`), in float64 with the row max subtracted; `f32NoMax` is the
+ * `s[0..n)` ← softmax(`s[0..n)`), in float64 with the row max subtracted; with `sink`, that
+ * logit joins the row (its probability dropped: it only enlarges the sum). `f32NoMax` is the
  * `softmax-without-max-f32` test mutation: every step rounded to f32 and no max subtracted, so
  * a score above ln(f32 max) ≈ 88.72 makes exp overflow to +Infinity and the row NaN.
  */
-function softmax(s: Float64Array, n: number, f32NoMax: boolean): void {
-  let max = -Infinity, sum = 0;
+function softmax(s: Float64Array, n: number, f32NoMax: boolean, sink?: number): void {
+  let max = sink ?? -Infinity, sum = 0;
   if (f32NoMax) {
     for (let j = 0; j < n; j++) {
       sum = Math.fround(sum + (s[j] = Math.fround(Math.exp(Math.fround(s[j]!)))));
@@ -80,6 +82,7 @@ function softmax(s: Float64Array, n: number, f32NoMax: boolean): void {
     return;
   }
   for (let j = 0; j < n; j++) max = Math.max(max, s[j]!);
+  if (sink !== undefined) sum = Math.exp(sink - max);
   for (let j = 0; j < n; j++) sum += s[j] = Math.exp(s[j]! - max);
   for (let j = 0; j < n; j++) s[j] = s[j]! / sum;
 }
@@ -171,6 +174,13 @@ export interface LayerContext {
   mutation: TestMutation | undefined;
   /** The layer's index (its window and RoPE base may be its own). */
   layer: number;
+  /** TEST ONLY: the products whose input is rounded as llama.cpp's CPU does (`reference_rounding.ts`). */
+  rounded?: ReadonlySet<RoundedInput>;
+}
+
+/** `v` ([rows, `row`]) as the product `role` reads it (rounded with `x.rounded`). */
+function input(x: LayerContext, role: RoundedInput, v: Float64Array, row: number): Float64Array {
+  return x.rounded?.has(role) ? roundQ8_0(v, row) : v;
 }
 
 function need(w: LayerValues, role: LayerRole): Float64Array {
@@ -208,7 +218,8 @@ function rope(
   }
 }
 
-function attention(s: LayerScratch, x: LayerContext): void {
+/** Causal attention over the cache; with `sinks`, each head's sink logit joins its softmax. */
+function attention(s: LayerScratch, x: LayerContext, sinks: Float64Array | undefined): void {
   const c = x.c, D = c.headDim, heads = c.numHeads, group = heads / c.numKvHeads;
   const kvDim = c.numKvHeads * D, scale = c.attnScale ?? 1 / Math.sqrt(D);
   const cap = c.attnSoftcap, window = windowOf(c, x.layer);
@@ -230,7 +241,7 @@ function attention(s: LayerScratch, x: LayerContext): void {
         for (let d = 0; d < D; d++) dot += q[qo + d]! * x.kCache[ko + d]!;
         scores[j] = cap === undefined ? dot * scale : cap * Math.tanh(dot * scale / cap);
       }
-      softmax(scores, n, x.mutation === "softmax-without-max-f32");
+      softmax(scores, n, x.mutation === "softmax-without-max-f32", sinks?.[h]);
       for (let j = 0; j < n; j++) {
         const p = scores[j]!, vo = (first + j) * kvDim + kvo;
         for (let d = 0; d < D; d++) attn[qo + d] = attn[qo + d]! + p * x.vCache[vo + d]!;
@@ -240,19 +251,32 @@ function attention(s: LayerScratch, x: LayerContext): void {
 }
 
 /**
- * The mixture-of-experts MLP: the router's softmax over RMSNorm(x) picks each token's top-k
- * experts (the config's `moe`), whose SwiGLU outputs, weighted, are added to x.
+ * The mixture-of-experts MLP: the router (plus `routerBias` with `biases`) over RMSNorm(x) picks
+ * each token's top-k experts (the config's `moe`); their gated MLPs (with their biases, with
+ * `biases`; the step's activation), weighted, are added to x.
  */
-function moeMlp(s: LayerScratch, x: LayerContext): void {
+function moeMlp(s: LayerScratch, x: LayerContext, step: LayerStep & { op: "moe_mlp" }): void {
   const { c, w } = x, T = s.T, H = c.hiddenSize, moe = c.moe;
   if (moe === undefined || w.experts === undefined) {
     throw EngineError.invalidArgument("reference model: a moe_mlp step without experts");
   }
+  if (step.act === "swiglu_oai" && moe.swigluLimit === undefined) {
+    throw EngineError.invalidArgument("reference model: swiglu_oai experts without swigluLimit");
+  }
   rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
   const logits = new Float64Array(T * moe.experts);
-  linear(s.xn, T, need(w, "router"), undefined, moe.experts, H, logits);
+  const bias = step.biases ? need(w, "routerBias") : undefined;
+  linear(s.xn, T, need(w, "router"), bias, moe.experts, H, logits);
   const routes = moeRouteRef(logits, moe.experts, moe.topK, moe.normTopK);
-  moeExpertsRef(s.x, s.xn, routes, w.experts, H, moe.expertIntermediateSize);
+  const experts = step.biases
+    ? w.experts
+    : w.experts.map(({ gate, up, down }) => ({ gate, up, down }));
+  const I = moe.expertIntermediateSize;
+  moeExpertsRef(s.x, input(x, "expertsIn", s.xn, H), routes, experts, H, I, {
+    activation: step.act,
+    ...(moe.swigluLimit !== undefined ? { swigluLimit: moe.swigluLimit } : {}),
+    ...(x.rounded?.has("expertsDown") ? { testRoundDownInput: (a) => roundQ8_0(a, I) } : {}),
+  });
 }
 
 /** Run one recipe step of a layer over `s`. */
@@ -268,11 +292,11 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
   switch (step.op) {
     case "attn_norm_qkv":
     case "qkv": {
-      const input = step.op === "qkv" ? s.x : s.xn;
+      const from = step.op === "qkv" ? s.x : s.xn;
       if (step.op === "attn_norm_qkv") rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      linear(input, T, need(w, "q"), w.qBias, qDim, H, s.q);
-      linear(input, T, need(w, "k"), w.kBias, kvDim, H, s.k);
-      linear(input, T, need(w, "v"), w.vBias, kvDim, H, s.v);
+      linear(input(x, "q", from, H), T, need(w, "q"), w.qBias, qDim, H, s.q);
+      linear(input(x, "k", from, H), T, need(w, "k"), w.kBias, kvDim, H, s.k);
+      linear(input(x, "v", from, H), T, need(w, "v"), w.vBias, kvDim, H, s.v);
       return;
     }
     case "qk_norm": {
@@ -293,24 +317,24 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
       return;
     }
     case "attention":
-      attention(s, x);
+      attention(s, x, step.sinks ? need(w, "sinks") : undefined);
       return;
     case "o_proj_residual":
-      linear(s.attn, T, need(w, "o"), undefined, H, qDim, s.proj);
+      linear(input(x, "o", s.attn, qDim), T, need(w, "o"), w.oBias, H, qDim, s.proj);
       add(step.postNorm ? "attnOutNorm" : undefined);
       return;
     case "mlp": {
       if (step.preNorm === false) s.xn.set(s.x);
       else rmsNorm(s.x, T, need(w, "postNorm"), H, c.rmsNormEps, s.xn);
-      linear(s.xn, T, need(w, "gate"), undefined, F, H, s.gate);
-      linear(s.xn, T, need(w, "up"), undefined, F, H, s.up);
+      linear(input(x, "gate", s.xn, H), T, need(w, "gate"), undefined, F, H, s.gate);
+      linear(input(x, "up", s.xn, H), T, need(w, "up"), undefined, F, H, s.up);
       for (let i = 0; i < T * F; i++) s.gate[i] = activation(step.act, s.gate[i]!) * s.up[i]!;
-      linear(s.gate, T, need(w, "down"), undefined, H, F, s.proj);
+      linear(input(x, "down", s.gate, F), T, need(w, "down"), undefined, H, F, s.proj);
       add(step.postNorm ? "mlpOutNorm" : undefined);
       return;
     }
     case "moe_mlp":
-      moeMlp(s, x);
+      moeMlp(s, x, step);
       return;
   }
 }

@@ -10,6 +10,8 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "./config.ts";
 import type { PromptLogits, ReferencePrompt } from "./verify.ts";
 import { ropeInvFreq } from "./rope.ts";
+import type { ExpertMatrices } from "../gpu/reference/moe.ts";
+import { llamaCppRoundedInputs, type RoundedInput, roundQ8_0 } from "./reference_rounding.ts";
 import { tensorValues } from "./tensor_values.ts";
 import type { LayerWeights, ModelWeights, WeightInfo } from "./weights.ts";
 import { archOf, type LayerRole, type LayerStep } from "./arch/mod.ts";
@@ -88,6 +90,12 @@ export interface ReferenceOptions {
    * step shows that step matters); never set outside tests.
    */
   testRecipe?: readonly LayerStep[];
+  /**
+   * TEST ONLY: round the input of each product over Q8_0 or MXFP4 weights to Q8_0 blocks, as
+   * llama.cpp's CPU build does (`reference_rounding.ts`), to hold the reference against
+   * llama.cpp's logits on such a file; never set outside tests.
+   */
+  testLlamaCppRounding?: boolean;
 }
 
 export class ReferenceModel {
@@ -104,6 +112,7 @@ export class ReferenceModel {
     private readonly lmHead: Float64Array,
     private readonly mutation: TestMutation | undefined,
     recipe: readonly LayerStep[] | undefined,
+    private readonly rounded: ReadonlySet<RoundedInput> = new Set(),
   ) {
     this.invFreq = ropeInvFreq(
       config.rotaryDim ?? config.headDim,
@@ -135,13 +144,11 @@ export class ReferenceModel {
       for (const [role, t] of Object.entries(rest)) {
         out[role as LayerRole] = await values(t);
       }
-      const matrices = [];
+      const matrices: ExpertMatrices[] = [];
       for (const e of experts ?? []) {
-        matrices.push({
-          gate: await values(e.gate),
-          up: await values(e.up),
-          down: await values(e.down),
-        });
+        const m: Record<string, Float64Array> = {};
+        for (const [role, t] of Object.entries(e)) m[role] = await values(t);
+        matrices.push(m as unknown as ExpertMatrices);
       }
       unstack(config, out);
       layers.push(experts ? { ...out, experts: matrices } : out);
@@ -154,6 +161,7 @@ export class ReferenceModel {
       await values(weights.lmHead),
       options.testMutation,
       options.testRecipe,
+      options.testLlamaCppRounding ? llamaCppRoundedInputs(weights) : undefined,
     );
   }
 
@@ -256,6 +264,7 @@ export class ReferenceModel {
         vCache: cache.v[l]!,
         mutation: this.mutation,
         layer: l,
+        ...(this.rounded.size > 0 ? { rounded: this.rounded } : {}),
       };
       for (const step of this.#recipe) runStep(step, s, ctx);
     }
@@ -263,7 +272,8 @@ export class ReferenceModel {
     rmsNorm(x, T, this.norm, H, c.rmsNormEps, xn);
     const V = c.vocabSize;
     const logits = new Float64Array(T * V);
-    linear(xn, T, this.lmHead, undefined, V, H, logits);
+    const head = this.rounded.has("lmHead") ? roundQ8_0(xn, H) : xn;
+    linear(head, T, this.lmHead, undefined, V, H, logits);
     if (c.logitScale !== undefined) {
       for (let i = 0; i < T * V; i++) logits[i] = logits[i]! / c.logitScale;
     }

@@ -26,6 +26,15 @@ export interface TensorInfo {
   source: ByteSource;
 }
 
+/**
+ * A tensor of raw bytes (safetensors dtype U8): the blocks and scales of MXFP4 experts, which
+ * `fused_experts.ts` turns into weights. Only read where a caller asks for them.
+ */
+export interface ByteTensorInfo extends Omit<TensorInfo, "dtype"> {
+  /** Bytes (safetensors U8). */
+  dtype: "u8";
+}
+
 const DTYPES: Record<string, WeightDtype> = { F32: "f32", F16: "f16", BF16: "bf16" };
 const MAX_HEADER = 100 * 1024 * 1024;
 
@@ -38,8 +47,14 @@ function label(name: string): string {
   return name.length <= 200 && /^[\x21-\x7e]+$/.test(name) ? name : describe(name, 200);
 }
 
-/** Read and validate the header of a safetensors file. */
-export async function readSafetensorsHeader(source: ByteSource): Promise<Map<string, TensorInfo>> {
+/**
+ * Read and validate the header of a safetensors file. U8 tensors go to `bytes` when it is given
+ * (otherwise they are refused as an unsupported dtype).
+ */
+export async function readSafetensorsHeader(
+  source: ByteSource,
+  bytes?: Map<string, ByteTensorInfo>,
+): Promise<Map<string, TensorInfo>> {
   const file = source.name;
   if (source.size < 8) {
     throw corrupt(file, `truncated: ${source.size} bytes, not a safetensors file`);
@@ -78,6 +93,8 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
     const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     const dtype = typeof e.dtype === "string" && Object.hasOwn(DTYPES, e.dtype)
       ? DTYPES[e.dtype]
+      : e.dtype === "U8" && bytes !== undefined
+      ? "u8"
       : undefined;
     if (dtype === undefined) {
       throw corrupt(file, `tensor ${name}: unsupported dtype ${describe(e.dtype)}`);
@@ -100,7 +117,8 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
         `tensor ${name}: data_offsets [${begin}, ${end}] run past the end of the data (${dataSize} bytes)`,
       );
     }
-    const expected = shape.reduce((a: number, b: number) => a * b, 1) * DTYPE_BYTES[dtype];
+    const expected = shape.reduce((a: number, b: number) => a * b, 1) *
+      (dtype === "u8" ? 1 : DTYPE_BYTES[dtype]);
     if (!Number.isSafeInteger(expected) || end - begin !== expected) {
       throw corrupt(
         file,
@@ -110,14 +128,9 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
       );
     }
     spans.push([begin, end, name]);
-    tensors.set(key, {
-      name: key,
-      dtype,
-      shape,
-      offset: dataStart + begin,
-      length: end - begin,
-      source,
-    });
+    const at = { name: key, shape, offset: dataStart + begin, length: end - begin, source };
+    if (dtype === "u8") bytes!.set(key, { ...at, dtype });
+    else tensors.set(key, { ...at, dtype });
   }
   spans.sort((a, b) => a[0] - b[0]);
   for (let i = 1; i < spans.length; i++) {
@@ -130,18 +143,20 @@ export async function readSafetensorsHeader(source: ByteSource): Promise<Map<str
 
 /**
  * Every tensor of a checkpoint: `model.safetensors`, or the shards of its index. `files` (where
- * `open` opens from) names a missing file in messages as it describes it.
+ * `open` opens from) names a missing file in messages as it describes it. U8 tensors go to
+ * `bytes` when given (else they are refused).
  */
 export async function readCheckpoint(
   open: (name: string) => Promise<ByteSource | undefined>,
   files?: Pick<ModelFiles, "location" | "describeMissing">,
+  bytes?: Map<string, ByteTensorInfo>,
 ): Promise<Map<string, TensorInfo>> {
   const why = (name: string) => {
     const text = files?.describeMissing?.(name);
     return text === undefined ? "" : ` (${text})`;
   };
   const single = await open("model.safetensors");
-  if (single) return await readSafetensorsHeader(single);
+  if (single) return await readSafetensorsHeader(single, bytes);
   const index = await open(INDEX);
   if (!index) {
     throw EngineError.invalidArgument(
@@ -150,9 +165,9 @@ export async function readCheckpoint(
       }`,
     );
   }
-  const bytes = await index.read(0, index.size);
-  if (looksLikeHtml(bytes)) throw htmlPage(index.name);
-  const map = weightMap(bytes);
+  const indexBytes = await index.read(0, index.size);
+  if (looksLikeHtml(indexBytes)) throw htmlPage(index.name);
+  const map = weightMap(indexBytes);
   const tensors = new Map<string, TensorInfo>();
   const from = new Map<string, string>();
   for (const shard of new Set(Object.values(map))) {
@@ -162,8 +177,13 @@ export async function readCheckpoint(
         `shard ${describe(shard)} named by the index is missing${why(shard)}`,
       );
     }
-    for (const [name, info] of await readSafetensorsHeader(src)) {
+    const shardBytes = bytes && new Map<string, ByteTensorInfo>();
+    for (const [name, info] of await readSafetensorsHeader(src, shardBytes)) {
       tensors.set(name, info);
+      from.set(name, shard);
+    }
+    for (const [name, info] of shardBytes ?? []) {
+      bytes!.set(name, info);
       from.set(name, shard);
     }
   }

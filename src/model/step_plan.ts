@@ -12,14 +12,15 @@
  *   6. down_proj with the residual add in its epilogue.
  * A mixture-of-experts MLP (`moe_mlp`) takes four instead of 5-6: the router product (the norm
  * folded in), the routing (softmax, top-k), and the routed experts' gate/up and down
- * (`gpu/kernels/moe.ts`), at every step shape.
+ * (`gpu/kernels/moe.ts`), at every step shape (`step_plan_moe.ts`).
  * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
  * around the tiled products. Then the rows whose logits are wanted are copied out of the
  * residual stream and multiplied by the LM head with the final norm folded in.
  *
  * The config's attention knobs (`attention_knobs.ts`) go to the kernels: the embedding scale in
  * the gather, the final logit soft-cap as an in-place pass, each layer's window and RoPE base, the attention
- * scale and soft-cap. A step with a post-norm (`o_proj_residual` / `mlp` with `postNorm`)
+ * scale and soft-cap; a recipe's attention sinks and o bias, and its experts' activation and
+ * biases, to theirs. A step with a post-norm (`o_proj_residual` / `mlp` with `postNorm`)
  * writes its product to `branch`, and one RMSNorm dispatch adds the normed rows to x.
  */
 import { type Dispatch } from "../gpu/dispatch.ts";
@@ -41,16 +42,21 @@ import type { LinearScratch } from "../gpu/kernels/linear.ts";
 import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
 import { prepareGather } from "../gpu/kernels/tokens.ts";
-import { prepareMoeExperts, prepareMoeRoute } from "../gpu/kernels/moe.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { archOf, type LayerStep } from "./arch/mod.ts";
 import { windowOf } from "./attention_knobs.ts";
 import type { GpuLayer, GpuModel } from "./gpu_model.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "./rope.ts";
+import { moeStepParts } from "./step_plan_moe.ts";
 
 /** A layer without a weight its recipe reads (a model built around the description's table). */
 function missing(role: string, layer: number): EngineError {
   return EngineError.invalidArgument(`layer ${layer}: the recipe reads ${role}, which it lacks`);
+}
+
+/** The attention output projection's bias, where the layer has one. */
+function oBias(L: GpuLayer): { b?: GPUBuffer } {
+  return L.oBias ? { b: L.oBias } : {};
 }
 
 /** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
@@ -262,6 +268,7 @@ export async function buildPlan(
           kvDtype,
         }, `L${l}:rope_kv`)];
       case "attention":
+        if (step.sinks && !L.sinks) return [Promise.reject(missing("sinks", l))];
         return [prepareAttention(d, {
           q: s.q,
           kCache: m.kCache[l]!,
@@ -280,6 +287,7 @@ export async function buildPlan(
           ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
           ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),
           window: windowOf(c, l),
+          ...(step.sinks ? { sinks: L.sinks } : {}),
         }, `L${l}:attention`)];
       case "o_proj_residual":
         return residual(
@@ -288,7 +296,7 @@ export async function buildPlan(
           step.postNorm === true && L.attnOutNorm,
           (y, epilogue) =>
             linear(
-              { x: s.attn, weight: L.o, y, n: H, k: Q, epilogue, ...branch },
+              { x: s.attn, weight: L.o, ...oBias(L), y, n: H, k: Q, epilogue, ...branch },
               `L${l}:o`,
             ),
         );
@@ -328,49 +336,10 @@ export async function buildPlan(
         ];
       }
       case "moe_mlp":
-        return moeMlp(l, L);
+        return moeStepParts(moe, step, l, L);
     }
   };
-  /**
-   * A mixture-of-experts MLP: the router as a product (the norm folded in), the routes, and the
-   * routed experts' SwiGLU added to x (`gpu/kernels/moe.ts`).
-   */
-  const moeMlp = (l: number, L: GpuLayer): Part[] => {
-    const moe = c.moe, sm = s.moe;
-    if (!moe || !sm || !L.router || !L.experts) return [Promise.reject(missing("experts", l))];
-    if (!L.postNorm) return [Promise.reject(missing("postNorm", l))];
-    const norm = { weight: L.postNorm, eps: c.rmsNormEps };
-    const shape = { tokens, experts: moe.experts, topK: moe.topK };
-    return [
-      linear({
-        x: s.x,
-        weight: L.router,
-        y: sm.logits,
-        n: moe.experts,
-        k: H,
-        norm,
-      }, `L${l}:router`),
-      prepareMoeRoute(d, {
-        ...shape,
-        logits: sm.logits,
-        ids: sm.ids,
-        weights: sm.weights,
-        norm: moe.normTopK,
-      }, `L${l}:route`),
-      prepareMoeExperts(d, {
-        ...shape,
-        x: s.x,
-        norm,
-        gateUp: L.experts.gateUp,
-        down: L.experts.down,
-        ids: sm.ids,
-        weights: sm.weights,
-        act: sm.act,
-        hidden: H,
-        inter: moe.expertIntermediateSize,
-      }, `L${l}:experts`),
-    ];
-  };
+  const moe = { device: d, config: c, x: s.x, scratch: s.moe, tokens, linear };
   const recipe = archOf(c).layer;
   for (let l = 0; l < c.numLayers; l++) {
     const L = m.layers[l]!;

@@ -90,10 +90,21 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   qkv?: T;
   /** gate and up stacked (`mlp.gate_up_proj`), in families that stack them. */
   gateUp?: T;
+  /** The attention output projection's bias (`self_attn.o_proj.bias`), in families with one. */
+  oBias?: T;
+  /** Per-head attention sink logits [heads] (`self_attn.sinks`), in families with them. */
+  sinks?: T;
+  /** The router's bias [experts] (`mlp.router.bias`), in families with one. */
+  routerBias?: T;
 }
 
-/** One expert's tensors (`gate_proj`, `up_proj`, `down_proj` of `mlp.experts.E`). */
-export type ExpertWeights<T extends WeightInfo = TensorInfo> = Record<ExpertRole, T>;
+/**
+ * One expert's tensors (`gate_proj`, `up_proj`, `down_proj` of `mlp.experts.E`), and its
+ * biases in families whose experts have them.
+ */
+export type ExpertWeights<T extends WeightInfo = TensorInfo> =
+  & Record<"gate" | "up" | "down", T>
+  & Partial<Record<Exclude<ExpertRole, "gate" | "up" | "down">, T>>;
 
 /** Every tensor a checkpoint needs, checked against its config. */
 export interface ModelWeights<T extends WeightInfo = TensorInfo> {

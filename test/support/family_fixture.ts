@@ -299,19 +299,24 @@ export function gpuMatchesReference(
 /** What an ablation builds: the float64 reference with one feature off. */
 export type Ablation = (ck: Checkpoint) => Promise<ReferenceModel>;
 
-/** Features the fixture's teacher-forced logits must each move by >= 0.1 when turned off. */
+/**
+ * Features the fixture's teacher-forced logits must each move by >= 0.1 when turned off.
+ * Returns how far each moved them.
+ */
 export async function checkAblations(
   fixture: FixtureFiles,
   ck: Checkpoint,
   ablations: Readonly<Record<string, Ablation>>,
-): Promise<void> {
+): Promise<Record<string, number>> {
   const tokens = fixture.manifest.tokens;
   const full = (await ReferenceModel.load(ck.config, ck.weights)).logits(tokens);
+  const out: Record<string, number> = {};
   for (const [feature, ablate] of Object.entries(ablations)) {
-    const moved = maxAbsDiff(full, (await ablate(ck)).logits(tokens));
+    const moved = out[feature] = maxAbsDiff(full, (await ablate(ck)).logits(tokens));
     console.log(`  without ${feature}: the logits move by ${moved.toFixed(3)}`);
     ok(moved >= 0.1, `turning ${feature} off moves the logits by only ${moved}`);
   }
+  return out;
 }
 
 /**

@@ -160,13 +160,20 @@ export function encodeVariant(v: Variant, name: string): Promise<Uint8Array> {
   return encodeGguf(meta, tensors);
 }
 
-/** A safetensors file of F32 tensors (header padded to 8 bytes, names in insertion order). */
-export function encodeSafetensors(tensors: Tensors): Uint8Array {
+/**
+ * A safetensors file of F32 tensors, then U8 ones (`bytes`) (header padded to 8 bytes, names in
+ * insertion order).
+ */
+export function encodeSafetensors(
+  tensors: Tensors,
+  bytes: Map<string, { shape: readonly number[]; data: Uint8Array }> = new Map(),
+): Uint8Array {
   const header: Record<string, unknown> = { __metadata__: { format: "pt" } };
   let offset = 0;
-  for (const [name, t] of tensors) {
+  const all = [...tensors, ...bytes];
+  for (const [name, t] of all) {
     header[name] = {
-      dtype: "F32",
+      dtype: t.data instanceof Uint8Array ? "U8" : "F32",
       shape: t.shape,
       data_offsets: [offset, offset + t.data.byteLength],
     };
@@ -179,7 +186,7 @@ export function encodeSafetensors(tensors: Tensors): Uint8Array {
   new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
   out.set(head, 8);
   let at = 8 + head.length;
-  for (const t of tensors.values()) {
+  for (const [, t] of all) {
     out.set(
       new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength),
       at,

@@ -28,6 +28,9 @@ export const DIMS = {
   vocab: 259,
 } as const;
 
+/** Dimensions of a checkpoint (`DIMS` unless a family widens one). */
+export type Dims = { readonly [K in keyof typeof DIMS]: number };
+
 /** A feature turned off (or changed) in a variant of the checkpoint llama.cpp runs again. */
 export interface Ablation {
   feature: string;
@@ -45,6 +48,13 @@ export interface Family {
   hfConfig: Record<string, unknown>;
   /** HF names and layout (what `config.json` describes). */
   hf: Tensors;
+  /** HF tensors stored as bytes (U8: MXFP4 blocks and scales), after `hf` in the file. */
+  hfBytes?: Map<string, { shape: readonly number[]; data: Uint8Array }>;
+  /**
+   * A llama.cpp file type (`llama_model_quantize`) the GGUF is also quantized to, with
+   * llama.cpp's logits on that file recorded too.
+   */
+  quantize?: "MXFP4_MOE";
   /** The GGUF llama.cpp runs. */
   gguf: Variant;
   /** How each GGUF tensor is made of HF tensors. */
@@ -81,7 +91,7 @@ export class Gen {
 }
 
 /** Attention projections in HF names under `p` (`model.layers.N.`). */
-export function attention(g: Gen, p: string, hf: Tensors, d = DIMS): void {
+export function attention(g: Gen, p: string, hf: Tensors, d: Dims = DIMS): void {
   hf.set(
     `${p}self_attn.q_proj.weight`,
     g.mat(d.heads * d.headDim, d.hidden, 0.3),
@@ -107,7 +117,7 @@ export function mlp(
   hf: Tensors,
   ff: number = DIMS.ff,
   module = "mlp.",
-  d = DIMS,
+  d: Dims = DIMS,
 ): void {
   hf.set(`${p}${module}gate_proj.weight`, g.mat(ff, d.hidden, 0.2));
   hf.set(`${p}${module}up_proj.weight`, g.mat(ff, d.hidden, 0.2));
@@ -158,7 +168,11 @@ export type MapOp =
   | { op: "plus_one" }
   | { op: "interleave_heads"; heads: number }
   | { op: "stack" }
-  | { op: "computed"; how: string };
+  | { op: "computed"; how: string }
+  /** HF MXFP4 blocks and scales `[E, rows, cols/32, (16)]`, dequantized, rows first, first + every, ... */
+  | { op: "mxfp4_rows"; every: number; first: number }
+  /** Columns first, first + every, ... of each row of a 2-D tensor (interleaved biases). */
+  | { op: "columns"; every: number; first: number };
 
 export interface MapEntry {
   gguf: string;
@@ -180,6 +194,9 @@ export function applyOp(op: MapOp, parts: Tensor[]): Tensor {
       return stack(parts);
     case "computed":
       throw new Error(`computed tensors have no HF source (${op.how})`);
+    case "mxfp4_rows":
+    case "columns":
+      throw new Error(`${op.op}: built by the family (gptoss.ts)`);
   }
 }
 
@@ -200,7 +217,7 @@ export function toGguf(
 }
 
 /** q_proj/k_proj rows interleaved per head for llama.cpp's NORM rope (llama, granite, smollm3). */
-export function normRope(d = DIMS): (name: string) => MapOp {
+export function normRope(d: Dims = DIMS): (name: string) => MapOp {
   return (name) => {
     if (name.endsWith("q_proj.weight")) {
       return { op: "interleave_heads", heads: d.heads };
@@ -228,7 +245,7 @@ export function gguf(
 export function baseMeta(
   layers: number,
   extra: Record<string, GgufValue> = {},
-  d = DIMS,
+  d: Dims = DIMS,
 ): Record<string, GgufValue> {
   return {
     context_length: u32(256),
@@ -248,7 +265,7 @@ export function baseMeta(
 }
 
 /** The HF config fields every llama-like family shares. */
-export function baseConfig(layers: number, d = DIMS): Record<string, unknown> {
+export function baseConfig(layers: number, d: Dims = DIMS): Record<string, unknown> {
   return {
     hidden_size: d.hidden,
     intermediate_size: d.ff,

@@ -51,11 +51,36 @@ function llama3InvFreq(inv: number[], s: Config): number[] {
   });
 }
 
-/** Rotate-half RoPE on the first `rot` dims of one head vector at `pos`. */
-function rope(x: Float64Array, at: number, rot: number, inv: number[], pos: number): void {
+/**
+ * YaRN's inverse frequencies (transformers' `rope_type: yarn`, `truncate` true): each blends
+ * the interpolated (divided by `factor`) and the original one by a linear ramp between the
+ * dimensions that turn `beta_fast` and `beta_slow` times over the original context.
+ */
+function yarnInvFreq(inv: number[], s: Config, base: number, dim: number): number[] {
+  const factor = num(s, "factor"), orig = num(s, "original_max_position_embeddings");
+  const corr = (turns: number) =>
+    dim * Math.log(orig / (turns * 2 * Math.PI)) / (2 * Math.log(base));
+  const low = Math.max(Math.floor(corr(num(s, "beta_fast", 32))), 0);
+  const high = Math.min(Math.ceil(corr(num(s, "beta_slow", 1))), dim - 1);
+  return inv.map((f, i) => {
+    const ramp = Math.min(1, Math.max(0, (i - low) / (high === low ? 0.001 : high - low)));
+    const extrapolation = 1 - ramp;
+    return f / factor * (1 - extrapolation) + f * extrapolation;
+  });
+}
+
+/** YaRN's cos/sin scale: `attention_factor`, else 0.1 ln(factor) + 1. */
+function ropeScale(config: Config): number {
+  const s = config.rope_scaling as Config | null | undefined;
+  if (s?.rope_type !== "yarn") return 1;
+  return num(s, "attention_factor", 0.1 * Math.log(num(s, "factor")) + 1);
+}
+
+/** Rotate-half RoPE on the first `rot` dims of one head vector at `pos`, cos/sin times `m`. */
+function rope(x: Float64Array, at: number, rot: number, inv: number[], pos: number, m = 1): void {
   const half = rot / 2;
   for (let i = 0; i < half; i++) {
-    const a = pos * inv[i]!, c = Math.cos(a), s = Math.sin(a);
+    const a = pos * inv[i]!, c = Math.cos(a) * m, s = Math.sin(a) * m;
     const x0 = x[at + i]!, x1 = x[at + i + half]!;
     x[at + i] = x0 * c - x1 * s;
     x[at + i + half] = x1 * c + x0 * s;
@@ -76,9 +101,12 @@ export function referenceLogits(config: Config, w: Weights, tokens: number[]): F
   const invFreq = (base: number) => {
     const inv = Array.from({ length: rot / 2 }, (_, i) => Math.pow(base, -2 * i / rot));
     const s = config.rope_scaling as Config | null | undefined;
+    if (s?.rope_type === "yarn") return yarnInvFreq(inv, s, base, rot);
     return s?.rope_type === "llama3" ? llama3InvFreq(inv, s) : inv;
   };
   const globalInv = invFreq(num(config, "rope_theta"));
+  const mscale = ropeScale(config);
+  const oss = type === "gpt_oss";
   const localInv = invFreq(num(config, "rope_local_base_freq", num(config, "rope_theta")));
   const scale = gemma
     ? 1 / Math.sqrt(num(config, "query_pre_attn_scalar"))
@@ -107,6 +135,11 @@ export function referenceLogits(config: Config, w: Weights, tokens: number[]): F
         q = matvec(w(`${p}self_attn.q_proj.weight`), h, nh * hd);
         k = matvec(w(`${p}self_attn.k_proj.weight`), h, nkv * hd);
         v = matvec(w(`${p}self_attn.v_proj.weight`), h, nkv * hd);
+        if (config.attention_bias === true) {
+          q = addBias(q, w(`${p}self_attn.q_proj.bias`));
+          k = addBias(k, w(`${p}self_attn.k_proj.bias`));
+          v = addBias(v, w(`${p}self_attn.v_proj.bias`));
+        }
       }
       if (olmo) {
         q = norm(q, `${p}self_attn.q_norm.weight`);
@@ -119,8 +152,8 @@ export function referenceLogits(config: Config, w: Weights, tokens: number[]): F
         perHead(k, nkv, `${p}self_attn.k_norm.weight`);
       }
       if (!noRope) {
-        for (let i = 0; i < nh; i++) rope(q, i * hd, rot, inv, pos);
-        for (let i = 0; i < nkv; i++) rope(k, i * hd, rot, inv, pos);
+        for (let i = 0; i < nh; i++) rope(q, i * hd, rot, inv, pos, mscale);
+        for (let i = 0; i < nkv; i++) rope(k, i * hd, rot, inv, pos, mscale);
       }
       qs.push(q), ks.push(k), vs.push(v);
     }
@@ -137,8 +170,11 @@ export function referenceLogits(config: Config, w: Weights, tokens: number[]): F
           if (cap) s = Math.tanh(s / cap) * cap;
           scores.push(pos - j < window ? s : -Infinity);
         }
-        const m = Math.max(...scores);
-        const e = scores.map((s) => Math.exp(s - m)), z = e.reduce((a, b) => a + b, 0);
+        // gpt-oss: the head's sink logit joins the softmax; its column is dropped.
+        const sink = oss ? w(`${p}self_attn.sinks`)[i]! : -Infinity;
+        const m = Math.max(...scores, sink);
+        const e = scores.map((s) => Math.exp(s - m));
+        const z = e.reduce((a, b) => a + b, Math.exp(sink - m));
         for (let j = 0; j <= pos; j++) {
           for (let d = 0; d < hd; d++) {
             att[i * hd + d] = att[i * hd + d]! + e[j]! / z * vs[j]![g * hd + d]!;
@@ -146,6 +182,7 @@ export function referenceLogits(config: Config, w: Weights, tokens: number[]): F
         }
       }
       let o = matvec(w(`${p}self_attn.o_proj.weight`), att, H);
+      if (oss && config.attention_bias === true) o = addBias(o, w(`${p}self_attn.o_proj.bias`));
       if (gemma || olmo) o = norm(o, `${p}post_attention_layernorm.weight`);
       const x1 = x.map((v, i) => v + resid * o[i]!);
       const h = olmo
@@ -163,6 +200,87 @@ export function referenceLogits(config: Config, w: Weights, tokens: number[]): F
     const y = matvec(head, norm(x, "model.norm.weight"), V).map((v) => v / div);
     return finalCap ? y.map((v) => Math.tanh(v / finalCap) * finalCap) : y;
   });
+}
+
+const addBias = (y: Float64Array, b: Float64Array) => y.map((v, i) => v + b[i]!);
+
+/** transformers' MXFP4 values: codes 0..7 positive, 8..15 their negatives. */
+const FP4 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
+
+/**
+ * Expert `e`'s `[rows, cols]` matrix of HF MXFP4 `<name>_blocks` / `_scales` (given as byte
+ * values): element 2j of a 32-block is byte j's low nibble, 2j + 1 its high one, times
+ * 2^(scale - 127).
+ */
+function mxfp4Expert(
+  w: Weights,
+  name: string,
+  e: number,
+  rows: number,
+  cols: number,
+) {
+  const blocks = w(`${name}_blocks`),
+    scales = w(`${name}_scales`),
+    g = cols / 32;
+  const out = new Float64Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    for (let b = 0; b < g; b++) {
+      const at = (e * rows + r) * g + b, scale = 2 ** (scales[at]! - 127);
+      for (let j = 0; j < 16; j++) {
+        const byte = blocks[at * 16 + j]!;
+        out[r * cols + b * 32 + 2 * j] = FP4[byte & 15]! * scale;
+        out[r * cols + b * 32 + 2 * j + 1] = FP4[byte >> 4]! * scale;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * gpt-oss's MoE: router logits plus bias, the top k softmaxed among themselves; each expert
+ * gate_up = W h + b (gate the even outputs, up the odd), gate clamped above and up both sides
+ * at `swiglu_limit`, (up + 1) · gate · σ(1.702 · gate), then down + bias.
+ */
+function gptOssMoe(
+  config: Config,
+  w: Weights,
+  p: string,
+  h: Float64Array,
+): Float64Array {
+  const H = h.length,
+    E = num(config, "num_local_experts"),
+    k = num(config, "num_experts_per_tok");
+  const ff = num(config, "intermediate_size"),
+    limit = num(config, "swiglu_limit");
+  const logits = addBias(
+    matvec(w(`${p}mlp.router.weight`), h, E),
+    w(`${p}mlp.router.bias`),
+  );
+  const top = [...logits.keys()].sort((a, b) => logits[b]! - logits[a]! || a - b).slice(0, k);
+  const m = Math.max(...top.map((i) => logits[i]!));
+  const z = top.reduce((a, i) => a + Math.exp(logits[i]! - m), 0);
+  const out = new Float64Array(H);
+  const guBias = w(`${p}mlp.experts.gate_up_proj_bias`),
+    dBias = w(`${p}mlp.experts.down_proj_bias`);
+  for (const e of top) {
+    const gu = mxfp4Expert(w, `${p}mlp.experts.gate_up_proj`, e, 2 * ff, H);
+    const y = matvec(gu, h, 2 * ff).map((v, r) => v + guBias[e * 2 * ff + r]!);
+    const act = new Float64Array(ff).map((_, r) => {
+      const g = Math.min(y[2 * r]!, limit),
+        u = Math.min(Math.max(y[2 * r + 1]!, -limit), limit);
+      return (u + 1) * g / (1 + Math.exp(-1.702 * g));
+    });
+    const d = matvec(
+      mxfp4Expert(w, `${p}mlp.experts.down_proj`, e, H, ff),
+      act,
+      H,
+    );
+    const weight = Math.exp(logits[e]! - m) / z;
+    for (let i = 0; i < H; i++) {
+      out[i] = out[i]! + weight * (d[i]! + dBias[e * H + i]!);
+    }
+  }
+  return out;
 }
 
 function ffn(
@@ -183,6 +301,7 @@ function ffn(
     const g = matvec(gu, h, ff), u = matvec(gu, h, ff, ff);
     return matvec(w(`${p}mlp.down_proj.weight`), g.map((v, i) => act(v) * u[i]!), H);
   }
+  if (config.model_type === "gpt_oss") return gptOssMoe(config, w, p, h);
   if (config.model_type !== "qwen3_moe") return glu(`${p}mlp.`, num(config, "intermediate_size"));
   const E = num(config, "num_experts"), k = num(config, "num_experts_per_tok");
   const logits = matvec(w(`${p}mlp.gate.weight`), h, E);

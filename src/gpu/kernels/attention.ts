@@ -7,6 +7,7 @@ import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
 import type { Dispatch } from "../dispatch.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
+import { checkBuffer, placeholder } from "./matvec_quant.ts";
 
 /** Element type of a KV cache. */
 export type KvDtype = "f16" | "f32";
@@ -182,6 +183,11 @@ export interface AttentionArgs {
   window?: number;
   /** Scores become cap·tanh(s / cap) (default: none). */
   softcap?: number;
+  /**
+   * Attention sinks, f32 [heads]: head h's softmax takes one more logit `sinks[h]` (not scaled
+   * or capped) whose column is dropped, so the weights of the keys sum to less than 1.
+   */
+  sinks?: GPUBuffer;
 }
 
 /** The dispatches of one attention call and the buffers they own. */
@@ -274,10 +280,13 @@ export async function prepareAttention(
     window,
     softcap,
   ];
+  if (a.sinks) checkBuffer(device, label, "sinks", a.sinks, a.heads * 4);
+  const sinks = { 10: a.sinks ?? placeholder(device) };
   const constants = {
     KV_F16: a.kvDtype === "f16" ? 1 : 0,
     GROUP: lay.group,
     PPT: lay.pairsPerThread,
+    SINKS: a.sinks ? 1 : 0,
   };
   const common = {
     1: a.q,
@@ -296,7 +305,7 @@ export async function prepareAttention(
       constants,
       uniform,
       floats: [6, 11],
-      buffers: { ...common, 7: a.out },
+      buffers: { ...common, 7: a.out, ...sinks },
       workgroups,
     });
     return { dispatches: [d], owned: [d.uniform] };
@@ -318,9 +327,10 @@ export async function prepareAttention(
     label: `${label}:merge`,
     shader: "attention",
     entry: "merge",
+    constants: { SINKS: constants.SINKS },
     uniform,
     floats: [6, 11],
-    buffers: { 7: a.out, 8: ml, 9: acc },
+    buffers: { 7: a.out, 8: ml, 9: acc, ...sinks },
     workgroups: [a.tokens, a.heads],
   });
   return { dispatches: [split, merge], owned: [split.uniform, merge.uniform, ml, acc] };

@@ -27,6 +27,8 @@ interface Shape {
 
 const SHAPES: Record<string, Shape> = {
   gqa: { heads: 4, kvHeads: 2, headDim: 16 },
+  // 10 query heads on one kv head: two workgroups of 5 heads each (chunked groups).
+  chunked: { heads: 10, kvHeads: 1, headDim: 24 },
   mqa: { heads: 2, kvHeads: 1, headDim: 32 },
   qwen: { heads: 6, kvHeads: 2, headDim: 16 },
   wide: { heads: 2, kvHeads: 2, headDim: 128 },
@@ -106,6 +108,7 @@ async function check(
     });
     const tokens = positions.length;
     const q = asF32(seeded(3, tokens * heads * headDim));
+    const { sinks, ...gpuKnobs } = knobs;
     const out = outBuffer(device, "att:out", tokens * heads * headDim);
     const { dispatches } = await prepareAttention(device, {
       q: f32Buffer(device, "att:q", q),
@@ -122,7 +125,8 @@ async function check(
       blockSize: BLOCK,
       ...(splits ? { splits } : {}),
       kvDtype,
-      ...knobs,
+      ...gpuKnobs,
+      ...(sinks ? { sinks: f32Buffer(device, "att:sinks", sinks) } : {}),
     });
     const got = await runRead(device, dispatches, out, tokens * heads * headDim);
     const cache = {
@@ -142,13 +146,14 @@ async function check(
         }
       }
     }
-    assertClose(
-      got,
-      pagedAttentionRef(q, cache, positions, tableOffsets, heads, knobs),
-      ATTN_TOL,
-      ATTN_TOL,
-      name,
-    );
+    const want = pagedAttentionRef(q, cache, positions, tableOffsets, heads, knobs);
+    assertClose(got, want, ATTN_TOL, ATTN_TOL, name);
+    if (sinks) {
+      // The sinks move the output: the comparison above could see them missing.
+      const plain = pagedAttentionRef(q, cache, positions, tableOffsets, heads, gpuKnobs);
+      const moved = want.reduce((m, w, i) => Math.max(m, Math.abs(w - plain[i]!)), 0);
+      if (!(moved > 0.01)) throw new Error(`${name}: sinks move the output by only ${moved}`);
+    }
   });
 }
 
@@ -185,7 +190,50 @@ Deno.test("attention gqa/qwen: sliding window, soft-cap and scale; prefill, chun
   await check("gqa/f16/window", SHAPES.gqa!, [5, 300], [1, 1], 7, "f16", { window: 21 });
 });
 
-Deno.test("attention refuses a bad window, soft-cap or scale", async () => {
+// Attention sinks (gpt-oss): one logit per query head in the softmax's denominator, from below
+// the scores (about ±1) to well above them, exactly representable in f32. Every path: varlen
+// prefill, a chunk over cached keys, single and split decode, windows, an f16 cache, chunked
+// head groups (the sink of head h0 + g).
+Deno.test("attention sinks: prefill, chunks, single and split decode, windows, f16, chunked groups", async () => {
+  const sinksOf = (heads: number) =>
+    Array.from({ length: heads }, (_, h) => asF32([((h * 7) % 11) * 0.45 - 1.5])[0]!);
+  for (const name of ["gqa", "qwen", "chunked", "wide"] as const) {
+    const shape = SHAPES[name]!;
+    const knobs = { sinks: sinksOf(shape.heads) };
+    await check(
+      `${name}/sinks/prefill`,
+      shape,
+      [1, 15, 17, 100],
+      [1, 15, 17, 100],
+      1,
+      "f32",
+      knobs,
+    );
+    await check(`${name}/sinks/chunk`, shape, [40, 300], [9, 33], 1, "f32", knobs);
+    await check(`${name}/sinks/decode`, shape, [1, 17, 300], [1, 1, 1], 1, "f32", knobs);
+    await check(`${name}/sinks/split3`, shape, [1, 17, 300], [1, 1, 1], 3, "f32", knobs);
+  }
+  const windowed = { sinks: sinksOf(6), window: 13, scale: 0.4 };
+  await check(
+    "qwen/sinks/window/prefill",
+    SHAPES.qwen!,
+    [1, 15, 17, 100],
+    [1, 15, 17, 100],
+    1,
+    "f32",
+    windowed,
+  );
+  await check("qwen/sinks/window/split7", SHAPES.qwen!, [5, 300], [1, 1], 7, "f32", windowed);
+  await check("gqa/sinks/f16/split3", SHAPES.gqa!, [1, 17, 300], [1, 1, 1], 3, "f16", {
+    sinks: sinksOf(4),
+  });
+  // A sink far above every score (e^40 over the keys' sum): the output is tiny but exact.
+  await check("gqa/sinks/large", SHAPES.gqa!, [17, 40], [17, 1], 1, "f32", {
+    sinks: [40, -40, 3, 0],
+  });
+});
+
+Deno.test("attention refuses a bad window, soft-cap, scale or sinks buffer", async () => {
   const { device } = await testGpu();
   const b = outBuffer(device, "att:bad", 64);
   const base = {
@@ -202,7 +250,10 @@ Deno.test("attention refuses a bad window, soft-cap or scale", async () => {
     headDim: 8,
     blockSize: BLOCK,
   };
-  for (const [knob, bad] of [["window", 2.5], ["softcap", -1], ["scale", 0]] as const) {
+  const sinks = outBuffer(device, "att:one_sink", 1); // 4 bytes for 2 heads
+  for (
+    const [knob, bad] of [["window", 2.5], ["softcap", -1], ["scale", 0], ["sinks", sinks]] as const
+  ) {
     const e = await prepareAttention(device, { ...base, [knob]: bad }).then(
       () => undefined,
       (e) => e,

@@ -5,9 +5,13 @@
  * - `prepareMoeRoute` (`shaders/moe_route.wgsl`): each token's softmax over its router logits,
  *   its top-k experts and their weights (renormalised over the chosen ones, or not).
  * - `prepareMoeExperts` (`shaders/moe_experts.wgsl`, composed per weight format like the product
- *   kernels): the SwiGLU MLP of each token's routed experts only, weighted and added to the
- *   residual stream; two dispatches (gate/up with the RMSNorm folded in, then down), with
- *   several threads sharing each output on `gpu` kernel paths.
+ *   kernels): the gated MLP of each token's routed experts only (SwiGLU, or gpt-oss's clamped
+ *   SwiGLU; with per-expert biases or without), weighted and added to the residual stream; two
+ *   dispatches (gate/up with the RMSNorm folded in, then down), with several threads sharing
+ *   each output on `gpu` kernel paths.
+ *
+ * A router bias (gpt-oss) is the router product's own bias (`ProductArgs.b`): it is added before
+ * routing, and routing needs nothing else for it.
  */
 import { grid } from "../dispatch.ts";
 import { kernelPaths } from "../paths.ts";
@@ -15,7 +19,7 @@ import type { TensorDtype } from "../dtype.ts";
 import { productFormat, productRowBytes } from "../quant/product_formats.ts";
 import { shaderVariant } from "../shader_compose.ts";
 import { type KernelDispatch, prepareKernel } from "./kernel.ts";
-import { checkBuffer, checkCount, fail, tableBinding } from "./matvec_quant.ts";
+import { checkBuffer, checkCount, fail, placeholder, tableBinding } from "./matvec_quant.ts";
 
 const WG = 64;
 
@@ -70,6 +74,14 @@ export interface ExpertSlab {
   dtype: TensorDtype;
 }
 
+/** Per-expert biases, f32, in the slabs' expert order. */
+export interface ExpertBiases {
+  /** [experts · 2·inter]: expert e's gate biases, then its up biases. */
+  gateUp: GPUBuffer;
+  /** [experts · hidden]: expert e's down biases. */
+  down: GPUBuffer;
+}
+
 /** The arguments of `prepareMoeExperts`. */
 export interface MoeExpertsArgs {
   /** The residual stream, f32 [tokens, hidden]: read (through the norm) and added to. */
@@ -97,6 +109,16 @@ export interface MoeExpertsArgs {
   /** Routes per token. */
   topK: number;
   /**
+   * The experts' activation of gate g and up u: `silu` (default; SwiGLU, silu(g)·u) or
+   * `swiglu_oai` (the clamped SwiGLU: g' = min(g, limit), u' = clamp(u, -limit, limit),
+   * (u' + 1)·g'·sigmoid(1.702·g')).
+   */
+  activation?: "silu" | "swiglu_oai";
+  /** `swiglu_oai`'s limit (a positive number; required with it). */
+  swigluLimit?: number;
+  /** Biases added to each expert's gate, up and down products (default: none). */
+  biases?: ExpertBiases;
+  /**
    * Threads per output (a power of two up to 64). By default the device's kernel paths say: 1
    * on `cpu` (a thread walks whole rows), as many as the matrix-vector products use on `gpu`.
    */
@@ -119,9 +141,9 @@ function expertThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: numb
 }
 
 /**
- * x[t] += Σⱼ weights[t, j] · down_e(silu(gate_e(n)) · up_e(n)), e = ids[t, j], n = RMSNorm(x[t]):
- * the experts each token was routed to, and no other. `hidden` and `inter` must be whole
- * numbers of the formats' blocks.
+ * x[t] += Σⱼ weights[t, j] · down_e(act(gate_e(n), up_e(n))), e = ids[t, j], n = RMSNorm(x[t])
+ * (each product plus its expert's bias, with `biases`): the experts each token was routed to,
+ * and no other. `hidden` and `inter` must be whole numbers of the formats' blocks.
  */
 export async function prepareMoeExperts(
   device: GPUDevice,
@@ -157,9 +179,21 @@ export async function prepareMoeExperts(
   checkBuffer(device, what, "ids", a.ids, routes * 4);
   checkBuffer(device, what, "weights", a.weights, routes * 4);
   checkBuffer(device, what, "act", a.act, routes * a.inter * 4);
-  const uniform = [a.tokens, a.hidden, a.inter, a.topK, a.norm.eps, 0, 0, 0];
+  const oai = a.activation === "swiglu_oai";
+  if (a.activation !== undefined && a.activation !== "silu" && !oai) {
+    fail(what, `unknown activation ${a.activation}`);
+  }
+  const limit = a.swigluLimit ?? 0;
+  if (oai && !(Number.isFinite(limit) && limit > 0)) {
+    fail(what, `swigluLimit must be a positive number with swiglu_oai, got ${a.swigluLimit}`);
+  }
+  if (a.biases) {
+    checkBuffer(device, what, "gate/up biases", a.biases.gateUp, a.experts * 2 * a.inter * 4);
+    checkBuffer(device, what, "down biases", a.biases.down, a.experts * a.hidden * 4);
+  }
+  const uniform = [a.tokens, a.hidden, a.inter, a.topK, a.norm.eps, limit, 0, 0];
   const { tpr, wg, rpt } = expertThreads(device, a.threadsPerRow);
-  const constants = { WG: wg, TPR: tpr, RPT: rpt };
+  const constants = { WG: wg, TPR: tpr, RPT: rpt, ACT: oai ? 1 : 0, BIASES: a.biases ? 1 : 0 };
   /** Workgroups for `rows` output rows in blocks of `rpt` per `tokens` token (or route). */
   const groups = (tokens: number, rows: number) =>
     grid(device, Math.ceil(tokens * Math.ceil(rows / rpt) / (wg / tpr)));
@@ -170,13 +204,14 @@ export async function prepareMoeExperts(
       entry: "gate_up",
       constants,
       uniform,
-      floats: [4],
+      floats: [4, 5],
       buffers: {
         1: a.x,
         2: a.gateUp.buffer,
         3: a.norm.weight,
         4: a.act,
         5: a.ids,
+        8: a.biases?.gateUp ?? placeholder(device),
         ...await tableBinding(device, fg),
       },
       workgroups: groups(routes, a.inter),
@@ -187,13 +222,14 @@ export async function prepareMoeExperts(
       entry: "down",
       constants,
       uniform,
-      floats: [4],
+      floats: [4, 5],
       buffers: {
         1: a.act,
         2: a.down.buffer,
         4: a.x,
         5: a.ids,
         6: a.weights,
+        8: a.biases?.down ?? placeholder(device),
         ...await tableBinding(device, fd),
       },
       workgroups: groups(a.tokens, a.hidden),

@@ -2,8 +2,9 @@
  * The mixture-of-experts kernels against their float64 references (`reference/moe.ts`): routing
  * over odd expert counts and top-k, renormalised or not (ids exactly, weights within f32
  * rounding); the routed experts over F32, F16, Q8_0 and Q4_K weights and odd widths, on both
- * kernel paths' devices, the weights decoded for the reference as the GPU reads them; and bad
- * shapes refused.
+ * kernel paths' devices, the weights decoded for the reference as the GPU reads them; gpt-oss's
+ * per-expert biases and clamped SwiGLU (MXFP4, BF16, Q8_0, Q4_K); and bad shapes and
+ * activation settings refused.
  */
 import { deepStrictEqual, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
@@ -57,6 +58,15 @@ Deno.test("moe_route: softmax, top-k and renormalisation match float64 over odd 
         const what = `${tokens}x${experts} top-${topK} norm=${norm}`;
         deepStrictEqual([...await readU32(device, ids, tokens * topK)], [...ref.ids], what);
         assertClose(w, ref.weights, 1e-7, 4e-6, what);
+        if (norm) {
+          // Renormalised softmax over all = softmax over the chosen logits (gpt-oss's gating).
+          const chosen = Array.from(ref.ids, (e, i) => logits[Math.floor(i / topK) * experts + e]!);
+          const direct = chosen.map((l, i) => {
+            const row = chosen.slice(i - (i % topK), i - (i % topK) + topK);
+            return Math.exp(l) / row.reduce((n, v) => n + Math.exp(v), 0);
+          });
+          assertClose(ref.weights, direct, 1e-12, 1e-12, `${what}: softmax over the top-k`);
+        }
       }
     }
   });
@@ -75,82 +85,163 @@ function stored(dtype: TensorDtype, values: Float64Array, rows: number, cols: nu
 
 const FORMATS: [TensorDtype, number][] = [["f32", 32], ["f16", 32], ["Q8_0", 32], ["Q4_K", 256]];
 
+/** What the expert kernel is asked for beyond the plain SwiGLU experts. */
+interface ExpertOptions {
+  /** Threads per output (default: the path's). */
+  threadsPerRow?: number;
+  /** The clamped SwiGLU with this limit. */
+  swigluLimit?: number;
+  /** Per-expert gate/up/down biases. */
+  biases?: boolean;
+}
+
+/**
+ * The routed experts over `dtype` weights on `device`, and the float64 reference on the weights
+ * as the GPU decodes them: 3 tokens, 5 experts, top-3, hidden and inter whole, odd numbers of
+ * blocks. Also the share of gate and up inputs past the limit (0 without one).
+ */
+async function expertsCase(
+  device: GPUDevice,
+  dtype: TensorDtype,
+  block: number,
+  o: ExpertOptions = {},
+) {
+  const tokens = 3, experts = 5, topK = 3, hidden = 3 * block, inter = block;
+  const x = asF32(seeded(1, tokens * hidden, 1));
+  const gamma = asF32(seeded(2, hidden, 0.2).map((v) => 1 + v));
+  const gate = stored(dtype, seeded(3, experts * inter * hidden, 0.3), experts * inter, hidden);
+  const up = stored(dtype, seeded(4, experts * inter * hidden, 0.3), experts * inter, hidden);
+  const down = stored(dtype, seeded(5, experts * hidden * inter, 0.3), experts * hidden, inter);
+  // gate_up slab: expert e's gate rows then its up rows; its biases likewise.
+  const rowBytes = gate.bytes.length / (experts * inter);
+  const slab = new Uint8Array(2 * gate.bytes.length);
+  for (let e = 0; e < experts; e++) {
+    const span = inter * rowBytes;
+    slab.set(gate.bytes.subarray(e * span, (e + 1) * span), 2 * e * span);
+    slab.set(up.bytes.subarray(e * span, (e + 1) * span), (2 * e + 1) * span);
+  }
+  const gateBias = asF32(seeded(7, experts * inter, 1.5));
+  const upBias = asF32(seeded(8, experts * inter, 1.5));
+  const downBias = asF32(seeded(9, experts * hidden, 0.5));
+  const routes = moeRouteRef(seeded(6, tokens * experts, 3), experts, topK, true);
+  const slice = (v: Float64Array, e: number, n: number) => v.subarray(e * n, (e + 1) * n);
+  const matrices = Array.from({ length: experts }, (_, e) => ({
+    gate: slice(gate.decoded, e, inter * hidden),
+    up: slice(up.decoded, e, inter * hidden),
+    down: slice(down.decoded, e, hidden * inter),
+    ...(o.biases
+      ? {
+        gateBias: slice(gateBias, e, inter),
+        upBias: slice(upBias, e, inter),
+        downBias: slice(downBias, e, hidden),
+      }
+      : {}),
+  }));
+  const normed = rmsNormRef(x, gamma, hidden, 1e-6);
+  const f32Routes = { ids: routes.ids, weights: asF32(routes.weights) };
+  const act = o.swigluLimit
+    ? { activation: "swiglu_oai" as const, swigluLimit: o.swigluLimit }
+    : { activation: "silu" as const };
+  const want = Float64Array.from(x);
+  moeExpertsRef(want, normed, f32Routes, matrices, hidden, inter, act);
+  // The gate and up inputs of the routed experts, to see the limit bite.
+  let past = 0;
+  for (let i = 0; i < tokens * topK; i++) {
+    const m = matrices[routes.ids[i]!]!, t = Math.floor(i / topK);
+    for (let r = 0; r < inter; r++) {
+      let g = m.gateBias?.[r] ?? 0, u = m.upBias?.[r] ?? 0;
+      for (let k = 0; k < hidden; k++) {
+        g += normed[t * hidden + k]! * m.gate[r * hidden + k]!;
+        u += normed[t * hidden + k]! * m.up[r * hidden + k]!;
+      }
+      if (o.swigluLimit && g > o.swigluLimit) past++;
+      if (o.swigluLimit && Math.abs(u) > o.swigluLimit) past++;
+    }
+  }
+  const biasGateUp = new Float64Array(experts * 2 * inter);
+  for (let e = 0; e < experts; e++) {
+    biasGateUp.set(slice(gateBias, e, inter), 2 * e * inter);
+    biasGateUp.set(slice(upBias, e, inter), (2 * e + 1) * inter);
+  }
+  const xb = f32Buffer(device, "moe_test:x", x);
+  const ds = await prepareMoeExperts(device, {
+    x: xb,
+    norm: { weight: f32Buffer(device, "moe_test:gamma", gamma), eps: 1e-6 },
+    gateUp: { buffer: uploadBuffer(device, "moe_test:gate_up", slab), dtype },
+    down: { buffer: uploadBuffer(device, "moe_test:down", down.bytes), dtype },
+    ids: u32Buffer(device, "moe_test:ids", routes.ids),
+    weights: f32Buffer(device, "moe_test:weights", routes.weights),
+    act: outBuffer(device, "moe_test:act", tokens * topK * inter),
+    tokens,
+    hidden,
+    inter,
+    experts,
+    topK,
+    ...(o.threadsPerRow ? { threadsPerRow: o.threadsPerRow } : {}),
+    ...(o.swigluLimit ? { activation: "swiglu_oai" as const, swigluLimit: o.swigluLimit } : {}),
+    ...(o.biases
+      ? {
+        biases: {
+          gateUp: f32Buffer(device, "moe_test:gate_up_bias", biasGateUp),
+          down: f32Buffer(device, "moe_test:down_bias", downBias),
+        },
+      }
+      : {}),
+  });
+  const got = await runRead(device, ds, xb, tokens * hidden);
+  return { got, want, k: hidden + inter, past: past / (2 * tokens * topK * inter) };
+}
+
 for (const paths of ["cpu", "gpu"] as const) {
   Deno.test(`moe_experts (${paths} paths): the routed experts' SwiGLU, weighted, added to x`, async () => {
     const { device } = await testGpu(paths);
     await withErrorScopes(device, async () => {
       // The path's own threads per output, and on gpu paths every other sharing too.
       const shares = paths === "cpu" ? [undefined] : [undefined, 2, 64];
-      for (
-        const [[dtype, block], threadsPerRow] of FORMATS.flatMap((f) =>
-          shares.map((t) => [f, t] as const)
-        )
-      ) {
-        // Odd counts: 3 tokens, 5 experts, top-3; hidden and inter whole, odd numbers of blocks.
-        const tokens = 3, experts = 5, topK = 3, hidden = 3 * block, inter = block;
-        const x = asF32(seeded(1, tokens * hidden, 1));
-        const gamma = asF32(seeded(2, hidden, 0.2).map((v) => 1 + v));
-        const gate = stored(
-          dtype,
-          seeded(3, experts * inter * hidden, 0.3),
-          experts * inter,
-          hidden,
-        );
-        const up = stored(dtype, seeded(4, experts * inter * hidden, 0.3), experts * inter, hidden);
-        const down = stored(
-          dtype,
-          seeded(5, experts * hidden * inter, 0.3),
-          experts * hidden,
-          inter,
-        );
-        // gate_up slab: expert e's gate rows then its up rows.
-        const rowBytes = gate.bytes.length / (experts * inter);
-        const slab = new Uint8Array(2 * gate.bytes.length);
-        for (let e = 0; e < experts; e++) {
-          const span = inter * rowBytes;
-          slab.set(gate.bytes.subarray(e * span, (e + 1) * span), 2 * e * span);
-          slab.set(up.bytes.subarray(e * span, (e + 1) * span), (2 * e + 1) * span);
+      for (const [dtype, block] of FORMATS) {
+        for (const threadsPerRow of shares) {
+          const r = await expertsCase(device, dtype, block, threadsPerRow ? { threadsPerRow } : {});
+          assertSumsClose(r.got, r.want, r.k, 8, `${dtype} ${paths} ${threadsPerRow ?? ""}`);
         }
-        const routes = moeRouteRef(seeded(6, tokens * experts, 3), experts, topK, true);
-        const want = Float64Array.from(x);
-        const matrices = Array.from({ length: experts }, (_, e) => ({
-          gate: gate.decoded.subarray(e * inter * hidden, (e + 1) * inter * hidden),
-          up: up.decoded.subarray(e * inter * hidden, (e + 1) * inter * hidden),
-          down: down.decoded.subarray(e * hidden * inter, (e + 1) * hidden * inter),
-        }));
-        const normed = rmsNormRef(x, gamma, hidden, 1e-6);
-        moeExpertsRef(
-          want,
-          normed,
-          { ids: routes.ids, weights: asF32(routes.weights) },
-          matrices,
-          hidden,
-          inter,
-        );
-        const xb = f32Buffer(device, "moe_test:x", x);
-        const ds = await prepareMoeExperts(device, {
-          x: xb,
-          norm: { weight: f32Buffer(device, "moe_test:gamma", gamma), eps: 1e-6 },
-          gateUp: { buffer: uploadBuffer(device, "moe_test:gate_up", slab), dtype },
-          down: { buffer: uploadBuffer(device, "moe_test:down", down.bytes), dtype },
-          ids: u32Buffer(device, "moe_test:ids", routes.ids),
-          weights: f32Buffer(device, "moe_test:weights", routes.weights),
-          act: outBuffer(device, "moe_test:act", tokens * topK * inter),
-          tokens,
-          hidden,
-          inter,
-          experts,
-          topK,
-          ...(threadsPerRow ? { threadsPerRow } : {}),
-        });
-        const got = await runRead(device, ds, xb, tokens * hidden);
-        assertSumsClose(got, want, hidden + inter, 8, `${dtype} ${paths} ${threadsPerRow ?? ""}`);
+      }
+    });
+  });
+
+  // gpt-oss's experts: biases on gate, up and down, and the clamped SwiGLU with a limit low
+  // enough that a good share of the gate and up inputs pass it; MXFP4 (its experts' format)
+  // among float and block formats.
+  Deno.test(`moe_experts (${paths} paths): per-expert biases and the clamped SwiGLU, MXFP4 too`, async () => {
+    const { device } = await testGpu(paths);
+    await withErrorScopes(device, async () => {
+      const shares = paths === "cpu" ? [undefined] : [undefined, 64];
+      const formats: [TensorDtype, number][] = [
+        ["MXFP4", 32],
+        ["bf16", 32],
+        ["Q8_0", 32],
+        ["Q4_K", 256],
+      ];
+      for (const [dtype, block] of formats) {
+        for (const threadsPerRow of shares) {
+          const what = `${dtype} ${paths} ${threadsPerRow ?? ""}`;
+          const o = {
+            swigluLimit: 1.25,
+            biases: true,
+            ...(threadsPerRow ? { threadsPerRow } : {}),
+          };
+          const r = await expertsCase(device, dtype, block, o);
+          if (!(r.past > 0.1)) throw new Error(`${what}: only ${r.past} of the inputs clamped`);
+          assertSumsClose(r.got, r.want, r.k, 8, `${what} biased, clamped`);
+          const bare = await expertsCase(device, dtype, block, { ...o, biases: false });
+          assertSumsClose(bare.got, bare.want, bare.k, 8, `${what} clamped`);
+          const moved = r.want.reduce((m, w, i) => Math.max(m, Math.abs(w - bare.want[i]!)), 0);
+          if (!(moved > 0.1)) throw new Error(`${what}: the biases move x by only ${moved}`);
+        }
       }
     });
   });
 }
 
-Deno.test("moe kernels: top-k above the experts, or no experts, is an InvalidArgument", async () => {
+Deno.test("moe kernels: top-k above the experts, no experts, no clamp limit or short biases is an InvalidArgument", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const buf = (n: number) => outBuffer(device, "moe_test:any", n);
@@ -159,5 +250,32 @@ Deno.test("moe kernels: top-k above the experts, or no experts, is an InvalidArg
       e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(what);
     await rejects(prepareMoeRoute(device, { ...route, experts: 4, topK: 5 }), refused("topK 5"));
     await rejects(prepareMoeRoute(device, { ...route, experts: 0, topK: 1 }), refused("experts"));
+    const slab = { buffer: buf(4096), dtype: "f32" as const };
+    const experts = {
+      x: buf(64),
+      norm: { weight: buf(64), eps: 1e-6 },
+      gateUp: slab,
+      down: slab,
+      ids: buf(4),
+      weights: buf(4),
+      act: buf(64),
+      tokens: 1,
+      hidden: 32,
+      inter: 32,
+      experts: 2,
+      topK: 1,
+    };
+    await rejects(
+      prepareMoeExperts(device, { ...experts, activation: "swiglu_oai" }),
+      refused("swigluLimit"),
+    );
+    await rejects(
+      prepareMoeExperts(device, { ...experts, activation: "swiglu_oai", swigluLimit: -7 }),
+      refused("swigluLimit"),
+    );
+    await rejects(
+      prepareMoeExperts(device, { ...experts, biases: { gateUp: buf(64), down: buf(64) } }),
+      refused("gate/up biases"),
+    );
   });
 });

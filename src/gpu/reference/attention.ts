@@ -26,11 +26,14 @@ export interface AttentionKnobsRef {
   window?: number;
   /** Scores become cap·tanh(s / cap) (default 0: none). */
   softcap?: number;
+  /** Per query head, one more softmax logit whose column is dropped (default: none). */
+  sinks?: ArrayLike<number>;
 }
 
 /**
  * out[t, h, :] = softmax_j(q[t,h]·K[j] / sqrt(d)) V[j] over keys j = 0..=positions[t] (with
- * `opts`: scaled by `scale`, soft-capped, only the last `window` keys), reading
+ * `opts`: scaled by `scale`, soft-capped, only the last `window` keys, and with a sink
+ * logit sinks[h] in the softmax's denominator), reading
  * key j of token t's sequence at block `blockTable[tableOffsets[t] + j / blockSize]`. For an f16
  * cache, pass the stored (f16-rounded) values: see {@linkcode ropeKvRef} and {@linkcode decodeKv}.
  */
@@ -66,7 +69,9 @@ export function pagedAttentionRef(
         scores[j] = cap > 0 ? cap * Math.tanh(dot * scale / cap) : dot * scale;
         max = Math.max(max, scores[j]!);
       }
-      let sum = 0;
+      const sink = opts.sinks?.[h];
+      if (sink !== undefined) max = Math.max(max, sink);
+      let sum = sink === undefined ? 0 : Math.exp(sink - max);
       for (let j = 0; j < keys; j++) sum += scores[j] = Math.exp(scores[j]! - max);
       for (let j = 0; j < keys; j++) {
         const vb = base(j);

@@ -28,14 +28,27 @@ export type LayerRole =
   | "router"
   /** q, k and v stacked in one tensor ([q; k; v] rows), and gate and up ([gate; up]). */
   | "qkv"
-  | "gateUp";
+  | "gateUp"
+  /** The attention output projection's bias ([hidden]). */
+  | "oBias"
+  /** One learned logit per query head ([heads], f32) joining each softmax's denominator. */
+  | "sinks"
+  /** The router's bias ([experts]), added to its logits before the top-k. */
+  | "routerBias";
 
 /**
  * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
  * (the `hf` name has `{E}` where the expert's index goes); GGUF files stack the experts along a
  * new outermost axis of one tensor (`[experts, ...shape]`).
  */
-export type ExpertRole = "gate" | "up" | "down";
+export type ExpertRole =
+  | "gate"
+  | "up"
+  | "down"
+  /** Per-expert biases of the gate and up products ([ffn]) and of down ([hidden]). */
+  | "gateBias"
+  | "upBias"
+  | "downBias";
 
 /** A checkpoint tensor outside the layers. */
 export type GlobalRole = "embed" | "norm" | "lmHead";
@@ -56,7 +69,9 @@ export type Dim =
   | "inter2"
   /** The experts of a mixture-of-experts MLP, and the width of one expert's MLP. */
   | "experts"
-  | "expertInter";
+  | "expertInter"
+  /** The query heads. */
+  | "heads";
 
 /** The role a tensor plays in a GGUF quantization mix (`gguf/quant_mix.ts`). */
 export type MixRole =
@@ -103,6 +118,13 @@ export interface TensorEntry<R extends string> {
 export type Activation = "silu" | "gelu_tanh";
 
 /**
+ * A mixture-of-experts MLP's activation: SwiGLU (`silu`: silu(g) · u), or the clamped SwiGLU
+ * `swiglu_oai`: g = min(g, limit), u = clamp(u, -limit, limit), out = (u + 1) · g · σ(1.702 · g),
+ * with limit the config's `moe.swigluLimit`.
+ */
+export type ExpertActivation = "silu" | "swiglu_oai";
+
+/**
  * One step of a decoder layer. The residual stream is `x`; each step reads what the ones before
  * it wrote. A later family adds a step kind (a post-norm after attention, soft-capped scores, a
  * window) or a variant (`act`), and both compilers (`step_plan.ts`, `reference_layer.ts`) learn
@@ -120,10 +142,15 @@ export type LayerStep =
   | { op: "rope" }
   /**
    * Causal grouped-query attention over the cache, scaled by 1/sqrt(head_dim) (or the config's
-   * `attnScale`), soft-capped and windowed as the config says (`attention_knobs.ts`).
+   * `attnScale`), soft-capped and windowed as the config says (`attention_knobs.ts`). With
+   * `sinks`, each head's learned logit (`sinks`) joins its softmax as one more column whose value
+   * is dropped: it only enlarges the denominator.
    */
-  | { op: "attention" }
-  /** x += attention output · `o`ᵀ; with `postNorm`, x += RMSNorm(that) with `attnOutNorm`. */
+  | { op: "attention"; sinks?: boolean }
+  /**
+   * x += attention output · `o`ᵀ (+ `oBias` when the layer has one); with `postNorm`,
+   * x += RMSNorm(that) with `attnOutNorm`.
+   */
   | { op: "o_proj_residual"; postNorm?: boolean }
   /**
    * x += down(act(gate(RMSNorm(x))) · up(RMSNorm(x))), the norm with `postNorm` (none with
@@ -135,8 +162,11 @@ export type LayerStep =
    * A mixture-of-experts MLP: n = RMSNorm(x) with `postNorm`; the router's softmax over
    * n · `router`ᵀ picks the config's top-k experts (weights renormalised to sum 1 when
    * `moe.normTopK`); x += Σ weight_e · down_e(act(gate_e(n)) · up_e(n)) over those experts.
+   * With `biases`, the router adds `routerBias` to its logits and each expert's products add
+   * `gateBias`, `upBias`, `downBias`. `act: "swiglu_oai"` is the clamped SwiGLU
+   * (`ExpertActivation`).
    */
-  | { op: "moe_mlp"; act: "silu" }
+  | { op: "moe_mlp"; act: ExpertActivation; biases?: boolean }
   /** The q/k/v products of x itself, no input norm (with their biases when present). */
   | { op: "qkv" };
 
@@ -173,6 +203,32 @@ export interface HfConfigRules {
    * are read (`ModelConfig.embeddingScale` ...).
    */
   multipliers?: boolean;
+  /**
+   * Mixture-of-experts keys where the family names them its own way: the expert count (default
+   * `num_experts`) and width (default `moe_intermediate_size`); `normTopK`: the top-k weights
+   * are always renormalised (no `norm_topk_prob`).
+   */
+  experts?: { count: string; width: string; normTopK?: true };
+  /**
+   * `quantization_config` with `quant_method: "mxfp4"` is accepted: the experts are stored as
+   * MXFP4 `_blocks`/`_scales` (see `ArchDescription.fusedExperts`).
+   */
+  mxfp4?: true;
+}
+
+/**
+ * HF checkpoints that hold each layer's experts fused rather than one tensor per expert, under
+ * `model.layers.N.` + these names: `gateUp` is `[experts, hidden, 2·ffn]` (input-major, gate
+ * and up interleaved along the last axis: gate the even columns) with `gateUp_bias`
+ * `[experts, 2·ffn]` (interleaved too); `down` is `[experts, ffn, hidden]` with `down_bias`
+ * `[experts, hidden]`. MXFP4 checkpoints hold `<name>_blocks` `[experts, rows, cols/32, 16]`
+ * and `<name>_scales` `[experts, rows, cols/32]` (rows already `[out, in]`, gate/up rows
+ * interleaved) instead of the matrices. The loader splits them into the experts table's
+ * per-expert names (`fused_experts.ts`).
+ */
+export interface FusedExperts {
+  gateUp: string;
+  down: string;
 }
 
 /** A model family. */
@@ -217,6 +273,8 @@ export interface ArchDescription {
     multipliers?: boolean;
     /** `attention.sliding_window` is ignored, as llama.cpp ignores it for the family. */
     ignoresSlidingWindow?: boolean;
+    /** The clamp of `swiglu_oai` experts, which llama.cpp hard-codes for the family (no key). */
+    swigluLimit?: number;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];
@@ -228,4 +286,6 @@ export interface ArchDescription {
   layer: readonly LayerStep[];
   /** Embeddings enter the residual stream multiplied by sqrt(hidden). */
   scaleEmbedding?: true;
+  /** HF checkpoints fuse each layer's experts (see {@linkcode FusedExperts}). */
+  fusedExperts?: FusedExperts;
 }

@@ -49,6 +49,8 @@ function required(a: ArchDescription): string[] {
     if (s.op === "mlp" && s.preNorm !== false) roles.push("postNorm");
     if (s.op === "mlp" && s.postNorm) roles.push("mlpOutNorm");
     if (s.op === "moe_mlp") roles.push("postNorm");
+    if (s.op === "moe_mlp" && s.biases) roles.push("routerBias");
+    if (s.op === "attention" && s.sinks) roles.push("sinks");
   }
   return roles;
 }
@@ -63,7 +65,10 @@ for (const a of ARCHS.values()) {
     const roles = a.tensors.layer.filter((e) => e.when === undefined).map((e) => e.role);
     for (const r of required(a)) ok(roles.includes(r as never), `${a.name}: ${r}`);
     const experts = a.tensors.experts?.map((e) => e.role) ?? [];
-    deepStrictEqual(experts.length > 0 ? experts : DENSE, DENSE);
+    // Each expert's products, then (with the step's `biases`) their biases.
+    const biased = a.layer.some((s) => s.op === "moe_mlp" && s.biases);
+    const expertRoles = biased ? [...DENSE, "gateBias", "upBias", "downBias"] : DENSE;
+    deepStrictEqual(experts.length > 0 ? experts : expertRoles, expertRoles);
     const all = [...globalTensors(a, C), ...[0, 2].flatMap((l) => layerTensors(a, MOE, l))];
     equal(new Set(all.map((t) => t.hf)).size, all.length);
     equal(new Set(all.map((t) => t.gguf)).size, all.length);

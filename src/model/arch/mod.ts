@@ -12,6 +12,7 @@ import { EngineError } from "../../contract/errors.ts";
 import type { ArchDescription } from "./arch.ts";
 import { GEMMA2 } from "./gemma2.ts";
 import { GEMMA3 } from "./gemma3.ts";
+import { GPT_OSS } from "./gpt_oss.ts";
 import { GRANITE } from "./granite.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
@@ -34,6 +35,7 @@ const FAMILIES: readonly ArchDescription[] = [
   GRANITE,
   OLMO2,
   PHI3,
+  GPT_OSS,
 ];
 
 /** The families by `ModelConfig.arch`. */

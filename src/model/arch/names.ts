@@ -28,6 +28,8 @@ export interface MoeConfig {
   expertIntermediateSize: number;
   /** Renormalise the top-k router weights to sum 1. */
   normTopK: boolean;
+  /** The clamp of a `swiglu_oai` expert activation (absent for `silu` experts). */
+  swigluLimit?: number;
 }
 
 /** The config fields tensor shapes and presence depend on. */
@@ -79,6 +81,8 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
         throw EngineError.invalidArgument(`config: dimension ${d} of a config without experts`);
       }
       return d === "experts" ? c.moe.experts : c.moe.expertIntermediateSize;
+    case "heads":
+      return c.numHeads;
     case "qkv":
       return (c.numHeads + 2 * c.numKvHeads) * c.headDim;
     case "inter2":

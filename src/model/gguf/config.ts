@@ -8,28 +8,11 @@ import type { WeightDtype } from "../../gpu/dtype.ts";
 import { archByGguf, ggufArchitectures, hasExperts, layerEntry, MAX_EXPERTS } from "../arch/mod.ts";
 import { ggufAttentionKnobs } from "../attention_knobs.ts";
 import { type ModelConfig, MULTIPLIER_KEYS } from "../config.ts";
-import type { RopeScaling } from "../rope.ts";
+import { ggufRopeScaling } from "../rope_config.ts";
 import type { GgufMetadata } from "./metadata.ts";
 
 /** `general.file_type` values of files whose weights are all (or mostly) one float dtype. */
 const FILE_DTYPES: Record<number, WeightDtype> = { 0: "f32", 1: "f16", 32: "bf16" };
-
-function ropeScaling(m: GgufMetadata, p: string): RopeScaling {
-  const typeKey = `${p}rope.scaling.type`;
-  const type = m.string(typeKey, m.has(`${p}rope.scale_linear`) ? "linear" : "none");
-  switch (type) {
-    case "none":
-      return { type: "default" };
-    case "linear": {
-      const factor = m.has(`${p}rope.scaling.factor`)
-        ? m.positive(`${p}rope.scaling.factor`)
-        : m.positive(`${p}rope.scale_linear`);
-      return { type: "linear", factor };
-    }
-    default:
-      throw m.refuse(typeKey, `unsupported RoPE scaling ${JSON.stringify(type)}`);
-  }
-}
 
 /** Token ids named by `tokenizer.ggml.*_token_id` keys that end a sequence, EOS first. */
 function eosIds(m: GgufMetadata): number[] {
@@ -109,7 +92,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     headDim,
     rmsNormEps: m.positive(`${p}attention.layer_norm_rms_epsilon`),
     ropeTheta: m.positive(`${p}rope.freq_base`, 10000),
-    ropeScaling: ropeScaling(m, p),
+    ropeScaling: ggufRopeScaling(m, p, maxPositionEmbeddings),
     maxPositionEmbeddings,
     tieWordEmbeddings: !tensorNames.has("output.weight"),
     attentionBias: arch.gguf.attentionBias === "always" || tensorNames.has(`blk.0.${qBias}`),
@@ -140,6 +123,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       expertIntermediateSize: m.count(`${p}expert_feed_forward_length`),
       normTopK: m.has(norm) ? m.bool(norm) : arch.gguf.expertWeightsNorm === true,
     };
+    if (arch.gguf.swigluLimit !== undefined) config.moe.swigluLimit = arch.gguf.swigluLimit;
   }
   if (rotaryDim < headDim) config.rotaryDim = rotaryDim;
   if (arch.gguf.multipliers) {

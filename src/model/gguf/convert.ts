@@ -13,7 +13,13 @@
  * one at a time.
  */
 import { EngineError } from "../../contract/errors.ts";
-import { decodeWeights, encodeWeights, type WeightDtype } from "../../gpu/dtype.ts";
+import {
+  decodeWeights,
+  encodeWeights,
+  isFloatDtype,
+  type TensorDtype,
+  type WeightDtype,
+} from "../../gpu/dtype.ts";
 import { QUANT_FORMATS, quantize, type QuantType } from "../../gpu/quant/formats.ts";
 import {
   archOf,
@@ -25,9 +31,11 @@ import {
 } from "../arch/mod.ts";
 import { type ModelConfig, MULTIPLIER_KEYS, parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
-import { readCheckpoint, type TensorInfo } from "../safetensors.ts";
+import { ggufRopeMetadata } from "../rope_config.ts";
+import { splitExperts } from "../fused_experts.ts";
+import { type ByteTensorInfo, readCheckpoint } from "../safetensors.ts";
 import { type ModelFiles, readText, requireText } from "../source.ts";
-import { mapWeights, type ModelWeights } from "../weights.ts";
+import { mapWeights, type ModelWeights, type WeightInfo } from "../weights.ts";
 import {
   type GgufMix,
   type GgufTensorType,
@@ -47,7 +55,8 @@ import {
 /** A checkpoint opened for conversion: its config, checked weights and tokenizer files. */
 export interface HfCheckpoint {
   config: ModelConfig;
-  weights: ModelWeights;
+  /** Float tensors, and any already quantized (MXFP4 experts), which keep their type. */
+  weights: ModelWeights<WeightInfo>;
   /** `tokenizer.json` and `tokenizer_config.json`, when the checkpoint has a tokenizer. */
   tokenizer?: HfTokenizerFiles;
 }
@@ -67,7 +76,9 @@ function parseJson(text: string, name: string): Record<string, unknown> {
 /** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
 export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
   const config = parseConfig(await requireText(files, "config.json"));
-  const weights = mapWeights(config, await readCheckpoint((name) => files.open(name), files), true);
+  const bytes = new Map<string, ByteTensorInfo>();
+  const tensors = await readCheckpoint((name) => files.open(name), files, bytes);
+  const weights = mapWeights(config, splitExperts(config, tensors, bytes), true);
   const json = await readText(files, "tokenizer.json");
   if (json === undefined) return { config, weights };
   const tc = await readText(files, "tokenizer_config.json");
@@ -108,6 +119,9 @@ const FLOAT_TYPES: Record<"F32" | "F16" | "BF16", [number, WeightDtype]> = {
 };
 const DTYPE_TYPE: Record<WeightDtype, GgufTensorType> = { f32: "F32", f16: "F16", bf16: "BF16" };
 
+/** The GGUF type of a source dtype (a quantized source's is its own). */
+const typeOf = (d: TensorDtype): GgufTensorType => isFloatDtype(d) ? DTYPE_TYPE[d] : d;
+
 /** One tensor of the conversion: where it comes from and what it becomes. */
 export interface PlannedTensor {
   name: string;
@@ -117,9 +131,9 @@ export interface PlannedTensor {
   role: TensorRole;
   /** The layer, or -1. */
   layer: number;
-  source: TensorInfo;
+  source: WeightInfo;
   /** A stacked expert tensor: every expert's tensor, in order (`source` is the first). */
-  stack?: TensorInfo[];
+  stack?: WeightInfo[];
   perm?: number[];
 }
 
@@ -145,15 +159,17 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   const arch = archOf(c);
   const ctx = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
   const out: PlannedTensor[] = [];
-  const add = (r: ResolvedTensor, source: TensorInfo) => {
+  const add = (r: ResolvedTensor<string>, source: WeightInfo) => {
     const shape = [...source.shape];
     const cols = shape[shape.length - 1]!;
     const role = r.entry.mix ?? "vector";
-    const type = role === "vector"
+    // A tensor the checkpoint holds quantized (MXFP4 experts) keeps its type, as llama.cpp's
+    // converter keeps it.
+    const type = !isFloatDtype(source.dtype) || (role !== "vector" && mix === undefined)
+      ? typeOf(source.dtype)
+      : role === "vector"
       ? "F32"
-      : mix === undefined
-      ? DTYPE_TYPE[source.dtype]
-      : mixType(mix, role, r.layer, cols, ctx);
+      : mixType(mix!, role, r.layer, cols, ctx);
     const perm = arch.gguf.interleavedQk && r.heads !== undefined
       ? ropeRowPermutation(r.heads, c.headDim)
       : undefined;
@@ -174,7 +190,7 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
     for (const r of layerTensors(arch, c, i)) add(r, l[r.entry.role]!);
     // Each expert tensor once, stacked over the experts ([experts, ...shape]).
     for (const r of expertTensors(arch, c, i).filter((r) => r.expert === 0)) {
-      const stack = l.experts!.map((e) => e[r.entry.role]);
+      const stack = l.experts!.map((e) => e[r.entry.role]!);
       add(r, stack[0]!);
       const p = out[out.length - 1]!;
       p.shape = [stack.length, ...p.shape];
@@ -202,7 +218,10 @@ export async function plannedBytes(p: PlannedTensor): Promise<Uint8Array> {
   const t = p.source;
   let raw = await t.source.read(t.offset, t.length);
   if (p.perm) raw = permuteRows(raw, p.shape[0]!, p.perm);
-  if (p.type === DTYPE_TYPE[t.dtype]) return raw;
+  if (p.type === typeOf(t.dtype)) return raw;
+  if (!isFloatDtype(t.dtype)) {
+    throw EngineError.invalidArgument(`tensor ${t.name}: ${t.dtype} cannot become ${p.type}`);
+  }
   const values = decodeWeights(raw, t.dtype);
   if (p.type === "F32" || p.type === "F16" || p.type === "BF16") {
     if (p.type === "F16" && values.some((v) => Math.abs(v) > 65504)) {
@@ -309,6 +328,13 @@ export function ggufMetadata(
       );
     }
   }
+  if (c.moe?.swigluLimit !== archOf(c).gguf.swigluLimit) {
+    throw EngineError.invalidArgument(
+      `config.swiglu_limit: llama.cpp's ${arch} clamps its experts at ${
+        archOf(c).gguf.swigluLimit ?? "nothing"
+      }; ${c.moe?.swigluLimit} cannot be written`,
+    );
+  }
   if (c.rotaryDim !== undefined && archOf(c).gguf.interleavedQk) {
     throw EngineError.invalidArgument(
       `config.partial_rotary_factor: llama.cpp's ${arch} interleaves q/k rows for full rotary only`,
@@ -333,17 +359,7 @@ export function ggufMetadata(
     }
     meta[`${arch}.${key}`] = f32(v);
   }
-  const s = c.ropeScaling;
-  if (s.type === "longrope") {
-    // The factors travel as tensors (see ggufTensors); the context the long ones are for is
-    // the model's.
-    meta[`${arch}.rope.scaling.attn_factor`] = f32(s.attentionFactor);
-    meta[`${arch}.rope.scaling.original_context_length`] = u32(s.originalMaxPositionEmbeddings);
-  }
-  if (s.type === "linear") {
-    meta[`${arch}.rope.scaling.type`] = { type: T.STRING, value: "linear" };
-    meta[`${arch}.rope.scaling.factor`] = f32(s.factor);
-  }
+  Object.assign(meta, ggufRopeMetadata(c.ropeScaling, arch, warnings));
   // llama3 scaling and stored factors travel as the `rope_freqs` tensor (see ggufTensors).
   Object.assign(meta, knobMetadata(c, `${arch}.`));
   return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };

@@ -75,9 +75,9 @@ export function unpermuteQkRows(rows: number, headDim: number, heads: number): U
 const EXPERTS_NAME = /^blk\.(0|[1-9]\d{0,5})\.(.+)$/;
 
 /**
- * A stacked expert tensor (`blk.N.ffn_gate_exps.weight`, [experts, rows, cols]) as one tensor
- * per expert under HF's names: expert e's rows are the e-th slab of its bytes. Undefined for any
- * other tensor.
+ * A stacked expert tensor (`blk.N.ffn_gate_exps.weight`, [experts, rows, cols], or a bias
+ * `ffn_gate_exps.bias`, [experts, rows]) as one tensor per expert under HF's names: expert e's
+ * rows are the e-th slab of its bytes. Undefined for any other tensor.
  */
 function splitExperts(
   config: Pick<ModelConfig, "arch">,
@@ -87,12 +87,14 @@ function splitExperts(
   const entry = m && expertEntryOfGguf(archOf(config), m[2]!);
   if (!entry) return undefined;
   const shape = [...t.dims].reverse();
-  if (shape.length !== 3) {
+  if (shape.length !== entry.shape.length + 1) {
     throw EngineError.invalidArgument(
-      `tensor ${t.name}: expected [experts, rows, cols], got [${shape}]`,
+      `tensor ${t.name}: expected ${entry.shape.length + 1} dimensions ([experts, ${
+        entry.shape.join(", ")
+      }]), got [${shape}]`,
     );
   }
-  const [experts, ...inner] = shape as [number, number, number];
+  const [experts, ...inner] = shape as [number, ...number[]];
   if (experts > MAX_EXPERTS) {
     throw EngineError.invalidArgument(
       `tensor ${t.name}: ${experts} experts, more than the ${MAX_EXPERTS} supported`,
