@@ -265,7 +265,7 @@ export class KilnServer {
     }
     state.counted = true; // from here on the request's tracker counts it
     return job.stream
-      ? this.#stream(job, text, req.signal)
+      ? await this.#stream(job, text, req.signal)
       : await this.#whole(job, text, req.signal);
   }
 
@@ -292,7 +292,9 @@ export class KilnServer {
         let finish: string | null = p.finish ?? null;
         if (finish === "cancelled" && shutdown.aborted) finish = ABORT_FINISH;
         finished ||= finish !== null;
-        onPiece({ index: i, text: p.text, logprobs: p.logprobs, finish }, p.tokens);
+        const c: Choice = { index: i, text: p.text, logprobs: p.logprobs, finish };
+        if (p.toolCalls) c.toolCalls = p.toolCalls;
+        onPiece(c, p.tokens);
       }
       if (!finished && shutdown.aborted) {
         onPiece({ index: i, text: "", logprobs: [], finish: ABORT_FINISH }, 0);
@@ -325,6 +327,7 @@ export class KilnServer {
     const tokens = await this.#run(job, text, signal, (p) => {
       const c = choices[p.index]!;
       c.text += p.text;
+      if (p.toolCalls) (c.toolCalls ??= []).push(...p.toolCalls);
       c.logprobs.push(...p.logprobs);
       if (p.finish) c.finish = p.finish;
     });
@@ -333,7 +336,11 @@ export class KilnServer {
     return Response.json(responseBody(job, id, created, choices, usage(job.prompt.length, tokens)));
   }
 
-  #stream(job: Job, text: ModelText, clientSignal: AbortSignal): Response {
+  /**
+   * A constrained request (`guided_decoding`) waits for its first piece before the 200: an engine
+   * that refuses the constraint then gets the client a 400 naming the field, not an error event.
+   */
+  async #stream(job: Job, text: ModelText, clientSignal: AbortSignal): Promise<Response> {
     const cancel = new AbortController();
     const gone = AbortSignal.any([clientSignal, cancel.signal]);
     const id = newId(job.chat ? "chatcmpl" : "cmpl");
@@ -341,6 +348,9 @@ export class KilnServer {
     const enc = new TextEncoder();
     const offsets = new Array<number>(job.n).fill(0);
     const started = new Array<boolean>(job.n).fill(false);
+    const hold = job.structured.guided !== undefined;
+    let opened!: (refused?: HttpError) => void;
+    const open = new Promise<HttpError | undefined>((resolve) => (opened = resolve));
     const stream = new ReadableStream<Uint8Array>({
       start: (controller) => {
         const send = (data: unknown) => {
@@ -350,17 +360,22 @@ export class KilnServer {
           );
         };
         this.#run(job, text, gone, (c) => {
+          opened();
           send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
           started[c.index] = true;
           offsets[c.index] = textAfter(offsets[c.index]!, c.logprobs);
         }).then((tokens) => {
+          opened();
           if (job.includeUsage) {
             send(usageChunk(job, id, created, usage(job.prompt.length, tokens)));
           }
           send("[DONE]");
         }, (e) => {
+          const error = HttpError.from(e);
+          if (hold && !started.some((s) => s)) return opened(error);
+          opened();
           // An error event, then the end marker clients wait for.
-          send(HttpError.from(e).body());
+          send(error.body());
           send("[DONE]");
         }).finally(() => {
           try {
@@ -372,6 +387,10 @@ export class KilnServer {
       },
       cancel: () => cancel.abort(),
     });
+    if (hold) {
+      const refused = await open;
+      if (refused) throw refused;
+    }
     return new Response(stream, {
       headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
     });

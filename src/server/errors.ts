@@ -1,5 +1,6 @@
 /** OpenAI-style error responses: `{"error": {"message", "type", "param", "code"}}`. */
 import { EngineError } from "../contract/errors.ts";
+import { FieldError } from "../openai/field_error.ts";
 
 /** Longest error message sent back (a bad value is quoted in it, never echoed whole). */
 export const MAX_MESSAGE = 512;
@@ -45,7 +46,12 @@ export class HttpError extends Error {
   static fromEngine(e: EngineError): HttpError {
     switch (e.type) {
       case "InvalidArgument":
-        return new HttpError(400, e.message, "invalid_request_error");
+        return new HttpError(
+          400,
+          e.message,
+          "invalid_request_error",
+          e instanceof FieldError ? e.param : null,
+        );
       case "ResourceExhausted":
         return new HttpError(429, e.message, "rate_limit_error").with({ "retry-after": "1" });
       case "EngineShutdown":

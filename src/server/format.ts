@@ -1,5 +1,5 @@
 /** OpenAI response bodies and stream chunks for completions and chat completions. */
-import type { TokenLogprob } from "./generation.ts";
+import type { TokenLogprob, ToolCallDelta } from "./generation.ts";
 import type { Job } from "./requests.ts";
 import { tokenLabel } from "../text/token_bytes.ts";
 
@@ -8,6 +8,36 @@ export interface Choice {
   text: string;
   logprobs: TokenLogprob[];
   finish: string | null;
+  /** A chunk's call deltas; a whole response's calls, merged (see `addToolCalls`). */
+  toolCalls?: ToolCallDelta[];
+}
+
+/** A whole call, as a response's `message.tool_calls` entry. */
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** Merge streamed call deltas into whole calls (`calls[index]`), appending argument text. */
+export function addToolCalls(calls: ToolCall[], deltas: readonly ToolCallDelta[]): void {
+  for (const d of deltas) {
+    const call = calls[d.index] ??= {
+      id: d.id ?? "",
+      type: "function",
+      function: { name: d.function.name ?? "", arguments: "" },
+    };
+    call.function.arguments += d.function.arguments;
+  }
+}
+
+/** A chat reply: content `null` when the reply is only calls, as OpenAI's. */
+function message(c: Choice) {
+  const calls: ToolCall[] = [];
+  addToolCalls(calls, c.toolCalls ?? []);
+  return calls.length === 0
+    ? { role: "assistant", content: c.text }
+    : { role: "assistant", content: c.text === "" ? null : c.text, tool_calls: calls };
 }
 
 /**
@@ -80,7 +110,7 @@ export function responseBody(
       object: "chat.completion",
       choices: choices.map((c) => ({
         index: c.index,
-        message: { role: "assistant", content: c.text },
+        message: message(c),
         logprobs: job.logprobs === undefined ? null : chatLogprobs(c.logprobs),
         finish_reason: c.finish,
       })),
@@ -114,7 +144,11 @@ export function chunkBody(
       object: "chat.completion.chunk",
       choices: [{
         index: c.index,
-        delta: { ...(first ? { role: "assistant" } : {}), ...(c.text ? { content: c.text } : {}) },
+        delta: {
+          ...(first ? { role: "assistant" } : {}),
+          ...(c.text ? { content: c.text } : {}),
+          ...(c.toolCalls ? { tool_calls: c.toolCalls } : {}),
+        },
         logprobs: job.logprobs === undefined ? null : chatLogprobs(c.logprobs),
         finish_reason: c.finish,
       }],

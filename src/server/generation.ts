@@ -10,6 +10,8 @@ import type { FinishReason } from "../contract/types.ts";
 import { IncrementalDetokenizer } from "../text/detokenizer.ts";
 import type { ModelText } from "../text/load.ts";
 import { StopStrings } from "../text/stop_strings.ts";
+import { FieldError } from "../openai/field_error.ts";
+import { ToolCallParser } from "../openai/tool_calls.ts";
 import type { Job } from "./requests.ts";
 
 /** A token's text alone, and its bytes (which the text may not show: see `tokenLabel`). */
@@ -23,17 +25,37 @@ export interface TokenLogprob extends TokenText {
   top: (TokenText & { logprob: number })[];
 }
 
+/**
+ * A streamed part of a call, as OpenAI's `delta.tool_calls` entries: the header (`id`, `type`,
+ * `name`, empty `arguments`) first, then its arguments' text.
+ */
+export interface ToolCallDelta {
+  /** The call's position among the choice's calls. */
+  index: number;
+  /** On the header: the call's id. */
+  id?: string;
+  /** On the header: `function`. */
+  type?: "function";
+  /** On the header: the function's `name`; then `arguments` text to append. */
+  function: { name?: string; arguments: string };
+}
+
+/** OpenAI's finish reasons of a choice that did not fail. */
+export type FinishText = "stop" | "length" | "cancelled" | "tool_calls";
+
 export interface Piece {
   text: string;
+  /** Parts of function calls read from the output (chat with `tools`). */
+  toolCalls?: ToolCallDelta[];
   /** The tokens behind this piece, with logprobs when asked for. */
   logprobs: TokenLogprob[];
   tokens: number;
   /** OpenAI finish reason on the last piece. */
-  finish?: "stop" | "length" | "cancelled";
+  finish?: FinishText;
 }
 
 /** OpenAI's finish reason for the engine's; an `{error}` finish becomes a thrown error. */
-function finishOf(reason: FinishReason): "stop" | "length" | "cancelled" {
+function finishOf(reason: FinishReason): FinishText {
   if (typeof reason === "object") throw new EngineError("Unknown", reason.error);
   return reason === "length" ? "length" : reason === "cancelled" ? "cancelled" : "stop";
 }
@@ -41,9 +63,59 @@ function finishOf(reason: FinishReason): "stop" | "length" | "cancelled" {
 /**
  * Stream choice `i` of `job`; `signal` (the client's) cancels it, also when it is already aborted
  * (the engine then ends the request `cancelled` before any token). A consumer that stops pulling
- * (`break`, `return`, `throw` in its loop) cancels the engine request too.
+ * (`break`, `return`, `throw` in its loop) cancels the engine request too. With `tools`, calls
+ * are read from the text (`toolCalls`; finish `tool_calls` when the model stopped after some). An
+ * engine that refuses the request's `guided_decoding` fails it with a {@linkcode FieldError}
+ * naming the OpenAI field it came from.
  */
-export async function* runChoice(
+export function runChoice(
+  engine: LLMEngine,
+  text: ModelText,
+  job: Job,
+  i: number,
+  signal: AbortSignal,
+): AsyncGenerator<Piece> {
+  const pieces = textPieces(engine, text, job, i, signal);
+  const calls = job.structured.calls;
+  return calls
+    ? withToolCalls(pieces, new ToolCallParser(calls.convention, calls.maxCalls))
+    : pieces;
+}
+
+async function* withToolCalls(
+  pieces: AsyncGenerator<Piece>,
+  parser: ToolCallParser,
+): AsyncGenerator<Piece> {
+  let index = 0;
+  for await (const p of pieces) {
+    const { finish, ...rest } = p;
+    const step = finish === undefined ? parser.push(p.text) : mergeSteps(parser, p.text);
+    yield { ...rest, text: step.content };
+    for (const call of step.calls) {
+      const header = { index, id: parser.convention.callId(), type: "function" as const };
+      yield piece([{ ...header, function: { name: call.name, arguments: "" } }]);
+      yield piece([{ index, function: { arguments: call.arguments } }]);
+      index++;
+    }
+    if (finish !== undefined) {
+      yield { ...piece([]), finish: finish === "stop" && index > 0 ? "tool_calls" : finish };
+    }
+  }
+}
+
+const piece = (toolCalls: ToolCallDelta[]): Piece => ({
+  text: "",
+  logprobs: [],
+  tokens: 0,
+  ...(toolCalls.length > 0 ? { toolCalls } : {}),
+});
+
+function mergeSteps(parser: ToolCallParser, text: string) {
+  const a = parser.push(text), b = parser.finish();
+  return { content: a.content + b.content, calls: [...a.calls, ...b.calls] };
+}
+
+async function* textPieces(
   engine: LLMEngine,
   text: ModelText,
   job: Job,
@@ -59,6 +131,7 @@ export async function* runChoice(
     bytes: tok.tokenBytes(id),
   });
   let generated = 0;
+  const guidedBy = job.structured.guidedBy;
   try {
     if (job.echo !== undefined) yield { text: job.echo, logprobs: [], tokens: 0 };
     for await (const chunk of engine.generate(job.request(i), ctx)) {
@@ -88,6 +161,14 @@ export async function* runChoice(
       yield piece;
       if (reason !== undefined) return;
     }
+  } catch (e) {
+    if (
+      guidedBy !== undefined && e instanceof EngineError && e.type === "InvalidArgument" &&
+      e.message.includes("guided_decoding")
+    ) {
+      throw new FieldError(guidedBy, `the engine cannot constrain the output: ${e.message}`, e);
+    }
+    throw e;
   } finally {
     ctx.stop();
   }

@@ -31,15 +31,16 @@ const COMMON = [
   "include_stop_str_in_output",
   // No effect on the output: OpenAI's end-user id for abuse monitoring.
   "user",
-  // Checked below: honoured only when they ask for nothing.
-  "logit_bias",
-  "suffix",
+  // Read by `structuredOutput` (src/openai/structured.ts).
   "response_format",
   "tools",
   "tool_choice",
+  "parallel_tool_calls",
+  // Checked below: honoured only when they ask for nothing.
+  "logit_bias",
+  "suffix",
   "functions",
   "function_call",
-  "parallel_tool_calls",
 ] as const;
 const COMPLETIONS = new Set<string>([...COMMON, "prompt", "logprobs", "echo"]);
 const CHAT = new Set<string>([
@@ -60,7 +61,7 @@ const unsupported = (field: string, why: string) => HttpError.badRequest(`${fiel
 /**
  * Refuse a body with a field Kiln does not honour: one it does not know (400 `unsupported
  * field`), or a known one whose value would need what Kiln lacks (`logit_bias` with entries,
- * a `suffix`, `tools`, a `response_format` other than text; structured output is not built yet).
+ * a `suffix`, the legacy `functions` and `function_call`).
  */
 export function checkFields(b: Body, chat: boolean): void {
   const known = chat ? CHAT : COMPLETIONS;
@@ -71,17 +72,11 @@ export function checkFields(b: Body, chat: boolean): void {
   }
   if (!empty(b.logit_bias)) throw unsupported("logit_bias", "biasing logits is not supported");
   if (!empty(b.suffix)) throw unsupported("suffix", "insertion (a suffix) is not supported");
-  for (const key of ["tools", "functions"]) {
-    if (!empty(b[key])) throw unsupported(key, "tool calls are not supported");
-  }
-  for (const key of ["tool_choice", "function_call"]) {
-    const v = b[key];
-    if (v !== undefined && v !== null && v !== "none") {
-      throw unsupported(key, 'tool calls are not supported (only "none")');
-    }
-  }
-  const format = b.response_format as Body | undefined | null;
-  if (format !== undefined && format !== null && format.type !== "text") {
-    throw unsupported("response_format", 'structured output is not supported (only "text")');
+  // `tools`, `tool_choice` and `response_format` are read by `structuredOutput`; the legacy
+  // function fields are not.
+  if (!empty(b.functions)) throw unsupported("functions", 'not supported (use "tools")');
+  const call = b.function_call;
+  if (call !== undefined && call !== null && call !== "none") {
+    throw unsupported("function_call", 'not supported (use "tool_choice")');
   }
 }

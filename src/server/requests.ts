@@ -5,6 +5,9 @@
 import { EngineError } from "../contract/errors.ts";
 import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
 import { encodeChat, type ModelText } from "../text/load.ts";
+import { FieldError } from "../openai/field_error.ts";
+import { chatMessages } from "../openai/messages.ts";
+import { type StructuredOutput, structuredOutput } from "../openai/structured.ts";
 import { HttpError, quote } from "./errors.ts";
 import { checkFields } from "./request_fields.ts";
 
@@ -24,6 +27,8 @@ export interface Job {
   minTokens: number;
   /** `echo` (completions): the prompt's text, put before each choice's text. */
   echo?: string;
+  /** `response_format`, `tools`, `tool_choice`: the constraint and how calls are read. */
+  structured: StructuredOutput;
   /** The request for choice `i` (seeds differ per choice). */
   request(i: number): PreprocessedRequest;
 }
@@ -80,24 +85,10 @@ function prompt(b: Body, text: ModelText): number[] {
   throw HttpError.badRequest("prompt: expected a string or an array of token ids", "prompt");
 }
 
-function chatPrompt(b: Body, text: ModelText): number[] {
-  const m = b.messages;
-  if (!Array.isArray(m) || m.length === 0) {
-    throw HttpError.badRequest("messages: expected a non-empty array", "messages");
-  }
-  const messages = m.map((x, i) => {
-    const content = typeof x?.content === "string"
-      ? x.content
-      : Array.isArray(x?.content)
-      ? x.content.filter((c: Body) => c?.type === "text").map((c: Body) => c.text).join("")
-      : undefined;
-    if (typeof x?.role !== "string" || typeof content !== "string") {
-      throw HttpError.badRequest(`messages[${i}]: expected a role and text content`, "messages");
-    }
-    return { role: x.role as string, content };
-  });
+function chatPrompt(b: Body, text: ModelText, tools: StructuredOutput["tools"]): number[] {
+  const messages = chatMessages(b.messages);
   try {
-    return encodeChat(text, messages);
+    return encodeChat(text, messages, tools ? { tools } : {});
   } catch (e) {
     // The template's render budget: the same messages always exceed it, so retrying cannot
     // help (400, not the 429 a ResourceExhausted engine error gets).
@@ -136,13 +127,23 @@ function echoText(b: Body, ids: number[], text: ModelText): string {
 
 /** Check a body and build the job; `chat` picks the chat form. Throws `HttpError` 400. */
 export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
+  try {
+    return buildJob(body, chat, text, limits);
+  } catch (e) {
+    if (e instanceof FieldError) throw HttpError.badRequest(e.message, e.param);
+    throw e;
+  }
+}
+
+function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw HttpError.badRequest("the body must be a JSON object");
   }
   const b = body as Body;
   checkFields(b, chat);
   if (typeof b.model !== "string") throw HttpError.badRequest("model: required", "model");
-  const ids = chat ? chatPrompt(b, text) : prompt(b, text);
+  const structured = structuredOutput(b, chat, text.chat);
+  const ids = chat ? chatPrompt(b, text, structured.tools) : prompt(b, text);
   const n = num(b, "n", 1, Infinity, true) ?? 1;
   if (n > limits.maxN) throw HttpError.badRequest(`n: at most ${limits.maxN}`, "n");
   const bestOf = num(b, "best_of", 1, Infinity, true);
@@ -201,10 +202,12 @@ export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: 
     includeUsage: streamOptions?.include_usage === true,
     stop: stops(b),
     includeStop,
-    skipSpecial: bool(b, "skip_special_tokens") ?? true,
+    // Calls are read from the text, and their markers are special tokens in some vocabularies.
+    skipSpecial: bool(b, "skip_special_tokens") ?? structured.calls === undefined,
     logprobs,
     minTokens: minTokens ?? 0,
     ...(echo ? { echo: echoText(b, ids, text) } : {}),
+    structured,
     request: (i) => ({
       model: b.model as string,
       token_ids: ids,
@@ -219,6 +222,7 @@ export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: 
       sampling_options: {
         ...sampling,
         ...(seed === undefined ? {} : { seed: choiceSeed(seed, i) }),
+        ...(structured.guided ? { guided_decoding: { ...structured.guided } } : {}),
       },
       output_options: logprobs === undefined ? {} : { logprobs },
       eos_token_ids: [...text.tokenizer.eosTokenIds],

@@ -1,8 +1,10 @@
 /**
- * Fields Kiln does not honour yet (structured output, tools, logit bias) are refused with a 400
- * in OpenAI's error shape naming the field, through the official `openai` client, streaming and
- * not; the forms that ask for nothing (`response_format: {type: "text"}`, `tool_choice: "none"`,
- * empty `tools`, empty `logit_bias`) are answered.
+ * What Kiln does not honour is refused with a 400 in OpenAI's error shape naming the field,
+ * through the official `openai` client, streaming and not: `logit_bias`, the legacy `functions`
+ * and `function_call`, `tools` whose calls the model's template gives no format to read (fortune
+ * has no template), a `tool_choice` with no tools to choose from; the forms that ask for nothing
+ * (`response_format: {type: "text"}`, `tool_choice: "none"`, empty `tools`, empty `logit_bias`)
+ * are answered. What is honoured is in `tools_test.ts`.
  */
 import { equal, ok, rejects } from "node:assert/strict";
 import OpenAI from "openai";
@@ -34,15 +36,13 @@ const tool = {
 };
 
 const CHAT_REFUSED: [string, Record<string, unknown>][] = [
-  ["response_format", { response_format: { type: "json_object" } }],
-  [
-    "response_format",
-    { response_format: { type: "json_schema", json_schema: { name: "x", schema: {} } } },
-  ],
   ["tools", { tools: [tool] }],
   ["tool_choice", { tool_choice: "auto" }],
   ["tool_choice", { tool_choice: "required" }],
   ["tool_choice", { tool_choice: { type: "function", function: { name: "lookup" } } }],
+  ["tool_choice", { tools: [tool], tool_choice: { type: "function", function: { name: "f" } } }],
+  ["functions", { functions: [tool.function] }],
+  ["function_call", { function_call: "auto" }],
   ["logit_bias", { logit_bias: { "65": 5 } }],
 ];
 
@@ -72,12 +72,12 @@ Deno.test({
       const res = await fetch(new URL("v1/chat/completions", mock.url), {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ ...chat, response_format: { type: "json_object" } }),
+        body: JSON.stringify({ ...chat, logit_bias: { "65": 5 } }),
       });
       equal(res.status, 400);
       const body = await res.json();
       equal(body.error.type, "invalid_request_error");
-      equal(body.error.param, "response_format");
+      equal(body.error.param, "logit_bias");
       equal(typeof body.error.message, "string");
       ok("code" in body.error);
       // Nothing reached the engine.
