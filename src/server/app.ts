@@ -162,7 +162,7 @@ export class KilnServer {
     const { pathname } = new URL(req.url);
     const get = req.method === "GET" || req.method === "HEAD";
     if (pathname === "/health") {
-      if (!get) throw notAllowed(pathname, "GET, HEAD");
+      if (!get) throw HttpError.notAllowed(pathname, "GET, HEAD");
       return this.#health();
     }
     const key = this.options.apiKey;
@@ -192,7 +192,7 @@ export class KilnServer {
     if (!GET_ROUTES.has(pathname)) {
       throw new HttpError(404, `no route ${pathname}`, "invalid_request_error", null, "not_found");
     }
-    if (!get) throw notAllowed(pathname, "GET, HEAD");
+    if (!get) throw HttpError.notAllowed(pathname, "GET, HEAD");
     if (pathname === "/metrics") {
       const { contentType, body } = this.#metrics.render(req.headers.get("accept"), [
         this.options.requests.registry,
@@ -227,7 +227,7 @@ export class KilnServer {
   }
 
   async #completion(req: Request, chat: boolean, path: string, state: Counted): Promise<Response> {
-    if (req.method !== "POST") throw notAllowed(path, "POST");
+    if (req.method !== "POST") throw HttpError.notAllowed(path, "POST");
     checkJson(req);
     this.#checkServing();
     const body = await readJson(req, {
@@ -395,15 +395,4 @@ export class KilnServer {
       headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
     });
   }
-}
-
-function notAllowed(path: string, allow: string): HttpError {
-  return new HttpError(
-    405,
-    `${path} takes ${allow}`,
-    "invalid_request_error",
-    null,
-    "method_not_allowed",
-  )
-    .with({ allow });
 }

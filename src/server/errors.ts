@@ -36,6 +36,18 @@ export class HttpError extends Error {
     return new HttpError(400, message, "invalid_request_error", param);
   }
 
+  /** 405: `path` takes only the methods in `allow` (also sent as `Allow`). */
+  static notAllowed(path: string, allow: string): HttpError {
+    return new HttpError(
+      405,
+      `${path} takes ${allow}`,
+      "invalid_request_error",
+      null,
+      "method_not_allowed",
+    )
+      .with({ allow });
+  }
+
   /** This error with `headers` added to its response. */
   with(headers: Record<string, string>): this {
     Object.assign(this.headers, headers);
