@@ -109,6 +109,32 @@ Deno.test("bad requests get OpenAI-style errors and the server keeps serving", a
   equal(ok1.choices[0]!.finish_reason, "length");
 });
 
+Deno.test("a constrained request the engine cannot honour yet: 400 naming the field, streamed or not", async () => {
+  // WebGpuEngine refuses guided_decoding until it honours it; the client must get a 400 naming
+  // the OpenAI field, never free text. (When the engine honours it, this becomes a validity test.)
+  const refused = (e: unknown) => {
+    ok(e instanceof OpenAI.BadRequestError, String(e));
+    equal(e.param, "response_format");
+    ok(/guided_decoding/.test(e.message), e.message);
+    return true;
+  };
+  const messages = [{ role: "user" as const, content: "A fortune as JSON" }];
+  for (const stream of [false, true]) {
+    await rejects(
+      client.chat.completions.create({
+        model: "fortune",
+        messages,
+        max_tokens: 8,
+        stream,
+        response_format: { type: "json_object" },
+      }),
+      refused,
+    );
+  }
+  const after = await client.completions.create({ model: "fortune", prompt: "A", max_tokens: 2 });
+  equal(after.choices[0]!.finish_reason, "length");
+});
+
 Deno.test("a client that disconnects cancels its request; too many at once get 429", async () => {
   const before = await scrapeValue(
     'dynamo_frontend_requests_total{model="fortune",status="cancelled",error_type=""}',
