@@ -41,7 +41,7 @@ export interface ToolCallConvention {
 }
 
 const openAiId = () => `call_${randomAlnum(24)}`;
-/** Mistral's templates refuse call ids that are not 9 letters or digits. */
+/** The `[TOOL_CALLS]` templates refuse call ids that are not 9 letters or digits. */
 const nineAlnum = () => randomAlnum(9);
 
 const TOOL_CALL_OPEN = "<tool_call>", TOOL_CALL_CLOSE = "</tool_call>";
@@ -123,7 +123,7 @@ const bareJson: ToolCallConvention = {
 
 /**
  * The conventions, keyed by the marker that finds them in a template, in the order they are
- * tried (`[ARGS]` before `[TOOL_CALLS]`: templates of the newer Mistral form have both).
+ * tried (`[ARGS]` before `[TOOL_CALLS]`: templates of the `[ARGS]` form have both).
  */
 export const TOOL_CALL_CONVENTIONS: ReadonlyMap<string, ToolCallConvention> = new Map(
   [taggedJson, namedArgs, listedJson, bareJson].map((c) => [c.marker, c]),

@@ -83,7 +83,7 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * A call from `{"name": ..., "arguments": {...}}` (or `"parameters"`, Llama's key; arguments given
+ * A call from `{"name": ..., "arguments": {...}}` (or `"parameters"`, the bare-JSON convention's key; arguments given
  * as the JSON text of an object are accepted too), else undefined.
  */
 export function callOf(value: unknown): ParsedToolCall | undefined {
