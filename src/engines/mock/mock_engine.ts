@@ -122,6 +122,14 @@ export class MockEngine implements LLMEngine {
       throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
     }
     validateRequest(request);
+    if (request.sampling_options.guided_decoding !== undefined) {
+      // Its tokens are a function of the prompt, not a model's choice: it cannot be constrained,
+      // and answering as if it were would be the silent ignoring the contract forbids.
+      throw EngineError.invalidArgument(
+        "request.sampling_options.guided_decoding: the mock engine draws its tokens from the " +
+          "prompt and cannot constrain them",
+      );
+    }
     const prompt = request.token_ids;
     const o = this.options;
     if (prompt.length > o.contextLength) {

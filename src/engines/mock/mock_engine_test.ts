@@ -173,6 +173,13 @@ Deno.test("bad sampling values are InvalidArgument before any chunk; others keep
     );
   }
   await rejects(run(e, request({ token_ids: [40000] })), /vocab/);
+  // Its tokens cannot be constrained: refused by name, never answered as if they were.
+  await rejects(
+    run(e, request({ sampling_options: { guided_decoding: { json: { type: "object" } } } })),
+    (err: unknown) =>
+      err instanceof EngineError && err.type === "InvalidArgument" &&
+      err.message.startsWith("request.sampling_options.guided_decoding:"),
+  );
   equal((await run(e, request())).last.finish_reason, "length");
 });
 
