@@ -9,7 +9,8 @@
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
  *     [--probe-mib 1024] [--peers [--peer-threads 1,2,4] [--sweep-rounds 2]] [--quick]
- *     [--quant q8_0,q4_k_m] [--gguf FILE,...] [--out FILE]
+ *     [--quant q8_0,q4_k_m [--quantizer kiln|llama.cpp] [--quant-only]] [--gguf FILE,...]
+ *     [--layers 1,4] [--decode-only] [--out FILE]
  *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
  *
  * A CPU peer (llama.cpp's CPU build) is run at each thread count of `--peer-threads` (default 1
@@ -25,7 +26,15 @@
  * `--quant`: also run each shape as GGUF files quantized by Kiln's converter (cached beside the
  * checkpoint), and hand llama.cpp the very same file. `--gguf FILE,...`: run GGUF files as they
  * are (llama.cpp's own quantizations), after the shapes (alone: only them), peers given the same
- * files.
+ * files. `--quantizer llama.cpp`: the `--quant` files are made by llama.cpp's own quantizer
+ * (`llama_model_quantize` on the checkpoint's F16 GGUF) instead; `--quant-only` leaves out the
+ * F16 runs.
+ *
+ * `--layers 1,4`: each shape truncated to its first N decoder layers, every width and expert kept
+ * (`checkpoint.ts`), one row per depth named `<shape>-first<N>` with `slice: { layers, of }`; two
+ * or more depths give each engine's time per layer (`slices.ts`). For shapes too large for the
+ * machine. `--decode-only`: no prefill runs (a `--quick` run on lavapipe spends most of its
+ * peers' time there otherwise).
  *
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
@@ -35,6 +44,7 @@ import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { modelName } from "../src/model/source.ts";
+import { parseConfig } from "../src/model/config.ts";
 import { GGUF_MIXES, type GgufMix } from "../src/model/gguf/quant_mix.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { describeReport, quantizeToFile } from "../src/adapters/deno/quantize.ts";
@@ -48,6 +58,7 @@ import { adapterSlug, type BenchReport, formatTable, type ShapeResult } from "./
 import { renderBenchChart } from "./bench_chart.ts";
 import { parseThreadList, threadCandidates } from "./threads.ts";
 import { machineProbe } from "./machine_load.ts";
+import { perLayer } from "./slices.ts";
 import type { Peer } from "./peers/peer.ts";
 
 const { flags, fail } = runCli({
@@ -94,6 +105,18 @@ const { flags, fail } = runCli({
     },
     quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
     quant: { type: "list", choices: GGUF_MIXES, help: "also run each shape as these GGUF mixes" },
+    quantizer: {
+      type: "enum",
+      choices: ["kiln", "llama.cpp"],
+      help: "--quant: whose quantizer makes the files (default kiln)",
+    },
+    "quant-only": { type: "boolean", help: "--quant: leave out the F16 checkpoints" },
+    layers: {
+      type: "integers",
+      min: 1,
+      help: "bench each shape's first N decoder layers (every width kept), per N",
+    },
+    "decode-only": { type: "boolean", help: "no prefill runs (decode tokens/s only)" },
     gguf: {
       type: "list",
       arg: "FILE,...",
@@ -114,6 +137,14 @@ if (flags.model !== undefined && flags.shapes !== undefined) {
 const known = await listShapes();
 const unknown = flags.shapes?.find((s) => !known.includes(s));
 if (unknown !== undefined) fail(`--shapes: no shape ${unknown} (${known.join(", ")})`);
+if (flags.quant === undefined) {
+  for (const k of ["quantizer", "quant-only"] as const) {
+    if (flags[k] !== undefined && flags[k] !== false) fail(`--${k} needs --quant`);
+  }
+}
+if (flags.layers !== undefined && flags.model !== undefined) {
+  fail("--layers slices the bench shapes; not with --model");
+}
 if (flags.engine === undefined) {
   for (const k of ["onnx", "variant", "ep"] as const) {
     if (flags[k] !== undefined) fail(`--${k} needs --engine ort`);
@@ -125,7 +156,8 @@ const quick = flags.quick;
 // prefill tens of minutes: one stream, a few tokens, a prompt as long as the decode prompts.
 const batches = flags.batches ?? (quick ? [1] : [1, 8, 32]);
 const tokens = flags.tokens ?? (quick ? 4 : 128);
-const prefillLengths = flags.prefill ?? (quick ? [16] : [512, 2048]);
+if (flags["decode-only"] && flags.prefill !== undefined) fail("--decode-only and --prefill");
+const prefillLengths = flags["decode-only"] ? [] : flags.prefill ?? (quick ? [16] : [512, 2048]);
 const rounds = flags.rounds ?? (quick ? 1 : 3);
 const encodeIters = flags["encode-iters"] ?? (quick ? 30 : 200);
 const probeMiB = flags["probe-mib"] ?? (quick ? 256 : 1024);
@@ -184,22 +216,45 @@ async function ortRunner(): Promise<Peer> {
   });
 }
 
-/** The shape's checkpoint folder, or with `mix` a GGUF of it quantized so (made once). */
-async function shapeModel(shape: string, mix?: GgufMix): Promise<string> {
-  const dir = modelDir ?? await ensureCheckpoint(shape, { log });
+/**
+ * The shape's checkpoint folder (its first `layers` layers when given), or with `mix` a GGUF of it
+ * quantized so by `--quantizer` (made once).
+ */
+async function shapeModel(shape: string, mix?: GgufMix, layers?: number): Promise<string> {
+  const dir = modelDir ??
+    await ensureCheckpoint(shape, { log, ...(layers !== undefined ? { layers } : {}) });
   if (mix === undefined) return dir;
   // Beside the generated checkpoints (never in a model folder the user gave); delete it to
   // quantize again after the source changed.
-  const cache = new URL(`../.cache/kiln-bench/${shape}/`, import.meta.url).pathname;
+  const cache = modelDir === undefined
+    ? `${dir}/`
+    : new URL(`../.cache/kiln-bench/${shape}/`, import.meta.url).pathname;
   await Deno.mkdir(cache, { recursive: true });
-  const file = `${cache}kiln-${mix}.gguf`;
+  const byLlama = flags.quantizer === "llama.cpp";
+  const file = `${cache}${byLlama ? "llamacpp" : "kiln"}-${mix}.gguf`;
   try {
     await Deno.stat(file);
   } catch {
-    log(`${shape}: quantizing to ${mix}`);
-    for (const line of describeReport(file, await quantizeToFile(dir, file, mix))) log(line);
+    log(`${shape}: quantizing to ${mix} (${byLlama ? "llama.cpp's" : "Kiln's"} quantizer)`);
+    if (byLlama) await llamaQuantize(dir, file, mix);
+    else for (const line of describeReport(file, await quantizeToFile(dir, file, mix))) log(line);
   }
   return file;
+}
+
+/** `dir` converted to an F16 GGUF (the peers' cached copy), then quantized by libllama. */
+async function llamaQuantize(dir: string, file: string, mix: GgufMix): Promise<void> {
+  const { ggufFor } = await import("./peers/llama_cpp.ts");
+  const { openLlamaQuantizer } = await import("./peers/llama_lib.ts");
+  const f16 = await ggufFor(dir);
+  const q = await openLlamaQuantizer();
+  try {
+    const why = q.quantize(f16, `${file}.partial`, mix.toUpperCase() as Uppercase<GgufMix>);
+    if (why !== undefined) throw new Error(`llama.cpp's quantizer: ${why}`);
+  } finally {
+    q.close();
+  }
+  await Deno.rename(`${file}.partial`, file);
 }
 
 /**
@@ -209,10 +264,9 @@ async function shapeModel(shape: string, mix?: GgufMix): Promise<string> {
 async function benchShape(
   shape: string,
   result: ShapeResult,
-  mix?: GgufMix,
-  file?: string,
+  { mix, file, layers }: { mix?: GgufMix; file?: string; layers?: number } = {},
 ): Promise<void> {
-  const dir = file ?? await shapeModel(shape, mix);
+  const dir = file ?? await shapeModel(shape, mix, layers);
   result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
   const manifest = mix || file ? undefined : await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
@@ -322,16 +376,30 @@ async function benchShape(
 }
 
 const results: ShapeResult[] = [];
+const depths: (number | undefined)[] = flags.layers ?? [undefined];
+const runMixes = flags["quant-only"] ? mixes : [undefined, ...mixes];
 for (const shape of shapes) {
-  for (const mix of [undefined, ...mixes]) {
-    const name = mix ? `${shape}-${mix}` : shape;
-    const result: ShapeResult = { shape: name, model_dir: modelDir ?? "", skipped: [] };
-    results.push(result);
-    try {
-      await benchShape(shape, result, mix);
-    } catch (e) {
-      log(`${name}: ${(e as Error).message}`);
-      result.error = (e as Error).message;
+  for (const layers of depths) {
+    for (const mix of runMixes) {
+      const base = layers === undefined ? shape : `${shape}-first${layers}`;
+      const name = mix ? `${base}-${mix}` : base;
+      const result: ShapeResult = { shape: name, model_dir: modelDir ?? "", skipped: [] };
+      results.push(result);
+      try {
+        if (layers !== undefined) {
+          const of = parseConfig(
+            await Deno.readTextFile(new URL(`./shapes/${shape}.json`, import.meta.url)),
+          ).numLayers;
+          result.slice = { shape, layers, of, weights: mix ?? "f16" };
+        }
+        await benchShape(shape, result, {
+          ...(mix ? { mix } : {}),
+          ...(layers !== undefined ? { layers } : {}),
+        });
+      } catch (e) {
+        log(`${name}: ${(e as Error).message}`);
+        result.error = (e as Error).message;
+      }
     }
   }
 }
@@ -341,7 +409,7 @@ for (const file of flags.gguf ?? []) {
   results.push(result);
   try {
     // Absolute: the peers run from bench/peers/.
-    await benchShape(name, result, undefined, resolve(file));
+    await benchShape(name, result, { file: resolve(file) });
   } catch (e) {
     log(`${name}: ${(e as Error).message}`);
     result.error = (e as Error).message;
@@ -384,6 +452,8 @@ const report: BenchReport = {
   probe,
   shapes: results,
 };
+const slices = perLayer(results);
+if (slices.length > 0) report.slices = slices;
 const out = flags.out ??
   new URL(`./results/bench-${adapterSlug(adapter)}.json`, import.meta.url).pathname;
 await Deno.writeTextFile(out, JSON.stringify(report, null, 2) + "\n");

@@ -6,6 +6,7 @@ import type { EncodeTiming, WeightBytes } from "./forward_stats.ts";
 import type { PeerReport } from "./compare.ts";
 import type { ProbeResult } from "./probe.ts";
 import type { MachineCheck } from "./machine_load.ts";
+import type { SliceFit } from "./slices.ts";
 import { publishable, withheldBecause } from "./guard.ts";
 import { describeSweep } from "./threads.ts";
 
@@ -58,6 +59,11 @@ export interface ShapeResult {
     ratio_to_probe: number;
   };
   peers?: PeerReport[];
+  /**
+   * The shape's first `layers` decoder layers of `of`, every width and expert as in the shape
+   * (`bench --layers`); `weights`: "f16" or the GGUF mix.
+   */
+  slice?: { shape: string; layers: number; of: number; weights: string };
   /** Other processes' share of the CPU and the load average while the peers were timed. */
   peer_machine?: MachineCheck;
   skipped: string[];
@@ -75,6 +81,8 @@ export interface BenchReport {
   machine?: { cores: number; loadavg_1m_start: number | null; loadavg_1m_end: number | null };
   probe: ProbeResult;
   shapes: ShapeResult[];
+  /** Time per layer of shapes run at two or more `--layers` depths (`slices.ts`). */
+  slices?: SliceFit[];
 }
 
 /** A short file-name-safe name for an adapter description. */
