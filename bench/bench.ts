@@ -10,7 +10,7 @@
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
  *     [--probe-mib 1024] [--peers [--peer-threads 1,2,4] [--sweep-rounds 2]] [--quick]
  *     [--quant q8_0,q4_k_m [--quantizer kiln|llama.cpp] [--quant-only]] [--gguf FILE,...]
- *     [--layers 1,4] [--decode-only] [--out FILE]
+ *     [--layers 1,4] [--decode-only] [--pipeline-depth N] [--only PEER,...] [--out FILE]
  *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
  *
  * A CPU peer (llama.cpp's CPU build) is run at each thread count of `--peer-threads` (default 1
@@ -98,6 +98,13 @@ const { flags, fail } = runCli({
       min: 1,
       help: "--peers: thread counts a CPU peer tries (default 1 to the core count)",
     },
+    only: { type: "list", arg: "PEER,...", help: "--peers: only these peers (by name)" },
+    "pipeline-depth": {
+      type: "integer",
+      min: 1,
+      help: "Kiln's decode steps in flight, fixed (default: adaptive); 1 reads every token back " +
+        "before the next step, so no two arrive together",
+    },
     "sweep-rounds": {
       type: "integer",
       min: 1,
@@ -162,6 +169,8 @@ const rounds = flags.rounds ?? (quick ? 1 : 3);
 const encodeIters = flags["encode-iters"] ?? (quick ? 30 : 200);
 const probeMiB = flags["probe-mib"] ?? (quick ? 256 : 1024);
 const maxBatched = flags["max-batched-tokens"];
+const pipelineDepth = flags["pipeline-depth"];
+if (flags.only !== undefined && !flags.peers) fail("--only needs --peers");
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = flags.model;
 const mixes: GgufMix[] = flags.quant ?? [];
@@ -192,6 +201,12 @@ if (flags.peers) {
   } catch (e) {
     throw new Error(`--peers: ${url} could not be loaded: ${(e as Error).message}`);
   }
+  const only = flags.only;
+  const unknownPeer = only?.find((n) => !peers.some((p) => p.name === n));
+  if (unknownPeer !== undefined) {
+    fail(`--only: no peer ${unknownPeer} (${peers.map((p) => p.name).join(", ")})`);
+  }
+  if (only) peers = peers.filter((p) => only.includes(p.name));
   log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
 }
 if (flags.engine === "ort") peers.push(await ortRunner());
@@ -291,6 +306,7 @@ async function benchShape(
     kvPositions,
     maxNumSeqs: Math.max(...batches),
     ...(maxBatched ? { maxNumBatchedTokens: maxBatched } : {}),
+    ...(pipelineDepth ? { pipelineDepth } : {}),
   });
   await kiln.setup(dir);
   try {
@@ -439,6 +455,7 @@ const report: BenchReport = {
     rounds,
     encode_iters: encodeIters,
     decode_prompt_tokens: PROMPT,
+    pipeline_depth: pipelineDepth ?? "adaptive",
     peers: peers.map((p) => p.name),
     ...(peers.length > 0 ? { peer_threads: peerThreads } : {}),
     engine: flags.engine ?? "webgpu",
