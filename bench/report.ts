@@ -108,6 +108,12 @@ export function formatTable(r: BenchReport): string {
   ];
   for (const s of r.shapes) {
     lines.push("", `${s.shape} (${s.model_dir})`);
+    if (s.slice) {
+      lines.push(
+        `  slice: the first ${s.slice.layers} of ${s.slice.shape}'s ${s.slice.of} layers, ` +
+          `every width and expert kept (${s.slice.weights})`,
+      );
+    }
     if (s.error) lines.push(`  error: ${s.error}`);
     for (const d of s.decode ?? []) {
       lines.push(
@@ -148,6 +154,20 @@ export function formatTable(r: BenchReport): string {
     }
     for (const p of s.peers ?? []) lines.push(...peerLines(p));
     for (const k of s.skipped) lines.push(`  skipped: ${k}`);
+  }
+  for (const fit of r.slices ?? []) {
+    lines.push(
+      "",
+      `${fit.shape} (${fit.weights}) per layer, from depths ${fit.layers.join(", ")}:`,
+    );
+    for (const e of fit.engines) {
+      lines.push(
+        `  ${e.name}: ${f(e.per_layer_s * 1000, 1)} ms per layer + ${f(e.fixed_s * 1000, 1)} ms; ` +
+          `all ${fit.of} layers: ${
+            f(e.full_depth_tokens_per_s_estimate, 2)
+          } tokens/s (extrapolated)`,
+      );
+    }
   }
   return lines.join("\n");
 }

@@ -1,6 +1,6 @@
 import { deepEqual, equal, ok } from "node:assert/strict";
 import type { PeerReport } from "./compare.ts";
-import type { ShapeResult } from "./report.ts";
+import { type BenchReport, formatTable, type ShapeResult } from "./report.ts";
 import { batch1TokensPerS, fitLine, perLayer } from "./slices.ts";
 
 const close = (a: number, b: number, what: string) =>
@@ -86,4 +86,40 @@ Deno.test("batch-1 figures are medians over the rounds; the least-squares slope 
   const [slope, intercept] = fitLine([1, 2, 3, 4], [1.1, 1.9, 3.1, 3.9]);
   close(slope, 0.96, "slope");
   close(intercept, 0.1, "intercept");
+});
+
+Deno.test("the table names a slice and prints each engine's time per layer", () => {
+  const engines = { kiln: [0.2, 0.05], "llama.cpp": [1.5, 0.4] } as Record<
+    string,
+    [number, number]
+  >;
+  const shapes = [sliced(1, engines), sliced(4, engines)];
+  const report: BenchReport = {
+    bench: "kiln-bench",
+    adapter: "test",
+    date: "2026-01-01T00:00:00.000Z",
+    runtime_data: {},
+    deno: "2",
+    options: {},
+    probe: {
+      bytes: 2 ** 20,
+      dispatches: 1,
+      seconds_per_dispatch: 1,
+      gb_per_s: 1,
+      timer: "timestamp",
+    },
+    shapes,
+    slices: perLayer(shapes),
+  };
+  const t = formatTable(report);
+  for (
+    const s of [
+      "slice: the first 4 of m's 48 layers, every width and expert kept (q4_k_m)",
+      "m (q4_k_m) per layer, from depths 1, 4:",
+      "kiln: 50.0 ms per layer + 200.0 ms; all 48 layers: 0.38 tokens/s (extrapolated)",
+      "llama.cpp: 400.0 ms per layer + 1500.0 ms",
+    ]
+  ) {
+    ok(t.includes(s), s);
+  }
 });
