@@ -61,6 +61,10 @@ import { machineProbe } from "./machine_load.ts";
 import { perLayer } from "./slices.ts";
 import type { Peer } from "./peers/peer.ts";
 
+/** Mixes only llama.cpp's quantizer makes here (its file types, lower-cased). */
+const LLAMA_ONLY_MIXES = ["q2_k"] as const;
+type Mix = GgufMix | (typeof LLAMA_ONLY_MIXES)[number];
+
 const { flags, fail } = runCli({
   name: "bench",
   command: "deno task bench",
@@ -111,7 +115,13 @@ const { flags, fail } = runCli({
       help: "--peers: rounds per thread count of the sweep (default 2; --quick 1)",
     },
     quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
-    quant: { type: "list", choices: GGUF_MIXES, help: "also run each shape as these GGUF mixes" },
+    quant: {
+      type: "list",
+      choices: [...GGUF_MIXES, ...LLAMA_ONLY_MIXES],
+      help: `also run each shape as these GGUF mixes (${
+        LLAMA_ONLY_MIXES.join(", ")
+      }: --quantizer llama.cpp only)`,
+    },
     quantizer: {
       type: "enum",
       choices: ["kiln", "llama.cpp"],
@@ -173,7 +183,11 @@ const pipelineDepth = flags["pipeline-depth"];
 if (flags.only !== undefined && !flags.peers) fail("--only needs --peers");
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = flags.model;
-const mixes: GgufMix[] = flags.quant ?? [];
+const mixes: Mix[] = (flags.quant ?? []) as Mix[];
+const llamaOnly = mixes.find((m) => (LLAMA_ONLY_MIXES as readonly string[]).includes(m));
+if (llamaOnly !== undefined && flags.quantizer !== "llama.cpp") {
+  fail(`--quant ${llamaOnly}: Kiln's converter does not write it; add --quantizer llama.cpp`);
+}
 // --gguf alone runs only those files.
 const shapes = modelDir
   ? [modelName(modelDir)]
@@ -235,7 +249,7 @@ async function ortRunner(): Promise<Peer> {
  * The shape's checkpoint folder (its first `layers` layers when given), or with `mix` a GGUF of it
  * quantized so by `--quantizer` (made once).
  */
-async function shapeModel(shape: string, mix?: GgufMix, layers?: number): Promise<string> {
+async function shapeModel(shape: string, mix?: Mix, layers?: number): Promise<string> {
   const dir = modelDir ??
     await ensureCheckpoint(shape, { log, ...(layers !== undefined ? { layers } : {}) });
   if (mix === undefined) return dir;
@@ -252,19 +266,22 @@ async function shapeModel(shape: string, mix?: GgufMix, layers?: number): Promis
   } catch {
     log(`${shape}: quantizing to ${mix} (${byLlama ? "llama.cpp's" : "Kiln's"} quantizer)`);
     if (byLlama) await llamaQuantize(dir, file, mix);
-    else for (const line of describeReport(file, await quantizeToFile(dir, file, mix))) log(line);
+    else {
+      const report = await quantizeToFile(dir, file, mix as GgufMix); // checked: not llama-only
+      for (const line of describeReport(file, report)) log(line);
+    }
   }
   return file;
 }
 
 /** `dir` converted to an F16 GGUF (the peers' cached copy), then quantized by libllama. */
-async function llamaQuantize(dir: string, file: string, mix: GgufMix): Promise<void> {
+async function llamaQuantize(dir: string, file: string, mix: Mix): Promise<void> {
   const { ggufFor } = await import("./peers/llama_cpp.ts");
   const { openLlamaQuantizer } = await import("./peers/llama_lib.ts");
   const f16 = await ggufFor(dir);
   const q = await openLlamaQuantizer();
   try {
-    const why = q.quantize(f16, `${file}.partial`, mix.toUpperCase() as Uppercase<GgufMix>);
+    const why = q.quantize(f16, `${file}.partial`, mix.toUpperCase() as Uppercase<Mix>);
     if (why !== undefined) throw new Error(`llama.cpp's quantizer: ${why}`);
   } finally {
     q.close();
@@ -279,7 +296,7 @@ async function llamaQuantize(dir: string, file: string, mix: GgufMix): Promise<v
 async function benchShape(
   shape: string,
   result: ShapeResult,
-  { mix, file, layers }: { mix?: GgufMix; file?: string; layers?: number } = {},
+  { mix, file, layers }: { mix?: Mix; file?: string; layers?: number } = {},
 ): Promise<void> {
   const dir = file ?? await shapeModel(shape, mix, layers);
   result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
