@@ -45,10 +45,16 @@ import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { modelName } from "../src/model/source.ts";
 import { parseConfig } from "../src/model/config.ts";
-import { GGUF_MIXES, type GgufMix } from "../src/model/gguf/quant_mix.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
-import { describeReport, quantizeToFile } from "../src/adapters/deno/quantize.ts";
-import { ensureCheckpoint, listShapes, readManifest } from "./checkpoint.ts";
+import { listShapes, readManifest } from "./checkpoint.ts";
+import {
+  ALL_MIXES,
+  kilnWrites,
+  LLAMA_ONLY_MIXES,
+  type Mix,
+  type Quantizer,
+  shapeModel,
+} from "./shape_model.ts";
 import { elements, tensorSpecs } from "./random_weights.ts";
 import { forwardStats, weightBytes } from "./forward_stats.ts";
 import { KilnRunner, prompt } from "./kiln_runner.ts";
@@ -60,10 +66,6 @@ import { parseThreadList, threadCandidates } from "./threads.ts";
 import { machineProbe } from "./machine_load.ts";
 import { perLayer } from "./slices.ts";
 import type { Peer } from "./peers/peer.ts";
-
-/** Mixes only llama.cpp's quantizer makes here (its file types, lower-cased). */
-const LLAMA_ONLY_MIXES = ["q2_k"] as const;
-type Mix = GgufMix | (typeof LLAMA_ONLY_MIXES)[number];
 
 const { flags, fail } = runCli({
   name: "bench",
@@ -117,7 +119,7 @@ const { flags, fail } = runCli({
     quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
     quant: {
       type: "list",
-      choices: [...GGUF_MIXES, ...LLAMA_ONLY_MIXES],
+      choices: ALL_MIXES,
       help: `also run each shape as these GGUF mixes (${
         LLAMA_ONLY_MIXES.join(", ")
       }: --quantizer llama.cpp only)`,
@@ -184,7 +186,7 @@ if (flags.only !== undefined && !flags.peers) fail("--only needs --peers");
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = flags.model;
 const mixes: Mix[] = (flags.quant ?? []) as Mix[];
-const llamaOnly = mixes.find((m) => (LLAMA_ONLY_MIXES as readonly string[]).includes(m));
+const llamaOnly = mixes.find((m) => !kilnWrites(m));
 if (llamaOnly !== undefined && flags.quantizer !== "llama.cpp") {
   fail(`--quant ${llamaOnly}: Kiln's converter does not write it; add --quantizer llama.cpp`);
 }
@@ -246,50 +248,6 @@ async function ortRunner(): Promise<Peer> {
 }
 
 /**
- * The shape's checkpoint folder (its first `layers` layers when given), or with `mix` a GGUF of it
- * quantized so by `--quantizer` (made once).
- */
-async function shapeModel(shape: string, mix?: Mix, layers?: number): Promise<string> {
-  const dir = modelDir ??
-    await ensureCheckpoint(shape, { log, ...(layers !== undefined ? { layers } : {}) });
-  if (mix === undefined) return dir;
-  // Beside the generated checkpoints (never in a model folder the user gave); delete it to
-  // quantize again after the source changed.
-  const cache = modelDir === undefined
-    ? `${dir}/`
-    : new URL(`../.cache/kiln-bench/${shape}/`, import.meta.url).pathname;
-  await Deno.mkdir(cache, { recursive: true });
-  const byLlama = flags.quantizer === "llama.cpp";
-  const file = `${cache}${byLlama ? "llamacpp" : "kiln"}-${mix}.gguf`;
-  try {
-    await Deno.stat(file);
-  } catch {
-    log(`${shape}: quantizing to ${mix} (${byLlama ? "llama.cpp's" : "Kiln's"} quantizer)`);
-    if (byLlama) await llamaQuantize(dir, file, mix);
-    else {
-      const report = await quantizeToFile(dir, file, mix as GgufMix); // checked: not llama-only
-      for (const line of describeReport(file, report)) log(line);
-    }
-  }
-  return file;
-}
-
-/** `dir` converted to an F16 GGUF (the peers' cached copy), then quantized by libllama. */
-async function llamaQuantize(dir: string, file: string, mix: Mix): Promise<void> {
-  const { ggufFor } = await import("./peers/llama_cpp.ts");
-  const { openLlamaQuantizer } = await import("./peers/llama_lib.ts");
-  const f16 = await ggufFor(dir);
-  const q = await openLlamaQuantizer();
-  try {
-    const why = q.quantize(f16, `${file}.partial`, mix.toUpperCase() as Uppercase<Mix>);
-    if (why !== undefined) throw new Error(`llama.cpp's quantizer: ${why}`);
-  } finally {
-    q.close();
-  }
-  await Deno.rename(`${file}.partial`, file);
-}
-
-/**
  * Fill `result` for one shape (what was measured before a failure stays in it); `file`: a GGUF
  * file to run as it is instead of the shape's checkpoint.
  */
@@ -298,7 +256,13 @@ async function benchShape(
   result: ShapeResult,
   { mix, file, layers }: { mix?: Mix; file?: string; layers?: number } = {},
 ): Promise<void> {
-  const dir = file ?? await shapeModel(shape, mix, layers);
+  const dir = file ?? await shapeModel(shape, {
+    log,
+    ...(modelDir !== undefined ? { modelDir } : {}),
+    ...(mix !== undefined ? { mix } : {}),
+    ...(layers !== undefined ? { layers } : {}),
+    ...(flags.quantizer !== undefined ? { quantizer: flags.quantizer as Quantizer } : {}),
+  });
   result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
   const manifest = mix || file ? undefined : await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
