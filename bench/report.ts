@@ -161,6 +161,11 @@ export function formatTable(r: BenchReport): string {
       `${fit.shape} (${fit.weights}) per layer, from depths ${fit.layers.join(", ")}:`,
     );
     for (const e of fit.engines) {
+      if (e.full_depth_tokens_per_s_estimate === null) {
+        const steps = e.step_s.map((x) => f(x * 1000, 0)).join(", ");
+        lines.push(`  ${e.name}: ${steps} ms per step: ${e.note}`);
+        continue;
+      }
       lines.push(
         `  ${e.name}: ${f(e.per_layer_s * 1000, 1)} ms per layer + ${f(e.fixed_s * 1000, 1)} ms; ` +
           `all ${fit.of} layers: ${

@@ -16,8 +16,12 @@ export interface EngineFit {
   step_s: number[];
   per_layer_s: number;
   fixed_s: number;
-  /** `1 / (fixed_s + of × per_layer_s)`: extrapolated, not measured. */
-  full_depth_tokens_per_s_estimate: number;
+  /**
+   * `1 / (fixed_s + of × per_layer_s)`: extrapolated, not measured; null when the line does not
+   * rise (a layer's cost lost in the noise), with `note` saying so.
+   */
+  full_depth_tokens_per_s_estimate: number | null;
+  note?: string;
 }
 
 /** Every engine timed at every depth of one shape and weight type. */
@@ -87,12 +91,17 @@ export function perLayer(results: readonly ShapeResult[]): SliceFit[] {
       if (!figures.every((f) => f.has(name))) continue;
       const step = figures.map((f) => 1 / f.get(name)!);
       const [slope, intercept] = fitLine(layers, step);
+      const full = intercept + of * slope;
       engines.push({
         name,
         step_s: step,
         per_layer_s: slope,
         fixed_s: intercept,
-        full_depth_tokens_per_s_estimate: 1 / (intercept + of * slope),
+        full_depth_tokens_per_s_estimate: slope > 0 && full > 0 ? 1 / full : null,
+        ...(slope > 0 && full > 0 ? {} : {
+          note: "the step time does not grow with depth here (the noise exceeds a layer's " +
+            "cost): no per-layer or full-depth figure",
+        }),
       });
     }
     out.push({ shape, weights, of, layers, engines, method: METHOD });

@@ -50,7 +50,8 @@ Deno.test("the line through two or three depths recovers each engine's fixed and
       const [fixed, per] = engines[e.name]!;
       close(e.per_layer_s, per, `${e.name} per layer`);
       close(e.fixed_s, fixed, `${e.name} fixed`);
-      close(e.full_depth_tokens_per_s_estimate, 1 / (fixed + 48 * per), `${e.name} estimate`);
+      close(e.full_depth_tokens_per_s_estimate!, 1 / (fixed + 48 * per), `${e.name} estimate`);
+      equal(e.note, undefined);
       deepEqual(e.step_s.length, depths.length);
     }
   }
@@ -77,6 +78,30 @@ Deno.test("one depth, another weight type, a failed run or an engine missing a d
   const fits = perLayer([sliced(1, engines), partial]);
   deepEqual(fits[0]!.engines.map((e) => e.name), ["kiln"], "llama.cpp lacks depth 4");
   close(fits[0]!.engines[0]!.step_s[1]!, 0.4, "Kiln's own decode run when no peer was timed");
+});
+
+Deno.test("a line that does not rise with depth gives no per-layer or full-depth figure", () => {
+  // Kiln gets faster with depth: noise, not a layer's cost.
+  const fits = perLayer([
+    sliced(1, { kiln: [0.5, 0], "llama.cpp": [1, 0.1] }),
+    sliced(2, { kiln: [0.3, 0], "llama.cpp": [1, 0.1] }),
+  ]);
+  const [llama, kiln] = fits[0]!.engines;
+  equal(kiln!.full_depth_tokens_per_s_estimate, null);
+  ok(/does not grow with depth/.test(kiln!.note!), String(kiln!.note));
+  close(llama!.full_depth_tokens_per_s_estimate!, 1 / (1 + 4.8), "llama.cpp's line rises");
+  const t = formatTable({
+    bench: "kiln-bench",
+    adapter: "test",
+    date: "",
+    runtime_data: {},
+    deno: "2",
+    options: {},
+    probe: { bytes: 1, dispatches: 1, seconds_per_dispatch: 1, gb_per_s: 1, timer: "wall" },
+    shapes: [],
+    slices: fits,
+  });
+  ok(t.includes("kiln: 500, 300 ms per step: the step time does not grow with depth"), t);
 });
 
 Deno.test("batch-1 figures are medians over the rounds; the least-squares slope of a noisy line", () => {
