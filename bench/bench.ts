@@ -9,7 +9,8 @@
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
  *     [--prefill 512,2048] [--rounds 3] [--max-batched-tokens N] [--encode-iters 200]
  *     [--probe-mib 1024] [--peers [--peer-threads 1,2,4] [--sweep-rounds 2]] [--quick]
- *     [--quant q8_0,q4_k_m] [--gguf FILE,...] [--out FILE]
+ *     [--quant q8_0,q4_k_m [--quantizer kiln|llama.cpp] [--quant-only]] [--gguf FILE,...]
+ *     [--layers 1,4] [--decode-only] [--pipeline-depth N] [--only PEER,...] [--out FILE]
  *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
  *
  * A CPU peer (llama.cpp's CPU build) is run at each thread count of `--peer-threads` (default 1
@@ -25,7 +26,15 @@
  * `--quant`: also run each shape as GGUF files quantized by Kiln's converter (cached beside the
  * checkpoint), and hand llama.cpp the very same file. `--gguf FILE,...`: run GGUF files as they
  * are (llama.cpp's own quantizations), after the shapes (alone: only them), peers given the same
- * files.
+ * files. `--quantizer llama.cpp`: the `--quant` files are made by llama.cpp's own quantizer
+ * (`llama_model_quantize` on the checkpoint's F16 GGUF) instead; `--quant-only` leaves out the
+ * F16 runs.
+ *
+ * `--layers 1,4`: each shape truncated to its first N decoder layers, every width and expert kept
+ * (`checkpoint.ts`), one row per depth named `<shape>-first<N>` with `slice: { layers, of }`; two
+ * or more depths give each engine's time per layer (`slices.ts`). For shapes too large for the
+ * machine. `--decode-only`: no prefill runs (a `--quick` run on lavapipe spends most of its
+ * peers' time there otherwise).
  *
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
@@ -35,10 +44,17 @@ import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
 import { modelName } from "../src/model/source.ts";
-import { GGUF_MIXES, type GgufMix } from "../src/model/gguf/quant_mix.ts";
+import { parseConfig } from "../src/model/config.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
-import { describeReport, quantizeToFile } from "../src/adapters/deno/quantize.ts";
-import { ensureCheckpoint, listShapes, readManifest } from "./checkpoint.ts";
+import { listShapes, readManifest } from "./checkpoint.ts";
+import {
+  ALL_MIXES,
+  kilnWrites,
+  LLAMA_ONLY_MIXES,
+  type Mix,
+  type Quantizer,
+  shapeModel,
+} from "./shape_model.ts";
 import { elements, tensorSpecs } from "./random_weights.ts";
 import { forwardStats, weightBytes } from "./forward_stats.ts";
 import { KilnRunner, prompt } from "./kiln_runner.ts";
@@ -48,6 +64,7 @@ import { adapterSlug, type BenchReport, formatTable, type ShapeResult } from "./
 import { renderBenchChart } from "./bench_chart.ts";
 import { parseThreadList, threadCandidates } from "./threads.ts";
 import { machineProbe } from "./machine_load.ts";
+import { perLayer } from "./slices.ts";
 import type { Peer } from "./peers/peer.ts";
 
 const { flags, fail } = runCli({
@@ -87,13 +104,38 @@ const { flags, fail } = runCli({
       min: 1,
       help: "--peers: thread counts a CPU peer tries (default 1 to the core count)",
     },
+    only: { type: "list", arg: "PEER,...", help: "--peers: only these peers (by name)" },
+    "pipeline-depth": {
+      type: "integer",
+      min: 1,
+      help: "Kiln's decode steps in flight, fixed (default: adaptive); 1 reads every token back " +
+        "before the next step, so no two arrive together",
+    },
     "sweep-rounds": {
       type: "integer",
       min: 1,
       help: "--peers: rounds per thread count of the sweep (default 2; --quick 1)",
     },
     quick: { type: "boolean", help: "tiny counts, for CPU adapters such as lavapipe" },
-    quant: { type: "list", choices: GGUF_MIXES, help: "also run each shape as these GGUF mixes" },
+    quant: {
+      type: "list",
+      choices: ALL_MIXES,
+      help: `also run each shape as these GGUF mixes (${
+        LLAMA_ONLY_MIXES.join(", ")
+      }: --quantizer llama.cpp only)`,
+    },
+    quantizer: {
+      type: "enum",
+      choices: ["kiln", "llama.cpp"],
+      help: "--quant: whose quantizer makes the files (default kiln)",
+    },
+    "quant-only": { type: "boolean", help: "--quant: leave out the F16 checkpoints" },
+    layers: {
+      type: "integers",
+      min: 1,
+      help: "bench each shape's first N decoder layers (every width kept), per N",
+    },
+    "decode-only": { type: "boolean", help: "no prefill runs (decode tokens/s only)" },
     gguf: {
       type: "list",
       arg: "FILE,...",
@@ -114,6 +156,14 @@ if (flags.model !== undefined && flags.shapes !== undefined) {
 const known = await listShapes();
 const unknown = flags.shapes?.find((s) => !known.includes(s));
 if (unknown !== undefined) fail(`--shapes: no shape ${unknown} (${known.join(", ")})`);
+if (flags.quant === undefined) {
+  for (const k of ["quantizer", "quant-only"] as const) {
+    if (flags[k] !== undefined && flags[k] !== false) fail(`--${k} needs --quant`);
+  }
+}
+if (flags.layers !== undefined && flags.model !== undefined) {
+  fail("--layers slices the bench shapes; not with --model");
+}
 if (flags.engine === undefined) {
   for (const k of ["onnx", "variant", "ep"] as const) {
     if (flags[k] !== undefined) fail(`--${k} needs --engine ort`);
@@ -125,14 +175,21 @@ const quick = flags.quick;
 // prefill tens of minutes: one stream, a few tokens, a prompt as long as the decode prompts.
 const batches = flags.batches ?? (quick ? [1] : [1, 8, 32]);
 const tokens = flags.tokens ?? (quick ? 4 : 128);
-const prefillLengths = flags.prefill ?? (quick ? [16] : [512, 2048]);
+if (flags["decode-only"] && flags.prefill !== undefined) fail("--decode-only and --prefill");
+const prefillLengths = flags["decode-only"] ? [] : flags.prefill ?? (quick ? [16] : [512, 2048]);
 const rounds = flags.rounds ?? (quick ? 1 : 3);
 const encodeIters = flags["encode-iters"] ?? (quick ? 30 : 200);
 const probeMiB = flags["probe-mib"] ?? (quick ? 256 : 1024);
 const maxBatched = flags["max-batched-tokens"];
+const pipelineDepth = flags["pipeline-depth"];
+if (flags.only !== undefined && !flags.peers) fail("--only needs --peers");
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = flags.model;
-const mixes: GgufMix[] = flags.quant ?? [];
+const mixes: Mix[] = (flags.quant ?? []) as Mix[];
+const llamaOnly = mixes.find((m) => !kilnWrites(m));
+if (llamaOnly !== undefined && flags.quantizer !== "llama.cpp") {
+  fail(`--quant ${llamaOnly}: Kiln's converter does not write it; add --quantizer llama.cpp`);
+}
 // --gguf alone runs only those files.
 const shapes = modelDir
   ? [modelName(modelDir)]
@@ -160,6 +217,12 @@ if (flags.peers) {
   } catch (e) {
     throw new Error(`--peers: ${url} could not be loaded: ${(e as Error).message}`);
   }
+  const only = flags.only;
+  const unknownPeer = only?.find((n) => !peers.some((p) => p.name === n));
+  if (unknownPeer !== undefined) {
+    fail(`--only: no peer ${unknownPeer} (${peers.map((p) => p.name).join(", ")})`);
+  }
+  if (only) peers = peers.filter((p) => only.includes(p.name));
   log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
 }
 if (flags.engine === "ort") peers.push(await ortRunner());
@@ -184,24 +247,6 @@ async function ortRunner(): Promise<Peer> {
   });
 }
 
-/** The shape's checkpoint folder, or with `mix` a GGUF of it quantized so (made once). */
-async function shapeModel(shape: string, mix?: GgufMix): Promise<string> {
-  const dir = modelDir ?? await ensureCheckpoint(shape, { log });
-  if (mix === undefined) return dir;
-  // Beside the generated checkpoints (never in a model folder the user gave); delete it to
-  // quantize again after the source changed.
-  const cache = new URL(`../.cache/kiln-bench/${shape}/`, import.meta.url).pathname;
-  await Deno.mkdir(cache, { recursive: true });
-  const file = `${cache}kiln-${mix}.gguf`;
-  try {
-    await Deno.stat(file);
-  } catch {
-    log(`${shape}: quantizing to ${mix}`);
-    for (const line of describeReport(file, await quantizeToFile(dir, file, mix))) log(line);
-  }
-  return file;
-}
-
 /**
  * Fill `result` for one shape (what was measured before a failure stays in it); `file`: a GGUF
  * file to run as it is instead of the shape's checkpoint.
@@ -209,10 +254,15 @@ async function shapeModel(shape: string, mix?: GgufMix): Promise<string> {
 async function benchShape(
   shape: string,
   result: ShapeResult,
-  mix?: GgufMix,
-  file?: string,
+  { mix, file, layers }: { mix?: Mix; file?: string; layers?: number } = {},
 ): Promise<void> {
-  const dir = file ?? await shapeModel(shape, mix);
+  const dir = file ?? await shapeModel(shape, {
+    log,
+    ...(modelDir !== undefined ? { modelDir } : {}),
+    ...(mix !== undefined ? { mix } : {}),
+    ...(layers !== undefined ? { layers } : {}),
+    ...(flags.quantizer !== undefined ? { quantizer: flags.quantizer as Quantizer } : {}),
+  });
   result.model_dir = relative(Deno.cwd(), dir) || "."; // no machine's home in the JSON
   const manifest = mix || file ? undefined : await readManifest(dir);
   if (manifest) result.checkpoint_sha256 = manifest.sha256;
@@ -237,6 +287,7 @@ async function benchShape(
     kvPositions,
     maxNumSeqs: Math.max(...batches),
     ...(maxBatched ? { maxNumBatchedTokens: maxBatched } : {}),
+    ...(pipelineDepth ? { pipelineDepth } : {}),
   });
   await kiln.setup(dir);
   try {
@@ -322,16 +373,30 @@ async function benchShape(
 }
 
 const results: ShapeResult[] = [];
+const depths: (number | undefined)[] = flags.layers ?? [undefined];
+const runMixes = flags["quant-only"] ? mixes : [undefined, ...mixes];
 for (const shape of shapes) {
-  for (const mix of [undefined, ...mixes]) {
-    const name = mix ? `${shape}-${mix}` : shape;
-    const result: ShapeResult = { shape: name, model_dir: modelDir ?? "", skipped: [] };
-    results.push(result);
-    try {
-      await benchShape(shape, result, mix);
-    } catch (e) {
-      log(`${name}: ${(e as Error).message}`);
-      result.error = (e as Error).message;
+  for (const layers of depths) {
+    for (const mix of runMixes) {
+      const base = layers === undefined ? shape : `${shape}-first${layers}`;
+      const name = mix ? `${base}-${mix}` : base;
+      const result: ShapeResult = { shape: name, model_dir: modelDir ?? "", skipped: [] };
+      results.push(result);
+      try {
+        if (layers !== undefined) {
+          const of = parseConfig(
+            await Deno.readTextFile(new URL(`./shapes/${shape}.json`, import.meta.url)),
+          ).numLayers;
+          result.slice = { shape, layers, of, weights: mix ?? "f16" };
+        }
+        await benchShape(shape, result, {
+          ...(mix ? { mix } : {}),
+          ...(layers !== undefined ? { layers } : {}),
+        });
+      } catch (e) {
+        log(`${name}: ${(e as Error).message}`);
+        result.error = (e as Error).message;
+      }
     }
   }
 }
@@ -341,7 +406,7 @@ for (const file of flags.gguf ?? []) {
   results.push(result);
   try {
     // Absolute: the peers run from bench/peers/.
-    await benchShape(name, result, undefined, resolve(file));
+    await benchShape(name, result, { file: resolve(file) });
   } catch (e) {
     log(`${name}: ${(e as Error).message}`);
     result.error = (e as Error).message;
@@ -371,6 +436,7 @@ const report: BenchReport = {
     rounds,
     encode_iters: encodeIters,
     decode_prompt_tokens: PROMPT,
+    pipeline_depth: pipelineDepth ?? "adaptive",
     peers: peers.map((p) => p.name),
     ...(peers.length > 0 ? { peer_threads: peerThreads } : {}),
     engine: flags.engine ?? "webgpu",
@@ -384,6 +450,8 @@ const report: BenchReport = {
   probe,
   shapes: results,
 };
+const slices = perLayer(results);
+if (slices.length > 0) report.slices = slices;
 const out = flags.out ??
   new URL(`./results/bench-${adapterSlug(adapter)}.json`, import.meta.url).pathname;
 await Deno.writeTextFile(out, JSON.stringify(report, null, 2) + "\n");

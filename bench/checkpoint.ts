@@ -7,6 +7,12 @@
  * checked against `bench/shapes/sha256.json` when that names the shape: the same bytes on every
  * machine. `kiln-bench.json` beside it records the generator, seed, size and hash; a later call
  * reuses the directory when they still match (`verify: true` re-hashes the file too).
+ *
+ * `layers: N` keeps the shape's first N decoder layers and nothing else changes (every width,
+ * every expert, the embedding and the head): `.cache/kiln-bench/<shape>-first<N>/`, whose
+ * `config.json` says N layers and whose manifest records `layers: { kept: N, of: total }`. A
+ * tensor's bytes depend only on the seed and its name, so those layers are byte for byte the
+ * full checkpoint's: a model too large for the machine is benched as a slice of itself.
  */
 import { createHash } from "node:crypto";
 import { EngineError } from "../src/contract/errors.ts";
@@ -22,6 +28,8 @@ export interface CheckpointOptions {
   seed?: string;
   /** Re-hash an existing `model.safetensors` before reusing it. */
   verify?: boolean;
+  /** Keep only the first N decoder layers (1 to the shape's count). */
+  layers?: number;
   /** Progress and the hash (default: stderr). */
   log?: (line: string) => void;
 }
@@ -34,6 +42,8 @@ export interface CheckpointManifest {
   config_sha256: string;
   bytes: number;
   sha256: string;
+  /** A slice of the shape: its first `kept` layers of `of`. */
+  layers?: { kept: number; of: number };
 }
 
 const DEFAULT_SEED = "kiln-bench";
@@ -89,12 +99,31 @@ export async function ensureCheckpoint(
       `no shape ${shape} in ${shapesDir} (known: ${known.join(", ") || "none"})`,
     );
   }
+  let slice: CheckpointManifest["layers"];
+  if (opts.layers !== undefined) {
+    const raw = JSON.parse(configText) as Record<string, unknown>;
+    const of = parseConfig(raw).numLayers;
+    if (!Number.isInteger(opts.layers) || opts.layers < 1 || opts.layers > of) {
+      throw EngineError.invalidArgument(
+        `layers: ${opts.layers} is not a whole number from 1 to ${shape}'s ${of} layers`,
+      );
+    }
+    slice = { kept: opts.layers, of };
+    configText = JSON.stringify({ ...raw, num_hidden_layers: opts.layers }, null, 2) + "\n";
+  }
   const config = parseConfig(configText);
-  const dir = `${cacheRoot}/${shape}`;
-  const known = seed === DEFAULT_SEED
+  const dir = `${cacheRoot}/${slice ? `${shape}-first${slice.kept}` : shape}`;
+  // sha256.json holds whole shapes' hashes.
+  const known = seed === DEFAULT_SEED && !slice
     ? (await readJson<Record<string, string>>(`${shapesDir}/sha256.json`))?.[shape]
     : undefined;
-  const want = { shape, generator: GENERATOR, seed, config_sha256: sha256(configText) };
+  const want = {
+    shape,
+    generator: GENERATOR,
+    seed,
+    config_sha256: sha256(configText),
+    ...(slice ? { layers: slice } : {}),
+  };
   const have = await readJson<CheckpointManifest>(`${dir}/kiln-bench.json`);
   if (
     have && have.generator === want.generator && have.seed === want.seed &&

@@ -44,6 +44,7 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
     "phi-4-mini",
     "qwen2.5-0.5b",
     "qwen3-0.6b",
+    "qwen3-30b-a3b",
     "smollm2-135m",
     "smollm3-3b",
   ]);
@@ -68,6 +69,8 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
       "gemma-3-1b": 999_885_952,
       "smollm3-3b": 3_075_098_624,
       "phi-4-mini": 3_836_021_760,
+      // 48 layers of 623,120,640 (128 experts of 3 × 768 × 2048 each), untied head.
+      "qwen3-30b-a3b": 30_532_122_624,
     };
     equal(params, expected[s], s);
   }
@@ -129,6 +132,45 @@ Deno.test("a checkpoint is generated once, deterministically, loads, and is reus
     }
   } finally {
     for (const d of [shapes, a, b]) await Deno.remove(d, { recursive: true });
+  }
+});
+
+Deno.test("a slice of a shape holds the whole shape's first layers byte for byte", async () => {
+  const shapes = await shapesDir();
+  const cache = await Deno.makeTempDir({ prefix: "kiln-ckpt-" });
+  try {
+    const opts = { shapesDir: shapes, cacheDir: cache, ...quiet };
+    const whole = await ensureCheckpoint("tiny", opts);
+    const slice = await ensureCheckpoint("tiny", { ...opts, layers: 1 });
+    equal(slice, `${cache}/tiny-first1`);
+    const config = JSON.parse(await Deno.readTextFile(`${slice}/config.json`));
+    deepEqual(config, { ...TINY, num_hidden_layers: 1 });
+    deepEqual((await readManifest(slice))!.layers, { kept: 1, of: 2 });
+    const a = await readCheckpoint((n) => dirFiles(whole).open(n));
+    const b = await readCheckpoint((n) => dirFiles(slice).open(n));
+    deepEqual(
+      [...b.keys()],
+      [...a.keys()].filter((n) => !n.startsWith("model.layers.1.")),
+      "every tensor but layer 1's",
+    );
+    for (const [name, t] of b) {
+      const u = a.get(name)!;
+      deepEqual(t.shape, u.shape, name);
+      deepEqual(
+        await t.source.read(t.offset, t.length),
+        await u.source.read(u.offset, u.length),
+        name,
+      );
+    }
+    for (const layers of [0, 3, 1.5]) {
+      await rejects(
+        ensureCheckpoint("tiny", { ...opts, layers }),
+        (e: unknown) => e instanceof EngineError && e.type === "InvalidArgument",
+        `layers ${layers}`,
+      );
+    }
+  } finally {
+    for (const d of [shapes, cache]) await Deno.remove(d, { recursive: true });
   }
 });
 

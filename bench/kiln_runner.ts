@@ -17,6 +17,8 @@ export interface KilnRunnerOptions {
   kvPositions: number;
   maxNumSeqs: number;
   maxNumBatchedTokens?: number;
+  /** Decode steps in flight, fixed (default: the engine adapts it). */
+  pipelineDepth?: number;
 }
 
 export interface StreamTiming {
@@ -110,6 +112,7 @@ export class KilnRunner extends EngineRunner<WebGpuEngine> {
       ...(o.maxNumBatchedTokens === undefined
         ? {}
         : { maxNumBatchedTokens: o.maxNumBatchedTokens }),
+      ...(o.pipelineDepth === undefined ? {} : { pipelineDepth: o.pipelineDepth }),
     });
     this.config = await this.engine.start(0n);
     return undefined;

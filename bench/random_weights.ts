@@ -9,7 +9,13 @@
  * draw yields two values and the output is the same on every machine.
  */
 import type { ModelConfig } from "../src/model/config.ts";
-import { archOf, globalTensors, layerTensors, type ResolvedTensor } from "../src/model/arch/mod.ts";
+import {
+  archOf,
+  expertTensors,
+  globalTensors,
+  layerTensors,
+  type ResolvedTensor,
+} from "../src/model/arch/mod.ts";
 import { numberToF16 } from "../src/gpu/dtype.ts";
 
 /** Bumped whenever the bytes this module produces for a given config change. */
@@ -35,7 +41,8 @@ function fillOf(t: ResolvedTensor<string>): Fill {
 
 /**
  * Every tensor of the checkpoint as its family's description lists them (`src/model/arch/`),
- * under HF names, in file order: the embedding, each layer's, then the final norm and the LM head.
+ * under HF names, in file order: the embedding, each layer's (a mixture-of-experts layer's
+ * experts after its own tensors, expert by expert), then the final norm and the LM head.
  */
 export function tensorSpecs(c: ModelConfig): TensorSpec[] {
   const a = archOf(c);
@@ -45,7 +52,10 @@ export function tensorSpecs(c: ModelConfig): TensorSpec[] {
     fill: fillOf(t),
   });
   const globals = globalTensors(a, c);
-  const layers = Array.from({ length: c.numLayers }, (_, l) => layerTensors(a, c, l)).flat();
+  const layers = Array.from(
+    { length: c.numLayers },
+    (_, l) => [...layerTensors(a, c, l), ...expertTensors(a, c, l)],
+  ).flat();
   return [
     ...globals.filter((t) => t.entry.role === "embed").map(spec),
     ...layers.map(spec),

@@ -6,6 +6,7 @@ import type { EncodeTiming, WeightBytes } from "./forward_stats.ts";
 import type { PeerReport } from "./compare.ts";
 import type { ProbeResult } from "./probe.ts";
 import type { MachineCheck } from "./machine_load.ts";
+import type { SliceFit } from "./slices.ts";
 import { publishable, withheldBecause } from "./guard.ts";
 import { describeSweep } from "./threads.ts";
 
@@ -58,6 +59,11 @@ export interface ShapeResult {
     ratio_to_probe: number;
   };
   peers?: PeerReport[];
+  /**
+   * The shape's first `layers` decoder layers of `of`, every width and expert as in the shape
+   * (`bench --layers`); `weights`: "f16" or the GGUF mix.
+   */
+  slice?: { shape: string; layers: number; of: number; weights: string };
   /** Other processes' share of the CPU and the load average while the peers were timed. */
   peer_machine?: MachineCheck;
   skipped: string[];
@@ -75,6 +81,8 @@ export interface BenchReport {
   machine?: { cores: number; loadavg_1m_start: number | null; loadavg_1m_end: number | null };
   probe: ProbeResult;
   shapes: ShapeResult[];
+  /** Time per layer of shapes run at two or more `--layers` depths (`slices.ts`). */
+  slices?: SliceFit[];
 }
 
 /** A short file-name-safe name for an adapter description. */
@@ -100,6 +108,12 @@ export function formatTable(r: BenchReport): string {
   ];
   for (const s of r.shapes) {
     lines.push("", `${s.shape} (${s.model_dir})`);
+    if (s.slice) {
+      lines.push(
+        `  slice: the first ${s.slice.layers} of ${s.slice.shape}'s ${s.slice.of} layers, ` +
+          `every width and expert kept (${s.slice.weights})`,
+      );
+    }
     if (s.error) lines.push(`  error: ${s.error}`);
     for (const d of s.decode ?? []) {
       lines.push(
@@ -140,6 +154,25 @@ export function formatTable(r: BenchReport): string {
     }
     for (const p of s.peers ?? []) lines.push(...peerLines(p));
     for (const k of s.skipped) lines.push(`  skipped: ${k}`);
+  }
+  for (const fit of r.slices ?? []) {
+    lines.push(
+      "",
+      `${fit.shape} (${fit.weights}) per layer, from depths ${fit.layers.join(", ")}:`,
+    );
+    for (const e of fit.engines) {
+      if (e.full_depth_tokens_per_s_estimate === null) {
+        const steps = e.step_s.map((x) => f(x * 1000, 0)).join(", ");
+        lines.push(`  ${e.name}: ${steps} ms per step: ${e.note}`);
+        continue;
+      }
+      lines.push(
+        `  ${e.name}: ${f(e.per_layer_s * 1000, 1)} ms per layer + ${f(e.fixed_s * 1000, 1)} ms; ` +
+          `all ${fit.of} layers: ${
+            f(e.full_depth_tokens_per_s_estimate, 2)
+          } tokens/s (extrapolated)`,
+      );
+    }
   }
   return lines.join("\n");
 }
