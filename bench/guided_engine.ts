@@ -24,7 +24,12 @@ const { flags } = runCli({
     model: { type: "string", arg: "DIR", default: "models/fortune", help: "a checkpoint folder" },
     tokens: { type: "integer", min: 1, default: 96, help: "tokens per stream" },
     streams: { type: "integer", min: 2, default: 8, help: "streams in the mixed batch" },
-    "mask-path": { type: "string", arg: "PATH", default: "pass", help: "pass or fused" },
+    "mask-path": {
+      type: "enum",
+      choices: ["pass", "fused"],
+      default: "pass",
+      help: "where the mask is applied",
+    },
   },
 });
 const files = dirFiles(flags.model);
