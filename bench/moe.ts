@@ -47,8 +47,10 @@ const values = (n: number, seed: number) =>
 const q = (type: string, rows: number, cols: number, seed: number) =>
   uploadBuffer(device, `bench:${type}`, quantize(type, values(rows * cols, seed), rows, cols));
 
-const gateUp = { buffer: q("Q4_K", EXPERTS * 2 * INTER, HIDDEN, 1), dtype: "Q4_K" as const };
-const down = { buffer: q("Q6_K", EXPERTS * HIDDEN, INTER, 2), dtype: "Q6_K" as const };
+const gateUpBuffer = q("Q4_K", EXPERTS * 2 * INTER, HIDDEN, 1);
+const downBuffer = q("Q6_K", EXPERTS * HIDDEN, INTER, 2);
+const gateUp = { parts: [{ buffer: gateUpBuffer, experts: EXPERTS }], dtype: "Q4_K" as const };
+const down = { parts: [{ buffer: downBuffer, experts: EXPERTS }], dtype: "Q6_K" as const };
 const gamma = uploadBuffer(device, "bench:gamma", new Float32Array(HIDDEN).fill(1));
 const scratch = {
   normed: storageBuffer(device, "bench:normed", 64 * HIDDEN * 4),
@@ -77,7 +79,7 @@ async function dense(tokens: number, experts: number, x: GPUBuffer): Promise<Dis
       device,
       {
         x,
-        weight: w(gateUp.buffer, "Q4_K", 2 * experts * INTER),
+        weight: w(gateUpBuffer, "Q4_K", 2 * experts * INTER),
         y: act,
         m: tokens,
         n: experts * INTER,
@@ -94,7 +96,7 @@ async function dense(tokens: number, experts: number, x: GPUBuffer): Promise<Dis
       device,
       {
         x: act,
-        weight: w(down.buffer, "Q6_K", HIDDEN),
+        weight: w(downBuffer, "Q6_K", HIDDEN),
         y,
         m: tokens,
         n: HIDDEN,

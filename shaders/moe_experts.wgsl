@@ -5,8 +5,8 @@
 //! import quant/{format}
 //! import lib/dot
 //
-// The experts' matrices are slabs of rows in one buffer each, so expert e's rows sit at a byte
-// offset computed from e:
+// The experts' matrices are slabs of rows, so expert e's rows sit at a byte offset computed
+// from e:
 // - `gate_up`: [experts · 2·inter, hidden], expert e's gate rows then its up rows (rows
 //   e·2·inter + r and e·2·inter + inter + r). One output per (token, route j, row r):
 //     act[t, j, r] = act(s·Σₖ x[t,k]·g[k]·G_e[r,k] (+ gate bias), s·Σₖ x[t,k]·g[k]·U_e[r,k] (+ up bias))
@@ -16,8 +16,13 @@
 //   output h), summing over its routes:
 //     x[t, h] += Σⱼ weight[t, j] · (Σᵣ act[t, j, r]·D_e[h, r] (+ down bias))
 //   (one workgroup owns each output, so the residual add needs no atomics).
+// The weights bound are those of experts [first, first + count) (a slab too big for one binding
+// is split into buffers of whole experts, and each pass runs once per buffer): a route to any
+// other expert is skipped, so gate_up writes nothing for it and down adds only this buffer's
+// routes to x (the runs over all buffers sum to the whole). Rows are found from e - first.
 // With BIASES, binding 8 holds the experts' biases: for `gate_up` [experts · 2·inter] (expert
-// e's gate biases, then its up biases), for `down` [experts · hidden].
+// e's gate biases, then its up biases), for `down` [experts · hidden], every expert's (indexed by
+// the global e).
 // TPR threads share an output (a power of two up to 64): each takes every TPR-th 32-element slice
 // of the row (one slice of the format), and the workgroup sums their partials. TPR = 1 is the
 // CPU-adapter path: a thread walks RPT whole rows, with no reduction and no barrier.
@@ -42,9 +47,8 @@ struct Params {
   top_k: u32,
   eps: f32,
   limit: f32, // the clamped SwiGLU's limit
-
-  _p1: u32,
-  _p2: u32,
+  first: u32, // the first expert in the weights bound
+  count: u32, // experts in the weights bound
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -105,16 +109,20 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   let r0 = (min(i, count - 1u) % blocks) * RPT;
   let t = route / p.top_k;
   let e = ids[route];
+  // Whether e's weights are bound (e < first wraps past count); a route to another expert
+  // walks no weights, reaches the barriers and stores nothing.
+  let mine = e - p.first < p.count;
+  let local = select(0u, e - p.first, mine);
   let per = BLOCK_ELEMS / 32u;
   let row_bytes = (p.hidden / BLOCK_ELEMS) * BLOCK_BYTES;
   var gate_row: array<u32, MAX_RPT>;
   for (var k = 0u; k < RPT; k++) {
-    gate_row[k] = (e * 2u * p.inter + min(r0 + k, p.inter - 1u)) * row_bytes;
+    gate_row[k] = (local * 2u * p.inter + min(r0 + k, p.inter - 1u)) * row_bytes;
   }
   let up = p.inter * row_bytes;
   var acc: array<vec2<f32>, MAX_RPT>; // gate, up
   var ss = 0.0; // the sum of squares of x
-  for (var j = lid % TPR; j < p.hidden / 32u; j += TPR) {
+  for (var j = lid % TPR; j < select(0u, p.hidden / 32u, mine); j += TPR) {
     let s = j % per;
     let e0 = (j / per) * BLOCK_ELEMS;
     var xs: array<vec4<f32>, 8>;
@@ -131,7 +139,7 @@ fn gate_up(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: 
   }
   // Several threads per output: RPT is 1.
   let sums = row_sum(vec4<f32>(acc[0], ss, 0.0), lid);
-  if (i >= count || lid % TPR != 0u) {
+  if (i >= count || lid % TPR != 0u || !mine) {
     return;
   }
   acc[0] = sums.xy;
@@ -161,7 +169,11 @@ fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc: array<f32, MAX_RPT>;
   for (var k = 0u; k < p.top_k; k++) {
     let route = t * p.top_k + k;
-    let base = ids[route] * p.hidden;
+    let e = ids[route];
+    if (e - p.first >= p.count) {
+      continue; // another buffer's expert (e < first wraps past count)
+    }
+    let base = (e - p.first) * p.hidden;
     // Reset per route by hand: a variable declared in the loop body need not start from zero
     // on every iteration in every WGSL compiler.
     for (var c = 0u; c < RPT; c++) {
@@ -183,7 +195,7 @@ fn down(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     // The bias once per output: in its first thread (the others' partials are summed to it).
     if (BIASES && lid % TPR == 0u) {
       for (var c = 0u; c < RPT; c++) {
-        acc[c] += bias[base + min(h0 + c, p.hidden - 1u)];
+        acc[c] += bias[e * p.hidden + min(h0 + c, p.hidden - 1u)];
       }
     }
     for (var c = 0u; c < RPT; c++) {

@@ -9,16 +9,16 @@
 import { EngineError } from "../contract/errors.ts";
 import type { Gpu } from "../gpu/device.ts";
 import { STORAGE, storageBuffer } from "../gpu/buffers.ts";
-import type { TensorDtype, WeightDtype } from "../gpu/dtype.ts";
+import { isFloatDtype, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "./config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
 import type { GpuWeight } from "../gpu/kernels/product.ts";
-import type { ExpertBiases, ExpertSlab } from "../gpu/kernels/moe.ts";
+import { type ExpertBiases, expertChunks, type ExpertSlab } from "../gpu/kernels/moe.ts";
 import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
 import type { ModelFiles } from "./source.ts";
-import { type BufferPlan, planStack, uploadPlan } from "./upload.ts";
+import { type BufferPlan, planBytes, planStack, uploadPlan } from "./upload.ts";
 import {
   checkFits,
   type ExpertWeights,
@@ -67,9 +67,10 @@ export interface GpuLayer {
 }
 
 /**
- * A mixture-of-experts MLP's experts, each matrix kind one buffer that the expert kernels index
- * by expert (`moe_experts.wgsl`): every expert's [gate; up] rows, expert after expert, and every
- * expert's down rows.
+ * A mixture-of-experts MLP's experts, each matrix kind a slab that the expert kernels index by
+ * expert (`moe_experts.wgsl`): every expert's [gate; up] rows, expert after expert, and every
+ * expert's down rows; each slab one buffer, or buffers of whole experts where one binding cannot
+ * hold it.
  */
 export interface GpuExperts {
   /** Every expert's [gate; up] rows. */
@@ -109,6 +110,12 @@ export interface LoadOptions {
   kvDtype?: KvDtype;
   /** Bytes the weights may take (default: no limit beyond the device's buffer limits). */
   weightBudget?: number;
+  /**
+   * Most bytes one buffer of experts may take (default, and at most: the device's binding
+   * limit). A layer's experts are split into buffers of whole experts to fit; lower it to split
+   * them further (tests do, to run the split path on small models).
+   */
+  maxSlabBytes?: number;
 }
 
 /** The KV cache's element type unless told: f32 for f32 weights, else f16. */
@@ -215,7 +222,7 @@ export class GpuModel {
     }
     const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);
     try {
-      await model.#uploadAll(options.onProgress);
+      await model.#uploadAll(options.onProgress, options.maxSlabBytes);
       for (let l = 0; l < config.numLayers; l++) {
         model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes)));
         model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes)));
@@ -231,7 +238,7 @@ export class GpuModel {
     return model;
   }
 
-  async #uploadAll(onProgress?: LoadProgress): Promise<void> {
+  async #uploadAll(onProgress?: LoadProgress, maxSlabBytes = Infinity): Promise<void> {
     const w = this.weights;
     const total = weightList(w).reduce((n, t) => n + t.length, 0);
     const caps = this.gpu.caps;
@@ -286,21 +293,36 @@ export class GpuModel {
       }
       if (l.router) layer.router = await weight(l.router.name, [l.router]);
       if (l.experts) {
-        const slab = async (label: string, ts: WeightInfo[]): Promise<ExpertSlab> => {
-          const plans = planStack(label, ts, limit);
-          if (plans.length !== 1) {
+        /** A slab of each expert's `ts`, in buffers of whole experts. */
+        const slab = async (label: string, ts: WeightInfo[][]): Promise<ExpertSlab> => {
+          const [all, ...more] = planStack(label, ts.flat(), Infinity);
+          if (more.length > 0) {
             throw new EngineError(
               "ResourceExhausted",
-              `${label}: the experts' matrices need one buffer of one type; they take ${plans.length}`,
+              `${label}: the experts' matrices need one type; they take ${more.length + 1}`,
             );
           }
-          const [one] = await buffers(plans);
-          return { buffer: one!.buffer, dtype: one!.dtype };
+          const max = Math.min(limit, maxSlabBytes);
+          const counts = expertChunks(label, ts.length, planBytes(all!) / ts.length, max);
+          const parts = [];
+          let first = 0;
+          for (const n of counts) {
+            const name = `${label}[${first}..${first + n - 1}]`;
+            // Each part in the whole slab's dtype (a float subset could have another common one).
+            const as = isFloatDtype(all!.dtype) ? all!.dtype : undefined;
+            const [one, ...extra] = await buffers(
+              planStack(name, ts.slice(first, first + n).flat(), max, as),
+            );
+            if (!one || extra.length > 0) throw new Error(`${name}: not one buffer`);
+            parts.push({ buffer: one.buffer, experts: n });
+            first += n;
+          }
+          return { parts, dtype: all!.dtype };
         };
         const name = l.experts[0]!.gate.name.replace(/\.0\.gate_proj\.weight$/, "");
         layer.experts = {
-          gateUp: await slab(`${name}.gate_up`, l.experts.flatMap((e) => [e.gate, e.up])),
-          down: await slab(`${name}.down`, l.experts.map((e) => e.down)),
+          gateUp: await slab(`${name}.gate_up`, l.experts.map((e) => [e.gate, e.up])),
+          down: await slab(`${name}.down`, l.experts.map((e) => [e.down])),
         };
         const biases = expertBiasTensors(l.experts);
         if (biases) {

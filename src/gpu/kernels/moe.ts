@@ -8,17 +8,20 @@
  *   kernels): the gated MLP of each token's routed experts only (SwiGLU, or gpt-oss's clamped
  *   SwiGLU; with per-expert biases or without), weighted and added to the residual stream; two
  *   dispatches (gate/up with the RMSNorm folded in, then down), with several threads sharing
- *   each output on `gpu` kernel paths.
+ *   each output on `gpu` kernel paths. A slab too big for one binding is held in several
+ *   buffers of whole experts (`expertChunks`): each pass then runs once per buffer, each run
+ *   doing only the routes to that buffer's experts.
  *
  * A router bias (gpt-oss) is the router product's own bias (`ProductArgs.b`): it is added before
  * routing, and routing needs nothing else for it.
  */
+import { EngineError } from "../../contract/errors.ts";
 import { grid } from "../dispatch.ts";
 import { kernelPaths } from "../paths.ts";
 import type { TensorDtype } from "../dtype.ts";
 import { productFormat, productRowBytes } from "../quant/product_formats.ts";
 import { shaderVariant } from "../shader_compose.ts";
-import { type KernelDispatch, prepareKernel } from "./kernel.ts";
+import { type KernelDispatch, type KernelSpec, prepareKernel } from "./kernel.ts";
 import { checkBuffer, checkCount, fail, placeholder, tableBinding } from "./matvec_quant.ts";
 
 const WG = 64;
@@ -66,12 +69,46 @@ export async function prepareMoeRoute(
   });
 }
 
-/** A stack of every expert's matrix in one buffer, in one format. */
-export interface ExpertSlab {
-  /** Every expert's rows, expert after expert. */
+/** One buffer of a slab: the rows of `experts` whole experts, expert after expert. */
+export interface ExpertPart {
+  /** The experts' rows, the first expert's at byte 0. */
   buffer: GPUBuffer;
+  /** Experts in this buffer (the first follows the previous part's last). */
+  experts: number;
+}
+
+/**
+ * A stack of every expert's matrix, in one format: one buffer (the common case), or several
+ * of whole experts when the stack is bigger than one binding.
+ */
+export interface ExpertSlab {
+  /** Every expert's rows, expert after expert, in buffers of whole experts. */
+  parts: ExpertPart[];
   /** Their format (float or GGUF block type). */
   dtype: TensorDtype;
+}
+
+/**
+ * How many experts each buffer of a slab holds: as many whole experts as fit in `limit` bytes
+ * (the last buffer the rest). An expert bigger than `limit` is refused (`ResourceExhausted`),
+ * naming `name`.
+ */
+export function expertChunks(
+  name: string,
+  experts: number,
+  bytesPerExpert: number,
+  limit: number,
+): number[] {
+  const per = Math.floor(limit / bytesPerExpert);
+  if (per < 1) {
+    throw new EngineError(
+      "ResourceExhausted",
+      `${name}: one expert's matrices take ${bytesPerExpert} bytes; a binding holds ${limit}`,
+    );
+  }
+  const counts = [];
+  for (let first = 0; first < experts; first += per) counts.push(Math.min(per, experts - first));
+  return counts;
 }
 
 /** Per-expert biases, f32, in the slabs' expert order. */
@@ -143,7 +180,8 @@ function expertThreads(device: GPUDevice, tpr?: number): { tpr: number; wg: numb
 /**
  * x[t] += Σⱼ weights[t, j] · down_e(act(gate_e(n), up_e(n))), e = ids[t, j], n = RMSNorm(x[t])
  * (each product plus its expert's bias, with `biases`): the experts each token was routed to,
- * and no other. `hidden` and `inter` must be whole numbers of the formats' blocks.
+ * and no other. `hidden` and `inter` must be whole numbers of the formats' blocks. Each pass is
+ * one dispatch per buffer of its slab (one, for a slab in one buffer), run in order.
  */
 export async function prepareMoeExperts(
   device: GPUDevice,
@@ -162,20 +200,8 @@ export async function prepareMoeExperts(
   const routes = a.tokens * a.topK;
   checkBuffer(device, what, "x", a.x, a.tokens * a.hidden * 4);
   checkBuffer(device, what, "norm weight", a.norm.weight, a.hidden * 4);
-  checkBuffer(
-    device,
-    what,
-    "gateUp",
-    a.gateUp.buffer,
-    a.experts * 2 * a.inter * productRowBytes(fg, a.hidden),
-  );
-  checkBuffer(
-    device,
-    what,
-    "down",
-    a.down.buffer,
-    a.experts * a.hidden * productRowBytes(fd, a.inter),
-  );
+  checkParts(device, "gateUp", a.gateUp, a.experts, 2 * a.inter * productRowBytes(fg, a.hidden));
+  checkParts(device, "down", a.down, a.experts, a.hidden * productRowBytes(fd, a.inter));
   checkBuffer(device, what, "ids", a.ids, routes * 4);
   checkBuffer(device, what, "weights", a.weights, routes * 4);
   checkBuffer(device, what, "act", a.act, routes * a.inter * 4);
@@ -191,48 +217,80 @@ export async function prepareMoeExperts(
     checkBuffer(device, what, "gate/up biases", a.biases.gateUp, a.experts * 2 * a.inter * 4);
     checkBuffer(device, what, "down biases", a.biases.down, a.experts * a.hidden * 4);
   }
-  const uniform = [a.tokens, a.hidden, a.inter, a.topK, a.norm.eps, limit, 0, 0];
   const { tpr, wg, rpt } = expertThreads(device, a.threadsPerRow);
   const constants = { WG: wg, TPR: tpr, RPT: rpt, ACT: oai ? 1 : 0, BIASES: a.biases ? 1 : 0 };
   /** Workgroups for `rows` output rows in blocks of `rpt` per `tokens` token (or route). */
   const groups = (tokens: number, rows: number) =>
     grid(device, Math.ceil(tokens * Math.ceil(rows / rpt) / (wg / tpr)));
-  return await Promise.all([
-    prepareKernel(device, {
-      label: `${label}:gate_up`,
-      shader: shaderVariant("moe_experts", { format: fg.fragment }),
-      entry: "gate_up",
-      constants,
-      uniform,
-      floats: [4, 5],
-      buffers: {
-        1: a.x,
-        2: a.gateUp.buffer,
-        3: a.norm.weight,
-        4: a.act,
-        5: a.ids,
-        8: a.biases?.gateUp ?? placeholder(device),
-        ...await tableBinding(device, fg),
-      },
-      workgroups: groups(routes, a.inter),
-    }),
-    prepareKernel(device, {
-      label: `${label}:down`,
-      shader: shaderVariant("moe_experts", { format: fd.fragment }),
-      entry: "down",
-      constants,
-      uniform,
-      floats: [4, 5],
-      buffers: {
-        1: a.act,
-        2: a.down.buffer,
-        4: a.x,
-        5: a.ids,
-        6: a.weights,
-        8: a.biases?.down ?? placeholder(device),
-        ...await tableBinding(device, fd),
-      },
-      workgroups: groups(a.tokens, a.hidden),
-    }),
+  /**
+   * One pass's dispatches, one per buffer of `slab` (its first expert and count in the
+   * uniform), `bind` giving the bindings around the buffer's weights.
+   */
+  const pass = async (
+    entry: "gate_up" | "down",
+    slab: ExpertSlab,
+    bind: (weights: GPUBuffer) => Record<number, GPUBuffer>,
+    workgroups: KernelSpec["workgroups"],
+  ): Promise<KernelDispatch[]> => {
+    const format = productFormat(slab.dtype);
+    const table = await tableBinding(device, format);
+    const shader = shaderVariant("moe_experts", { format: format.fragment });
+    let first = 0;
+    return await Promise.all(slab.parts.map((part) => {
+      const range = `[${first}..${first + part.experts - 1}]`;
+      const uniform = [a.tokens, a.hidden, a.inter, a.topK, a.norm.eps, limit, first, part.experts];
+      first += part.experts;
+      return prepareKernel(device, {
+        label: `${label}:${entry}${slab.parts.length > 1 ? range : ""}`,
+        shader,
+        entry,
+        constants,
+        uniform,
+        floats: [4, 5],
+        buffers: { ...bind(part.buffer), ...table },
+        workgroups,
+      });
+    }));
+  };
+  const [gateUp, down] = await Promise.all([
+    pass("gate_up", a.gateUp, (w) => ({
+      1: a.x,
+      2: w,
+      3: a.norm.weight,
+      4: a.act,
+      5: a.ids,
+      8: a.biases?.gateUp ?? placeholder(device),
+    }), groups(routes, a.inter)),
+    pass("down", a.down, (w) => ({
+      1: a.act,
+      2: w,
+      4: a.x,
+      5: a.ids,
+      6: a.weights,
+      8: a.biases?.down ?? placeholder(device),
+    }), groups(a.tokens, a.hidden)),
   ]);
+  return [...gateUp, ...down];
+}
+
+/**
+ * `slab`'s parts hold `experts` experts of `perExpert` bytes each between them, each part its
+ * own binding.
+ */
+function checkParts(
+  device: GPUDevice,
+  name: string,
+  slab: ExpertSlab,
+  experts: number,
+  perExpert: number,
+): void {
+  const what = "moe_experts";
+  if (slab.parts.length === 0) fail(what, `${name} has no buffers`);
+  let total = 0;
+  slab.parts.forEach((p, i) => {
+    checkCount(what, `${name} part ${i}'s experts`, p.experts, 1);
+    checkBuffer(device, what, `${name} part ${i}`, p.buffer, p.experts * perExpert);
+    total += p.experts;
+  });
+  if (total !== experts) fail(what, `${name}'s parts hold ${total} experts, not ${experts}`);
 }

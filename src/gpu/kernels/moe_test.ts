@@ -3,17 +3,19 @@
  * over odd expert counts and top-k, renormalised or not (ids exactly, weights within f32
  * rounding); the routed experts over F32, F16, Q8_0 and Q4_K weights and odd widths, on both
  * kernel paths' devices, the weights decoded for the reference as the GPU reads them; gpt-oss's
- * per-expert biases and clamped SwiGLU (MXFP4, BF16, Q8_0, Q4_K); and bad shapes and
- * activation settings refused.
+ * per-expert biases and clamped SwiGLU (MXFP4, BF16, Q8_0, Q4_K); slabs split into buffers of
+ * whole experts (1, 2, 3 and 5 buffers, uneven last ones), each pass run per buffer, against the
+ * same reference; and bad shapes, activation settings and split slabs refused.
  */
-import { deepStrictEqual, rejects } from "node:assert/strict";
+import { deepStrictEqual, rejects, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { readU32, uploadBuffer } from "../buffers.ts";
 import { decodeWeights, encodeWeights, isFloatDtype, type TensorDtype } from "../dtype.ts";
 import { dequantize, quantize } from "../quant/formats.ts";
+import { productFormat, productRowBytes } from "../quant/product_formats.ts";
 import { moeExpertsRef, moeRouteRef } from "../reference/moe.ts";
 import { rmsNormRef } from "../reference/dense.ts";
-import { prepareMoeExperts, prepareMoeRoute } from "./moe.ts";
+import { expertChunks, prepareMoeExperts, prepareMoeRoute } from "./moe.ts";
 import {
   assertClose,
   assertSumsClose,
@@ -93,6 +95,28 @@ interface ExpertOptions {
   swigluLimit?: number;
   /** Per-expert gate/up/down biases. */
   biases?: boolean;
+  /** Split each slab into buffers of whole experts of at most this many bytes. */
+  maxSlabBytes?: number;
+}
+
+/** `bytes` ([experts] equal spans) as buffers of whole experts, at most `limit` bytes each. */
+function slabParts(
+  device: GPUDevice,
+  name: string,
+  bytes: Uint8Array,
+  experts: number,
+  limit = Infinity,
+) {
+  const per = bytes.length / experts;
+  let first = 0;
+  return expertChunks(name, experts, per, limit).map((n) => {
+    const part = bytes.subarray(first * per, (first + n) * per);
+    first += n;
+    return {
+      buffer: uploadBuffer(device, `${name}[${first - n}..${first - 1}]`, part),
+      experts: n,
+    };
+  });
 }
 
 /**
@@ -167,8 +191,8 @@ async function expertsCase(
   const ds = await prepareMoeExperts(device, {
     x: xb,
     norm: { weight: f32Buffer(device, "moe_test:gamma", gamma), eps: 1e-6 },
-    gateUp: { buffer: uploadBuffer(device, "moe_test:gate_up", slab), dtype },
-    down: { buffer: uploadBuffer(device, "moe_test:down", down.bytes), dtype },
+    gateUp: { parts: slabParts(device, "moe_test:gate_up", slab, experts, o.maxSlabBytes), dtype },
+    down: { parts: slabParts(device, "moe_test:down", down.bytes, experts, o.maxSlabBytes), dtype },
     ids: u32Buffer(device, "moe_test:ids", routes.ids),
     weights: f32Buffer(device, "moe_test:weights", routes.weights),
     act: outBuffer(device, "moe_test:act", tokens * topK * inter),
@@ -189,7 +213,8 @@ async function expertsCase(
       : {}),
   });
   const got = await runRead(device, ds, xb, tokens * hidden);
-  return { got, want, k: hidden + inter, past: past / (2 * tokens * topK * inter) };
+  const labels = ds.map((d) => d.label);
+  return { got, want, k: hidden + inter, past: past / (2 * tokens * topK * inter), labels };
 }
 
 for (const paths of ["cpu", "gpu"] as const) {
@@ -241,6 +266,54 @@ for (const paths of ["cpu", "gpu"] as const) {
   });
 }
 
+/**
+ * The slabs split into buffers of whole experts, each pass run once per buffer, against the
+ * same float64 reference: split limits that are whole-expert multiples plus half an expert
+ * (the split rounds down), giving the 5 experts' gate/up slab 5, 5, 3 and 2 buffers (3 = 2+2+1,
+ * 2 = 3+2) and the down slab (half the bytes per expert) 3, 2, 1 and 1; gpt-oss's biases and
+ * clamped SwiGLU on for MXFP4 and Q4_K, plain SwiGLU for Q8_0 and F16. One buffer per slab is
+ * two dispatches, as before the split.
+ */
+for (const paths of ["cpu", "gpu"] as const) {
+  Deno.test(`moe_experts (${paths} paths): slabs split into buffers of whole experts sum to the whole`, async () => {
+    const { device } = await testGpu(paths);
+    await withErrorScopes(device, async () => {
+      const shares = paths === "cpu" ? [undefined] : [undefined, 64];
+      const cases: [TensorDtype, number, ExpertOptions][] = [
+        ["MXFP4", 32, { swigluLimit: 1.25, biases: true }],
+        ["Q4_K", 256, { swigluLimit: 1.25, biases: true }],
+        ["Q8_0", 32, {}],
+        ["f16", 32, {}],
+      ];
+      const splits: [number, number, number][] = [[2.5, 5, 3], [3.5, 5, 2], [5.5, 3, 1], [
+        6.5,
+        2,
+        1,
+      ]];
+      for (const [dtype, block, o] of cases) {
+        // Bytes of one expert's down matrix [hidden = 3·block, inter = block] (gate/up: twice).
+        const downBytes = 3 * block * productRowBytes(productFormat(dtype), block);
+        for (const threadsPerRow of shares) {
+          const t = threadsPerRow ? { threadsPerRow } : {};
+          const whole = await expertsCase(device, dtype, block, { ...o, ...t });
+          deepStrictEqual(whole.labels, ["moe_experts:gate_up", "moe_experts:down"]);
+          for (const [times, gateUps, downs] of splits) {
+            const what = `${dtype} ${paths} ${threadsPerRow ?? ""} split at ${times} experts`;
+            const r = await expertsCase(device, dtype, block, {
+              ...o,
+              ...t,
+              maxSlabBytes: times * downBytes,
+            });
+            const count = (pass: string) => r.labels.filter((l) => l.includes(pass)).length;
+            deepStrictEqual([count(":gate_up["), count(":down")], [gateUps, downs], what);
+            assertSumsClose(r.got, r.want, r.k, 8, what);
+          }
+        }
+      }
+    });
+  });
+}
+
 Deno.test("moe kernels: top-k above the experts, no experts, no clamp limit or short biases is an InvalidArgument", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
@@ -250,7 +323,7 @@ Deno.test("moe kernels: top-k above the experts, no experts, no clamp limit or s
       e instanceof EngineError && e.type === "InvalidArgument" && e.message.includes(what);
     await rejects(prepareMoeRoute(device, { ...route, experts: 4, topK: 5 }), refused("topK 5"));
     await rejects(prepareMoeRoute(device, { ...route, experts: 0, topK: 1 }), refused("experts"));
-    const slab = { buffer: buf(4096), dtype: "f32" as const };
+    const slab = { parts: [{ buffer: buf(4096), experts: 2 }], dtype: "f32" as const };
     const experts = {
       x: buf(64),
       norm: { weight: buf(64), eps: 1e-6 },
@@ -277,5 +350,42 @@ Deno.test("moe kernels: top-k above the experts, no experts, no clamp limit or s
       prepareMoeExperts(device, { ...experts, biases: { gateUp: buf(64), down: buf(64) } }),
       refused("gate/up biases"),
     );
+    // Split slabs: parts must hold every expert between them, each part its experts' bytes.
+    const split = (n: number[]) => ({
+      parts: n.map((experts) => ({ buffer: buf(experts * 4096), experts })),
+      dtype: "f32" as const,
+    });
+    await rejects(
+      prepareMoeExperts(device, { ...experts, down: split([1, 2]) }),
+      refused("down's parts hold 3 experts, not 2"),
+    );
+    await rejects(
+      prepareMoeExperts(device, { ...experts, gateUp: split([]) }),
+      refused("gateUp has no buffers"),
+    );
+    await rejects(
+      prepareMoeExperts(device, {
+        ...experts,
+        gateUp: {
+          parts: [{ buffer: buf(2048), experts: 1 }, { buffer: buf(1024), experts: 1 }],
+          dtype: "f32",
+        },
+      }),
+      refused("gateUp part 1 holds 4096 bytes, needs 8192"),
+    );
   });
+});
+
+Deno.test("expertChunks: whole experts per buffer, the last the rest; an expert past the limit is ResourceExhausted naming the slab", () => {
+  deepStrictEqual(expertChunks("s", 128, 1000, 128_000), [128]);
+  deepStrictEqual(expertChunks("s", 128, 1000, 127_999), [127, 1]);
+  deepStrictEqual(expertChunks("s", 5, 10, 25), [2, 2, 1]);
+  deepStrictEqual(expertChunks("s", 5, 10, Infinity), [5]);
+  throws(
+    () => expertChunks("blk.3.ffn_gate_up", 4, 1001, 1000),
+    (e: unknown) =>
+      e instanceof EngineError && e.type === "ResourceExhausted" &&
+      e.message.includes("blk.3.ffn_gate_up") && e.message.includes("1001") &&
+      e.message.includes("1000"),
+  );
 });
