@@ -4,7 +4,11 @@ import { EngineError } from "../contract/errors.ts";
 /** `InvalidArgument` whose message starts with the field; `param` names it (OpenAI's `param`). */
 export class FieldError extends EngineError {
   /** `field: why`. */
-  constructor(readonly param: string, why: string, cause?: unknown) {
-    super("InvalidArgument", `${param}: ${why}`, cause === undefined ? undefined : { cause });
+  constructor(param: string, why: string, cause?: unknown) {
+    super(
+      "InvalidArgument",
+      `${param}: ${why}`,
+      cause === undefined ? { param } : { cause, param },
+    );
   }
 }

@@ -1,6 +1,5 @@
 /** OpenAI-style error responses: `{"error": {"message", "type", "param", "code"}}`. */
 import { EngineError } from "../contract/errors.ts";
-import { FieldError } from "../openai/field_error.ts";
 
 /** Longest error message sent back (a bad value is quoted in it, never echoed whole). */
 export const MAX_MESSAGE = 512;
@@ -62,7 +61,7 @@ export class HttpError extends Error {
           400,
           e.message,
           "invalid_request_error",
-          e instanceof FieldError ? e.param : null,
+          e.param ?? null,
         );
       case "ResourceExhausted":
         return new HttpError(429, e.message, "rate_limit_error").with({ "retry-after": "1" });
