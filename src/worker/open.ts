@@ -21,7 +21,7 @@ import {
   generateText,
   type OpenAITarget,
   type TextPiece,
-} from "./openai.ts";
+} from "../openai/completions.ts";
 import type { HostOptions, ModelSpec } from "./protocol.ts";
 import { kilnWorker } from "./worker_module.ts";
 
