@@ -55,6 +55,8 @@ const ENTRIES: Entry[] = [
   },
   { path: "bench/peers/tokenizer_corpus.ts", name: "tokenizer_corpus", flag: ["--out", "/x"] },
   { path: "bench/moe.ts", name: "moe", flag: ["--iters", "1"] },
+  { path: "bench/token_mask.ts", name: "token_mask", flag: ["--iters", "1"] },
+  { path: "bench/guided_engine.ts", name: "guided_engine", flag: ["--tokens", "4"] },
   { path: "test/run.ts", name: "test" },
   { path: "scripts/logit_errors.ts", name: "logit_errors" },
   { path: "scripts/demo.mjs", name: "start", flag: ["--port", "1"] },
