@@ -47,4 +47,4 @@ export {
   type ToolCallStep,
 } from "./tool_calls.ts";
 export type { Opening, ParsedToolCall, Scan } from "./tool_scan.ts";
-export { TrackedRequest } from "./tracking.ts";
+export { countRefused, TrackedRequest } from "./tracking.ts";

@@ -11,6 +11,14 @@ import { openAIError } from "./errors.ts";
 import { type Piece, runChoice } from "./generation.ts";
 import type { Job } from "./requests.ts";
 
+/**
+ * A request refused before it reached the engine (a bad body, auth, overload): one `error` count
+ * labelled `errorType` (OpenAI's error type), with no time or tokens.
+ */
+export function countRefused(requests: RequestMetrics, model: string, errorType: string): void {
+  requests.requests.inc(1, { model, status: "error", error_type: errorType });
+}
+
 /** A request admitted to the engine, counted in `requests` (when given). */
 export class TrackedRequest {
   readonly #tracker: RequestTracker | undefined;

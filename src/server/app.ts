@@ -21,7 +21,7 @@ import {
   usageChunk,
 } from "../openai/format.ts";
 import { type Job, parseJob } from "../openai/requests.ts";
-import { TrackedRequest } from "../openai/tracking.ts";
+import { countRefused, TrackedRequest } from "../openai/tracking.ts";
 
 /**
  * What the server runs on and how it answers. The access fields (`access.ts`): `bindHost`, the
@@ -183,13 +183,8 @@ export class KilnServer {
         }
         return await this.#completion(req, chat, pathname, state);
       } catch (e) {
-        if (!state.counted) {
-          this.options.requests.requests.inc(1, {
-            model: this.modelName ?? "",
-            status: "error",
-            error_type: HttpError.from(e).type,
-          });
-        }
+        const { requests } = this.options;
+        if (!state.counted) countRefused(requests, this.modelName ?? "", HttpError.from(e).type);
         throw e;
       }
     }
