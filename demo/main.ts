@@ -1,19 +1,14 @@
 /**
- * The Kiln demo: the embedded fortune model (or one loaded from a URL or local files) in a Web
- * Worker behind `WorkerEngine`, streaming into the page, with a Stop button on an AbortSignal,
+ * The Kiln demo: the embedded fortune model (or one loaded from a URL or local files) opened
+ * with `openModel` (the engine in a Web Worker behind `WorkerEngine`), streaming into the page, with a Stop button on an AbortSignal,
  * sampling controls, a chat mode for models with a chat template, and a live metrics panel drawn
  * from the engine's Prometheus text. `document.body.dataset.state` says what it is doing
  * (`loading`, `ready`, `generating`, `error`, `no-webgpu`).
  */
-import { RequestContext } from "../src/contract/engine.ts";
-import type { EngineConfig, FinishReason } from "../src/contract/types.ts";
-import type { EngineMetrics } from "../src/metrics/engine_metrics.ts";
-import { engineMetrics } from "../src/metrics/engine_lifecycle.ts";
-import { RequestMetrics } from "../src/metrics/request_metrics.ts";
-import { fileListFiles, modelName } from "../src/model/source.ts";
-import { IncrementalDetokenizer } from "../src/text/detokenizer.ts";
-import { encodeChat, loadText, type ModelText } from "../src/text/load.ts";
-import { WorkerEngine } from "../src/worker/client.ts";
+import type { FinishReasonText } from "../src/openai/types.ts";
+import { modelName } from "../src/model/source.ts";
+import { encodeChat } from "../src/text/load.ts";
+import { type KilnModel, openModel } from "../src/worker/open.ts";
 import { MetricsPanel } from "./metrics_panel.ts";
 import { checkFiles, clearModelCache, filesFromUrl, onnxVariant } from "./model_source.ts";
 import type { HostOptions } from "../src/worker/protocol.ts";
@@ -60,22 +55,9 @@ function showError(message: string | undefined): void {
   ui.error.textContent = message ?? "";
 }
 
-interface Loaded {
-  engine: WorkerEngine;
-  config: EngineConfig;
-  text: ModelText;
-  metrics: EngineMetrics;
-  requests: RequestMetrics;
-}
-let loaded: Loaded | undefined;
+let loaded: KilnModel | undefined;
 let running: AbortController | undefined;
 const panel = new MetricsPanel($("metrics"));
-
-const worker = () =>
-  new Worker(new URL("../src/adapters/browser/worker.ts", import.meta.url), {
-    type: "module",
-    name: "kiln-engine",
-  });
 
 /** The adapter has `shader-f16` (an ONNX export's f16 graph can run); set by `main`. */
 let f16 = false;
@@ -96,31 +78,20 @@ async function load(files: File[], name: string): Promise<void> {
   const previous = loaded;
   loaded = undefined;
   await previous?.engine.cleanup();
-  const text = await loadText(fileListFiles(files));
-  const engine = new WorkerEngine(
-    worker,
-    { model: { kind: "files", files, name }, ...engineFor(files) },
-    (n, total, _item, phase) =>
+  const t0 = performance.now();
+  const model = await openModel({
+    model: files,
+    name,
+    engine: engineFor(files),
+    onProgress: (n, total, _item, phase) =>
       phase === "pipelines"
         ? progress(n, total, "compiling GPU kernels", "pipelines")
         : progress(n, total, "weights to the GPU"),
-  );
-  const t0 = performance.now();
-  let config: EngineConfig;
-  try {
-    config = await engine.start(0n);
-  } catch (e) {
-    await engine.cleanup();
-    throw e;
-  }
+    metrics: { component: "demo" },
+  });
   const loadTime = (performance.now() - t0) / 1000;
-  const metrics = await engineMetrics(
-    engine,
-    { namespace: "kiln", component: "demo", endpoint: "generate", workerId: 0n },
-    config,
-    loadTime,
-  );
-  loaded = { engine, config, text, metrics, requests: new RequestMetrics(metrics.registry) };
+  const { engine, config, text } = model;
+  loaded = model;
   // A worker that dies (a crash, the GPU process gone) ends its streams with `Disconnected`;
   // offer to load the same files into a new one.
   engine.onDeath((e) => {
@@ -201,7 +172,7 @@ function loadFiles(list: FileList | null): Promise<void> {
 }
 
 /** The prompt's token ids: chat messages through the template, or the text as it is. */
-function promptIds(m: Loaded, prompt: string): number[] {
+function promptIds(m: KilnModel, prompt: string): number[] {
   return ui.chat.checked
     ? encodeChat(m.text, [{ role: "user", content: prompt }])
     : m.text.tokenizer.encode(prompt);
@@ -220,46 +191,31 @@ async function generate(): Promise<void> {
   );
   const seed = num(ui.seed);
   running = new AbortController();
-  const ctx = new RequestContext({ signal: running.signal });
-  const tracker = m.requests.startRequest(m.config.model, ids.length);
-  const detok = new IncrementalDetokenizer(m.text.tokenizer, ids, { skipSpecial: true });
   ui.output.textContent = ui.chat.checked ? "" : prompt;
   ui.finish.textContent = "";
   setState("generating", "generating…");
-  let finish: FinishReason | undefined;
+  let finish: FinishReasonText | undefined;
   let count = 0;
   const t0 = performance.now();
   try {
-    const stream = m.engine.generate({
-      model: m.config.model,
-      token_ids: ids,
-      stop_conditions: { max_tokens: maxTokens },
-      sampling_options: {
-        temperature: num(ui.temperature) ?? 0.8,
-        top_p: num(ui.topP) ?? 1,
-        ...(num(ui.topK) ? { top_k: num(ui.topK)! } : {}),
-        ...(seed !== undefined ? { seed } : {}),
-      },
-      output_options: {},
-      eos_token_ids: [...m.text.tokenizer.eosTokenIds],
-      annotations: [],
-    }, ctx);
-    for await (const chunk of stream) {
-      if (chunk.token_ids.length > 0) {
-        tracker.tokens(chunk.token_ids.length);
-        count += chunk.token_ids.length;
-        ui.output.textContent += detok.push(chunk.token_ids);
-      }
-      if (chunk.finish_reason) finish = chunk.finish_reason;
+    const pieces = m.generate(ids, {
+      max_tokens: maxTokens,
+      temperature: num(ui.temperature) ?? 0.8,
+      top_p: num(ui.topP) ?? 1,
+      ...(num(ui.topK) ? { top_k: num(ui.topK)! } : {}),
+      ...(seed !== undefined ? { seed } : {}),
+      signal: running.signal,
+    });
+    for await (const piece of pieces) {
+      count += piece.tokens;
+      ui.output.textContent += piece.text;
+      if (piece.finish) finish = piece.finish;
     }
-    tracker.finish(finish === "cancelled" ? "cancelled" : "success");
-  } catch (e) {
-    tracker.finish("error", (e as Error).name);
-    throw e;
   } finally {
     running = undefined;
     const s = (performance.now() - t0) / 1000;
-    const reason = finish === undefined || typeof finish === "object" ? "error" : finish;
+    // The demo asks for no stop strings or stop tokens: OpenAI's `stop` is the model's EOS.
+    const reason = finish === undefined ? "error" : finish === "stop" ? "eos" : finish;
     ui.finish.textContent = `${count} tokens in ${s.toFixed(2)} s (${
       (count / s).toFixed(1)
     } tokens/s), finish: ${reason}`;

@@ -53,7 +53,7 @@ const HOST_ONLY = ["EngineHost", "exposeHost"];
 const ENTRY = "\0kiln-browser-entry";
 const entryModule = (outDir) =>
   [
-    `export * from ${JSON.stringify(join(outDir, "worker/openai.js"))};`,
+    `export * from ${JSON.stringify(join(outDir, "openai/completions.js"))};`,
     `export { WorkerEngine } from ${JSON.stringify(join(outDir, "worker/client.js"))};`,
     `export { KilnModel, kilnWorker, openModel } from ${
       JSON.stringify(join(outDir, "worker/open.js"))
@@ -62,7 +62,7 @@ const entryModule = (outDir) =>
   ].join("\n");
 const DTS = [
   "// The types of kiln.js: @kiln/kiln/worker's, less the engine host's.",
-  'export * from "../worker/openai.js";',
+  'export * from "../openai/completions.js";',
   'export { type Liveness, WorkerEngine } from "../worker/client.js";',
   "export {",
   "  type GenerateOptions,",

@@ -33,6 +33,8 @@ export interface SerializedError {
   stack?: string;
   /** The serialised `cause` chain (at most 8 levels deep). */
   cause?: SerializedError;
+  /** The request field the error is about (an `EngineError`'s {@linkcode EngineError.param}). */
+  param?: string;
 }
 
 /** Whether `value` is one of {@linkcode ERROR_TYPES}. */
@@ -46,22 +48,39 @@ export class EngineError extends Error {
   override readonly name = "EngineError";
   /** Dynamo error type of the failure. */
   readonly type: ErrorType;
+  /**
+   * The request field the error is about (`max_tokens`, `response_format`), when it is about
+   * one: what OpenAI's error body calls `param`.
+   */
+  readonly param?: string;
 
   /**
    * An error of Dynamo type `type`.
    *
    * @param type Dynamo error type.
    * @param message Human-readable description.
-   * @param options `cause`: the underlying error, if any.
+   * @param options `cause`: the underlying error, if any; `param`: the request field at fault.
    */
-  constructor(type: ErrorType, message: string, options?: { cause?: unknown }) {
+  constructor(type: ErrorType, message: string, options?: { cause?: unknown; param?: string }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.type = type;
+    if (options?.param !== undefined) this.param = options.param;
   }
 
   /** An `InvalidArgument` error: the caller's input was rejected. */
   static invalidArgument(message: string, cause?: unknown): EngineError {
     return new EngineError("InvalidArgument", message, { cause });
+  }
+
+  /**
+   * An `InvalidArgument` error about request field `param`: the message is `param: why`.
+   *
+   * @param param The field, as the request names it.
+   * @param why What is wrong with it.
+   * @param cause The underlying error, if any.
+   */
+  static invalidField(param: string, why: string, cause?: unknown): EngineError {
+    return new EngineError("InvalidArgument", `${param}: ${why}`, { cause, param });
   }
 
   /** An `EngineShutdown` error: the engine is not running (not started, stopped or drained). */
@@ -98,7 +117,7 @@ export class EngineError extends Error {
     return EngineError.invalidArgument(`${where}: ${library} threw ${what}`, error);
   }
 
-  /** The plain-data form, so `JSON.stringify` keeps type, message, stack and cause. */
+  /** The plain-data form, so `JSON.stringify` keeps type, message, param, stack and cause. */
   toJSON(): SerializedError {
     return serializeError(this);
   }
@@ -108,6 +127,7 @@ export class EngineError extends Error {
     const cause = data.cause === undefined ? undefined : EngineError.fromJSON(data.cause);
     const error = new EngineError(isErrorType(data.type) ? data.type : "Unknown", data.message, {
       cause,
+      ...(typeof data.param === "string" ? { param: data.param } : {}),
     });
     if (data.stack !== undefined) error.stack = data.stack;
     return error;
@@ -122,6 +142,7 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
       type: error instanceof EngineError ? error.type : "Unknown",
       message: error.message,
     };
+    if (error instanceof EngineError && error.param !== undefined) out.param = error.param;
     if (error.stack !== undefined) out.stack = error.stack;
     if (error.cause !== undefined && depth < 8) out.cause = serializeError(error.cause, depth + 1);
     return out;

@@ -28,6 +28,20 @@ Deno.test("EngineError serialises to plain data and back (structured clone safe)
   deepStrictEqual(JSON.parse(JSON.stringify(e)), JSON.parse(JSON.stringify(data)));
 });
 
+Deno.test("an EngineError's param survives its plain-data form, and only an EngineError's", () => {
+  const e = EngineError.invalidField("max_tokens", "too many", new RangeError("inner"));
+  equal(e.message, "max_tokens: too many");
+  equal(e.param, "max_tokens");
+  const data = structuredClone(e.toJSON());
+  equal(data.param, "max_tokens");
+  const back = EngineError.fromJSON(JSON.parse(JSON.stringify(data)));
+  equal(back.param, "max_tokens");
+  equal(back.type, "InvalidArgument");
+  equal(back.cause instanceof EngineError && back.cause.param, undefined);
+  ok(!("param" in EngineError.invalidArgument("no field").toJSON()));
+  equal(EngineError.fromJSON({ ...data, param: 7 as unknown as string }).param, undefined);
+});
+
 Deno.test("foreign errors keep their name and become Unknown", () => {
   const data = serializeError(new RangeError("out"));
   equal(data.name, "RangeError");

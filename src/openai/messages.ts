@@ -6,7 +6,7 @@
  */
 import { describe } from "../contract/describe.ts";
 import type { ChatMessage, ChatToolCall } from "../text/chat.ts";
-import { FieldError } from "./field_error.ts";
+import { EngineError } from "../contract/errors.ts";
 
 type Body = Record<string, unknown>;
 
@@ -20,7 +20,7 @@ function content(m: Body, at: string): string {
   if (Array.isArray(c)) {
     return c.map((part, j) => {
       if (!isObject(part) || part.type !== "text" || typeof part.text !== "string") {
-        throw new FieldError(
+        throw EngineError.invalidField(
           "messages",
           `${at}.content[${j}]: only text parts are supported, got ${describe(part)}`,
         );
@@ -28,7 +28,7 @@ function content(m: Body, at: string): string {
       return part.text;
     }).join("");
   }
-  throw new FieldError("messages", `${at}: expected text content, got ${describe(c)}`);
+  throw EngineError.invalidField("messages", `${at}: expected text content, got ${describe(c)}`);
 }
 
 function toolCall(c: unknown, at: string): ChatToolCall {
@@ -37,7 +37,7 @@ function toolCall(c: unknown, at: string): ChatToolCall {
     !isObject(c) || (c.type !== undefined && c.type !== "function") || !isObject(f) ||
     typeof f.name !== "string" || (c.id !== undefined && typeof c.id !== "string")
   ) {
-    throw new FieldError(
+    throw EngineError.invalidField(
       "messages",
       `${at}: expected {id, type: "function", function: {name, arguments}}`,
     );
@@ -52,7 +52,10 @@ function toolCall(c: unknown, at: string): ChatToolCall {
     }
   }
   if (typeof args !== "string" && !isObject(args)) {
-    throw new FieldError("messages", `${at}.function.arguments: expected JSON text or an object`);
+    throw EngineError.invalidField(
+      "messages",
+      `${at}.function.arguments: expected JSON text or an object`,
+    );
   }
   return {
     ...(c.id === undefined ? {} : { id: c.id as string }),
@@ -61,26 +64,32 @@ function toolCall(c: unknown, at: string): ChatToolCall {
   };
 }
 
-/** The template's messages for a chat body's `messages`; throws {@linkcode FieldError}. */
+/** The template's messages for a chat body's `messages`; throws `EngineError` (`InvalidArgument`, `param` the field). */
 export function chatMessages(v: unknown): ChatMessage[] {
   if (!Array.isArray(v) || v.length === 0) {
-    throw new FieldError("messages", "expected a non-empty array");
+    throw EngineError.invalidField("messages", "expected a non-empty array");
   }
   return v.map((m, i) => {
     const at = `[${i}]`;
     if (!isObject(m) || typeof m.role !== "string") {
-      throw new FieldError("messages", `${at}: expected a role and text content`);
+      throw EngineError.invalidField("messages", `${at}: expected a role and text content`);
     }
     const message: ChatMessage = { role: m.role, content: content(m, at) };
     if (m.tool_calls !== undefined && m.tool_calls !== null) {
       if (m.role !== "assistant" || !Array.isArray(m.tool_calls)) {
-        throw new FieldError("messages", `${at}.tool_calls: only an assistant's, as an array`);
+        throw EngineError.invalidField(
+          "messages",
+          `${at}.tool_calls: only an assistant's, as an array`,
+        );
       }
       message.tool_calls = m.tool_calls.map((c, j) => toolCall(c, `${at}.tool_calls[${j}]`));
     }
     if (m.role === "tool") {
       if (typeof m.tool_call_id !== "string") {
-        throw new FieldError("messages", `${at}.tool_call_id: a tool message names its call`);
+        throw EngineError.invalidField(
+          "messages",
+          `${at}.tool_call_id: a tool message names its call`,
+        );
       }
       message.tool_call_id = m.tool_call_id;
     }

@@ -7,7 +7,7 @@
  */
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { ChatTemplate } from "../text/chat.ts";
-import { FieldError } from "./field_error.ts";
+import { EngineError } from "../contract/errors.ts";
 import { chatMessages } from "./messages.ts";
 
 const FIXTURES = new URL("../../test/fixtures/chat_templates/", import.meta.url);
@@ -101,7 +101,7 @@ Deno.test("chat messages: what cannot be rendered is refused naming messages", (
   ];
   for (const messages of bad) {
     throws(() => chatMessages(messages), (e: unknown) => {
-      ok(e instanceof FieldError, String(e));
+      ok(e instanceof EngineError, String(e));
       equal(e.param, "messages");
       equal(e.type, "InvalidArgument");
       ok(e.message.startsWith("messages: "), e.message);

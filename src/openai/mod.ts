@@ -1,11 +1,35 @@
 /**
- * The OpenAI surface's structured output: `response_format` and `tool_choice` as Dynamo's
- * `guided_decoding`, chat `messages` with function calls for the template, and the readers of
- * function calls in a model's output, one per chat-template convention.
+ * Kiln's OpenAI layer, over any `LLMEngine` and with no HTTP: `/v1/completions` and
+ * `/v1/chat/completions` bodies checked and turned into Dynamo `PreprocessedRequest`s (a bad one
+ * is an `EngineError` `InvalidArgument` whose `param` names the field), `response_format` and
+ * `tool_choice` as `guided_decoding`, the engine's stream driven into OpenAI's response objects and
+ * stream chunks (stop strings, logprobs, usage, function calls read per chat-template convention),
+ * and the `chat.completions.create` / `completions.create` helpers `openModel` and `serve` share.
  * @module
  */
-export { FieldError } from "./field_error.ts";
+export * from "./completions.ts";
+export { badRequest, clip, MAX_MESSAGE, type OpenAIError, openAIError, quote } from "./errors.ts";
+export {
+  addToolCalls,
+  type Choice,
+  chunkBody,
+  responseBody,
+  textAfter,
+  type ToolCall,
+  usage,
+  usageChunk,
+} from "./format.ts";
+export {
+  type FinishText,
+  type Piece,
+  runChoice,
+  type TokenLogprob,
+  type TokenText,
+  type ToolCallDelta,
+} from "./generation.ts";
 export { chatMessages } from "./messages.ts";
+export { choiceSeed, type Job, type Limits, parseJob } from "./requests.ts";
+export { checkFields } from "./request_fields.ts";
 export {
   type GuidedDecoding,
   responseFormat,
@@ -23,3 +47,4 @@ export {
   type ToolCallStep,
 } from "./tool_calls.ts";
 export type { Opening, ParsedToolCall, Scan } from "./tool_scan.ts";
+export { countRefused, TrackedRequest } from "./tracking.ts";

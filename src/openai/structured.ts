@@ -6,7 +6,7 @@
  */
 import { describe } from "../contract/describe.ts";
 import type { ChatTemplate } from "../text/chat.ts";
-import { FieldError } from "./field_error.ts";
+import { EngineError } from "../contract/errors.ts";
 import { constrainedConvention, detectConvention, type ToolCallConvention } from "./tool_calls.ts";
 
 type Body = Record<string, unknown>;
@@ -35,7 +35,7 @@ export interface StructuredOutput {
 /** `response_format` as `guided_decoding` (undefined for text or none). */
 export function responseFormat(v: unknown): GuidedDecoding | undefined {
   if (v === undefined || v === null) return undefined;
-  const bad = (why: string) => new FieldError("response_format", why);
+  const bad = (why: string) => EngineError.invalidField("response_format", why);
   if (!isObject(v)) throw bad(`expected an object, got ${describe(v)}`);
   switch (v.type) {
     case "text":
@@ -70,9 +70,11 @@ const FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** `tools`: function definitions, checked. */
 function functions(v: unknown): Fn[] {
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw new FieldError("tools", `expected an array, got ${describe(v)}`);
+  if (!Array.isArray(v)) {
+    throw EngineError.invalidField("tools", `expected an array, got ${describe(v)}`);
+  }
   return v.map((t, i) => {
-    const bad = (why: string) => new FieldError("tools", `[${i}]: ${why}`);
+    const bad = (why: string) => EngineError.invalidField("tools", `[${i}]: ${why}`);
     if (!isObject(t) || t.type !== "function" || !isObject(t.function)) {
       throw bad('expected {type: "function", function: {name, description, parameters}}');
     }
@@ -104,42 +106,53 @@ const callSchema = (f: Fn): Body => ({
  * The structured-output fields of a body: `response_format` (both forms), and for chat `tools`,
  * `tool_choice` (`none`, `auto`, `required`, `{type: "function", function: {name}}`) and
  * `parallel_tool_calls`. `tool_choice` `none` leaves the functions out of the prompt. Throws
- * {@linkcode FieldError} naming the field.
+ * `EngineError` (`InvalidArgument`, `param` the field) naming the field.
  */
-export function structuredOutput(b: Body, chat: boolean, template: ChatTemplate): StructuredOutput {
+export function structuredOutput(
+  b: Record<string, unknown>,
+  chat: boolean,
+  template: ChatTemplate,
+): StructuredOutput {
   const format = responseFormat(b.response_format);
   const out: StructuredOutput = format ? { guided: format, guidedBy: "response_format" } : {};
   const fns = functions(b.tools);
-  if (!chat && fns.length > 0) throw new FieldError("tools", "only chat completions take tools");
+  if (!chat && fns.length > 0) {
+    throw EngineError.invalidField("tools", "only chat completions take tools");
+  }
   const choice = b.tool_choice ?? (fns.length > 0 ? "auto" : "none");
   const parallel = b.parallel_tool_calls;
   if (parallel !== undefined && parallel !== null && typeof parallel !== "boolean") {
-    throw new FieldError("parallel_tool_calls", "expected a boolean");
+    throw EngineError.invalidField("parallel_tool_calls", "expected a boolean");
   }
   if (choice === "none") return out;
   let named: Fn | undefined;
   if (isObject(choice)) {
     const name = isObject(choice.function) ? choice.function.name : undefined;
     if (choice.type !== "function" || typeof name !== "string") {
-      throw new FieldError("tool_choice", 'expected {type: "function", function: {name}}');
+      throw EngineError.invalidField(
+        "tool_choice",
+        'expected {type: "function", function: {name}}',
+      );
     }
     named = fns.find((f) => f.name === name);
     if (named === undefined) {
-      throw new FieldError("tool_choice", `no function ${describe(name)} among tools`);
+      throw EngineError.invalidField("tool_choice", `no function ${describe(name)} among tools`);
     }
   } else if (choice !== "auto" && choice !== "required") {
-    throw new FieldError(
+    throw EngineError.invalidField(
       "tool_choice",
       `expected "none", "auto", "required" or a named function, got ${describe(choice)}`,
     );
   }
-  if (fns.length === 0) throw new FieldError("tool_choice", "no tools given to choose from");
+  if (fns.length === 0) {
+    throw EngineError.invalidField("tool_choice", "no tools given to choose from");
+  }
   const maxCalls = parallel === false || named ? 1 : Infinity;
   const convention = template.isDefault ? undefined : detectConvention(template.source);
   out.tools = (b.tools as Body[]).map((t) => ({ ...t }));
   if (choice === "auto") {
     if (convention === undefined) {
-      throw new FieldError(
+      throw EngineError.invalidField(
         "tools",
         "the model's chat template shows no tool-call format Kiln can read (use tool_choice " +
           '"required" or a named function, whose output is constrained)',
@@ -149,7 +162,7 @@ export function structuredOutput(b: Body, chat: boolean, template: ChatTemplate)
     return out;
   }
   if (format) {
-    throw new FieldError(
+    throw EngineError.invalidField(
       "response_format",
       `cannot be combined with tool_choice ${describe(choice)}`,
     );

@@ -179,7 +179,7 @@ export class ToolCallParser {
   #calls = 0;
 
   /** `maxCalls`: calls past it are dropped (`parallel_tool_calls: false` keeps one). */
-  constructor(readonly convention: ToolCallConvention, readonly maxCalls = Infinity) {}
+  constructor(readonly convention: ToolCallConvention, readonly maxCalls: number = Infinity) {}
 
   /** Calls given out so far. */
   get calls(): number {

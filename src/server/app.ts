@@ -12,9 +12,16 @@ import type { ModelText } from "../text/load.ts";
 import { HttpError, quote } from "./errors.ts";
 import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
 import { Access, type AccessOptions } from "./access.ts";
-import { type Choice, chunkBody, responseBody, textAfter, usage, usageChunk } from "./format.ts";
-import { runChoice } from "./generation.ts";
-import { type Job, parseJob } from "./requests.ts";
+import {
+  type Choice,
+  chunkBody,
+  responseBody,
+  textAfter,
+  usage,
+  usageChunk,
+} from "../openai/format.ts";
+import { type Job, parseJob } from "../openai/requests.ts";
+import { countRefused, TrackedRequest } from "../openai/tracking.ts";
 
 /**
  * What the server runs on and how it answers. The access fields (`access.ts`): `bindHost`, the
@@ -176,13 +183,8 @@ export class KilnServer {
         }
         return await this.#completion(req, chat, pathname, state);
       } catch (e) {
-        if (!state.counted) {
-          this.options.requests.requests.inc(1, {
-            model: this.modelName ?? "",
-            status: "error",
-            error_type: HttpError.from(e).type,
-          });
-        }
+        const { requests } = this.options;
+        if (!state.counted) countRefused(requests, this.modelName ?? "", HttpError.from(e).type);
         throw e;
       }
     }
@@ -282,13 +284,12 @@ export class KilnServer {
     const shutdown = this.#shutdown.signal;
     const signal = AbortSignal.any([clientSignal, shutdown]);
     this.#active++;
-    const tracker = this.options.requests.startRequest(job.model, job.prompt.length);
+    const tracked = new TrackedRequest(this.options.requests, job);
     let tokens = 0;
     const choice = async (i: number) => {
       let finished = false;
-      for await (const p of runChoice(this.options.engine, text, job, i, signal)) {
+      for await (const p of tracked.choice(this.options.engine, text, i, signal)) {
         tokens += p.tokens;
-        if (p.tokens > 0) tracker.tokens(p.tokens);
         let finish: string | null = p.finish ?? null;
         if (finish === "cancelled" && shutdown.aborted) finish = ABORT_FINISH;
         finished ||= finish !== null;
@@ -303,10 +304,10 @@ export class KilnServer {
     const run = (async () => {
       try {
         await Promise.all(Array.from({ length: job.n }, (_, i) => choice(i)));
-        tracker.finish(signal.aborted ? "cancelled" : "success");
+        tracked.succeeded(signal);
         return tokens;
       } catch (e) {
-        tracker.finish(signal.aborted ? "cancelled" : "error", HttpError.from(e).type);
+        tracked.failed(signal, e);
         throw e;
       } finally {
         this.#active--;

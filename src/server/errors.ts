@@ -1,21 +1,11 @@
-/** OpenAI-style error responses: `{"error": {"message", "type", "param", "code"}}`. */
-import { EngineError } from "../contract/errors.ts";
-import { FieldError } from "../openai/field_error.ts";
-
-/** Longest error message sent back (a bad value is quoted in it, never echoed whole). */
-export const MAX_MESSAGE = 512;
-
-/** `s` cut to `max` characters, marking the cut. */
-export function clip(s: string, max = MAX_MESSAGE): string {
-  return s.length <= max ? s : `${s.slice(0, max)}… (${s.length - max} more characters)`;
-}
-
 /**
- * A client's value as JSON, short enough to quote in a message (`NaN` and `Infinity`, which JSON
- * has no form for, as themselves rather than JSON's `null`).
+ * OpenAI-style error responses, `{"error": {"message", "type", "param", "code"}}`: the HTTP
+ * side's own (401, 404, 405, 413, ...) and, in one place, any `EngineError` (`fromEngine`).
  */
-export const quote = (v: unknown, max = 64): string =>
-  clip(typeof v === "number" ? String(v) : JSON.stringify(v) ?? String(v), max);
+import { EngineError } from "../contract/errors.ts";
+import { clip, openAIError } from "../openai/errors.ts";
+
+export { clip, MAX_MESSAGE, quote } from "../openai/errors.ts";
 
 export class HttpError extends Error {
   override readonly name = "HttpError";
@@ -54,25 +44,14 @@ export class HttpError extends Error {
     return this;
   }
 
-  /** The HTTP status an engine error maps to. */
+  /**
+   * The response for an engine error: OpenAI's status, type and `param` for it (see
+   * `openAIError`); 429 and 503 with `Retry-After: 1`.
+   */
   static fromEngine(e: EngineError): HttpError {
-    switch (e.type) {
-      case "InvalidArgument":
-        return new HttpError(
-          400,
-          e.message,
-          "invalid_request_error",
-          e instanceof FieldError ? e.param : null,
-        );
-      case "ResourceExhausted":
-        return new HttpError(429, e.message, "rate_limit_error").with({ "retry-after": "1" });
-      case "EngineShutdown":
-      case "Disconnected":
-      case "CannotConnect":
-        return new HttpError(503, e.message, "service_unavailable").with({ "retry-after": "1" });
-      default:
-        return new HttpError(500, e.message, "internal_error");
-    }
+    const { status, message, type, param } = openAIError(e);
+    const error = new HttpError(status, message, type, param);
+    return status === 429 || status === 503 ? error.with({ "retry-after": "1" }) : error;
   }
 
   static from(e: unknown): HttpError {

@@ -13,7 +13,7 @@ import { specFiles } from "../adapters/deno/file_source.ts";
 import { ChatTemplate } from "../text/chat.ts";
 import { loadText } from "../text/load.ts";
 import { HttpError } from "./errors.ts";
-import { parseJob } from "./requests.ts";
+import { parseJob } from "../openai/requests.ts";
 import { mockServer } from "../../test/support/server.ts";
 import { FORTUNE } from "../../test/support/fortune_engine.ts";
 
@@ -140,8 +140,10 @@ Deno.test("a chat template over its render budget is 400: the same messages alwa
   const body = { model: "fortune", messages: Array(10).fill({ role: "user", content: "x" }) };
   const limits = { maxN: 1, contextLength: 1024, maxLogprobs: 0 };
   throws(() => parseJob(body, true, tight, limits), (e: unknown) => {
-    ok(e instanceof HttpError && e.status === 400 && e.param === "messages", String(e));
-    ok(/chat template/.test(e.message), e.message);
+    ok(e instanceof EngineError && e.param === "messages", String(e));
+    const h = HttpError.from(e);
+    ok(h.status === 400 && h.param === "messages", String(e));
+    ok(/chat template/.test(h.message), h.message);
     return true;
   });
 });

@@ -21,4 +21,4 @@ export {
   openModel,
   type OpenModelOptions,
 } from "./open.ts";
-export * from "./openai.ts";
+export * from "../openai/completions.ts";

@@ -5,14 +5,15 @@
  * `chat.completions.create` and `completions.create`, and the engine's metrics as Prometheus text.
  */
 import type { EngineConfig } from "../contract/types.ts";
-import { engineMetrics, shutDown } from "../metrics/engine_lifecycle.ts";
+import { shutDown } from "../metrics/engine_lifecycle.ts";
 import type { EngineMetrics } from "../metrics/engine_metrics.ts";
 import type { Format } from "../metrics/exposition.ts";
 import { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import { fileListFiles, ggufEntry, type ModelFiles, modelName } from "../model/source.ts";
+import { startModel } from "../model/start.ts";
 import { urlFiles } from "../model/url_source.ts";
-import { loadText, type ModelText } from "../text/load.ts";
+import type { ModelText } from "../text/load.ts";
 import { type Liveness, WorkerEngine } from "./client.ts";
 import {
   ChatCompletions,
@@ -21,7 +22,7 @@ import {
   generateText,
   type OpenAITarget,
   type TextPiece,
-} from "./openai.ts";
+} from "../openai/completions.ts";
 import type { HostOptions, ModelSpec } from "./protocol.ts";
 import { kilnWorker } from "./worker_module.ts";
 
@@ -131,32 +132,18 @@ function source(model: OpenModelOptions["model"]): { spec: ModelSpec; files: Mod
 export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
   const { spec, files } = source(options.model);
   if (options.name !== undefined) spec.name = options.name;
-  const text = await loadText(files);
   const engine = new WorkerEngine(
     options.makeWorker ?? kilnWorker,
     { ...options.engine, model: spec },
     options.onProgress,
     ...(options.liveness ? [options.liveness] : []),
   );
-  const t0 = performance.now();
-  let config: EngineConfig;
-  try {
-    config = await engine.start(0n);
-  } catch (e) {
-    await engine.cleanup();
-    throw e;
-  }
   const m = options.metrics ?? {};
-  const metrics = await engineMetrics(
-    engine,
-    {
-      namespace: m.namespace ?? "kiln",
-      component: m.component ?? "page",
-      endpoint: m.endpoint ?? "generate",
-      workerId: 0n,
-    },
-    config,
-    (performance.now() - t0) / 1000,
-  );
+  const { config, text, metrics } = await startModel(engine, files, {
+    namespace: m.namespace ?? "kiln",
+    component: m.component ?? "page",
+    endpoint: m.endpoint ?? "generate",
+    workerId: 0n,
+  });
   return new KilnModel(engine, config, text, metrics);
 }

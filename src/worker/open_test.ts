@@ -6,7 +6,7 @@ import {
   APIUserAbortError,
   type ChatCompletionChunk,
   type ChatCompletionRequest,
-} from "./openai.ts";
+} from "../openai/completions.ts";
 import type { HostStats } from "./protocol.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;

@@ -11,11 +11,11 @@
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
-import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
+import { shutDown } from "../../metrics/engine_lifecycle.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { modelName } from "../../model/source.ts";
+import { startModel } from "../../model/start.ts";
 import { IncrementalDetokenizer } from "../../text/detokenizer.ts";
-import { loadText } from "../../text/load.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
 import { KERNEL_PATHS_ENV, kernelPathsOption } from "./kernel_paths.ts";
@@ -57,23 +57,20 @@ const exitWith = (e: unknown): never => {
 
 const files = dirFiles(modelPath);
 const name = modelName(modelPath);
-const text = await loadText(files).catch(exitWith);
+const engine = new WebGpuEngine({ files, name, kvBlocks: 64, ...kernelPathsOption(env) });
+const { config, text, metrics } = await startModel(
+  engine,
+  files,
+  { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
+).catch(exitWith);
 let prompt = text.tokenizer.encode(promptText);
 if (prompt.length === 0) {
   // An empty text encodes to nothing when the tokenizer adds no BOS (a GGUF whose metadata says
   // add_bos_token: false): start from the model's BOS token, if it has one.
-  prompt = [
-    text.tokenizer.bosTokenId ?? fail(`${name} has no BOS token to start from: a PROMPT is needed`),
-  ];
+  const bos = text.tokenizer.bosTokenId;
+  if (bos === undefined) await engine.cleanup();
+  prompt = [bos ?? fail(`${name} has no BOS token to start from: a PROMPT is needed`)];
 }
-const engine = new WebGpuEngine({ files, name, kvBlocks: 64, ...kernelPathsOption(env) });
-const config = await engine.start(1n).catch(exitWith);
-const metrics = await engineMetrics(
-  engine,
-  { namespace: "kiln", component: "start", endpoint: "generate", workerId: 1n },
-  config,
-  engine.modelLoadTime,
-);
 const requests = new RequestMetrics(metrics.registry);
 console.error(
   `${name} (${config.runtime_data?.weights_dtype}) on ${config.runtime_data?.adapter}: loaded in ${

@@ -10,9 +10,9 @@
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
+import { startModel } from "../../model/start.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { KilnServer } from "../../server/app.ts";
-import { loadText } from "../../text/load.ts";
 import { WorkerSupervisor } from "../../server/supervisor.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
@@ -124,11 +124,11 @@ const bar = setInterval(draw, 200);
 /** The first load's bar is on screen (a replacement worker's load draws none). */
 let drawing = true;
 try {
-  const [config, text] = await Promise.all([engine.start(1n), loadText(specFiles(model))]);
+  const started = await startModel(engine, specFiles(model), hierarchy);
   draw();
   const loaded = (performance.now() - t0) / 1000;
-  // Now with the model's labels.
-  metrics = await engineMetrics(engine, hierarchy, config, loaded);
+  const { config, text } = started;
+  metrics = started.metrics; // now with the model's labels
   server.ready(config, text, metrics);
   clearInterval(bar);
   drawing = false;
@@ -145,7 +145,7 @@ try {
   clearInterval(bar);
   drawing = false;
   console.error(`\nfailed to load ${dir}: ${(e as Error).message}`);
-  await engine.cleanup();
+  await engine.cleanup(); // startModel has, unless what failed came after it
   await http.shutdown();
   Deno.exit(1);
 }

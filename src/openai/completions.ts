@@ -1,25 +1,17 @@
 /**
  * OpenAI-shaped completions over any `LLMEngine`, in process (no HTTP): the request bodies,
  * responses and stream chunks of `/v1/chat/completions` and `/v1/completions`, built by the same
- * code as Kiln's server (`src/server/`). Bad requests fail with `InvalidArgument`.
+ * code as Kiln's server (`src/server/` serves this layer over HTTP). Bad requests fail with
+ * `InvalidArgument` naming the field (`param`).
  */
 import type { LLMEngine } from "../contract/engine.ts";
-import { EngineError } from "../contract/errors.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
-import {
-  type Choice,
-  chunkBody,
-  responseBody,
-  textAfter,
-  usage,
-  usageChunk,
-} from "../server/format.ts";
-export type { Usage } from "../server/format.ts";
-import { type Piece, runChoice } from "../server/generation.ts";
-import { HttpError } from "../server/errors.ts";
-import { type Job, parseJob } from "../server/requests.ts";
 import type { ModelText } from "../text/load.ts";
 import { APIUserAbortError } from "./abort_error.ts";
+import { type Choice, chunkBody, responseBody, textAfter, usage, usageChunk } from "./format.ts";
+import type { Piece } from "./generation.ts";
+import { type Job, parseJob } from "./requests.ts";
+import { TrackedRequest } from "./tracking.ts";
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -28,9 +20,10 @@ import type {
   CompletionRequest,
   FinishReasonText,
   SamplingFields,
-} from "./openai_types.ts";
+} from "./types.ts";
 export { APIUserAbortError } from "./abort_error.ts";
-export type * from "./openai_types.ts";
+export type { Usage } from "./format.ts";
+export type * from "./types.ts";
 
 /** Per-call options: `signal` cancels the request (a stream then ends with `cancelled`). */
 export interface RequestOptions {
@@ -57,39 +50,18 @@ export interface OpenAITarget {
 }
 
 function job(target: OpenAITarget, body: SamplingFields, chat: boolean): Job {
-  try {
-    return parseJob({ ...body, model: body.model ?? target.model }, chat, target.text, {
-      maxN: 1,
-      contextLength: target.contextLength,
-      maxLogprobs: 20,
-    });
-  } catch (e) {
-    if (e instanceof HttpError) throw EngineError.invalidArgument(e.message);
-    throw e;
-  }
+  return parseJob({ ...body, model: body.model ?? target.model }, chat, target.text, {
+    maxN: 1,
+    contextLength: target.contextLength,
+    maxLogprobs: 20,
+  });
 }
 
 const newId = (prefix: string) => `${prefix}-${crypto.randomUUID().replaceAll("-", "")}`;
 
-/** The pieces of one choice, counted in the request metrics. */
-async function* pieces(target: OpenAITarget, job: Job, signal: AbortSignal): AsyncGenerator<Piece> {
-  const tracker = target.requests?.startRequest(job.model, job.prompt.length);
-  let done = false;
-  try {
-    for await (const p of runChoice(target.engine, target.text, job, 0, signal)) {
-      if (p.tokens > 0) tracker?.tokens(p.tokens);
-      yield p;
-    }
-    done = true;
-    tracker?.finish(signal.aborted ? "cancelled" : "success");
-  } catch (e) {
-    done = true;
-    tracker?.finish(signal.aborted ? "cancelled" : "error", (e as Error).name);
-    throw e;
-  } finally {
-    if (!done) tracker?.finish("cancelled"); // the caller stopped reading
-  }
-}
+/** The pieces of the choice, counted in the request metrics. */
+const pieces = (target: OpenAITarget, job: Job, signal: AbortSignal): AsyncGenerator<Piece> =>
+  TrackedRequest.single(target.requests, target.engine, target.text, job, signal);
 
 async function* streamed<T>(
   target: OpenAITarget,

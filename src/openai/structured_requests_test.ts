@@ -5,10 +5,11 @@
  */
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
-import { TOOL_CALL_CONVENTIONS } from "../openai/tool_calls.ts";
+import { TOOL_CALL_CONVENTIONS } from "./tool_calls.ts";
 import { ChatTemplate } from "../text/chat.ts";
 import { encodeChat, loadText, type ModelText } from "../text/load.ts";
-import { HttpError } from "./errors.ts";
+import { EngineError } from "../contract/errors.ts";
+import { openAIError } from "./errors.ts";
 import { parseJob } from "./requests.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
@@ -136,7 +137,8 @@ Deno.test("what cannot be honoured is a 400 naming the field", () => {
           limits,
         ),
       (e: unknown) => {
-        const h = HttpError.from(e);
+        ok(e instanceof EngineError && e.type === "InvalidArgument", String(e));
+        const h = openAIError(e);
         equal(h.status, 400, h.message);
         equal(h.param, param, h.message);
         ok(h.message.startsWith(`${param}: `), h.message);

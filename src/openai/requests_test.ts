@@ -2,7 +2,8 @@
 import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { loadText } from "../text/load.ts";
-import { HttpError } from "./errors.ts";
+import { EngineError } from "../contract/errors.ts";
+import { openAIError } from "./errors.ts";
 import { choiceSeed, parseJob } from "./requests.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
@@ -17,9 +18,10 @@ const job = (body: Record<string, unknown>, chat = false) =>
   );
 const refused = (body: Record<string, unknown>, param: string, chat = false) =>
   throws(() => job(chat ? body : { prompt: "Hi", ...body }, chat), (e: unknown) => {
-    ok(e instanceof HttpError, String(e));
-    equal(e.status, 400);
+    ok(e instanceof EngineError, String(e));
+    equal(e.type, "InvalidArgument");
     equal(e.param, param, e.message);
+    equal(openAIError(e).status, 400);
     return true;
   });
 

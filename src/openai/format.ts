@@ -3,10 +3,15 @@ import type { TokenLogprob, ToolCallDelta } from "./generation.ts";
 import type { Job } from "./requests.ts";
 import { tokenLabel } from "../text/token_bytes.ts";
 
+/** One choice's part of a response or chunk, before it is shaped as chat or completion. */
 export interface Choice {
+  /** The choice's index (`n` > 1). */
   index: number;
+  /** Its text (new text, in a chunk). */
   text: string;
+  /** Its tokens' logprobs, when asked for. */
   logprobs: TokenLogprob[];
+  /** OpenAI's finish reason, or `null` until the last chunk. */
   finish: string | null;
   /** A chunk's call deltas; a whole response's calls, merged (see `addToolCalls`). */
   toolCalls?: ToolCallDelta[];
@@ -14,8 +19,11 @@ export interface Choice {
 
 /** A whole call, as a response's `message.tool_calls` entry. */
 export interface ToolCall {
+  /** The call's id. */
   id: string;
+  /** Always `function`. */
   type: "function";
+  /** The function's name and its arguments' JSON text. */
   function: { name: string; arguments: string };
 }
 
@@ -89,6 +97,7 @@ export interface Usage {
   total_tokens: number;
 }
 
+/** The usage of a request with `prompt` prompt and `completion` generated tokens. */
 export const usage = (prompt: number, completion: number): Usage => ({
   prompt_tokens: prompt,
   completion_tokens: completion,

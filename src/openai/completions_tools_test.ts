@@ -16,7 +16,7 @@ import {
   type ChatCompletionRequest,
   ChatCompletions,
   Completions,
-} from "./openai.ts";
+} from "./completions.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 const NEMO = new URL(

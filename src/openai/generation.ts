@@ -10,18 +10,22 @@ import type { FinishReason } from "../contract/types.ts";
 import { IncrementalDetokenizer } from "../text/detokenizer.ts";
 import type { ModelText } from "../text/load.ts";
 import { StopStrings } from "../text/stop_strings.ts";
-import { FieldError } from "../openai/field_error.ts";
-import { ToolCallParser } from "../openai/tool_calls.ts";
+import { ToolCallParser } from "./tool_calls.ts";
 import type { Job } from "./requests.ts";
 
 /** A token's text alone, and its bytes (which the text may not show: see `tokenLabel`). */
 export interface TokenText {
+  /** The token decoded alone (special tokens kept). */
   token: string;
+  /** The token's bytes. */
   bytes: Uint8Array;
 }
 
+/** A generated token with its logprob and the top alternatives asked for. */
 export interface TokenLogprob extends TokenText {
+  /** The token's log probability. */
   logprob: number;
+  /** The likeliest alternatives, likeliest first. */
   top: (TokenText & { logprob: number })[];
 }
 
@@ -43,12 +47,15 @@ export interface ToolCallDelta {
 /** OpenAI's finish reasons of a choice that did not fail. */
 export type FinishText = "stop" | "length" | "cancelled" | "tool_calls";
 
+/** A part of one choice's stream: new text, calls, logprobs, and the finish on the last. */
 export interface Piece {
+  /** New text (empty while a stop string or a multi-byte character is pending). */
   text: string;
   /** Parts of function calls read from the output (chat with `tools`). */
   toolCalls?: ToolCallDelta[];
   /** The tokens behind this piece, with logprobs when asked for. */
   logprobs: TokenLogprob[];
+  /** Tokens generated behind this piece. */
   tokens: number;
   /** OpenAI finish reason on the last piece. */
   finish?: FinishText;
@@ -65,7 +72,7 @@ function finishOf(reason: FinishReason): FinishText {
  * (the engine then ends the request `cancelled` before any token). A consumer that stops pulling
  * (`break`, `return`, `throw` in its loop) cancels the engine request too. With `tools`, calls
  * are read from the text (`toolCalls`; finish `tool_calls` when the model stopped after some). An
- * engine that refuses the request's `guided_decoding` fails it with a {@linkcode FieldError}
+ * engine that refuses the request's `guided_decoding` fails it with a `EngineError` (`InvalidArgument`, `param` the field)
  * naming the OpenAI field it came from.
  */
 export function runChoice(
@@ -166,7 +173,11 @@ async function* textPieces(
       guidedBy !== undefined && e instanceof EngineError && e.type === "InvalidArgument" &&
       e.message.includes("guided_decoding")
     ) {
-      throw new FieldError(guidedBy, `the engine cannot constrain the output: ${e.message}`, e);
+      throw EngineError.invalidField(
+        guidedBy,
+        `the engine cannot constrain the output: ${e.message}`,
+        e,
+      );
     }
     throw e;
   } finally {

@@ -3,7 +3,7 @@
  * refused with 400 naming it: a 200 that silently dropped `logit_bias` or `tools` would return
  * output the client did not ask for.
  */
-import { HttpError } from "./errors.ts";
+import { badRequest } from "./errors.ts";
 
 type Body = Record<string, unknown>;
 
@@ -56,14 +56,14 @@ const empty = (v: unknown) =>
   (Array.isArray(v) && v.length === 0) ||
   (typeof v === "object" && !Array.isArray(v) && Object.keys(v as object).length === 0);
 
-const unsupported = (field: string, why: string) => HttpError.badRequest(`${field}: ${why}`, field);
+const unsupported = (field: string, why: string) => badRequest(`${field}: ${why}`, field);
 
 /**
  * Refuse a body with a field Kiln does not honour: one it does not know (400 `unsupported
  * field`), or a known one whose value would need what Kiln lacks (`logit_bias` with entries,
  * a `suffix`, the legacy `functions` and `function_call`).
  */
-export function checkFields(b: Body, chat: boolean): void {
+export function checkFields(b: Record<string, unknown>, chat: boolean): void {
   const known = chat ? CHAT : COMPLETIONS;
   for (const key of Object.keys(b)) {
     if (!known.has(key)) {

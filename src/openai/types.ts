@@ -1,5 +1,5 @@
 /** The request and response shapes of Kiln's in-process OpenAI helpers (`openai.ts`). */
-import type { Usage } from "../server/format.ts";
+import type { Usage } from "./format.ts";
 
 /** Sampling and stop fields shared by both request forms (OpenAI's names, plus vLLM's). */
 export interface SamplingFields {

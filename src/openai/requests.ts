@@ -5,21 +5,30 @@
 import { EngineError } from "../contract/errors.ts";
 import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
 import { encodeChat, type ModelText } from "../text/load.ts";
-import { FieldError } from "../openai/field_error.ts";
-import { chatMessages } from "../openai/messages.ts";
-import { type StructuredOutput, structuredOutput } from "../openai/structured.ts";
-import { HttpError, quote } from "./errors.ts";
+import { badRequest, quote } from "./errors.ts";
+import { chatMessages } from "./messages.ts";
+import { type StructuredOutput, structuredOutput } from "./structured.ts";
 import { checkFields } from "./request_fields.ts";
 
+/** A checked OpenAI request: what the engine runs per choice, and how the text is shaped. */
 export interface Job {
+  /** The chat form (`/v1/chat/completions`) rather than completions. */
   chat: boolean;
+  /** The request's `model`. */
   model: string;
+  /** The prompt's token ids (through the chat template, for chat). */
   prompt: number[];
+  /** Choices to generate. */
   n: number;
+  /** Stream chunks rather than answer whole. */
   stream: boolean;
+  /** `stream_options.include_usage`: a usage chunk ends the stream. */
   includeUsage: boolean;
+  /** Stop strings. */
   stop: string[];
+  /** `include_stop_str_in_output`. */
   includeStop: boolean;
+  /** Leave special tokens out of the text. */
   skipSpecial: boolean;
   /** Top alternatives per token (0 = only the chosen token's logprob); undefined: none. */
   logprobs: number | undefined;
@@ -33,9 +42,13 @@ export interface Job {
   request(i: number): PreprocessedRequest;
 }
 
+/** What a request may ask for. */
 export interface Limits {
+  /** Largest `n`. */
   maxN: number;
+  /** The context length: the prompt and `max_tokens` must fit in it. */
   contextLength: number;
+  /** Largest `logprobs` / `top_logprobs`. */
   maxLogprobs: number;
 }
 
@@ -48,7 +61,7 @@ const num = (b: Body, k: string, lo: number, hi: number, int = false): number | 
     typeof v !== "number" || !Number.isFinite(v) || v < lo || v > hi ||
     (int && !Number.isInteger(v))
   ) {
-    throw HttpError.badRequest(
+    throw badRequest(
       `${k}: expected ${int ? "an integer" : "a number"} in [${lo}, ${hi}], got ${quote(v)}`,
       k,
     );
@@ -59,7 +72,7 @@ const num = (b: Body, k: string, lo: number, hi: number, int = false): number | 
 const bool = (b: Body, k: string): boolean | undefined => {
   const v = b[k];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "boolean") throw HttpError.badRequest(`${k}: expected a boolean`, k);
+  if (typeof v !== "boolean") throw badRequest(`${k}: expected a boolean`, k);
   return v;
 };
 
@@ -68,7 +81,7 @@ function stops(b: Body): string[] {
   if (v === undefined || v === null) return [];
   const list = typeof v === "string" ? [v] : v;
   if (!Array.isArray(list) || list.length > 4 || !list.every((s) => typeof s === "string")) {
-    throw HttpError.badRequest("stop: expected a string or up to 4 strings", "stop");
+    throw badRequest("stop: expected a string or up to 4 strings", "stop");
   }
   return list as string[];
 }
@@ -82,7 +95,7 @@ function prompt(b: Body, text: ModelText): number[] {
   if (Array.isArray(p) && p.length > 0 && p.every((t) => Number.isInteger(t) && t >= 0)) {
     return p as number[];
   }
-  throw HttpError.badRequest("prompt: expected a string or an array of token ids", "prompt");
+  throw badRequest("prompt: expected a string or an array of token ids", "prompt");
 }
 
 function chatPrompt(b: Body, text: ModelText, tools: StructuredOutput["tools"]): number[] {
@@ -93,7 +106,7 @@ function chatPrompt(b: Body, text: ModelText, tools: StructuredOutput["tools"]):
     // The template's render budget: the same messages always exceed it, so retrying cannot
     // help (400, not the 429 a ResourceExhausted engine error gets).
     if (e instanceof EngineError && e.type === "ResourceExhausted") {
-      throw HttpError.badRequest(e.message, "messages");
+      throw badRequest(e.message, "messages");
     }
     throw e;
   }
@@ -112,7 +125,7 @@ function tokenIdList(b: Body, k: string): number[] | undefined {
   const v = b[k];
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v) || !v.every((t) => Number.isInteger(t) && t >= 0 && t <= 0xffff_ffff)) {
-    throw HttpError.badRequest(`${k}: expected an array of token ids`, k);
+    throw badRequest(`${k}: expected an array of token ids`, k);
   }
   return v as number[];
 }
@@ -125,36 +138,39 @@ function echoText(b: Body, ids: number[], text: ModelText): string {
   return text.tokenizer.decode(ids, { skipSpecial: false });
 }
 
-/** Check a body and build the job; `chat` picks the chat form. Throws `HttpError` 400. */
+/**
+ * Check a body and build the job; `chat` picks the chat form. Throws `EngineError`
+ * (`InvalidArgument`, its `param` the field at fault, its message clipped) for a bad body.
+ */
 export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
   try {
     return buildJob(body, chat, text, limits);
   } catch (e) {
-    if (e instanceof FieldError) throw HttpError.badRequest(e.message, e.param);
+    if (e instanceof EngineError && e.param !== undefined) throw badRequest(e.message, e.param);
     throw e;
   }
 }
 
 function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw HttpError.badRequest("the body must be a JSON object");
+    throw badRequest("the body must be a JSON object");
   }
   const b = body as Body;
   checkFields(b, chat);
-  if (typeof b.model !== "string") throw HttpError.badRequest("model: required", "model");
+  if (typeof b.model !== "string") throw badRequest("model: required", "model");
   const structured = structuredOutput(b, chat, text.chat);
   const ids = chat ? chatPrompt(b, text, structured.tools) : prompt(b, text);
   const n = num(b, "n", 1, Infinity, true) ?? 1;
-  if (n > limits.maxN) throw HttpError.badRequest(`n: at most ${limits.maxN}`, "n");
+  if (n > limits.maxN) throw badRequest(`n: at most ${limits.maxN}`, "n");
   const bestOf = num(b, "best_of", 1, Infinity, true);
   if (bestOf !== undefined && bestOf !== n) {
     // Ranking candidates by their summed logprobs is not implemented: only best_of = n, which
     // returns every candidate, is honoured.
-    throw HttpError.badRequest(`best_of: only best_of = n (${n}) is supported`, "best_of");
+    throw badRequest(`best_of: only best_of = n (${n}) is supported`, "best_of");
   }
   const room = limits.contextLength - ids.length;
   if (room <= 0) {
-    throw HttpError.badRequest(
+    throw badRequest(
       `the prompt is ${ids.length} tokens; the context is ${limits.contextLength}`,
       chat ? "messages" : "prompt",
     );
@@ -162,7 +178,7 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   const maxTokens = num(b, chat ? "max_completion_tokens" : "max_tokens", 0, Infinity, true) ??
     num(b, "max_tokens", 0, Infinity, true) ?? (chat ? room : 16);
   if (maxTokens > room) {
-    throw HttpError.badRequest(
+    throw badRequest(
       `max_tokens: ${maxTokens} does not fit: the prompt is ${ids.length} tokens of a ${limits.contextLength} context`,
       "max_tokens",
     );
@@ -191,7 +207,7 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   const echo = !chat && bool(b, "echo") === true;
   if (echo && logprobs !== undefined) {
     // OpenAI then also scores the prompt's tokens, which needs prompt logprobs.
-    throw HttpError.badRequest("echo with logprobs is not supported", "echo");
+    throw badRequest("echo with logprobs is not supported", "echo");
   }
   const job: Job = {
     chat,
