@@ -4,7 +4,7 @@
  */
 import type { EngineError } from "../contract/errors.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
-import type { Sequence } from "./webgpu/sequence.ts";
+import type { Sequence } from "./sequence.ts";
 
 /** Requests admitted, and how they ended (finished + cancelled + failed = started once idle). */
 export interface RequestStats {

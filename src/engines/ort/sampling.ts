@@ -24,7 +24,7 @@ import {
   referenceDraw,
   rngUniform,
 } from "../../gpu/reference/sampling.ts";
-import { Readback } from "../webgpu/readback.ts";
+import { Readback } from "../readback.ts";
 
 /** Samples one row at a time of ORT's GPU logits on ORT's device. */
 export class GpuRowSampler {

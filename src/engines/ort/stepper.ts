@@ -5,7 +5,7 @@
  */
 import type * as Ort from "onnxruntime-web";
 import type { SampledToken } from "../../gpu/kernels/sampling.ts";
-import type { Sequence } from "../webgpu/sequence.ts";
+import type { Sequence } from "../sequence.ts";
 import { cpuRow, cpuSample, type GpuRowSampler } from "./sampling.ts";
 import type { Layout, OrtModule } from "./session.ts";
 

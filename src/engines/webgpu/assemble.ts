@@ -17,7 +17,7 @@ import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
 import { BlockManager } from "./block_manager.ts";
 import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
-import { Readback } from "./readback.ts";
+import { Readback } from "../readback.ts";
 import { Scheduler } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
 import { warmUp, type WarmUpReport } from "./warmup.ts";

@@ -15,7 +15,7 @@ import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
 import { kvBytesPerElement } from "../../gpu/kernels/attention.ts";
 import { BlockManager, DROPPED } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";
-import { Sequence } from "./sequence.ts";
+import { Sequence } from "../sequence.ts";
 import { request } from "../../../test/support/fortune_engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
 import {

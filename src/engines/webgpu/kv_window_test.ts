@@ -13,7 +13,7 @@ import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";
 import { BlockManager, DROPPED } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";
-import { Sequence } from "./sequence.ts";
+import { Sequence } from "../sequence.ts";
 import { request } from "../../../test/support/fortune_engine.ts";
 import { seeded } from "../../../test/support/kernel_harness.ts";
 

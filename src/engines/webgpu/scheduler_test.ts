@@ -9,7 +9,7 @@ import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { BlockManager } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";
-import { Sequence } from "./sequence.ts";
+import { Sequence } from "../sequence.ts";
 import { request } from "../../../test/support/fortune_engine.ts";
 import { seeded } from "../../../test/support/kernel_harness.ts";
 

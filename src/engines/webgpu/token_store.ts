@@ -9,7 +9,7 @@ import { type Dispatch, encodeDispatches } from "../../gpu/dispatch.ts";
 import type { KernelDispatch } from "../../gpu/kernels/kernel.ts";
 import { prepareAppend } from "../../gpu/kernels/tokens.ts";
 import type { TokenSlots } from "./scheduler.ts";
-import type { Sequence } from "./sequence.ts";
+import type { Sequence } from "../sequence.ts";
 
 const NOWHERE = 0xffffffff;
 

@@ -2,14 +2,14 @@
  * One request inside the WebGPU engine: its tokens, KV blocks, stop conditions and the channel
  * its chunks flow through to the consumer's stream.
  */
-import type { GenerateContext } from "../../contract/engine.ts";
-import { EngineError } from "../../contract/errors.ts";
-import * as out from "../../contract/output.ts";
-import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import { NO_TOKEN, type SeqSampling } from "../../gpu/kernels/sampling.ts";
-import { maskWords } from "../../gpu/reference/token_mask.ts";
-import type { TokenMaskProvider } from "../token_mask.ts";
-import type { SeqBlocks } from "./block_manager.ts";
+import type { GenerateContext } from "../contract/engine.ts";
+import { EngineError } from "../contract/errors.ts";
+import * as out from "../contract/output.ts";
+import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import { NO_TOKEN, type SeqSampling } from "../gpu/kernels/sampling.ts";
+import { maskWords } from "../gpu/reference/token_mask.ts";
+import type { TokenMaskProvider } from "./token_mask.ts";
+import type { SeqBlocks } from "./webgpu/block_manager.ts";
 
 /** A push/pull channel: the scheduler pushes chunks, the consumer's iterator pulls them. */
 export class Channel {

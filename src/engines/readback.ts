@@ -3,8 +3,8 @@
  * into a staging buffer of its own (reused from a pool), so several steps can be in flight while
  * their tokens travel back; `mapAsync` resolves in submission order.
  */
-import { decodeSampled, MAX_TOP_LOGPROBS, type SampledToken } from "../../gpu/kernels/sampling.ts";
-import type { Sampler } from "../../gpu/kernels/sampling.ts";
+import { decodeSampled, MAX_TOP_LOGPROBS, type SampledToken } from "../gpu/kernels/sampling.ts";
+import type { Sampler } from "../gpu/kernels/sampling.ts";
 
 const TOP_BYTES = 2 * MAX_TOP_LOGPROBS * 4;
 

@@ -1,9 +1,9 @@
 /** What a request must satisfy before it joins the WebGPU engine's queue. */
-import { EngineError } from "../../contract/errors.ts";
-import { type KvGeometry, kvMisfit } from "../../contract/kv_capacity.ts";
-import type { PreprocessedRequest } from "../../contract/types.ts";
-import { validateRequest } from "../../contract/validate.ts";
-import { MAX_TOP_LOGPROBS } from "../../gpu/kernels/sampling.ts";
+import { EngineError } from "../contract/errors.ts";
+import { type KvGeometry, kvMisfit } from "../contract/kv_capacity.ts";
+import type { PreprocessedRequest } from "../contract/types.ts";
+import { validateRequest } from "../contract/validate.ts";
+import { MAX_TOP_LOGPROBS } from "../gpu/kernels/sampling.ts";
 
 /**
  * Throw `InvalidArgument` naming the field (and, for a request that can never fit, the numbers);
