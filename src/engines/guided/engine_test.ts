@@ -11,7 +11,7 @@ import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
 import type { WebGpuEngine } from "../webgpu/engine.ts";
-import { assertValid } from "../../../test/support/json_schema.ts";
+import { assertValid, SCHEMA } from "../../../test/support/json_schema.ts";
 
 const EOS = 257;
 const text = (ids: number[]) => new TextDecoder().decode(Uint8Array.from(ids));
@@ -27,29 +27,6 @@ const guided = (
     stop_conditions: { max_tokens: 400, ...extra },
     sampling_options: { temperature: 1, seed, guided_decoding: g },
   });
-
-export const SCHEMA = {
-  type: "object",
-  properties: {
-    name: { type: "string", minLength: 1, maxLength: 8 },
-    mood: { enum: ["calm", "wild", "lucky"] },
-    score: { type: "integer", minimum: 1, maximum: 9 },
-    tags: {
-      type: "array",
-      items: { type: "string", maxLength: 4 },
-      minItems: 1,
-      maxItems: 2,
-    },
-    pos: {
-      type: "object",
-      properties: { x: { type: "integer", minimum: -5, maximum: 5 }, ok: { type: "boolean" } },
-      required: ["x", "ok"],
-      additionalProperties: false,
-    },
-  },
-  required: ["name", "mood", "score", "tags", "pos"],
-  additionalProperties: false,
-};
 
 async function withEngine(f: (e: WebGpuEngine) => Promise<void>): Promise<void> {
   const e = await fortuneEngine({ pipelineDepth: 4 });

@@ -170,15 +170,17 @@ export class WebGpuEngine implements LLMEngine {
     const vocab = this.#model!.config.vocabSize;
     // Compiled (or found in the cache) and the first mask made before the request is queued.
     this.#guides ??= new EngineGuides(this.options.files, vocab);
-    const provider = await this.#guides.guide(request, guide);
+    const provider = request.sampling_options.guided_decoding == null
+      ? guide
+      : await this.#guides.guide(request, guide);
     const seq = new Sequence(
       request,
       ctx,
       this.#scheduler!.sequenceLimit(context),
       provider && { provider, vocab },
     );
-    await seq.prepareMask();
-    if (this.#state !== "running") {
+    if (provider !== undefined) await seq.prepareMask();
+    if (this.#state !== "running" && this.#state !== "draining") {
       seq.cancel();
       throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
     }
