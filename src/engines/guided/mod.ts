@@ -5,6 +5,7 @@
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import type { ModelFiles } from "../../model/source.ts";
+import type { Sequence } from "../sequence.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 import { Guides } from "./guides.ts";
 import { FIELD } from "./options.ts";
@@ -35,5 +36,31 @@ export class EngineGuides {
       return (await loadText(this.files)).tokenizer;
     }, this.vocab);
     return await this.#guides.guide(request);
+  }
+
+  /**
+   * The sequence `make` builds for `request`, guided by `given` or its `guided_decoding`
+   * compiled, its first mask made (before the request is queued). A request with neither is
+   * built at once, without a wait; after one, `state()` must still be `running` or `draining`,
+   * else `EngineShutdown`.
+   */
+  sequence(
+    request: PreprocessedRequest,
+    given: TokenMaskProvider | undefined,
+    make: (guide: TokenMaskProvider | undefined) => Sequence,
+    state: () => string,
+  ): Sequence | Promise<Sequence> {
+    const g = request.sampling_options.guided_decoding;
+    if ((g === undefined || g === null) && given?.prepare === undefined) return make(given);
+    return (async () => {
+      const seq = make(await this.guide(request, given));
+      await seq.prepareMask();
+      const now = state();
+      if (now !== "running" && now !== "draining") {
+        seq.cancel();
+        throw EngineError.shutdown(`generate() on a ${now} engine`);
+      }
+      return seq;
+    })();
   }
 }

@@ -207,22 +207,16 @@ export class OrtEngine implements LLMEngine {
     }
     const layout = this.#ctx!.layout;
     checkRequest(request, layout.vocab, layout.context);
-    // `guided_decoding` compiled and its first mask made before the request is queued.
+    // A guided request's grammar compiled and its first mask made before it is queued.
     this.#guides ??= new EngineGuides(this.options.files, layout.vocab);
-    const provider = request.sampling_options.guided_decoding == null
-      ? undefined
-      : await this.#guides.guide(request);
-    const seq = new Sequence(
+    const made = this.#guides.sequence(
       request,
-      ctx,
-      layout.context,
-      provider && { provider, vocab: layout.vocab },
+      undefined,
+      (provider) =>
+        new Sequence(request, ctx, layout.context, provider && { provider, vocab: layout.vocab }),
+      () => this.#state,
     );
-    if (provider !== undefined) await seq.prepareMask();
-    if (this.#state !== "running" && this.#state !== "draining") {
-      seq.cancel();
-      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
-    }
+    const seq = made instanceof Sequence ? made : await made;
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#waiting.push(new OrtRequest(seq));
       // End the stream at once, not when the step in flight returns; the loop releases the

@@ -168,22 +168,16 @@ export class WebGpuEngine implements LLMEngine {
     // A sequence ends with `length` when it fills the context or the whole cache (unless the
     // model's window lets it drop blocks as it goes), so it can always be readmitted.
     const vocab = this.#model!.config.vocabSize;
-    // Compiled (or found in the cache) and the first mask made before the request is queued.
+    // A guided request's grammar compiled and its first mask made before it is queued.
     this.#guides ??= new EngineGuides(this.options.files, vocab);
-    const provider = request.sampling_options.guided_decoding == null
-      ? guide
-      : await this.#guides.guide(request, guide);
-    const seq = new Sequence(
+    const limit = this.#scheduler!.sequenceLimit(context);
+    const made = this.#guides.sequence(
       request,
-      ctx,
-      this.#scheduler!.sequenceLimit(context),
-      provider && { provider, vocab },
+      guide,
+      (provider) => new Sequence(request, ctx, limit, provider && { provider, vocab }),
+      () => this.#state,
     );
-    if (provider !== undefined) await seq.prepareMask();
-    if (this.#state !== "running" && this.#state !== "draining") {
-      seq.cancel();
-      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
-    }
+    const seq = made instanceof Sequence ? made : await made;
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#scheduler!.waiting.push(seq);
       // End the stream at once, not when the step in flight is read back (a slow device may
