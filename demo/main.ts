@@ -228,9 +228,9 @@ async function structured(run: (r: StructuredRun) => Promise<RunEnd>): Promise<v
   const m = loaded;
   if (!m) return;
   running = new AbortController();
-  ui.output.textContent = ui.finish.textContent = "";
+  ui.output.textContent = ui.finish.textContent = ui.check.textContent = "";
+  delete ui.finish.dataset.finish;
   delete ui.check.dataset.check;
-  ui.check.textContent = "";
   setState("generating", "generating…");
   const t0 = performance.now();
   let end: RunEnd | undefined;
