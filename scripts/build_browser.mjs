@@ -9,7 +9,8 @@
 //   `new URL("./kiln_worker.js", import.meta.url)`: the compiled `worker/worker_module.js` is
 //   replaced here by `browserWorkerModule()`, so copying the folder anywhere keeps the pair found.
 // - `kiln_worker.js`: Kiln's browser worker (the engine host), bundled from the compiled
-//   `adapters/browser/worker.js`; its shaders are already inlined (`gpu/shader_text.js`).
+//   `adapters/browser/worker.js`; its shaders are already inlined (`gpu/shader_text.js`). What it
+//   loads by dynamic `import()` (XGrammar, for guided decoding) is a `kiln_*.js` file beside it.
 // - `kiln.d.ts`: its types, from the package's `worker/*.d.ts`.
 //
 // `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
@@ -17,7 +18,7 @@
 // `model/gguf/lib.js` (scripts/build_vendor.mjs), so `@huggingface/tasks` is not met here. The
 // bundler is rolldown, the one Vite 8 is built on.
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { build } from "rolldown";
 
 export const BROWSER_DIR = "browser";
@@ -75,8 +76,11 @@ const DTS = [
   "",
 ].join("\n");
 
-/** Bundle `input` into `file` (or only return the chunk, when `file` is null). */
-async function bundle(input, file, replace = {}) {
+/**
+ * Bundle `input` into `file` (or only return the chunk, when `file` is null). `split`: modules
+ * loaded by dynamic `import()` become files of their own beside `file` (`kiln_<name>.js`).
+ */
+async function bundle(input, file, replace = {}, split = false) {
   const out = await build({
     input,
     write: file !== null,
@@ -92,7 +96,15 @@ async function bundle(input, file, replace = {}) {
         return Object.hasOwn(replace, id) ? replace[id] : null;
       },
     }],
-    output: { ...(file ? { file } : {}), format: "esm", minify: true, codeSplitting: false },
+    output: split
+      ? {
+        dir: dirname(file),
+        entryFileNames: basename(file),
+        chunkFileNames: "kiln_[name].js",
+        format: "esm",
+        minify: true,
+      }
+      : { ...(file ? { file } : {}), format: "esm", minify: true, codeSplitting: false },
   });
   return out.output[0];
 }
@@ -110,7 +122,9 @@ export async function buildBrowser(outDir) {
   if (JSON.stringify([...main.exports].sort()) !== JSON.stringify(want)) {
     throw new Error(`kiln.js exports ${main.exports.sort()}, not worker/mod.js's ${want}`);
   }
-  await bundle(join(outDir, "adapters/browser/worker.js"), join(dir, "kiln_worker.js"));
+  // XGrammar (guided decoding's WASM, ~1 MiB) stays a chunk of its own that the worker loads
+  // on its first constrained request only.
+  await bundle(join(outDir, "adapters/browser/worker.js"), join(dir, "kiln_worker.js"), {}, true);
   writeFileSync(join(dir, "kiln.d.ts"), DTS);
   return Object.fromEntries(
     ["kiln.js", "kiln_worker.js"].map((f) => [f, statSync(join(dir, f)).size]),

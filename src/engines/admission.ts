@@ -62,9 +62,6 @@ function refuseUnhonoured(request: PreprocessedRequest): void {
   if ((s.best_of ?? 1) !== 1) {
     throw refuse("sampling_options.best_of", `${s.best_of} is not supported (1 only)`);
   }
-  if (s.guided_decoding !== undefined) {
-    throw refuse("sampling_options.guided_decoding", "structured output is not supported yet");
-  }
   if (o.prompt_logprobs !== undefined) {
     throw refuse("output_options.prompt_logprobs", "prompt logprobs are not supported");
   }

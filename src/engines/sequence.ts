@@ -84,6 +84,9 @@ export class Sequence {
   readonly #shown: Set<number>;
   readonly #hidden: Set<number>;
   readonly #eos: Set<number>;
+  /** `tokens.length` when the guide's prepared mask was made, or -1. */
+  #maskAt = -1;
+  #preparing: { at: number; done: Promise<void> } | undefined;
 
   /**
    * `maxLength`: the most tokens (prompt and output) the sequence may reach, the context length
@@ -119,7 +122,34 @@ export class Sequence {
   /** Whether a step may sample this sequence's next token now. */
   canSample(maxAhead: number): boolean {
     return !this.finished && this.generated + this.ahead < this.maxTokens &&
-      (this.ahead === 0 || (this.pipelined && this.ahead < maxAhead));
+      (this.ahead === 0 || (this.pipelined && this.ahead < maxAhead)) && this.maskReady;
+  }
+
+  /** Whether the guide (if any) has its mask for the next token ready. */
+  get maskReady(): boolean {
+    return this.guide?.provider.prepare === undefined || this.#maskAt === this.tokens.length;
+  }
+
+  /**
+   * Have a guide that prepares its masks ahead (`TokenMaskProvider.prepare`) prepare the one
+   * after the tokens known now; resolves once it is ready or the sequence has ended (a
+   * rejection fails the sequence). Resolves at once for other sequences.
+   */
+  prepareMask(): Promise<void> {
+    const provider = this.guide?.provider;
+    const at = this.tokens.length;
+    if (provider?.prepare === undefined || this.finished || this.#maskAt === at) {
+      return Promise.resolve();
+    }
+    if (this.#preparing?.at === at) return this.#preparing.done;
+    const done = provider.prepare(this.tokens.slice(this.promptLength)).then(
+      () => {
+        if (this.tokens.length === at) this.#maskAt = at;
+      },
+      (e) => this.fail(EngineError.from(e)),
+    );
+    this.#preparing = { at, done };
+    return done;
   }
 
   /**
@@ -174,6 +204,10 @@ export class Sequence {
           `token mask: ${describeMask(mask)} where ${words} u32 words (vocab ${vocab}) are needed`,
         );
       }
+      if (mask.every((w) => w === 0)) {
+        this.#deadEnd("the guide allows no token");
+        return undefined;
+      }
       return mask;
     } catch (e) {
       // The step it was planned in still samples the row, unconstrained; the token is dropped.
@@ -182,9 +216,26 @@ export class Sequence {
     }
   }
 
+  /**
+   * A guided sequence that no token may continue: it ends with finish reason `{error}` (the
+   * step it was planned in still samples its row; that token is dropped).
+   */
+  #deadEnd(why: string): void {
+    this.#end({
+      error: `guided decoding: dead end at output position ${this.generated}: ${why} ` +
+        "(a grammar that cannot go on, or one whose next tokens allowed_token_ids, " +
+        "bad_words_token_ids or the stop tokens banned before min_tokens all forbid)",
+    }, []);
+  }
+
   #end(reason: FinishReason, ids: number[], extra: Partial<LLMEngineOutput> = {}): void {
+    this.guide?.provider.dispose?.();
     this.finished = true;
-    this.outcome = reason === "cancelled" ? "cancelled" : "finished";
+    this.outcome = reason === "cancelled"
+      ? "cancelled"
+      : typeof reason === "object"
+      ? "failed"
+      : "finished";
     this.channel.push({
       ...out.withUsage({
         ...out.withTokens({ token_ids: [], finish_reason: reason }, ids),
@@ -206,6 +257,9 @@ export class Sequence {
     logprob: number,
     top?: { ids: ArrayLike<number>; logprobs: ArrayLike<number> },
   ): void {
+    if (token === NO_TOKEN && this.guide !== undefined) {
+      return this.#deadEnd("no token is allowed");
+    }
     if (token === NO_TOKEN) {
       return this.fail(EngineError.invalidArgument(
         `request: no token is allowed at output position ${this.generated} (token mask, ` +
@@ -249,6 +303,7 @@ export class Sequence {
 
   fail(error: EngineError): void {
     if (this.finished) return;
+    this.guide?.provider.dispose?.();
     this.finished = true;
     this.outcome = "failed";
     this.channel.fail(error);

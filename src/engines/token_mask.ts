@@ -14,9 +14,18 @@ export interface TokenMaskProvider {
    * The tokens allowed next, given the tokens generated so far (prompt excluded): `ceil(vocab /
    * 32)` u32 words, bit `i % 32` of word `i / 32` set when token `i` may come next (all ones
    * leaves the step free; see `tokenBitmask` and `freeMask`). A throw, or a mask of another
-   * length, fails this request only, as does a mask that (with the request's own bans) allows
-   * no token: `InvalidArgument`. The same output may be asked about again (a preempted
+   * length, fails this request only (`InvalidArgument`). A mask that allows no token (a dead
+   * end), alone or with the request's own bans, ends the request with finish reason
+   * `{error}`. The same output may be asked about again (a preempted
    * sequence redoes its step), so the answer must depend on `output` alone.
    */
   nextMask(output: readonly number[]): Uint32Array;
+  /**
+   * When given, the engine calls it as soon as `output` is known (its last token read back)
+   * and asks `nextMask(output)` only once it has resolved: the provider computes the mask
+   * there, asynchronously, while other sequences' steps run. A rejection fails the request.
+   */
+  prepare?(output: readonly number[]): Promise<void>;
+  /** When given, called once the request has ended (its resources may be released). */
+  dispose?(): void;
 }

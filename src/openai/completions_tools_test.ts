@@ -94,7 +94,7 @@ Deno.test("openModel: an engine that refuses guided_decoding rejects create, nam
   const t = target({ refuseGuided: true });
   const naming = (field: string) => (e: unknown) =>
     e instanceof EngineError && e.type === "InvalidArgument" &&
-    e.message.startsWith(`${field}: the engine cannot constrain`);
+    e.message.startsWith(`${field}: the engine refused the output constraint`);
   const json = { type: "json_object" as const };
   for (const stream of [false, true] as const) {
     await rejects(

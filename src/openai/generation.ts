@@ -175,7 +175,7 @@ async function* textPieces(
     ) {
       throw EngineError.invalidField(
         guidedBy,
-        `the engine cannot constrain the output: ${e.message}`,
+        `the engine refused the output constraint: ${e.message}`,
         e,
       );
     }

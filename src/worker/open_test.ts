@@ -8,6 +8,7 @@ import {
   type ChatCompletionRequest,
 } from "../openai/completions.ts";
 import type { HostStats } from "./protocol.ts";
+import { assertValid, SCHEMA } from "../../test/support/json_schema.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 const SPA = "<!doctype html>\n<html><body><div id=app></div></body></html>\n";
@@ -65,15 +66,13 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
       model.chat.completions.create({ messages: [], max_tokens: 4 }),
       (e) => e instanceof EngineError && e.type === "InvalidArgument",
     );
-    // Refused by name rather than answered as free text: response_format by the engine, which
-    // does not honour guided_decoding yet; tools because fortune's (default) template shows no
-    // tool-call format; tool_choice with no tools; logit_bias is not honoured.
+    // Refused by name rather than answered as free text: tools because fortune's (default)
+    // template shows no tool-call format; tool_choice with no tools; logit_bias is not honoured.
     const naming = (field: string) => (e: unknown) =>
       e instanceof EngineError && e.type === "InvalidArgument" && e.message.startsWith(field);
     const hi = [{ role: "user", content: "Hi" }];
     for (
       const [field, extra] of [
-        ["response_format", { response_format: { type: "json_object" } }],
         ["tools", { tools: [{ type: "function", function: { name: "f" } }] }],
         ["tool_choice", { tool_choice: "required" }],
         ["logit_bias", { logit_bias: { "65": 5 } }],
@@ -100,8 +99,31 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
       } as ChatCompletionRequest & { stream?: false },
     );
     equal(plain.usage.completion_tokens, 2);
+    // response_format is honoured in the worker's engine: JSON that validates.
+    const json = await model.chat.completions.create(
+      {
+        messages: [{ role: "user", content: "A fortune as JSON" }],
+        max_tokens: 300,
+        temperature: 1,
+        seed: 5,
+        response_format: {
+          type: "json_schema",
+          json_schema: { name: "fortune", schema: SCHEMA },
+        },
+      } as ChatCompletionRequest & { stream?: false },
+    );
+    equal(json.choices[0]!.finish_reason, "stop");
+    assertValid(SCHEMA, JSON.parse(json.choices[0]!.message.content!));
+    await rejects(
+      model.chat.completions.create({
+        messages: hi,
+        max_tokens: 4,
+        response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: 1 } } },
+      } as never),
+      naming("response_format"),
+    );
     const scrape = model.metricsText();
-    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 4\n/);
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 5\n/);
     match(scrape, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 1\n/);
     match(scrape, /dynamo_component_total_blocks\{[^}]*\} 64\n/);
     match(model.metricsText("openmetrics"), /# EOF\n$/);

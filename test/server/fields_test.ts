@@ -125,7 +125,10 @@ Deno.test({
       for (
         const [field, over] of [
           ["best_of", { sampling_options: { best_of: 2 } }],
-          ["guided_decoding", { sampling_options: { guided_decoding: { json: {} } } }],
+          [
+            "guided_decoding.backend",
+            { sampling_options: { guided_decoding: { json: {}, backend: "outlines" } } },
+          ],
           ["prompt_logprobs", { output_options: { prompt_logprobs: 1 } }],
         ] as const
       ) {

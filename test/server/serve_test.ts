@@ -9,6 +9,7 @@ import OpenAI from "openai";
 import { promtoolCheck } from "../support/promtool.ts";
 import { rawRequest } from "../../src/adapters/deno/raw_http.ts";
 import { startServer } from "./server.ts";
+import { assertValid, SCHEMA } from "../support/json_schema.ts";
 
 const KEY = "test-key";
 const APP = "http://app.example:5173";
@@ -109,28 +110,71 @@ Deno.test("bad requests get OpenAI-style errors and the server keeps serving", a
   equal(ok1.choices[0]!.finish_reason, "length");
 });
 
-Deno.test("a constrained request the engine cannot honour yet: 400 naming the field, streamed or not", async () => {
-  // WebGpuEngine refuses guided_decoding until it honours it; the client must get a 400 naming
-  // the OpenAI field, never free text. (When the engine honours it, this becomes a validity test.)
-  const refused = (e: unknown) => {
-    ok(e instanceof OpenAI.BadRequestError, String(e));
-    equal(e.param, "response_format");
-    ok(/guided_decoding/.test(e.message), e.message);
-    return true;
-  };
+Deno.test("response_format json_schema and a required tool call, streamed or not: JSON that validates", async () => {
   const messages = [{ role: "user" as const, content: "A fortune as JSON" }];
   for (const stream of [false, true]) {
-    await rejects(
-      client.chat.completions.create({
-        model: "fortune",
-        messages,
-        max_tokens: 8,
-        stream,
-        response_format: { type: "json_object" },
-      }),
-      refused,
-    );
+    const body = {
+      model: "fortune",
+      messages,
+      max_tokens: 300,
+      temperature: 1,
+      seed: 3,
+      response_format: {
+        type: "json_schema" as const,
+        json_schema: { name: "fortune", schema: SCHEMA, strict: true },
+      },
+    };
+    const content = stream
+      ? (await client.chat.completions.stream(body).finalChatCompletion()).choices[0]!
+      : (await client.chat.completions.create({ ...body, stream: false })).choices[0]!;
+    equal(content.finish_reason, "stop");
+    assertValid(SCHEMA, JSON.parse(content.message.content!), "content");
   }
+  // `required` and a named function: the reply is one call (no parallel calls: an array could
+  // run on), its arguments valid against the function's parameters.
+  const parameters = {
+    type: "object",
+    properties: { days: { type: "integer", minimum: 1, maximum: 7 } },
+    required: ["days"],
+    additionalProperties: false,
+  };
+  for (
+    const tool_choice of ["required", { type: "function", function: { name: "luck" } }] as const
+  ) {
+    const call = await client.chat.completions.create({
+      model: "fortune",
+      messages,
+      max_tokens: 200,
+      temperature: 1,
+      seed: 4,
+      tools: [{ type: "function", function: { name: "luck", parameters } }],
+      tool_choice,
+      parallel_tool_calls: false,
+    });
+    const choice = call.choices[0]!;
+    equal(choice.finish_reason, "tool_calls", JSON.stringify(choice));
+    const fn = choice.message.tool_calls![0]!;
+    equal(fn.type === "function" && fn.function.name, "luck");
+    assertValid(parameters, JSON.parse(fn.type === "function" ? fn.function.arguments : ""));
+  }
+  // A schema the grammar engine refuses: a 400 naming the OpenAI field.
+  await rejects(
+    client.chat.completions.create({
+      model: "fortune",
+      messages,
+      max_tokens: 8,
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "bad", schema: { type: "strin" } },
+      },
+    }),
+    (e: unknown) => {
+      ok(e instanceof OpenAI.BadRequestError, String(e));
+      equal(e.param, "response_format");
+      ok(/guided_decoding\.json/.test(e.message), e.message);
+      return true;
+    },
+  );
   const after = await client.completions.create({ model: "fortune", prompt: "A", max_tokens: 2 });
   equal(after.choices[0]!.finish_reason, "length");
 });

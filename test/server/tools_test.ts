@@ -288,7 +288,7 @@ Deno.test({
         ok(e instanceof OpenAI.BadRequestError, String(e));
         equal(e.param, param, e.message);
         equal(e.status, 400);
-        ok(e.message.includes(`${param}: the engine cannot constrain`), e.message);
+        ok(e.message.includes(`${param}: the engine refused the output constraint`), e.message);
         ok(e.message.includes("guided_decoding"), e.message);
         return true;
       };

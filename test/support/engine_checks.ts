@@ -83,14 +83,17 @@ async function checks(e: LLMEngine): Promise<void> {
     collect(e, request(p, { sampling_options: { temperature: -1 } })),
     invalid("temperature"),
   );
-  // Structured output is not built yet: refused by name, never answered as free text.
+  // Bad structured-output options are refused by name, never answered as free text.
   await rejects(
-    collect(e, request(p, { sampling_options: { guided_decoding: { json: { type: "object" } } } })),
-    invalid("sampling_options.guided_decoding"),
+    collect(e, request(p, { sampling_options: { guided_decoding: { json: true, foo: 1 } } })),
+    invalid("sampling_options.guided_decoding.foo"),
   );
   await rejects(
-    collect(e, request(p, { sampling_options: { guided_decoding: { choice: ["a", "b"] } } })),
-    invalid("sampling_options.guided_decoding"),
+    collect(
+      e,
+      request(p, { sampling_options: { guided_decoding: { choice: ["a"], backend: "outlines" } } }),
+    ),
+    invalid("sampling_options.guided_decoding.backend"),
   );
   // Masks that leave no token (the only allowed token is a stop token, banned before
   // min_tokens) fail the request, never answer a token it did not allow.

@@ -28,6 +28,7 @@ import type { ModelFiles } from "../../model/source.ts";
 import { checkRequest } from "../admission.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "../sequence.ts";
+import { EngineGuides } from "../guided/mod.ts";
 import { GpuRowSampler } from "./sampling.ts";
 import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
 import { OrtRequest, step, type StepContext } from "./stepper.ts";
@@ -97,6 +98,7 @@ export class OrtEngine implements LLMEngine {
   /** The request whose step is running (out of `#active` meanwhile). */
   #stepping: OrtRequest | undefined;
   #inflight = new LiveRequests();
+  #guides: EngineGuides | undefined;
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** Requests admitted and how they ended (finished + cancelled + failed = started once idle). */
@@ -205,7 +207,22 @@ export class OrtEngine implements LLMEngine {
     }
     const layout = this.#ctx!.layout;
     checkRequest(request, layout.vocab, layout.context);
-    const seq = new Sequence(request, ctx, layout.context);
+    // `guided_decoding` compiled and its first mask made before the request is queued.
+    this.#guides ??= new EngineGuides(this.options.files, layout.vocab);
+    const provider = request.sampling_options.guided_decoding == null
+      ? undefined
+      : await this.#guides.guide(request);
+    const seq = new Sequence(
+      request,
+      ctx,
+      layout.context,
+      provider && { provider, vocab: layout.vocab },
+    );
+    if (provider !== undefined) await seq.prepareMask();
+    if (this.#state !== "running" && this.#state !== "draining") {
+      seq.cancel();
+      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
+    }
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#waiting.push(new OrtRequest(seq));
       // End the stream at once, not when the step in flight returns; the loop releases the
@@ -233,6 +250,7 @@ export class OrtEngine implements LLMEngine {
           const t = await step(this.#ctx!, r);
           if (r.seq.signal.aborted) r.seq.cancel();
           else r.seq.accept(t.token, t.logprob, t.top);
+          await r.seq.prepareMask(); // a guided request's next mask
         } catch (e) {
           r.seq.fail(EngineError.from(e));
         }

@@ -24,6 +24,7 @@ import {
   referenceDraw,
   rngUniform,
 } from "../../gpu/reference/sampling.ts";
+import { allows } from "../../gpu/reference/token_mask.ts";
 import { Readback } from "../readback.ts";
 
 /** Samples one row at a time of ORT's GPU logits on ORT's device. */
@@ -100,6 +101,8 @@ export function cpuRow(logits: Ort.Tensor, row: number, vocab: number): Float64A
 export function cpuSample(raw: Float64Array, p: SeqSampling): SampledToken {
   // The reference computes on f32 values as the GPU reads them.
   const logits = Float64Array.from(Float32Array.from(raw));
+  // Guided decoding's bitmask: a forbidden token is out of the draw and the logprobs alike.
+  if (p.tokenMask) logits.forEach((_, i) => !allows(p.tokenMask!, i) && (logits[i] = -Infinity));
   const banned = [...(p.banned ?? []), ...bannedByBadWords(p.badWords ?? [], p.history.tokens)];
   const params = { ...p, banned };
   // Masks that leave no token: as the GPU sampler, no token (the request fails).

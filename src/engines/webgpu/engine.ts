@@ -36,6 +36,7 @@ import type { WarmUpReport } from "./warmup.ts";
 import { assembleEngine } from "./assemble.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
+import { EngineGuides } from "../guided/mod.ts";
 
 export type { WebGpuEngineOptions } from "./options.ts";
 
@@ -71,6 +72,7 @@ export class WebGpuEngine implements LLMEngine {
   #depth: PipelineDepth;
   #inflight = new LiveRequests();
   #gauges = new KvGauges();
+  #guides: EngineGuides | undefined;
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** What `start()`'s warm-up compiled, and how long it took (undefined without one). */
@@ -166,12 +168,22 @@ export class WebGpuEngine implements LLMEngine {
     // A sequence ends with `length` when it fills the context or the whole cache (unless the
     // model's window lets it drop blocks as it goes), so it can always be readmitted.
     const vocab = this.#model!.config.vocabSize;
+    // Compiled (or found in the cache) and the first mask made before the request is queued.
+    this.#guides ??= new EngineGuides(this.options.files, vocab);
+    const provider = request.sampling_options.guided_decoding == null
+      ? guide
+      : await this.#guides.guide(request, guide);
     const seq = new Sequence(
       request,
       ctx,
       this.#scheduler!.sequenceLimit(context),
-      guide && { provider: guide, vocab },
+      provider && { provider, vocab },
     );
+    if (provider !== undefined) await seq.prepareMask();
+    if (this.#state !== "running" && this.#state !== "draining") {
+      seq.cancel();
+      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
+    }
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
       this.#scheduler!.waiting.push(seq);
       // End the stream at once, not when the step in flight is read back (a slow device may
@@ -300,6 +312,8 @@ export class WebGpuEngine implements LLMEngine {
       else seq.accept(r.token, r.logprob, r.top);
       if (seq.finished) this.#scheduler!.remove(seq);
       else this.#commit(seq);
+      // A guided sequence's next mask, made as soon as its token is known.
+      if (!seq.maskReady) void seq.prepareMask().then(() => this.#wake?.());
     });
   }
 

@@ -1,10 +1,10 @@
 /**
- * Token mask providers in WebGpuEngine (guided decoding without a grammar engine yet), on both
+ * Hand-written token mask providers in WebGpuEngine (`generate`'s third argument), on both
  * bitmask paths: hand-written providers over fortune's byte vocabulary ("only digits", "one of
  * these strings") shape their requests' output while a free greedy request in the same batches
  * streams exactly what it streams alone, with its steps still pipelined; each provider sees
- * every earlier token; a mask that allows nothing, a wrong-sized mask or a provider that throws
- * fails its own request only; preempted guided sequences stream what they stream with room.
+ * every earlier token; a mask that allows nothing ends its request (finish reason `{error}`), a
+ * wrong-sized mask or a provider that throws fails it, the others go on; preempted guided sequences stream what they stream with room.
  */
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
@@ -100,7 +100,7 @@ for (const path of ["pass", "fused"] as TokenMaskPath[]) {
   });
 }
 
-Deno.test("a mask that allows nothing, a wrong-sized mask or a provider that throws fails its request only", async () => {
+Deno.test("a mask that allows nothing ends its request with an error finish; a wrong-sized mask or a provider that throws fails it; the others go on", async () => {
   const e = await fortuneEngine();
   await e.start(0n);
   try {
@@ -109,12 +109,9 @@ Deno.test("a mask that allows nothing, a wrong-sized mask or a provider that thr
       err instanceof EngineError && err.type === "InvalidArgument" && err.message.includes(needle);
     const guided = (guide: TokenMaskProvider) =>
       run(e, request(bytes("Luck "), { stop_conditions: { max_tokens: 8 } }), guide);
-    const [free] = await Promise.all([
+    const [free, dead] = await Promise.all([
       run(e, FREE),
-      rejects(
-        guided(new Recorder((o) => o.length < 2 ? freeMask(VOCAB) : new Uint32Array(9))),
-        typed("no token is allowed at output position 2"),
-      ),
+      guided(new Recorder((o) => o.length < 2 ? freeMask(VOCAB) : new Uint32Array(9))),
       rejects(guided(new Recorder(() => new Uint32Array(3))), typed("3 words")),
       rejects(
         guided(
@@ -126,6 +123,10 @@ Deno.test("a mask that allows nothing, a wrong-sized mask or a provider that thr
       ),
     ]);
     deepStrictEqual(free.ids, alone.ids);
+    // A dead end ends the stream with an error finish reason, after the tokens before it.
+    equal(dead.ids.length, 2);
+    const reason = dead.last.finish_reason;
+    ok(typeof reason === "object" && reason.error.includes("dead end at output position 2"));
     equal(e.stats.failed, 3);
     equal(e.usedBlocks, 0);
   } finally {
