@@ -22,8 +22,11 @@ import { basename, dirname, join } from "node:path";
 import { build } from "rolldown";
 
 export const BROWSER_DIR = "browser";
-/** Module ids that stay imports in the bundles (optional peers). */
-const EXTERNAL = /^onnxruntime-web(\/.*)?$/;
+/**
+ * Module ids that stay imports in the bundles: optional peers, and the Node built-ins XGrammar's
+ * emscripten start-up `require`s on Node only (never reached in a page or worker).
+ */
+const EXTERNAL = /^(onnxruntime-web(\/.*)?|url|module)$/;
 
 /** What replaces `worker/worker_module.js` in `kiln.js`. */
 function browserWorkerModule() {

@@ -44,8 +44,9 @@ export interface SamplingFields {
   /**
    * `{type: "text"}` (the default), `{type: "json_object"}` (any JSON object) or
    * `{type: "json_schema", json_schema: {name, schema, strict}}`: the output is constrained
-   * (Dynamo's `guided_decoding.json`); an engine that cannot constrain output refuses the request
-   * with an `InvalidArgument` naming `response_format`.
+   * (Dynamo's `guided_decoding.json`, which `WebGpuEngine` and `OrtEngine` honour with
+   * XGrammar); a schema the engine refuses, or an engine that cannot constrain output
+   * (`MockEngine`), is an `InvalidArgument` naming `response_format`.
    */
   response_format?:
     | { type: "text" }
