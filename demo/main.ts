@@ -1,17 +1,25 @@
 /**
  * The Kiln demo: the embedded fortune model (or one loaded from a URL or local files) opened
  * with `openModel` (the engine in a Web Worker behind `WorkerEngine`), streaming into the page, with a Stop button on an AbortSignal,
- * sampling controls, a chat mode for models with a chat template, and a live metrics panel drawn
- * from the engine's Prometheus text. `document.body.dataset.state` says what it is doing
+ * sampling controls, a chat mode for models with a chat template, JSON output held to a schema and
+ * a tool-call example (`structured.ts`), and a live metrics panel drawn from the engine's
+ * Prometheus text. `document.body.dataset.state` says what it is doing
  * (`loading`, `ready`, `generating`, `error`, `no-webgpu`).
  */
-import type { FinishReasonText } from "../src/openai/types.ts";
+import type { FinishReasonText, SamplingFields } from "../src/openai/types.ts";
 import { modelName } from "../src/model/source.ts";
 import { encodeChat } from "../src/text/load.ts";
 import { type KilnModel, openModel } from "../src/worker/open.ts";
 import { MetricsPanel } from "./metrics_panel.ts";
 import { checkFiles, clearModelCache, filesFromUrl, onnxVariant } from "./model_source.ts";
 import type { HostOptions } from "../src/worker/protocol.ts";
+import {
+  DEFAULT_SCHEMA,
+  type RunEnd,
+  runJson,
+  runToolCall,
+  type StructuredRun,
+} from "./structured.ts";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const ui = {
@@ -34,18 +42,28 @@ const ui = {
   maxTokens: $<HTMLInputElement>("max-tokens"),
   seed: $<HTMLInputElement>("seed"),
   chat: $<HTMLInputElement>("chat"),
+  mode: $<HTMLFieldSetElement>("mode"),
+  schemaBox: $("schema-box"),
+  schema: $<HTMLTextAreaElement>("schema"),
   generate: $<HTMLButtonElement>("generate"),
   stop: $<HTMLButtonElement>("stop"),
+  toolChoice: $<HTMLSelectElement>("tool-choice"),
+  toolExample: $<HTMLButtonElement>("tool-example"),
   output: $("output"),
+  check: $("check"),
   finish: $("finish"),
 };
+
+/** The output mode the radio buttons pick: free text, or JSON held to the schema box. */
+const jsonMode = () =>
+  ui.mode.querySelector<HTMLInputElement>("input[name=mode]:checked")?.value === "json";
 
 type State = "loading" | "ready" | "generating" | "error" | "no-webgpu";
 function setState(state: State, status: string): void {
   document.body.dataset.state = state;
   ui.status.textContent = status;
   const busy = state === "loading" || state === "generating";
-  ui.generate.disabled = busy || loaded === undefined;
+  ui.generate.disabled = ui.toolExample.disabled = busy || loaded === undefined;
   ui.stop.disabled = state !== "generating";
   for (const el of [ui.url, ui.files, ui.clearCache]) el.disabled = busy;
 }
@@ -116,8 +134,10 @@ async function guarded(what: string, fn: () => Promise<void>): Promise<void> {
   try {
     await fn();
   } catch (e) {
-    const err = e as Error;
-    showError(`${what}: ${err.name === "Error" ? "" : `${err.name}: `}${err.message}`);
+    // An `EngineError` shows its Dynamo type (`InvalidArgument`), whose message names the field.
+    const err = e as Error & { type?: string };
+    const kind = err.name === "Error" ? "" : `${err.name}${err.type ? ` (${err.type})` : ""}: `;
+    showError(`${what}: ${kind}${err.message}`);
     setState(loaded ? "ready" : "error", loaded ? "ready" : "no model loaded");
   } finally {
     ui.progress.hidden = true;
@@ -180,7 +200,59 @@ function promptIds(m: KilnModel, prompt: string): number[] {
 
 const num = (input: HTMLInputElement) => (input.value === "" ? undefined : Number(input.value));
 
+/** The sampling controls as OpenAI request fields (`max_tokens` defaults to 200). */
+function sampling(): SamplingFields {
+  const seed = num(ui.seed);
+  return {
+    max_tokens: num(ui.maxTokens) ?? 200,
+    temperature: num(ui.temperature) ?? 0.8,
+    top_p: num(ui.topP) ?? 1,
+    ...(num(ui.topK) ? { top_k: num(ui.topK)! } : {}),
+    ...(seed !== undefined ? { seed } : {}),
+  };
+}
+
+/** The line under the output: tokens, time, rate and how it ended (`data-finish`). */
+function showFinish(count: number, seconds: number, reason: string): void {
+  ui.finish.textContent = `${count} tokens in ${seconds.toFixed(2)} s (${
+    (count / seconds).toFixed(1)
+  } tokens/s), finish: ${reason}`;
+  ui.finish.dataset.finish = reason;
+}
+
+/**
+ * A JSON-mode request or the tool-call example, through `structured.ts`; the finish line shows
+ * OpenAI's `finish_reason` as it came (`error` when the request failed).
+ */
+async function structured(run: (r: StructuredRun) => Promise<RunEnd>): Promise<void> {
+  const m = loaded;
+  if (!m) return;
+  running = new AbortController();
+  ui.output.textContent = ui.finish.textContent = ui.check.textContent = "";
+  delete ui.finish.dataset.finish;
+  delete ui.check.dataset.check;
+  setState("generating", "generating…");
+  const t0 = performance.now();
+  let end: RunEnd | undefined;
+  try {
+    end = await run({
+      model: m,
+      prompt: ui.prompt.value,
+      chat: ui.chat.checked,
+      sampling: sampling(),
+      signal: running.signal,
+      output: ui.output,
+      check: ui.check,
+    });
+  } finally {
+    running = undefined;
+    showFinish(end?.tokens ?? 0, (performance.now() - t0) / 1000, end?.finish ?? "error");
+    setState("ready", "ready");
+  }
+}
+
 async function generate(): Promise<void> {
+  if (jsonMode()) return structured((r) => runJson(r, ui.schema.value));
   const m = loaded;
   if (!m) return;
   const prompt = ui.prompt.value;
@@ -192,7 +264,8 @@ async function generate(): Promise<void> {
   const seed = num(ui.seed);
   running = new AbortController();
   ui.output.textContent = ui.chat.checked ? "" : prompt;
-  ui.finish.textContent = "";
+  ui.finish.textContent = ui.check.textContent = "";
+  delete ui.check.dataset.check;
   setState("generating", "generating…");
   let finish: FinishReasonText | undefined;
   let count = 0;
@@ -216,10 +289,7 @@ async function generate(): Promise<void> {
     const s = (performance.now() - t0) / 1000;
     // The demo asks for no stop strings or stop tokens: OpenAI's `stop` is the model's EOS.
     const reason = finish === undefined ? "error" : finish === "stop" ? "eos" : finish;
-    ui.finish.textContent = `${count} tokens in ${s.toFixed(2)} s (${
-      (count / s).toFixed(1)
-    } tokens/s), finish: ${reason}`;
-    ui.finish.dataset.finish = reason;
+    showFinish(count, s, reason);
     setState("ready", "ready");
   }
 }
@@ -234,6 +304,13 @@ function wire(): void {
     void guarded("generating", generate);
   });
   ui.stop.addEventListener("click", () => running?.abort());
+  ui.schema.value = JSON.stringify(DEFAULT_SCHEMA, null, 2);
+  ui.mode.addEventListener("change", () => {
+    ui.schemaBox.hidden = !jsonMode();
+  });
+  ui.toolExample.addEventListener("click", () => {
+    void guarded("the tool call", () => structured((r) => runToolCall(r, ui.toolChoice.value)));
+  });
   ui.urlForm.addEventListener("submit", (e) => {
     e.preventDefault();
     void loadUrl(ui.url.value.trim());
