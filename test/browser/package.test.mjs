@@ -53,15 +53,20 @@ after(async () => {
  * issue 22's families (main chunk 191.6 KiB, worker 255 KiB: the eleven family descriptions and
  * their config rules, which the page's header check reads too, the 79-name pre-tokenizer table the
  * page's tokenizer needs, and in the worker the MoE, GeGLU, window and soft-cap kernels; budgets
- * set about 3% above, as this is growth in what runs, not in dead code);
+ * set about 3% above, as this is growth in what runs, not in dead code), and at issue 23's OpenAI
+ * layer and the rest of issue 22 (main chunk 206.9 KiB, worker 271.3 KiB: on the page
+ * `openModel`'s tool-call readers, the `response_format`/`tools` checks and the chat template
+ * fixes; in the worker gpt-oss's sinks, YaRN and biased experts, the token mask and the KV window's
+ * block release; XGrammar is a chunk loaded on the first constrained request, outside these
+ * files; again ~3% above);
  * `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side effects
  * (scripts/build_vendor.mjs), would add ~215 KiB to each file.
  */
 const BUDGET_KIB = {
-  "vite main chunk": [198, 61],
-  "vite worker": [263, 83],
-  "browser/kiln.js": [197, 61],
-  "browser/kiln_worker.js": [276, 87],
+  "vite main chunk": [213, 66],
+  "vite worker": [280, 88],
+  "browser/kiln.js": [213, 66],
+  "browser/kiln_worker.js": [280, 88],
 };
 
 test("the Vite build's main chunk and worker, and the browser build, are within their budgets", (t) => {
