@@ -8,7 +8,7 @@ import * as out from "../contract/output.ts";
 import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import { NO_TOKEN, type SeqSampling } from "../gpu/kernels/sampling.ts";
 import { maskWords } from "../gpu/reference/token_mask.ts";
-import type { TokenMaskProvider } from "./token_mask.ts";
+import { onlyAllowed, type TokenMaskProvider } from "./token_mask.ts";
 import type { SeqBlocks } from "./webgpu/block_manager.ts";
 
 /** A push/pull channel: the scheduler pushes chunks, the consumer's iterator pulls them. */
@@ -58,6 +58,11 @@ export class Sequence {
   generated = 0;
   /** Tokens sampled on the GPU whose values have not been read back yet. */
   ahead = 0;
+  /**
+   * Tokens at the end of `tokens` that the CPU appended (forced by the guide) and that the GPU
+   * token store does not hold yet; the engine writes them before the step that reads them.
+   */
+  unstored = 0;
   /** Bumped on preemption: results of steps submitted before it are dropped. */
   epoch = 0;
   /** The sequence's slot in the engine's GPU token store, while it runs. */
@@ -87,17 +92,30 @@ export class Sequence {
   /** `tokens.length` when the guide's prepared mask was made, or -1. */
   #maskAt = -1;
   #preparing: { at: number; done: Promise<void> } | undefined;
+  /** Tokens forced since the last sampled one. */
+  #run = 0;
+  /** The longest forced run (0: none are forced). */
+  readonly #forceUpTo: number;
 
   /**
    * `maxLength`: the most tokens (prompt and output) the sequence may reach, the context length
    * or the whole KV cache when that is smaller; `max_tokens` beyond it ends with `length` there.
-   * `guide`: what constrains each token (guided decoding) over a vocabulary of `vocab` tokens.
+   * `guide`: what constrains each token (guided decoding) over a vocabulary of `vocab` tokens;
+   * with `forceUpTo` > 0 and a provider that prepares its masks, a token that the mask after
+   * the output allows alone is appended at once (up to `forceUpTo` in a row), without a
+   * sampling step: the engine computes such a run as one chunk.
    */
   constructor(
     readonly request: PreprocessedRequest,
     readonly ctx: GenerateContext,
     maxLength: number,
-    readonly guide?: { provider: TokenMaskProvider; vocab: number },
+    readonly guide?: {
+      provider: TokenMaskProvider;
+      vocab: number;
+      forceUpTo?: number;
+      /** Counts the tokens forced. */
+      tally?: { forcedTokens: number };
+    },
   ) {
     this.signal = AbortSignal.any([ctx.signal, this.#controller.signal]);
     this.tokens = [...request.token_ids];
@@ -112,6 +130,13 @@ export class Sequence {
     this.seed = request.sampling_options.seed ?? Math.floor(Math.random() * 2 ** 52);
     this.pipelined = guide === undefined &&
       !(request.sampling_options.bad_words_token_ids ?? []).some((w) => w.length > 1);
+    // Logprobs would need the model's distribution at each forced position, and bad words'
+    // bans depend on the history: such requests sample every token.
+    this.#forceUpTo = guide?.provider.prepare === undefined ||
+        request.output_options.logprobs !== undefined ||
+        (request.sampling_options.bad_words_token_ids ?? []).length > 0
+      ? 0
+      : guide.forceUpTo ?? 0;
   }
 
   /** Tokens so far, counting those still on the GPU. */
@@ -144,7 +169,10 @@ export class Sequence {
     if (this.#preparing?.at === at) return this.#preparing.done;
     const done = provider.prepare(this.tokens.slice(this.promptLength)).then(
       () => {
-        if (this.tokens.length === at) this.#maskAt = at;
+        if (this.tokens.length !== at) return undefined;
+        this.#maskAt = at;
+        // A forced token is taken at once and the mask after it prepared, run to its end.
+        return this.#force() ? this.prepareMask() : undefined;
       },
       (e) => this.fail(EngineError.from(e)),
     );
@@ -190,6 +218,35 @@ export class Sequence {
     const mask = this.#nextMask();
     if (mask) p.tokenMask = mask;
     return p;
+  }
+
+  /**
+   * Append the next token without sampling when the prepared mask allows it alone and no
+   * other rule of the request could refuse it (sampling would draw it whatever the logits,
+   * with the same RNG counter left for the next draw); true when one was appended.
+   */
+  #force(): boolean {
+    if (this.#forceUpTo === 0 || this.#run >= this.#forceUpTo) return false;
+    if (this.finished || this.ahead !== 0 || !this.maskReady) return false;
+    const { provider, vocab } = this.guide!;
+    let token: number | undefined;
+    try {
+      token = onlyAllowed(provider.nextMask(this.tokens.slice(this.promptLength)), vocab);
+    } catch {
+      return false; // the step's own nextMask reports it
+    }
+    if (token === undefined) return false;
+    const allowed = this.request.sampling_options.allowed_token_ids;
+    if (allowed && !allowed.includes(token)) return false;
+    const stops = (t: number) => this.#eos.has(t) || this.#shown.has(t) || this.#hidden.has(t);
+    if (this.generated < this.minTokens && stops(token)) return false;
+    const before = this.tokens.length;
+    this.#take(token, 0);
+
+    if (this.guide!.tally) this.guide!.tally.forcedTokens++;
+    this.#run++;
+    this.unstored += this.tokens.length - before;
+    return true;
   }
 
   /** The guide's mask for the next token; a guide that fails fails this sequence only. */
@@ -253,6 +310,15 @@ export class Sequence {
 
   /** Take a sampled token: stream it, or finish by a stop condition. */
   accept(
+    token: number,
+    logprob: number,
+    top?: { ids: ArrayLike<number>; logprobs: ArrayLike<number> },
+  ): void {
+    this.#run = 0;
+    this.#take(token, logprob, top);
+  }
+
+  #take(
     token: number,
     logprob: number,
     top?: { ids: ArrayLike<number>; logprobs: ArrayLike<number> },

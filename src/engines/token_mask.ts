@@ -29,3 +29,18 @@ export interface TokenMaskProvider {
   /** When given, called once the request has ended (its resources may be released). */
   dispose?(): void;
 }
+
+/**
+ * The one token `mask` allows, or undefined when it allows none or several (a forced token:
+ * the grammar admits exactly one continuation). Ids at or past `vocab` are never forced.
+ */
+export function onlyAllowed(mask: Uint32Array, vocab: number): number | undefined {
+  let found: number | undefined;
+  for (let i = 0; i < mask.length; i++) {
+    const w = mask[i]!;
+    if (w === 0) continue;
+    if (found !== undefined || (w & (w - 1)) !== 0) return undefined;
+    found = i * 32 + (31 - Math.clz32(w));
+  }
+  return found !== undefined && found < vocab ? found : undefined;
+}

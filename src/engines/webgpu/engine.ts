@@ -34,7 +34,7 @@ import { Sequence } from "../sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { WarmUpReport } from "./warmup.ts";
 import { assembleEngine } from "./assemble.ts";
-import type { WebGpuEngineOptions } from "./options.ts";
+import { forcedRunLimit, type WebGpuEngineOptions } from "./options.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
 
@@ -73,6 +73,8 @@ export class WebGpuEngine implements LLMEngine {
   #inflight = new LiveRequests();
   #gauges = new KvGauges();
   #guides: EngineGuides | undefined;
+  /** The longest run of forced tokens a guided sequence appends without sampling (0: off). */
+  readonly #forceUpTo: number;
   /** Time start() took, in seconds. */
   modelLoadTime = 0;
   /** What `start()`'s warm-up compiled, and how long it took (undefined without one). */
@@ -83,13 +85,14 @@ export class WebGpuEngine implements LLMEngine {
   }
   /**
    * Steps submitted, the most in flight at once, sampled tokens dropped (read back after their
-   * sequence had ended or been preempted), preemptions, and KV blocks released because no
-   * layer's window reached them any more.
+   * sequence had ended or been preempted), preemptions, KV blocks released because no
+   * layer's window reached them any more, and guided tokens appended without sampling (forced).
    */
   readonly steps = {
     submitted: 0,
     maxInFlight: 0,
     discardedTokens: 0,
+    forcedTokens: 0,
     preemptions: 0,
     droppedBlocks: 0,
   };
@@ -97,6 +100,7 @@ export class WebGpuEngine implements LLMEngine {
   /** An engine in the `new` state; `start()` loads the model and acquires the device. */
   constructor(readonly options: WebGpuEngineOptions) {
     this.#depth = new PipelineDepth(options.pipelineDepth);
+    this.#forceUpTo = forcedRunLimit(options);
   }
 
   async start(_workerId: bigint): Promise<EngineConfig> {
@@ -174,11 +178,25 @@ export class WebGpuEngine implements LLMEngine {
     const made = this.#guides.sequence(
       request,
       guide,
-      (provider) => new Sequence(request, ctx, limit, provider && { provider, vocab }),
+      (provider) =>
+        new Sequence(
+          request,
+          ctx,
+          limit,
+          provider && {
+            provider,
+            vocab,
+            forceUpTo: this.#forceUpTo,
+            tally: this.steps,
+          },
+        ),
       () => this.#state,
     );
     const seq = made instanceof Sequence ? made : await made;
     yield* this.#inflight.stream(ctx.requestId, seq, () => {
+      // Ended already (its first forced tokens reached a stop condition): nothing to run. (A
+      // loop started for it alone would end before `#loop` is set, and stay set.)
+      if (seq.finished) return;
       this.#scheduler!.waiting.push(seq);
       // End the stream at once, not when the step in flight is read back (a slow device may
       // take seconds per step); the loop frees its blocks at its next turn, and tokens still
@@ -254,6 +272,8 @@ export class WebGpuEngine implements LLMEngine {
     const sampled = step.sampled;
     let read: (() => Promise<SampledToken[]>) | undefined;
     try {
+      // Tokens the CPU appended (forced by a guide) reach the store before this step reads them.
+      for (const { seq } of step.parts) this.#tokens!.sync(seq);
       const { logits } = await this.#forward!.encode(encoder, step.batch);
       if (sampled.length > 0) {
         const store = this.#tokens!;

@@ -1,4 +1,5 @@
 /** The settings of a `WebGpuEngine` (`engine.ts`). */
+import { EngineError } from "../../contract/errors.ts";
 import type { Gpu } from "../../gpu/device.ts";
 import type { PathKind } from "../../gpu/paths.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
@@ -56,4 +57,26 @@ export interface WebGpuEngineOptions {
    * sampler, or `fused`, inside the sampling kernel (`gpu/kernels/token_mask.ts`).
    */
   tokenMaskPath?: TokenMaskPath;
+  /**
+   * Forced stretches in guided decoding: where a guided request's grammar allows exactly one
+   * token, then exactly one again, ..., `chunk` (default) appends those tokens (up to 32 in a
+   * row) without sampling them and computes them in one step, as a prompt chunk; `off` samples
+   * every token. The output is the same either way (see `docs/guided_decoding.md`).
+   */
+  guidedForcing?: GuidedForcing;
+}
+
+/** How forced stretches of guided decoding run (`WebGpuEngineOptions.guidedForcing`). */
+export type GuidedForcing = "chunk" | "off";
+
+/** The longest forced run appended without sampling. */
+export const FORCED_RUN_MAX = 32;
+
+/** The engine's forced-run limit: `FORCED_RUN_MAX` with `chunk`, 0 with `off`. */
+export function forcedRunLimit(o: { guidedForcing?: GuidedForcing }): number {
+  const f = o.guidedForcing ?? "chunk";
+  if (f !== "chunk" && f !== "off") {
+    throw EngineError.invalidField("guidedForcing", `"chunk" or "off", not ${JSON.stringify(f)}`);
+  }
+  return f === "chunk" ? FORCED_RUN_MAX : 0;
 }

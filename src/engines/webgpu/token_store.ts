@@ -38,6 +38,22 @@ export class TokenStore implements TokenSlots {
       slot * this.context * 4,
       Uint32Array.from(seq.tokens),
     );
+    seq.unstored = 0;
+  }
+
+  /**
+   * Write the tokens the CPU appended to `seq` (forced by its guide) into its slot, queue-ordered
+   * before the step that reads them; nothing when it has none or no slot (admit writes them).
+   */
+  sync(seq: Sequence): void {
+    if (seq.unstored === 0 || seq.slot === undefined) return;
+    const from = seq.tokens.length - seq.unstored;
+    this.device.queue.writeBuffer(
+      this.buffer,
+      this.index(seq, from) * 4,
+      Uint32Array.from(seq.tokens.slice(from)),
+    );
+    seq.unstored = 0;
   }
 
   evict(seq: Sequence): void {
