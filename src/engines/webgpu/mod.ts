@@ -3,6 +3,7 @@
  * @module
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
+export type { GuidedForcing } from "./options.ts";
 export type { KvGaugeValues } from "./kv_gauges.ts";
 export { type StepShape, warmShapes, type WarmUpReport } from "./warmup.ts";
 export type { RequestStats } from "../live_requests.ts";
