@@ -37,15 +37,9 @@ import { assembleEngine } from "./assemble.ts";
 import { forcedRunLimit, type WebGpuEngineOptions } from "./options.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
+import { type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
 
 export type { WebGpuEngineOptions } from "./options.ts";
-
-interface InFlight {
-  seqs: { seq: Sequence; epoch: number }[];
-  submitted: number;
-  resolvedAt: number | undefined;
-  results: Promise<SampledToken[]>;
-}
 
 type State = "new" | "starting" | "running" | "draining" | "stopped";
 
@@ -83,19 +77,8 @@ export class WebGpuEngine implements LLMEngine {
   get stats(): RequestStats {
     return this.#inflight.stats;
   }
-  /**
-   * Steps submitted, the most in flight at once, sampled tokens dropped (read back after their
-   * sequence had ended or been preempted), preemptions, KV blocks released because no
-   * layer's window reached them any more, and guided tokens appended without sampling (forced).
-   */
-  readonly steps = {
-    submitted: 0,
-    maxInFlight: 0,
-    discardedTokens: 0,
-    forcedTokens: 0,
-    preemptions: 0,
-    droppedBlocks: 0,
-  };
+  /** What the step loop counts: steps, preemptions, dropped and forced tokens. */
+  readonly steps: StepCounts = stepCounts();
 
   /** An engine in the `new` state; `start()` loads the model and acquires the device. */
   constructor(readonly options: WebGpuEngineOptions) {

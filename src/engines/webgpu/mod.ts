@@ -4,6 +4,7 @@
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
 export type { GuidedForcing } from "./options.ts";
+export type { StepCounts } from "./step_counts.ts";
 export type { KvGaugeValues } from "./kv_gauges.ts";
 export { type StepShape, warmShapes, type WarmUpReport } from "./warmup.ts";
 export type { RequestStats } from "../live_requests.ts";

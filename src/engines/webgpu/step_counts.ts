@@ -1,0 +1,37 @@
+/** What a `WebGpuEngine`'s step loop counts (`engine.steps`), and a step still in flight. */
+import type { SampledToken } from "../../gpu/kernels/sampling.ts";
+import type { Sequence } from "../sequence.ts";
+
+/** Counters of a `WebGpuEngine`'s steps since it was made. */
+export interface StepCounts {
+  /** Steps submitted to the GPU. */
+  submitted: number;
+  /** The most steps in flight at once. */
+  maxInFlight: number;
+  /** Sampled tokens dropped (read back after their sequence had ended or been preempted). */
+  discardedTokens: number;
+  /** Guided tokens appended without a sampling step (the grammar allowed only them). */
+  forcedTokens: number;
+  /** Sequences preempted. */
+  preemptions: number;
+  /** KV blocks released because no layer's window reached them any more. */
+  droppedBlocks: number;
+}
+
+/** Every counter at zero. */
+export const stepCounts = (): StepCounts => ({
+  submitted: 0,
+  maxInFlight: 0,
+  discardedTokens: 0,
+  forcedTokens: 0,
+  preemptions: 0,
+  droppedBlocks: 0,
+});
+
+/** A submitted step whose sampled tokens are being read back. */
+export interface InFlight {
+  seqs: { seq: Sequence; epoch: number }[];
+  submitted: number;
+  resolvedAt: number | undefined;
+  results: Promise<SampledToken[]>;
+}
