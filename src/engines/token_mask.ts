@@ -2,6 +2,7 @@
  * Guided decoding's hook into an engine's step: a request may carry a provider of token
  * bitmasks, asked before each of its tokens is sampled which tokens may come next.
  */
+import { EngineError } from "../contract/errors.ts";
 
 /**
  * What constrains a request's tokens step by step (a grammar, a JSON schema, a list of choices).
@@ -43,4 +44,19 @@ export function onlyAllowed(mask: Uint32Array, vocab: number): number | undefine
     found = i * 32 + (31 - Math.clz32(w));
   }
   return found !== undefined && found < vocab ? found : undefined;
+}
+
+/** How forced stretches of guided decoding run (`WebGpuEngineOptions.guidedForcing`). */
+export type GuidedForcing = "chunk" | "off";
+
+/** The longest forced run appended without sampling. */
+export const FORCED_RUN_MAX = 32;
+
+/** The engine's forced-run limit: `FORCED_RUN_MAX` with `chunk`, 0 with `off`. */
+export function forcedRunLimit(o: { guidedForcing?: GuidedForcing }): number {
+  const f = o.guidedForcing ?? "chunk";
+  if (f !== "chunk" && f !== "off") {
+    throw EngineError.invalidField("guidedForcing", `"chunk" or "off", not ${JSON.stringify(f)}`);
+  }
+  return f === "chunk" ? FORCED_RUN_MAX : 0;
 }

@@ -29,6 +29,7 @@ import { checkRequest } from "../admission.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "../sequence.ts";
 import { EngineGuides } from "../guided/mod.ts";
+import { forcedRunLimit, type GuidedForcing } from "../token_mask.ts";
 import { GpuRowSampler } from "./sampling.ts";
 import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
 import { OrtRequest, step, type StepContext } from "./stepper.ts";
@@ -61,6 +62,12 @@ export interface OrtEngineOptions {
   drainTimeoutMs?: number;
   /** onnxruntime-web's `env.wasm.wasmPaths`; default: its own resolution. */
   wasmPaths?: string;
+  /**
+   * Forced stretches in guided decoding (as `WebGpuEngineOptions.guidedForcing`): `chunk`
+   * (default) appends the tokens a grammar allows alone without sampling them, and the next
+   * `session.run` feeds them with the last sampled token; `off` samples every token.
+   */
+  guidedForcing?: GuidedForcing;
 }
 
 type State = "new" | "starting" | "running" | "draining" | "stopped";
@@ -105,11 +112,16 @@ export class OrtEngine implements LLMEngine {
   get stats(): RequestStats {
     return this.#inflight.stats;
   }
-  /** `session.run` calls made (one per request step). */
-  readonly steps = { runs: 0 };
+  /** `session.run` calls made (one per request step), and guided tokens forced (not sampled). */
+  readonly steps = { runs: 0, forcedTokens: 0 };
 
   /** Keeps `options`; nothing is loaded before `start()`. */
-  constructor(readonly options: OrtEngineOptions) {}
+  /** The longest run of forced tokens a guided sequence appends without sampling (0: off). */
+  readonly #forceUpTo: number;
+
+  constructor(readonly options: OrtEngineOptions) {
+    this.#forceUpTo = forcedRunLimit(options);
+  }
 
   /**
    * Load onnxruntime-web, pick the variant, open the session and check its layout. Rejects with
@@ -213,7 +225,17 @@ export class OrtEngine implements LLMEngine {
       request,
       undefined,
       (provider) =>
-        new Sequence(request, ctx, layout.context, provider && { provider, vocab: layout.vocab }),
+        new Sequence(
+          request,
+          ctx,
+          layout.context,
+          provider && {
+            provider,
+            vocab: layout.vocab,
+            forceUpTo: this.#forceUpTo,
+            tally: this.steps,
+          },
+        ),
       () => this.#state,
     );
     const seq = made instanceof Sequence ? made : await made;

@@ -53,3 +53,34 @@ Deno.test("wasm EP: guided_decoding constrains OrtEngine's output as WebGpuEngin
     await kiln.cleanup();
   }
 });
+
+Deno.test("wasm EP: forced stretches give the output of sampling every token, in fewer runs", async () => {
+  const open = (guidedForcing: "chunk" | "off") =>
+    new OrtEngine({
+      files: dirFiles(onnx),
+      name: "fortune",
+      executionProvider: "wasm",
+      guidedForcing,
+    });
+  const onnx = await onnxFortune();
+  const [off, on] = [open("off"), open("chunk")];
+  await off.start(0n);
+  await on.start(0n);
+  try {
+    for (const [t, seed] of [[0, 1], [1, 2]] as const) {
+      const r = guided("Your fortune: ", { json: SCHEMA }, t, seed);
+      const runs = [off.steps.runs, on.steps.runs];
+      const [a, b] = [await collect(off, r), await collect(on, r)];
+      deepStrictEqual(b.ids, a.ids, `${text(b.ids)} vs ${text(a.ids)}`);
+      deepStrictEqual(b.last.completion_usage, a.last.completion_usage);
+      equal(b.last.finish_reason, "eos");
+      const [ra, rb] = [off.steps.runs - runs[0]!, on.steps.runs - runs[1]!];
+      ok(rb < ra, `runs: ${rb} forcing, ${ra} not`);
+    }
+    ok(on.steps.forcedTokens > 0);
+    equal(off.steps.forcedTokens, 0);
+  } finally {
+    await off.cleanup();
+    await on.cleanup();
+  }
+});

@@ -34,8 +34,8 @@ import { Sequence } from "../sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { WarmUpReport } from "./warmup.ts";
 import { assembleEngine } from "./assemble.ts";
-import { forcedRunLimit, type WebGpuEngineOptions } from "./options.ts";
-import type { TokenMaskProvider } from "../token_mask.ts";
+import type { WebGpuEngineOptions } from "./options.ts";
+import { forcedRunLimit, type TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
 import { type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
 

@@ -3,7 +3,7 @@
  * @module
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
-export type { GuidedForcing } from "./options.ts";
+export type { GuidedForcing } from "../token_mask.ts";
 export type { StepCounts } from "./step_counts.ts";
 export type { KvGaugeValues } from "./kv_gauges.ts";
 export { type StepShape, warmShapes, type WarmUpReport } from "./warmup.ts";

@@ -1,8 +1,8 @@
 /** The settings of a `WebGpuEngine` (`engine.ts`). */
-import { EngineError } from "../../contract/errors.ts";
 import type { Gpu } from "../../gpu/device.ts";
 import type { PathKind } from "../../gpu/paths.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
+import type { GuidedForcing } from "../token_mask.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 import type { ModelFiles } from "../../model/source.ts";
 
@@ -64,19 +64,4 @@ export interface WebGpuEngineOptions {
    * every token. The output is the same either way (see `docs/guided_decoding.md`).
    */
   guidedForcing?: GuidedForcing;
-}
-
-/** How forced stretches of guided decoding run (`WebGpuEngineOptions.guidedForcing`). */
-export type GuidedForcing = "chunk" | "off";
-
-/** The longest forced run appended without sampling. */
-export const FORCED_RUN_MAX = 32;
-
-/** The engine's forced-run limit: `FORCED_RUN_MAX` with `chunk`, 0 with `off`. */
-export function forcedRunLimit(o: { guidedForcing?: GuidedForcing }): number {
-  const f = o.guidedForcing ?? "chunk";
-  if (f !== "chunk" && f !== "off") {
-    throw EngineError.invalidField("guidedForcing", `"chunk" or "off", not ${JSON.stringify(f)}`);
-  }
-  return f === "chunk" ? FORCED_RUN_MAX : 0;
 }
