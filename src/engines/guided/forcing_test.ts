@@ -7,7 +7,8 @@
  * forced run ends it with `length` at exactly that many tokens; the stop token the grammar forces
  * at its end ends the stream as a sampled one does, and stays banned before `min_tokens`.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import {
   bytes,
@@ -154,4 +155,12 @@ Deno.test("forced runs preempted and recomputed stream what they stream with roo
   for (let i = 0; i < reqs.length; i++) same(got[i]!, roomy[i]!);
   ok(tight.steps.preemptions > 0, "the small cache forced preemption");
   ok(tight.steps.forcedTokens > 0);
+});
+
+Deno.test("guidedForcing other than chunk or off is InvalidArgument naming it", async () => {
+  await rejects(
+    // deno-lint-ignore no-explicit-any
+    async () => await fortuneEngine({ guidedForcing: "sometimes" as any }),
+    (e) => e instanceof EngineError && e.type === "InvalidArgument" && e.param === "guidedForcing",
+  );
 });

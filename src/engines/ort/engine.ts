@@ -115,10 +115,13 @@ export class OrtEngine implements LLMEngine {
   /** `session.run` calls made (one per request step), and guided tokens forced (not sampled). */
   readonly steps = { runs: 0, forcedTokens: 0 };
 
-  /** Keeps `options`; nothing is loaded before `start()`. */
   /** The longest run of forced tokens a guided sequence appends without sampling (0: off). */
   readonly #forceUpTo: number;
 
+  /**
+   * Keeps `options`; nothing is loaded before `start()`. A `guidedForcing` other than `chunk`
+   * or `off` is `InvalidArgument`.
+   */
   constructor(readonly options: OrtEngineOptions) {
     this.#forceUpTo = forcedRunLimit(options);
   }
