@@ -4,7 +4,8 @@
  * with fixed keys (XGrammar), alone and in a batch where half the streams are guided and half
  * free. Tokens/s is timed from each stream's first token to its last; steps per token counts
  * every step the engine submitted while the batch ran, over the guided streams' tokens (alone)
- * or all streams' tokens (mixed). Both modes must give the same tokens (`same_tokens`).
+ * or all streams' tokens (mixed); `batch_tps` is the mixed batch's tokens over its wall time.
+ * Both modes must give the same tokens (`same_tokens`).
  *
  *   deno run -A bench/guided_forcing.ts [--model models/fortune] [--streams 8] [--rounds 3]
  */
