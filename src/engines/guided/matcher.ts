@@ -21,6 +21,8 @@ export class GrammarGuide implements TokenMaskProvider {
     /** u32 words of a mask (`ceil(vocab / 32)`). */
     readonly words: number,
     readonly field: string = FIELD,
+    /** Tokens never allowed whatever the grammar says: bit clear (see `Guides`). */
+    readonly restrict?: Uint32Array,
   ) {}
 
   /** Compute the mask that follows `output` (calls run one after another). */
@@ -39,6 +41,8 @@ export class GrammarGuide implements TokenMaskProvider {
     const mask = this.matcher.isTerminated()
       ? new Uint32Array(this.words)
       : new Uint32Array((await this.matcher.getNextTokenBitmask()).buffer);
+    const r = this.restrict;
+    if (r !== undefined) { for (let i = 0; i < mask.length; i++) mask[i]! &= r[i]!; }
     this.#ready = { output, mask };
   }
 

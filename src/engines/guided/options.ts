@@ -5,6 +5,7 @@
  */
 import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
+import { exactNumberBounds } from "./number_bounds.ts";
 
 /** The request field every message names. */
 export const FIELD = "request.sampling_options.guided_decoding";
@@ -95,7 +96,7 @@ function jsonSchema(v: unknown, field: string): string | undefined {
     throw EngineError.invalidField(field, `expected a JSON Schema object, got ${describe(v)}`);
   }
   if (Object.keys(schema).length === 0) return undefined;
-  return JSON.stringify(schema);
+  return JSON.stringify(exactNumberBounds(schema as Record<string, unknown>, field));
 }
 
 /** A canonical text of `spec`: the compiled-grammar cache's key. */
