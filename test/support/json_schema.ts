@@ -1,5 +1,5 @@
 /** JSON Schema validation for tests, by ajv (a validator independent of XGrammar). */
-import { Ajv } from "ajv";
+import { Ajv, type ValidateFunction } from "ajv";
 
 /** Throws, naming the errors, unless `value` satisfies `schema`. */
 export function assertValid(schema: object, value: unknown, what = "value"): void {
@@ -32,3 +32,39 @@ export const SCHEMA = {
   required: ["name", "mood", "score", "tags", "pos"],
   additionalProperties: false,
 };
+
+/** One schema of `bench/guided_schemas.json`: what it exercises, a prompt, the schema. */
+export interface GuidedSchema {
+  about: string;
+  prompt: string;
+  schema: object;
+  /** What the grammar engine is known not to enforce in this schema, if anything. */
+  known_gap?: string;
+}
+export type GuidedSchemas = Record<string, GuidedSchema>;
+
+/** A completion's text judged against its schema. */
+export interface Verdict {
+  text: string;
+  parsed: boolean;
+  valid: boolean;
+  /** Why it is not valid (the parse error or ajv's errors); "" when valid. */
+  why: string;
+}
+
+const ajv = new Ajv({ strict: false });
+const compiled = new WeakMap<object, ValidateFunction>();
+
+/** Parse `text` as JSON and validate it against `schema` with ajv. */
+export function checkCompletion(schema: object, text: string): Verdict {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { text, parsed: false, valid: false, why: (e as Error).message };
+  }
+  let validate = compiled.get(schema);
+  if (validate === undefined) compiled.set(schema, validate = ajv.compile(schema));
+  const valid = validate(value) === true;
+  return { text, parsed: true, valid, why: valid ? "" : ajv.errorsText(validate.errors) };
+}

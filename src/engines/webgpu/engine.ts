@@ -84,10 +84,13 @@ export class WebGpuEngine implements LLMEngine {
   /**
    * Steps submitted, the most in flight at once, sampled tokens dropped (read back after their
    * sequence had ended or been preempted), preemptions, and KV blocks released because no
-   * layer's window reached them any more.
+   * layer's window reached them any more; steps that sampled a guided sequence, and of those,
+   * the ones that sampled a free one too.
    */
   readonly steps = {
     submitted: 0,
+    guided: 0,
+    mixed: 0,
     maxInFlight: 0,
     discardedTokens: 0,
     preemptions: 0,
@@ -273,6 +276,9 @@ export class WebGpuEngine implements LLMEngine {
     }
     device.queue.submit([encoder.finish()]);
     this.steps.submitted++;
+    const guided = sampled.filter((s) => s.guide !== undefined).length;
+    if (guided > 0) this.steps.guided++;
+    if (guided > 0 && guided < sampled.length) this.steps.mixed++;
     for (const { seq, count } of step.parts) {
       seq.computed += count;
       this.#commit(seq);
