@@ -1,7 +1,8 @@
 // Kiln with no bundler: `npm pack`, the tarball's `package/dist/pkg/browser/` copied as `kiln/`
 // beside a copy of examples/static/ and its `package/models/fortune/` as `models/fortune/`, all
 // served by a plain static file server (no Vite, no npm install), and the page driven in
-// Chromium (SwiftShader WebGPU): generate, then Stop. A second origin serves the same folder with
+// Chromium (SwiftShader WebGPU): generate, then Stop, then a `response_format` reply (XGrammar, a
+// chunk beside kiln_worker.js, loaded on that request). A second origin serves the same folder with
 // CORS, as a CDN would, and kiln.js imported from there runs its worker through the same-origin
 // shim.
 import { after, before, test } from "node:test";
@@ -141,4 +142,37 @@ test("kiln.js from another origin (a CDN with CORS) starts its worker and genera
   assert.deepEqual(pageErrors, []);
   assert.equal(workers.length, 2);
   assert.match(workers[1], new RegExp(`^blob:${origin}/`), "the worker is a same-origin blob shim");
+});
+
+test("the browser build's worker loads XGrammar (its own chunk) and honours response_format", async () => {
+  const schema = {
+    type: "object",
+    properties: {
+      mood: { enum: ["calm", "wild"] },
+      luck: { type: "integer", minimum: 1, maximum: 9 },
+    },
+    required: ["mood", "luck"],
+    additionalProperties: false,
+  };
+  const out = await page.evaluate(async (schema) => {
+    const { openModel } = await import(new URL("kiln/kiln.js", location.href).href);
+    const model = await openModel({ model: new URL("models/fortune/", location.href) });
+    try {
+      const r = await model.chat.completions.create({
+        messages: [{ role: "user", content: "A fortune as JSON" }],
+        max_tokens: 200,
+        temperature: 1,
+        seed: 2,
+        response_format: { type: "json_schema", json_schema: { name: "f", schema } },
+      });
+      return { content: r.choices[0].message.content, finish: r.choices[0].finish_reason };
+    } finally {
+      await model.close();
+    }
+  }, schema);
+  assert.equal(out.finish, "stop", JSON.stringify(out));
+  const value = JSON.parse(out.content);
+  assert.deepEqual(Object.keys(value).sort(), ["luck", "mood"]);
+  ok(["calm", "wild"].includes(value.mood) && value.luck >= 1 && value.luck <= 9, out.content);
+  assert.deepEqual(pageErrors, []);
 });

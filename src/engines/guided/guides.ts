@@ -65,6 +65,8 @@ export interface CompileReport {
 export class Guides {
   #loaded: Promise<Loaded> | undefined;
   readonly #cache = new Map<string, Promise<XCompiledGrammar>>();
+  readonly #pinned = new Map<XCompiledGrammar, number>();
+  readonly #evicted = new Set<XCompiledGrammar>();
   lastCompile: CompileReport | undefined;
 
   /**
@@ -107,8 +109,28 @@ export class Guides {
     const g = request.sampling_options.guided_decoding;
     if (g === undefined || g === null) return undefined;
     const spec = parseGuided(g);
-    const { xg } = await this.#load();
+    await this.#load();
     const compiled = await this.compile(spec);
+    // Pinned until its matcher exists: evicted from the cache meanwhile, it is disposed after.
+    this.#pinned.set(compiled, (this.#pinned.get(compiled) ?? 0) + 1);
+    try {
+      return await this.#guide(request, spec, compiled);
+    } finally {
+      const n = this.#pinned.get(compiled)! - 1;
+      if (n > 0) this.#pinned.set(compiled, n);
+      else {
+        this.#pinned.delete(compiled);
+        if (this.#evicted.delete(compiled)) compiled.dispose();
+      }
+    }
+  }
+
+  async #guide(
+    request: PreprocessedRequest,
+    spec: GuideSpec,
+    compiled: XCompiledGrammar,
+  ): Promise<GrammarGuide> {
+    const { xg } = await this.#load();
     const stop = request.stop_conditions;
     // The tokens the sequence ends on: the grammar's end allows them (and only it does).
     const stops = [
@@ -146,7 +168,7 @@ export class Guides {
     while (this.#cache.size > this.capacity) {
       const [oldest, p] = this.#cache.entries().next().value!;
       this.#cache.delete(oldest);
-      p.then((c) => c.dispose(), () => {});
+      p.then((c) => this.#pinned.has(c) ? this.#evicted.add(c) : c.dispose(), () => {});
     }
     return compiled;
   }

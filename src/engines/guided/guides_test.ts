@@ -96,3 +96,19 @@ Deno.test("the productive-rule check and choice escaping", () => {
   equal(derivesFiniteString("root ::= TagDispatch(???)\n"), undefined);
   equal(choiceGrammar(['a"b', "c\\d", "e\nf"]), 'root ::= "a\\"b" | "c\\\\d" | "e\\x0af"');
 });
+
+Deno.test("the cache keeps the most recent; a grammar evicted while its matcher is made still works", async () => {
+  const small = new Guides(() => Promise.resolve(tokenizer), VOCAB, 2);
+  const made = await Promise.all(
+    ["alpha", "beta", "gamma", "delta"].map((w) => small.guide(req({ choice: [w] }))),
+  );
+  for (const [i, g] of made.entries()) {
+    await g!.prepare([]);
+    ok(allowed(g!.nextMask([])).length > 0, `guide ${i}`);
+    g!.dispose();
+  }
+  await small.guide(req({ choice: ["delta"] }));
+  equal(small.lastCompile?.cached, true);
+  await small.guide(req({ choice: ["alpha"] }));
+  equal(small.lastCompile?.cached, false, "evicted");
+});

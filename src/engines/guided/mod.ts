@@ -7,15 +7,16 @@ import type { PreprocessedRequest } from "../../contract/types.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import type { Sequence } from "../sequence.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
-import { Guides } from "./guides.ts";
-import { FIELD } from "./options.ts";
+import type { Guides } from "./guides.ts";
 
-export { Guides } from "./guides.ts";
-export { type GuideSpec, parseGuided } from "./options.ts";
+export type { Guides } from "./guides.ts";
+export type { GuideSpec } from "./options.ts";
+
+const FIELD = "request.sampling_options.guided_decoding";
 
 /** An engine's guides over `files`' tokenizer, made on first use. */
 export class EngineGuides {
-  #guides: Guides | undefined;
+  #guides: Promise<Guides> | undefined;
   constructor(readonly files: ModelFiles, readonly vocab: number) {}
 
   /**
@@ -31,11 +32,15 @@ export class EngineGuides {
     if (given !== undefined) {
       throw EngineError.invalidField(FIELD, "a token mask provider was given too; give one");
     }
-    this.#guides ??= new Guides(async () => {
-      const { loadText } = await import("../../text/load.ts");
-      return (await loadText(this.files)).tokenizer;
-    }, this.vocab);
-    return await this.#guides.guide(request);
+    // The grammar side (and XGrammar, and the tokenizer) is loaded on the first guided request
+    // only: an engine that never constrains never loads it.
+    this.#guides ??= import("./guides.ts").then(({ Guides }) =>
+      new Guides(async () => {
+        const { loadText } = await import("../../text/load.ts");
+        return (await loadText(this.files)).tokenizer;
+      }, this.vocab)
+    );
+    return await (await this.#guides).guide(request);
   }
 
   /**
