@@ -10,7 +10,8 @@
  *
  * @module
  */
-import { Guides, parseGuided } from "../src/engines/guided/mod.ts";
+import { Guides } from "../src/engines/guided/guides.ts";
+import { parseGuided } from "../src/engines/guided/options.ts";
 import { readText } from "../src/model/source.ts";
 import type { ModelFiles } from "../src/model/source.ts";
 import { loadText } from "../src/text/load.ts";
