@@ -243,7 +243,7 @@ async function benchShape(
     const guidedBatches = batches.filter((b) => b === 1 || b === 8);
     if (guidedBatches.length > 0 && await hasTokenizer(files)) {
       const o = { batches: guidedBatches, tokens, rounds, prompts, log };
-      result.guided = await guidedBench(kiln, files, config.vocabSize, o).catch((e) => {
+      result.guided = await guidedBench(kiln, dir, files, config.vocabSize, o).catch((e) => {
         result.skipped.push(`guided: ${(e as Error).message}`);
         return undefined;
       });

@@ -15,7 +15,7 @@ import { parseGuided } from "../src/engines/guided/options.ts";
 import { readText } from "../src/model/source.ts";
 import type { ModelFiles } from "../src/model/source.ts";
 import { loadText } from "../src/text/load.ts";
-import type { KilnRunner } from "./kiln_runner.ts";
+import { KilnRunner } from "./kiln_runner.ts";
 import { median } from "./compare.ts";
 
 export interface GuidedDecode {
@@ -25,6 +25,14 @@ export interface GuidedDecode {
   guided_tps: number;
   /** guided_tps / free_tps (medians over the rounds). */
   ratio: number;
+  /**
+   * The free streams on an engine that reads every step's tokens back before the next
+   * (`pipelineDepth: 1`), as a guided sequence must (its next mask needs its last token): the
+   * part of the cost that is lost pipelining rather than masks.
+   */
+  free_depth1_tps: number;
+  /** guided_tps / free_depth1_tps. */
+  ratio_to_depth1: number;
   free_tps_all: number[];
   guided_tps_all: number[];
   /** Rounds where a guided stream ended before `tokens_per_stream` (a dead end): should be 0. */
@@ -120,10 +128,12 @@ async function compileTimes(files: ModelFiles, vocab: number): Promise<GuidedRes
 
 /**
  * Compile times, then for each of `batches`: `rounds` turns of free and guided greedy streams
- * of `tokens` tokens (`prompts(b)`: b fresh prompts), after one short guided warm-up run.
+ * of `tokens` tokens (`prompts(b)`: b fresh prompts) and free ones on a second engine at
+ * pipeline depth 1 (loaded from `dir` on the same device), after short warm-up runs.
  */
 export async function guidedBench(
   kiln: KilnRunner,
+  dir: string,
   files: ModelFiles,
   vocab: number,
   o: {
@@ -139,10 +149,20 @@ export async function guidedBench(
   const schema = recordsSchema(o.tokens);
   const guided = { json: schema };
   const decode: GuidedDecode[] = [];
-  for (const b of o.batches) {
+  const depth1 = new KilnRunner({ ...kiln.options, pipelineDepth: 1 });
+  await depth1.setup(dir);
+  try {
+    for (const b of o.batches) decode.push(await atBatch(b));
+  } finally {
+    await depth1.close();
+  }
+  return { decode_schema: schema, compile, decode };
+
+  async function atBatch(b: number): Promise<GuidedDecode> {
     o.log(`guided: decode, batch ${b}`);
     await kiln.run(o.prompts(b), Math.min(3, o.tokens), guided); // compiles, warms
-    const free: number[] = [], constrained: number[] = [];
+    await depth1.run(o.prompts(b), Math.min(3, o.tokens));
+    const free: number[] = [], constrained: number[] = [], unpiped: number[] = [];
     let short = 0;
     for (let r = 0; r < o.rounds; r++) {
       const f = await kiln.run(o.prompts(b), o.tokens);
@@ -150,18 +170,21 @@ export async function guidedBench(
       const g = await kiln.run(o.prompts(b), o.tokens, guided);
       constrained.push((g.tokens - b) / g.seconds);
       if (g.tokens < b * o.tokens) short++;
+      const d = await depth1.run(o.prompts(b), o.tokens);
+      unpiped.push((d.tokens - b) / d.seconds);
     }
-    const ft = median(free), gt = median(constrained);
-    decode.push({
+    const ft = median(free), gt = median(constrained), dt = median(unpiped);
+    return {
       batch: b,
       tokens_per_stream: o.tokens,
       free_tps: ft,
       guided_tps: gt,
       ratio: gt / ft,
+      free_depth1_tps: dt,
+      ratio_to_depth1: gt / dt,
       free_tps_all: free,
       guided_tps_all: constrained,
       guided_short: short,
-    });
+    };
   }
-  return { decode_schema: schema, compile, decode };
 }
