@@ -5,7 +5,9 @@
  * `WebGpuEngine`, each detokenized with the model's tokenizer, `JSON.parse`d and validated by
  * ajv. Free (unconstrained) requests run beside them all along (`--free` streams, restarted as
  * they end), so the engine's steps mix both; the engine's own count of steps that sampled a
- * guided sequence and of those that also sampled a free one is reported.
+ * guided sequence and of those that also sampled a free one is reported. Completions with raw
+ * control characters in a string (XGrammar lets them into length-bounded strings) are counted,
+ * and validated again with them escaped.
  *
  *   deno run -A bench/guided_validity.ts [--model models/fortune] [--n 1000] [--guided 6]
  *     [--free 2] [--max-tokens 256] [--schemas bench/guided_schemas.json] [--out FILE]
@@ -16,7 +18,12 @@ import { WebGpuEngine } from "../src/engines/webgpu/mod.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { loadText } from "../src/text/load.ts";
-import { checkCompletion, type GuidedSchemas, type Verdict } from "../test/support/json_schema.ts";
+import {
+  checkCompletion,
+  escapeControls,
+  type GuidedSchemas,
+  type Verdict,
+} from "../test/support/json_schema.ts";
 
 const { flags } = runCli({
   name: "guided_validity",
@@ -89,6 +96,10 @@ interface Tally {
   completions: number;
   parsed: number;
   valid: number;
+  /** Completions with raw control characters (in a length-bounded string: XGrammar's gap). */
+  raw_controls: number;
+  /** Valid once those are escaped (`escapeControls`). */
+  valid_controls_escaped: number;
   finish: { stop: number; length: number; error: number };
   tokens: number;
   examples_invalid: { text: string; why: string }[];
@@ -101,6 +112,8 @@ for (const [s, name] of Object.keys(schemas).entries()) {
     completions: 0,
     parsed: 0,
     valid: 0,
+    raw_controls: 0,
+    valid_controls_escaped: 0,
     finish: { stop: 0, length: 0, error: 0 },
     tokens: 0,
     examples_invalid: [],
@@ -118,7 +131,11 @@ const guidedLane = async () => {
     const { schema, prompt } = schemas[job.name]!;
     const r = await run(req(prompt, job.seed, schema));
     const t = tallies[job.name]!;
-    const v: Verdict = checkCompletion(schema, tokenizer.decode(r.ids, { skipSpecial: true }));
+    const text = tokenizer.decode(r.ids, { skipSpecial: true });
+    const v: Verdict = checkCompletion(schema, text);
+    const escaped = escapeControls(text);
+    if (escaped !== text) t.raw_controls++;
+    if (checkCompletion(schema, escaped).valid) t.valid_controls_escaped++;
     t.completions++;
     t.tokens += r.ids.length;
     if (v.parsed) t.parsed++;
@@ -182,9 +199,10 @@ await engine.cleanup();
 await Deno.writeTextFile(flags.out, JSON.stringify(report, null, 2) + "\n");
 for (const [k, t] of Object.entries(report.schemas)) {
   console.error(
-    `${k}: ${t.valid}/${t.completions} valid, ${t.parsed} parsed, finish ${
-      JSON.stringify(t.finish)
-    }, ${t.mean_tokens.toFixed(1)} tokens`,
+    `${k}: ${t.valid}/${t.completions} valid (${t.valid_controls_escaped} with control ` +
+      `characters escaped), ${t.parsed} parsed, finish ${JSON.stringify(t.finish)}, ${
+        t.mean_tokens.toFixed(1)
+      } tokens`,
   );
 }
 console.error(
