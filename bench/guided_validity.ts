@@ -101,6 +101,8 @@ interface Tally {
   /** Valid once those are escaped (`escapeControls`). */
   valid_controls_escaped: number;
   finish: { stop: number; length: number; error: number };
+  /** Invalid completions per ajv error (`path keyword`, or `parse`). */
+  errors: Record<string, number>;
   tokens: number;
   examples_invalid: { text: string; why: string }[];
 }
@@ -115,6 +117,7 @@ for (const [s, name] of Object.keys(schemas).entries()) {
     raw_controls: 0,
     valid_controls_escaped: 0,
     finish: { stop: 0, length: 0, error: 0 },
+    errors: {},
     tokens: 0,
     examples_invalid: [],
   };
@@ -137,6 +140,7 @@ const guidedLane = async () => {
     if (escaped !== text) t.raw_controls++;
     if (checkCompletion(schema, escaped).valid) t.valid_controls_escaped++;
     t.completions++;
+    for (const e of new Set(v.errors)) t.errors[e] = (t.errors[e] ?? 0) + 1;
     t.tokens += r.ids.length;
     if (v.parsed) t.parsed++;
     if (v.valid) t.valid++;

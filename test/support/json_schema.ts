@@ -50,6 +50,8 @@ export interface Verdict {
   valid: boolean;
   /** Why it is not valid (the parse error or ajv's errors); "" when valid. */
   why: string;
+  /** ajv's errors as `path keyword` (`/ratio maximum`), or `parse` when it did not parse. */
+  errors: string[];
 }
 
 const ajv = new Ajv({ strict: false });
@@ -74,10 +76,11 @@ export function checkCompletion(schema: object, text: string): Verdict {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    return { text, parsed: false, valid: false, why: (e as Error).message };
+    return { text, parsed: false, valid: false, why: (e as Error).message, errors: ["parse"] };
   }
   let validate = compiled.get(schema);
   if (validate === undefined) compiled.set(schema, validate = ajv.compile(schema));
   const valid = validate(value) === true;
-  return { text, parsed: true, valid, why: valid ? "" : ajv.errorsText(validate.errors) };
+  const errors = (validate.errors ?? []).map((e) => `${e.instancePath} ${e.keyword}`);
+  return { text, parsed: true, valid, why: valid ? "" : ajv.errorsText(validate.errors), errors };
 }
