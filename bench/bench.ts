@@ -3,7 +3,8 @@
  * generated once into `.cache/kiln-bench/`, see `checkpoint.ts`) or on any HF folder.
  * Per shape: decode tokens/s at several batch sizes, prefill tokens/s and time to first token,
  * dispatches and CPU encode time per decode step, and batch-1 weight reads in GB/s beside a
- * read-bandwidth probe run in the same process. With `--peers`, other engines
+ * read-bandwidth probe run in the same process; for a model with a tokenizer, JSON Schema
+ * compile times and guided against free decode tokens/s at batch 1 and 8 (`guided_cost.ts`). With `--peers`, other engines
  * (`bench/peers/mod.ts`) are checked for Kiln's greedy tokens and timed interleaved with it.
  *
  *   deno task bench [--shapes a,b | --model DIR] [--batches 1,8,32] [--tokens 128]
@@ -59,6 +60,7 @@ import { renderBenchChart } from "./bench_chart.ts";
 import { parseThreadList, threadCandidates } from "./threads.ts";
 import { machineProbe } from "./machine_load.ts";
 import { perLayer } from "./slices.ts";
+import { guidedBench, hasTokenizer } from "./guided_cost.ts";
 import type { Peer } from "./peers/peer.ts";
 
 const { flags, fail } = runCli({
@@ -238,6 +240,14 @@ async function benchShape(
         max_steps_in_flight: kiln.maxInFlight,
       });
     }
+    const guidedBatches = batches.filter((b) => b === 1 || b === 8);
+    if (guidedBatches.length > 0 && await hasTokenizer(files)) {
+      const o = { batches: guidedBatches, tokens, rounds, prompts, log };
+      result.guided = await guidedBench(kiln, dir, files, config.vocabSize, o).catch((e) => {
+        result.skipped.push(`guided: ${(e as Error).message}`);
+        return undefined;
+      });
+    } else result.skipped.push("guided: needs a tokenizer (--model DIR) and batch 1 or 8");
     result.prefill = [];
     const prefillRuns = quick ? 1 : 3;
     const warm = new Set([PROMPT]); // prompt lengths whose plans the decode runs built

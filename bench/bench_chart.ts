@@ -40,6 +40,19 @@ function panels(r: BenchReport): Panel[] {
       ),
     },
     {
+      title: "guided (JSON Schema) decode tokens/s, all streams (grey: the same streams free)",
+      bars: ok.flatMap((s) =>
+        (s.guided?.decode ?? []).flatMap((d) => [
+          {
+            label: `${s.shape} ×${d.batch}`,
+            value: d.guided_tps,
+            text: `${num(d.guided_tps, 2)} tokens/s (×${d.ratio.toFixed(2)} of free)`,
+          },
+          { label: "", value: d.free_tps, text: num(d.free_tps, 2), grey: true },
+        ])
+      ),
+    },
+    {
       title: "prefill tokens/s, one request (time to first token)",
       bars: ok.flatMap((s) =>
         (s.prefill ?? []).map((p) => ({

@@ -39,15 +39,22 @@ export abstract class EngineRunner<E extends LLMEngine> implements Peer {
 
   abstract setup(modelDir: string): Promise<string | undefined>;
 
-  /** `prompts.length` concurrent greedy streams of `n` tokens each. */
-  async run(prompts: number[][], n: number): Promise<StreamTiming> {
+  /**
+   * `prompts.length` concurrent greedy streams of `n` tokens each, constrained by `guided`
+   * (`sampling_options.guided_decoding`) when given.
+   */
+  async run(
+    prompts: number[][],
+    n: number,
+    guided?: Record<string, unknown>,
+  ): Promise<StreamTiming> {
     const engine = this.engine, config = this.config;
     if (!engine || !config) throw new Error(`${this.name}: setup() first`);
     const request = (ids: number[]): PreprocessedRequest => ({
       model: config.model,
       token_ids: ids,
       stop_conditions: { max_tokens: n, ignore_eos: true },
-      sampling_options: { temperature: 0 },
+      sampling_options: { temperature: 0, ...(guided ? { guided_decoding: guided } : {}) },
       output_options: {},
       eos_token_ids: [],
       annotations: [],

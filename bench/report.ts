@@ -9,6 +9,7 @@ import type { MachineCheck } from "./machine_load.ts";
 import type { SliceFit } from "./slices.ts";
 import { publishable, withheldBecause } from "./guard.ts";
 import { describeSweep } from "./threads.ts";
+import type { GuidedResult } from "./guided_cost.ts";
 
 export interface DecodeResult {
   batch: number;
@@ -47,6 +48,8 @@ export interface ShapeResult {
     load_seconds: number;
   };
   decode?: DecodeResult[];
+  /** JSON Schema compile times and guided against free decode (`guided_cost.ts`). */
+  guided?: GuidedResult | undefined;
   prefill?: PrefillResult[];
   /** Dispatches and CPU encode time of one decode step, per batch size. */
   step?: EncodeTiming[];
@@ -152,6 +155,7 @@ export function formatTable(r: BenchReport): string {
           ` = ${f(w.ratio_to_probe, 2)} × the read probe's ${f(w.probe_gb_per_s, 2)} GB/s`,
       );
     }
+    if (s.guided) lines.push(...guidedLines(s.guided));
     for (const p of s.peers ?? []) lines.push(...peerLines(p));
     for (const k of s.skipped) lines.push(`  skipped: ${k}`);
   }
@@ -175,6 +179,21 @@ export function formatTable(r: BenchReport): string {
     }
   }
   return lines.join("\n");
+}
+
+/** Guided against free decode per batch, and the 50-property schema's compile times. */
+function guidedLines(g: GuidedResult): string[] {
+  const c = g.compile;
+  return [
+    ...g.decode.map((d) =>
+      `  guided  batch ${String(d.batch).padStart(3)}: ${f(d.guided_tps, 2)} tokens/s against ` +
+      `${f(d.free_tps, 2)} free = ×${f(d.ratio, 2)}; free at pipeline depth 1 ` +
+      `${f(d.free_depth1_tps, 2)} (×${f(d.ratio_to_depth1, 2)})`
+    ),
+    `  guided  ${c.properties}-property schema: first compile ${f(c.first_ms, 0)} ms` +
+    `${c.xgrammar_loaded_before ? "" : " (XGrammar loaded)"}, another ${f(c.second_ms, 0)} ms, ` +
+    `cached ${f(c.cache_hit_ms, 2)} ms`,
+  ];
 }
 
 /** A peer's status, its ratios only when the guard passed, and its thread choices. */

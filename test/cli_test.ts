@@ -58,6 +58,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/token_mask.ts", name: "token_mask", flag: ["--iters", "1"] },
   { path: "bench/guided_engine.ts", name: "guided_engine", flag: ["--tokens", "4"] },
   { path: "bench/guided_forcing.ts", name: "guided_forcing", flag: ["--rounds", "1"] },
+  { path: "bench/guided_validity.ts", name: "guided_validity", flag: ["--n", "4"] },
   { path: "test/run.ts", name: "test" },
   { path: "scripts/logit_errors.ts", name: "logit_errors" },
   { path: "scripts/demo.mjs", name: "start", flag: ["--port", "1"] },

@@ -1,5 +1,5 @@
 /** JSON Schema validation for tests, by ajv (a validator independent of XGrammar). */
-import { Ajv } from "ajv";
+import { Ajv, type ValidateFunction } from "ajv";
 
 /** Throws, naming the errors, unless `value` satisfies `schema`. */
 export function assertValid(schema: object, value: unknown, what = "value"): void {
@@ -32,3 +32,55 @@ export const SCHEMA = {
   required: ["name", "mood", "score", "tags", "pos"],
   additionalProperties: false,
 };
+
+/** One schema of `bench/guided_schemas.json`: what it exercises, a prompt, the schema. */
+export interface GuidedSchema {
+  about: string;
+  prompt: string;
+  schema: object;
+  /** What the grammar engine is known not to enforce in this schema, if anything. */
+  known_gap?: string;
+}
+export type GuidedSchemas = Record<string, GuidedSchema>;
+
+/** A completion's text judged against its schema. */
+export interface Verdict {
+  text: string;
+  parsed: boolean;
+  valid: boolean;
+  /** Why it is not valid (the parse error or ajv's errors); "" when valid. */
+  why: string;
+  /** ajv's errors as `path keyword` (`/ratio maximum`), or `parse` when it did not parse. */
+  errors: string[];
+}
+
+const ajv = new Ajv({ strict: false });
+const compiled = new WeakMap<object, ValidateFunction>();
+
+/**
+ * `text` with raw control characters (U+0000 to U+001F, which JSON allows in strings only
+ * escaped) written as `\u00XX`: XGrammar's rule for a string with `maxLength` or `minLength`
+ * (`[^"\\\r\n]`) lets them through raw; outside strings its JSON grammar allows none.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(
+    // deno-lint-ignore no-control-regex
+    /[\u0000-\u001f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** Parse `text` as JSON and validate it against `schema` with ajv. */
+export function checkCompletion(schema: object, text: string): Verdict {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return { text, parsed: false, valid: false, why: (e as Error).message, errors: ["parse"] };
+  }
+  let validate = compiled.get(schema);
+  if (validate === undefined) compiled.set(schema, validate = ajv.compile(schema));
+  const valid = validate(value) === true;
+  const errors = (validate.errors ?? []).map((e) => `${e.instancePath} ${e.keyword}`);
+  return { text, parsed: true, valid, why: valid ? "" : ajv.errorsText(validate.errors), errors };
+}

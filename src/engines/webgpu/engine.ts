@@ -77,7 +77,7 @@ export class WebGpuEngine implements LLMEngine {
   get stats(): RequestStats {
     return this.#inflight.stats;
   }
-  /** What the step loop counts: steps, preemptions, dropped and forced tokens. */
+  /** What the step loop counts: steps (guided, mixed), preemptions, dropped and forced tokens. */
   readonly steps: StepCounts = stepCounts();
 
   /** An engine in the `new` state; `start()` loads the model and acquires the device. */
@@ -276,6 +276,9 @@ export class WebGpuEngine implements LLMEngine {
     }
     device.queue.submit([encoder.finish()]);
     this.steps.submitted++;
+    const guided = sampled.filter((s) => s.guide !== undefined).length;
+    if (guided > 0) this.steps.guided++;
+    if (guided > 0 && guided < sampled.length) this.steps.mixed++;
     for (const { seq, count } of step.parts) {
       seq.computed += count;
       this.#commit(seq);

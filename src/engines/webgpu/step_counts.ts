@@ -6,6 +6,10 @@ import type { Sequence } from "../sequence.ts";
 export interface StepCounts {
   /** Steps submitted to the GPU. */
   submitted: number;
+  /** Steps that sampled a guided sequence. */
+  guided: number;
+  /** Of those, the steps that sampled a free sequence too (constrained and free in one batch). */
+  mixed: number;
   /** The most steps in flight at once. */
   maxInFlight: number;
   /** Sampled tokens dropped (read back after their sequence had ended or been preempted). */
@@ -21,6 +25,8 @@ export interface StepCounts {
 /** Every counter at zero. */
 export const stepCounts = (): StepCounts => ({
   submitted: 0,
+  guided: 0,
+  mixed: 0,
   maxInFlight: 0,
   discardedTokens: 0,
   forcedTokens: 0,
