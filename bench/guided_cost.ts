@@ -6,7 +6,8 @@
  * constrained by a JSON Schema against the same streams free, at batch 1 and 8, taking turns
  * round by round. The constrained streams are JSON arrays of small records (`minItems` as many
  * as the tokens asked for, so the grammar never ends first): every token goes through
- * XGrammar's matcher and the GPU's mask.
+ * XGrammar's matcher and the GPU's mask. The guided streams run twice: with forced stretches (the
+ * engine's default: runs of tokens the grammar allows alone computed in one step) and without.
  *
  * @module
  */
@@ -33,6 +34,10 @@ export interface GuidedDecode {
   free_depth1_tps: number;
   /** guided_tps / free_depth1_tps. */
   ratio_to_depth1: number;
+  /** The guided streams with forced stretches off (`guidedForcing: "off"`): every token sampled. */
+  guided_unforced_tps: number;
+  /** guided_unforced_tps / free_tps. */
+  ratio_unforced: number;
   free_tps_all: number[];
   guided_tps_all: number[];
   /** Rounds where a guided stream ended before `tokens_per_stream` (a dead end): should be 0. */
@@ -150,11 +155,14 @@ export async function guidedBench(
   const guided = { json: schema };
   const decode: GuidedDecode[] = [];
   const depth1 = new KilnRunner({ ...kiln.options, pipelineDepth: 1 });
+  const unforced = new KilnRunner({ ...kiln.options, guidedForcing: "off" });
   await depth1.setup(dir);
+  await unforced.setup(dir);
   try {
     for (const b of o.batches) decode.push(await atBatch(b));
   } finally {
     await depth1.close();
+    await unforced.close();
   }
   return { decode_schema: schema, compile, decode };
 
@@ -162,7 +170,9 @@ export async function guidedBench(
     o.log(`guided: decode, batch ${b}`);
     await kiln.run(o.prompts(b), Math.min(3, o.tokens), guided); // compiles, warms
     await depth1.run(o.prompts(b), Math.min(3, o.tokens));
+    await unforced.run(o.prompts(b), Math.min(3, o.tokens), guided);
     const free: number[] = [], constrained: number[] = [], unpiped: number[] = [];
+    const sampled: number[] = [];
     let short = 0;
     for (let r = 0; r < o.rounds; r++) {
       const f = await kiln.run(o.prompts(b), o.tokens);
@@ -172,8 +182,11 @@ export async function guidedBench(
       if (g.tokens < b * o.tokens) short++;
       const d = await depth1.run(o.prompts(b), o.tokens);
       unpiped.push((d.tokens - b) / d.seconds);
+      const u = await unforced.run(o.prompts(b), o.tokens, guided);
+      sampled.push((u.tokens - b) / u.seconds);
     }
     const ft = median(free), gt = median(constrained), dt = median(unpiped);
+    const ut = median(sampled);
     return {
       batch: b,
       tokens_per_stream: o.tokens,
@@ -182,6 +195,8 @@ export async function guidedBench(
       ratio: gt / ft,
       free_depth1_tps: dt,
       ratio_to_depth1: gt / dt,
+      guided_unforced_tps: ut,
+      ratio_unforced: ut / ft,
       free_tps_all: free,
       guided_tps_all: constrained,
       guided_short: short,

@@ -19,6 +19,8 @@ export interface KilnRunnerOptions {
   maxNumBatchedTokens?: number;
   /** Decode steps in flight, fixed (default: the engine adapts it). */
   pipelineDepth?: number;
+  /** Guided decoding's forced stretches (default: the engine's, `"chunk"`). */
+  guidedForcing?: "chunk" | "off";
 }
 
 export interface StreamTiming {
@@ -120,6 +122,7 @@ export class KilnRunner extends EngineRunner<WebGpuEngine> {
         ? {}
         : { maxNumBatchedTokens: o.maxNumBatchedTokens }),
       ...(o.pipelineDepth === undefined ? {} : { pipelineDepth: o.pipelineDepth }),
+      ...(o.guidedForcing === undefined ? {} : { guidedForcing: o.guidedForcing }),
     });
     this.config = await this.engine.start(0n);
     return undefined;

@@ -188,7 +188,8 @@ function guidedLines(g: GuidedResult): string[] {
     ...g.decode.map((d) =>
       `  guided  batch ${String(d.batch).padStart(3)}: ${f(d.guided_tps, 2)} tokens/s against ` +
       `${f(d.free_tps, 2)} free = ×${f(d.ratio, 2)}; free at pipeline depth 1 ` +
-      `${f(d.free_depth1_tps, 2)} (×${f(d.ratio_to_depth1, 2)})`
+      `${f(d.free_depth1_tps, 2)} (×${f(d.ratio_to_depth1, 2)}); guided without forced ` +
+      `stretches ${f(d.guided_unforced_tps, 2)} (×${f(d.ratio_unforced, 2)} of free)`
     ),
     `  guided  ${c.properties}-property schema: first compile ${f(c.first_ms, 0)} ms` +
     `${c.xgrammar_loaded_before ? "" : " (XGrammar loaded)"}, another ${f(c.second_ms, 0)} ms, ` +

@@ -38,8 +38,6 @@ export interface GuidedSchema {
   about: string;
   prompt: string;
   schema: object;
-  /** What the grammar engine is known not to enforce in this schema, if anything. */
-  known_gap?: string;
 }
 export type GuidedSchemas = Record<string, GuidedSchema>;
 
@@ -56,19 +54,6 @@ export interface Verdict {
 
 const ajv = new Ajv({ strict: false });
 const compiled = new WeakMap<object, ValidateFunction>();
-
-/**
- * `text` with raw control characters (U+0000 to U+001F, which JSON allows in strings only
- * escaped) written as `\u00XX`: XGrammar's rule for a string with `maxLength` or `minLength`
- * (`[^"\\\r\n]`) lets them through raw; outside strings its JSON grammar allows none.
- */
-export function escapeControls(text: string): string {
-  return text.replace(
-    // deno-lint-ignore no-control-regex
-    /[\u0000-\u001f]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-}
 
 /** Parse `text` as JSON and validate it against `schema` with ajv. */
 export function checkCompletion(schema: object, text: string): Verdict {
