@@ -37,7 +37,7 @@ import { assembleEngine } from "./assemble.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
 import { forcedRunLimit, type TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
-import { type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
+import { countSubmitted, type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
 
 export type { WebGpuEngineOptions } from "./options.ts";
 
@@ -275,10 +275,7 @@ export class WebGpuEngine implements LLMEngine {
       return;
     }
     device.queue.submit([encoder.finish()]);
-    this.steps.submitted++;
-    const guided = sampled.filter((s) => s.guide !== undefined).length;
-    if (guided > 0) this.steps.guided++;
-    if (guided > 0 && guided < sampled.length) this.steps.mixed++;
+    countSubmitted(this.steps, sampled);
     for (const { seq, count } of step.parts) {
       seq.computed += count;
       this.#commit(seq);

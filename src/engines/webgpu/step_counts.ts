@@ -34,6 +34,14 @@ export const stepCounts = (): StepCounts => ({
   droppedBlocks: 0,
 });
 
+/** Count a submitted step that sampled `sampled` (guided when one is, mixed when free ones too). */
+export function countSubmitted(c: StepCounts, sampled: readonly Sequence[]): void {
+  c.submitted++;
+  const guided = sampled.filter((s) => s.guide !== undefined).length;
+  if (guided > 0) c.guided++;
+  if (guided > 0 && guided < sampled.length) c.mixed++;
+}
+
 /** A submitted step whose sampled tokens are being read back. */
 export interface InFlight {
   seqs: { seq: Sequence; epoch: number }[];
