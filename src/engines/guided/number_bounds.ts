@@ -10,8 +10,7 @@
  * - `-ip.frac` lies in `(-ip - 1, -ip]`: allowed for `-ip` in `[⌈lo⌉ + 1, ⌊hi⌋]`.
  *
  * The result accepts a subset of the schema's numbers (never one outside it): values within one
- * unit of a non-integer bound, and those between -1 and 0 when the range also reaches past -1,
- * cannot be written. A bounded number that leaves nothing writable is refused. Schemas with a
+ * unit of a non-integer bound, and those strictly between -1 and 0, cannot be written. A bounded number that leaves nothing writable is refused. Schemas with a
  * `number` among several types, or with `multipleOf`, `enum` or `const`, are passed on as they are.
  */
 import { EngineError } from "../../contract/errors.ts";
