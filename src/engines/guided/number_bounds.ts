@@ -10,8 +10,9 @@
  * - `-ip.frac` lies in `(-ip - 1, -ip]`: allowed for `-ip` in `[⌈lo⌉ + 1, ⌊hi⌋]`.
  *
  * The result accepts a subset of the schema's numbers (never one outside it): values within one
- * unit of a non-integer bound, and those strictly between -1 and 0, cannot be written. A bounded number that leaves nothing writable is refused. Schemas with a
- * `number` among several types, or with `multipleOf`, `enum` or `const`, are passed on as they are.
+ * unit of a non-integer bound, and those strictly between -1 and 0, cannot be written. A bounded
+ * number that leaves nothing writable is refused. A `number` among several types, or with
+ * `multipleOf`, `enum` or `const`, is passed on as it is.
  */
 import { EngineError } from "../../contract/errors.ts";
 
