@@ -14,7 +14,8 @@ import { tinyFamilyFiles } from "./tiny_family.ts";
 /** The window of the checkpoint's layers. */
 export const WINDOW = 6;
 
-const SHAPE = {
+/** The checkpoint's shape (also the Mistral family test's). */
+export const SHAPE = {
   hiddenSize: 32,
   intermediateSize: 64,
   numLayers: 2,

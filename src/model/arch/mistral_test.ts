@@ -13,19 +13,9 @@ import type { ModelConfig } from "../config.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
 import { ReferenceModel } from "../reference_model.ts";
 import { fileListFiles } from "../source.ts";
+import { SHAPE } from "../../../test/support/window_model.ts";
 
 const WINDOW = 5;
-const SHAPE = {
-  hiddenSize: 32,
-  intermediateSize: 64,
-  numLayers: 2,
-  numHeads: 4,
-  numKvHeads: 2,
-  headDim: 8,
-  vocabSize: 64,
-  attentionBias: false,
-  tieWordEmbeddings: false,
-};
 const PROMPTS = [
   Array.from({ length: 40 }, (_, i) => (i * 37 + 5) % SHAPE.vocabSize),
   [1, 17, 40, 9, 3, 3, 60],
