@@ -71,3 +71,15 @@ Deno.test("the cycle finder finds a cycle when there is one", () => {
   const looped = new Map([["a", new Set(["b"])], ["b", new Set(["c"])], ["c", new Set(["a"])]]);
   deepStrictEqual(cyclesThrough(looped, "a"), [["a", "b", "c", "a"]]);
 });
+
+Deno.test("the ONNX Runtime engine shares src/engines/'s modules, not WebGpuEngine's", async () => {
+  const ort = new URL("engines/ort/", SRC);
+  const imports: string[] = [];
+  for await (const e of Deno.readDir(ort)) {
+    if (!e.name.endsWith(".ts") || e.name.endsWith("_test.ts")) continue;
+    const text = await Deno.readTextFile(new URL(e.name, ort));
+    for (const m of text.matchAll(/(?:from|import\()\s*"(\.[^"]+)"/g)) imports.push(m[1]!);
+  }
+  ok(imports.some((p) => p === "../sequence.ts"), "ort imports the shared sequence");
+  deepStrictEqual(imports.filter((p) => p.startsWith("../webgpu/")), []);
+});
