@@ -96,6 +96,24 @@ function env(): Record<string, string> {
   return out;
 }
 
+/**
+ * Whether a suite's process died by SIGABRT or SIGSEGV (Deno reports them as 134 and 139) after
+ * its JUnit report was written whole with tests passed and none failed: the known crash of a Deno
+ * process whose Workers used WebGPU on lavapipe, in libc's exit handlers after all its output. Any
+ * other exit without a failed test still counts as one failure.
+ */
+export function diedAfterReport(
+  status: { success: boolean; code: number; signal: string | null },
+  counts: Counts,
+  reported: boolean,
+): boolean {
+  const signal = status.signal ?? ({ 134: "SIGABRT", 139: "SIGSEGV" } as Record<number, string>)[
+    status.code
+  ];
+  return !status.success && reported && counts.failed === 0 && counts.passed > 0 &&
+    (signal === "SIGABRT" || signal === "SIGSEGV");
+}
+
 /** Run the named suites (all when `only` is empty); returns the process exit code. */
 export async function runSuites(only: string[]): Promise<number> {
   const dir = await Deno.makeTempDir({ prefix: "kiln-test-" });
@@ -116,12 +134,20 @@ export async function runSuites(only: string[]): Promise<number> {
     const [cmd, ...args] = argv as [string, ...string[]];
     const status = await new Deno.Command(cmd, { args, env: extraEnv }).spawn().status;
     let counts: Counts;
+    let reported = true;
     try {
       counts = countJunit(await Deno.readTextFile(junit));
     } catch {
       counts = { passed: 0, failed: 0, skipped: 0 };
+      reported = false;
     }
-    if (!status.success && counts.failed === 0) {
+    if (diedAfterReport(status, counts, reported)) {
+      console.log(
+        `suite ${suite.name}: every test reported (${counts.passed} passed, 0 failed), then the ` +
+          `process died by ${status.signal ?? `exit code ${status.code}`} as it exited: the ` +
+          `Deno 2.9.6 + lavapipe teardown crash (README, Known issues); not counted as a test`,
+      );
+    } else if (!status.success && counts.failed === 0) {
       // The runner failed without reporting a failed test (a crash, a type error): count it.
       console.log(`suite ${suite.name} exited ${status.code} with no failed test reported`);
       counts.failed += 1;
