@@ -37,40 +37,39 @@ function byteLevelChars(): string[] {
   return chars;
 }
 
-/** The model's vocabulary as XGrammar's byte-level `encoded_vocab`. */
-export function encodedVocab(tokenizer: TextTokenizer, vocab: number): string[] {
+/**
+ * The model's vocabulary, each token's bytes read once: as XGrammar's byte-level
+ * `encoded_vocab` (special tokens and ids past the tokenizer's as ""), and as `noControl`, a mask
+ * of the tokens with no raw control character (bytes 0x00 to 0x1f), bit set. JSON allows those
+ * only escaped inside strings, or as whitespace, which Kiln's compact JSON has none of; yet
+ * XGrammar's rule for a length-bounded string lets them through (`[^"\\\r\n]{0,n}`: ~1% of
+ * sampled completions did not parse), so JSON masks are ANDed with `noControl`.
+ */
+export function vocabulary(
+  tokenizer: TextTokenizer,
+  vocab: number,
+): { encoded: string[]; noControl: Uint32Array } {
   const chars = byteLevelChars();
   const n = Math.min(vocab, tokenizer.vocabSize);
-  const out: string[] = new Array(n);
+  const encoded: string[] = new Array(n);
+  const noControl = new Uint32Array(maskWords(vocab)).fill(0xffffffff);
   for (let id = 0; id < n; id++) {
-    out[id] = tokenizer.isSpecial(id)
-      ? ""
-      : Array.from(tokenizer.tokenBytes(id), (b) => chars[b]!).join("");
-  }
-  return out;
-}
-
-/**
- * A mask of the tokens with no raw control character (bytes 0x00 to 0x1f), bit set: JSON allows
- * them only escaped inside strings, or as whitespace, which Kiln's compact JSON has none of. Yet
- * XGrammar's rule for a length-bounded string lets them through (`[^"\\\r\n]{0,n}`: ~1% of sampled
- * completions did not parse), so JSON masks are ANDed with this one.
- */
-export function noControlBytes(tokenizer: TextTokenizer, vocab: number): Uint32Array {
-  const mask = new Uint32Array(maskWords(vocab)).fill(0xffffffff);
-  for (let id = 0; id < Math.min(vocab, tokenizer.vocabSize); id++) {
-    if (!tokenizer.isSpecial(id) && tokenizer.tokenBytes(id).some((b) => b < 0x20)) {
-      mask[id >>> 5]! &= ~(1 << (id & 31));
+    if (tokenizer.isSpecial(id)) {
+      encoded[id] = "";
+      continue;
     }
+    const bytes = tokenizer.tokenBytes(id);
+    encoded[id] = Array.from(bytes, (b) => chars[b]!).join("");
+    if (bytes.some((b) => b < 0x20)) noControl[id >>> 5]! &= ~(1 << (id & 31));
   }
-  return mask;
+  return { encoded, noControl };
 }
 
 interface Loaded {
   xg: XGrammar;
   compiler: XCompiler;
   eos: readonly number[];
-  /** See {@linkcode noControlBytes}. */
+  /** `noControl` of {@linkcode vocabulary}. */
   json: Uint32Array;
 }
 
@@ -101,15 +100,16 @@ export class Guides {
     return this.#loaded ??= (async () => {
       const [xg, tok] = await Promise.all([loadXGrammar(), this.tokenizer()]);
       const eos = [...tok.eosTokenIds].filter((t) => t < this.vocab);
+      const { encoded, noControl } = vocabulary(tok, this.vocab);
       const info = await xg.TokenizerInfo.createTokenizerInfo(
-        encodedVocab(tok, this.vocab),
+        encoded,
         "byte_level",
         false,
         this.vocab,
         eos,
       );
       const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, true);
-      return { xg, compiler, eos, json: noControlBytes(tok, this.vocab) };
+      return { xg, compiler, eos, json: noControl };
     })().catch((e) => {
       this.#loaded = undefined;
       throw new EngineError("Unknown", `guided decoding: XGrammar did not load: ${e}`, {

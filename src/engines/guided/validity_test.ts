@@ -4,7 +4,7 @@
  * thousand), beside free requests in the same steps; each is detokenized with the model's
  * tokenizer, parsed and validated by ajv against the whole schema, as it is. (XGrammar alone
  * let through number bounds and raw control characters: see `number_bounds.ts` and
- * `noControlBytes` for what Kiln adds; this test fails without either.)
+ * `vocabulary`'s `noControl` for what Kiln adds; this test fails without either.)
  */
 import { equal, ok } from "node:assert/strict";
 import type { PreprocessedRequest } from "../../contract/types.ts";
