@@ -17,7 +17,7 @@ import { type ExpertBiases, expertChunks, type ExpertSlab } from "../gpu/kernels
 import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
-import type { ModelFiles } from "./source.ts";
+import type { DownloadProgress, ModelFiles } from "./source.ts";
 import { type BufferPlan, planBytes, planStack, uploadPlan } from "./upload.ts";
 import {
   checkFits,
@@ -82,18 +82,26 @@ export interface GpuExperts {
 }
 
 /**
- * What a load is doing: uploading weights (progress in bytes), then, in an engine's `start()`,
- * compiling its GPU pipelines (progress in pipelines).
+ * What a load is doing: downloading the model's files into the local store (bytes; only for a
+ * store-backed checkpoint not yet cached whole), uploading weights (progress in bytes), then, in
+ * an engine's `start()`, compiling its GPU pipelines (progress in pipelines).
  */
-export type LoadPhase = "weights" | "pipelines";
+export type LoadPhase = "download" | "weights" | "pipelines";
 
 /**
- * Hears a load: `done` of `total` so far and the item last done, in the units of `phase`: weight
- * bytes and the tensor uploaded (`weights`), or pipelines and the one compiled (`pipelines`, after
- * the weights, while an engine warms up). Each phase counts from 0 to its own total; callers
- * that only show a bar can ignore `phase` (the bar fills once per phase).
+ * Hears a load: `done` of `total` so far and the item last done, in the units of `phase`: bytes
+ * and the file fetched (`download`, with `download` giving rate and time left per file and
+ * overall), weight bytes and the tensor uploaded (`weights`), or pipelines and the one compiled
+ * (`pipelines`, after the weights, while an engine warms up). Each phase counts from 0 to its own
+ * total; callers that only show a bar can ignore `phase` (the bar fills once per phase).
  */
-export type LoadProgress = (done: number, total: number, item: string, phase: LoadPhase) => void;
+export type LoadProgress = (
+  done: number,
+  total: number,
+  item: string,
+  phase: LoadPhase,
+  download?: DownloadProgress,
+) => void;
 
 /** How {@linkcode GpuModel.load} sizes the KV cache and reports progress. */
 export interface LoadOptions {

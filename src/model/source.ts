@@ -37,6 +37,36 @@ export interface ModelFiles {
   open(name: string): Promise<ByteSource | undefined>;
   /** Why `name` is absent, for messages (default: `<location>: no <name>`). */
   describeMissing?(name: string): string;
+  /**
+   * Make the files `names` whole and verified where the checkpoint keeps them before their bytes
+   * are used in bulk: a store-backed checkpoint downloads them (resuming what an earlier try
+   * left), checks sizes and content hashes, and only then serves reads from its copy. Absent
+   * when there is nothing to prepare (local files, `File`s). Reads before it (a GGUF header,
+   * `config.json`) may come straight from the network.
+   */
+  prepare?(names: readonly string[], onProgress?: (p: DownloadProgress) => void): Promise<void>;
+}
+
+/** Bytes moved so far and the rate: of one file, or of the whole download. */
+export interface TransferProgress {
+  /** Bytes present so far (counting what an earlier, resumed try left). */
+  loaded: number;
+  /** Bytes in all. */
+  total: number;
+  /** Recent rate over the network, bytes per second (0 before a rate is known). */
+  bytesPerSecond: number;
+  /** Seconds left at that rate; undefined while the rate is unknown. */
+  secondsLeft: number | undefined;
+}
+
+/** A download's progress: the file being fetched, and every file of the model together. */
+export interface DownloadProgress {
+  /** The file's name in the checkpoint. */
+  file: string;
+  /** That file alone. */
+  fileProgress: TransferProgress;
+  /** Every file of the download together. */
+  overall: TransferProgress;
 }
 
 /** The `InvalidArgument` for a required file the checkpoint lacks (naming where it looked). */
