@@ -3,6 +3,7 @@
  * into a staging buffer of its own (reused from a pool), so several steps can be in flight while
  * their tokens travel back; `mapAsync` resolves in submission order.
  */
+import { createTrackedBuffer } from "../gpu/memory_ledger.ts";
 import { decodeSampled, MAX_TOP_LOGPROBS, type SampledToken } from "../gpu/kernels/sampling.ts";
 import type { Sampler } from "../gpu/kernels/sampling.ts";
 
@@ -27,11 +28,11 @@ export class Readback {
     n: number,
     withTop: boolean,
   ): () => Promise<SampledToken[]> {
-    const staging = this.#pool.pop() ?? this.device.createBuffer({
+    const staging = this.#pool.pop() ?? createTrackedBuffer(this.device, {
       label: `engine:readback:${this.#made++}`,
       size: this.#bytes,
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
+    }, "staging");
     this.#live.add(staging);
     const topAt = n * 8;
     encoder.copyBufferToBuffer(this.sampler.result, 0, staging, 0, n * 8);

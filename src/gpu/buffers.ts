@@ -1,4 +1,8 @@
-/** Labelled buffer helpers: upload, allocate, read back. */
+/**
+ * Labelled buffer helpers: upload, allocate, read back. Each buffer is counted on the device's
+ * memory ledger under a kind (`memory_ledger.ts`).
+ */
+import { createTrackedBuffer, type GpuMemoryKind } from "./memory_ledger.ts";
 
 /** Usage of storage buffers: STORAGE, COPY_SRC, COPY_DST. */
 export const STORAGE: number = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
@@ -6,20 +10,27 @@ export const STORAGE: number = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC 
 /** Usage of uniform buffers: UNIFORM, COPY_DST. */
 export const UNIFORM: number = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
 
-/** A storage buffer of `size` bytes (rounded up to 4, at least 4). */
-export function storageBuffer(device: GPUDevice, label: string, size: number): GPUBuffer {
-  return device.createBuffer({ label, size: Math.max(4, Math.ceil(size / 4) * 4), usage: STORAGE });
+/** A storage buffer of `size` bytes (rounded up to 4, at least 4), counted as `kind`. */
+export function storageBuffer(
+  device: GPUDevice,
+  label: string,
+  size: number,
+  kind: GpuMemoryKind = "scratch",
+): GPUBuffer {
+  const bytes = Math.max(4, Math.ceil(size / 4) * 4);
+  return createTrackedBuffer(device, { label, size: bytes, usage: STORAGE }, kind);
 }
 
-/** A buffer holding `data`, padded to a multiple of 4 bytes. */
+/** A buffer holding `data`, padded to a multiple of 4 bytes, counted as `kind`. */
 export function uploadBuffer(
   device: GPUDevice,
   label: string,
   data: ArrayBufferView,
   usage: number = STORAGE,
+  kind: GpuMemoryKind = "other",
 ): GPUBuffer {
   const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
-  const buffer = device.createBuffer({ label, size, usage, mappedAtCreation: true });
+  const buffer = createTrackedBuffer(device, { label, size, usage, mappedAtCreation: true }, kind);
   new Uint8Array(buffer.getMappedRange()).set(
     new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
   );
@@ -34,11 +45,11 @@ export async function readBuffer(
   size = src.size,
   offset = 0,
 ): Promise<ArrayBuffer> {
-  const staging = device.createBuffer({
+  const staging = createTrackedBuffer(device, {
     label: `${src.label}:readback`,
     size,
     usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-  });
+  }, "staging");
   const encoder = device.createCommandEncoder({ label: `${src.label}:readback` });
   encoder.copyBufferToBuffer(src, offset, staging, 0, size);
   device.queue.submit([encoder.finish()]);

@@ -8,6 +8,7 @@
  * which an engine fills while it starts (see `engines/webgpu/warmup.ts`).
  */
 
+import { memoryLedger } from "./memory_ledger.ts";
 import { composeShader } from "./shader_compose.ts";
 import { loadShaderFile } from "./shader_text.ts";
 
@@ -109,6 +110,7 @@ export function computePipeline(
     );
     const t = tally(device);
     t.requested++;
+    memoryLedger(device).pipelines++;
     const settle = () => {
       t.settled++;
       for (const listener of t.listeners) listener(t.settled, t.requested, key);

@@ -17,8 +17,10 @@ import { type ExpertBiases, expertChunks, type ExpertSlab } from "../gpu/kernels
 import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
-import type { DownloadProgress, ModelFiles } from "./source.ts";
+import type { ModelFiles } from "./source.ts";
 import { type BufferPlan, planBytes, planStack, uploadPlan } from "./upload.ts";
+import type { LoadOptions, LoadProgress } from "./load_options.ts";
+import { StagingWriter } from "./staging.ts";
 import {
   checkFits,
   type ExpertWeights,
@@ -28,6 +30,7 @@ import {
 } from "./weights.ts";
 
 export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
+export type { LoadOptions, LoadPhase, LoadProgress } from "./load_options.ts";
 
 /** One decoder layer's weights as the forward pass reads them. */
 export interface GpuLayer {
@@ -79,51 +82,6 @@ export interface GpuExperts {
   down: ExpertSlab;
   /** Every expert's gate, up and down biases, f32, when the experts have them. */
   biases?: ExpertBiases;
-}
-
-/**
- * What a load is doing: downloading the model's files into the local store (bytes; only for a
- * store-backed checkpoint not yet cached whole), uploading weights (progress in bytes), then, in
- * an engine's `start()`, compiling its GPU pipelines (progress in pipelines).
- */
-export type LoadPhase = "download" | "weights" | "pipelines";
-
-/**
- * Hears a load: `done` of `total` so far and the item last done, in the units of `phase`: bytes
- * and the file fetched (`download`, with `download` giving rate and time left per file and
- * overall), weight bytes and the tensor uploaded (`weights`), or pipelines and the one compiled
- * (`pipelines`, after the weights, while an engine warms up). Each phase counts from 0 to its own
- * total; callers that only show a bar can ignore `phase` (the bar fills once per phase).
- */
-export type LoadProgress = (
-  done: number,
-  total: number,
-  item: string,
-  phase: LoadPhase,
-  download?: DownloadProgress,
-) => void;
-
-/** How {@linkcode GpuModel.load} sizes the KV cache and reports progress. */
-export interface LoadOptions {
-  /** Called as weights reach the GPU. */
-  onProgress?: LoadProgress;
-  /** KV cache blocks to allocate (default: enough for one full context). */
-  kvBlocks?: number;
-  /** Tokens per KV block (default 16). */
-  blockSize?: number;
-  /**
-   * KV cache element type (default: f16 for 16-bit weights, f32 for f32 weights). An f16 cache
-   * is stored as packed pairs, so it needs no `shader-f16`.
-   */
-  kvDtype?: KvDtype;
-  /** Bytes the weights may take (default: no limit beyond the device's buffer limits). */
-  weightBudget?: number;
-  /**
-   * Most bytes one buffer of experts may take (default, and at most: the device's binding
-   * limit). A layer's experts are split into buffers of whole experts to fit; lower it to split
-   * them further (tests do, to run the split path on small models).
-   */
-  maxSlabBytes?: number;
 }
 
 /** The KV cache's element type unless told: f32 for f32 weights, else f16. */
@@ -230,10 +188,16 @@ export class GpuModel {
     }
     const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);
     try {
-      await model.#uploadAll(options.onProgress, options.maxSlabBytes);
+      const writer = new StagingWriter(gpu.device, options.upload);
+      try {
+        await model.#uploadAll(writer, options.onProgress, options.maxSlabBytes);
+        await writer.close();
+      } finally {
+        writer.destroy();
+      }
       for (let l = 0; l < config.numLayers; l++) {
-        model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes)));
-        model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes)));
+        model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes, "kv")));
+        model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes, "kv")));
       }
     } catch (e) {
       model.destroy();
@@ -246,7 +210,11 @@ export class GpuModel {
     return model;
   }
 
-  async #uploadAll(onProgress?: LoadProgress, maxSlabBytes = Infinity): Promise<void> {
+  async #uploadAll(
+    writer: StagingWriter,
+    onProgress?: LoadProgress,
+    maxSlabBytes = Infinity,
+  ): Promise<void> {
     const w = this.weights;
     const total = weightList(w).reduce((n, t) => n + t.length, 0);
     const caps = this.gpu.caps;
@@ -260,7 +228,7 @@ export class GpuModel {
       const out = [];
       for (const p of plans) {
         out.push({
-          buffer: this.own(await uploadPlan(this.gpu.device, p, STORAGE, progress)),
+          buffer: this.own(await uploadPlan(this.gpu.device, p, STORAGE, progress, writer)),
           dtype: p.dtype,
           rows: p.slices.reduce((n, s) => n + s.row1 - s.row0, 0),
         });

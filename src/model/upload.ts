@@ -1,7 +1,8 @@
 /**
  * How a checkpoint's tensors become GPU buffers: which tensors stack into one buffer, which
  * split by rows over several, and what dtype each buffer holds. Then the upload itself, one
- * buffer at a time, straight from the file into mapped memory (no second full copy).
+ * buffer at a time, from the file in chunks of rows through a few reused staging buffers
+ * (`staging.ts`): neither the file nor a whole tensor is held in memory.
  *
  * Stacking (q/k/v, gate/up) lets one dispatch do the work of three or two. Float tensors stack
  * in their common dtype (widened to f32 if they differ, as in mixed checkpoints); quantized
@@ -19,7 +20,9 @@ import {
   type WeightDtype,
 } from "../gpu/dtype.ts";
 import { quantizedRowBytes } from "../gpu/quant/formats.ts";
+import { createTrackedBuffer } from "../gpu/memory_ledger.ts";
 import { unpermuteQkRows } from "./gguf/tensors.ts";
+import { STAGING_CHUNK_BYTES, type StagingWriter } from "./staging.ts";
 import type { WeightInfo } from "./weights.ts";
 
 /** Rows [row0, row1) of one tensor, in HF row order. */
@@ -97,23 +100,38 @@ export function planStack(
   return plans;
 }
 
-/** The bytes of rows [row0, row1) of `t` in HF order, as the file stores them. */
-async function readRows(s: RowSlice): Promise<Uint8Array> {
+/**
+ * The bytes of rows [row0, row1) of `t` in HF order, as the file stores them: `take` rows at a
+ * time, each piece handed to `use` before the next is read. (llama.cpp's q/k rows are stored
+ * permuted: such a tensor is read whole once, a bounded single tensor, and its rows picked.)
+ */
+async function readRows(
+  s: RowSlice,
+  take: number,
+  use: (bytes: Uint8Array) => Promise<void>,
+): Promise<void> {
   const t = s.tensor;
   const bytesPerRow = t.length / rowsOf(t);
   const il = t.ropeInterleave;
   if (il === undefined) {
-    return await readExact(t, s.row0 * bytesPerRow, (s.row1 - s.row0) * bytesPerRow);
+    for (let r = s.row0; r < s.row1; r += take) {
+      const n = Math.min(take, s.row1 - r);
+      await use(await readExact(t, r * bytesPerRow, n * bytesPerRow));
+    }
+    return;
   }
   // llama.cpp's q/k row order: HF row i is stored row perm[i].
   const all = await readExact(t, 0, t.length);
   const perm = unpermuteQkRows(rowsOf(t), il.headDim, il.heads);
-  const out = new Uint8Array((s.row1 - s.row0) * bytesPerRow);
-  for (let i = s.row0; i < s.row1; i++) {
-    const from = perm[i]! * bytesPerRow;
-    out.set(all.subarray(from, from + bytesPerRow), (i - s.row0) * bytesPerRow);
+  for (let r = s.row0; r < s.row1; r += take) {
+    const n = Math.min(take, s.row1 - r);
+    const out = new Uint8Array(n * bytesPerRow);
+    for (let i = 0; i < n; i++) {
+      const from = perm[r + i]! * bytesPerRow;
+      out.set(all.subarray(from, from + bytesPerRow), i * bytesPerRow);
+    }
+    await use(out);
   }
-  return out;
 }
 
 async function readExact(t: WeightInfo, at: number, length: number): Promise<Uint8Array> {
@@ -127,39 +145,42 @@ async function readExact(t: WeightInfo, at: number, length: number): Promise<Uin
 }
 
 /**
- * Create `plan`'s buffer and fill it from the file, a slice at a time; `progress` gets the file
- * bytes each slice read.
+ * Create `plan`'s buffer and fill it from the file through `writer`'s staging chunks, reading at
+ * most about one chunk of rows at a time (the whole file, or tensor, is never held); `progress`
+ * gets the file bytes each piece read. The buffer is destroyed if the upload fails.
  */
 export async function uploadPlan(
   device: GPUDevice,
   plan: BufferPlan,
   usage: GPUBufferUsageFlags,
   progress: (bytes: number, tensor: string) => void,
+  writer: StagingWriter,
 ): Promise<GPUBuffer> {
-  const buffer = device.createBuffer({
+  const buffer = createTrackedBuffer(device, {
     label: plan.label,
     size: Math.max(4, Math.ceil(planBytes(plan) / 4) * 4),
-    usage,
-    mappedAtCreation: true,
-  });
+    usage: usage | GPUBufferUsage.COPY_DST,
+  }, "weights");
   try {
-    const mapped = new Uint8Array(buffer.getMappedRange());
-    let offset = 0;
+    writer.begin(buffer);
     for (const s of plan.slices) {
       const t = s.tensor;
-      const raw = await readRows(s);
-      let bytes = raw;
-      if (t.dtype !== plan.dtype) {
-        if (!isFloatDtype(t.dtype) || !isFloatDtype(plan.dtype)) {
-          throw new Error(`tensor ${t.name}: cannot convert ${t.dtype} to ${plan.dtype}`);
+      const [from, to] = [t.dtype, plan.dtype];
+      let convert: ((raw: Uint8Array) => Uint8Array) | undefined;
+      if (from !== to) {
+        if (!isFloatDtype(from) || !isFloatDtype(to)) {
+          throw new Error(`tensor ${t.name}: cannot convert ${from} to ${to}`);
         }
-        bytes = encodeWeights(decodeWeights(raw, t.dtype), plan.dtype);
+        convert = (raw) => encodeWeights(decodeWeights(raw, from), to);
       }
-      mapped.set(bytes, offset);
-      offset += bytes.length;
-      progress(raw.length, t.name);
+      const widest = Math.max(t.length / rowsOf(t), rowBytes(t, plan.dtype));
+      const take = Math.max(1, Math.floor(STAGING_CHUNK_BYTES / widest));
+      await readRows(s, take, async (raw) => {
+        await writer.write(convert ? convert(raw) : raw);
+        progress(raw.length, t.name);
+      });
     }
-    buffer.unmap();
+    writer.end();
   } catch (e) {
     buffer.destroy();
     throw e;

@@ -59,7 +59,7 @@ const noBias = new WeakMap<GPUDevice, GPUBuffer>();
 /** The shader always declares the bias binding; without a bias it reads this (HAS_BIAS off). */
 function emptyBias(device: GPUDevice): GPUBuffer {
   let b = noBias.get(device);
-  if (b === undefined) noBias.set(device, b = storageBuffer(device, "gemm:no-bias", 4));
+  if (b === undefined) noBias.set(device, b = storageBuffer(device, "gemm:no-bias", 4, "other"));
   return b;
 }
 

@@ -2,6 +2,7 @@
  * Wrapper for `shaders/logits.wgsl`: one row of another runtime's logits (f32 or f16, in a
  * buffer Kiln does not own and that changes every step) into a row of an f32 buffer of Kiln's.
  */
+import { createTrackedBuffer } from "../memory_ledger.ts";
 import { UNIFORM } from "../buffers.ts";
 import { computePipeline } from "../shader.ts";
 import { grid256 } from "./kernel.ts";
@@ -35,11 +36,11 @@ export class RowCopier {
     const f16 = a.srcDtype === "f16";
     const pipeline = await computePipeline(d, "logits", "copy_row", { SRC_F16: f16 ? 1 : 0 });
     while (this.#uniforms.length <= slot) {
-      this.#uniforms.push(d.createBuffer({
+      this.#uniforms.push(createTrackedBuffer(d, {
         label: `${this.label}:params:${this.#uniforms.length}`,
         size: 16,
         usage: UNIFORM,
-      }));
+      }, "other"));
     }
     const uniform = this.#uniforms[slot]!;
     d.queue.writeBuffer(uniform, 0, Uint32Array.from([a.count, a.srcOffset, a.dstOffset, 0]));

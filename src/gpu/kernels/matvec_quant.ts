@@ -92,7 +92,7 @@ const placeholders = new WeakMap<GPUDevice, GPUBuffer>();
 export function placeholder(device: GPUDevice): GPUBuffer {
   let b = placeholders.get(device);
   if (b === undefined) {
-    placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16));
+    placeholders.set(device, b = storageBuffer(device, "matvec_quant:unused", 16, "other"));
   }
   return b;
 }

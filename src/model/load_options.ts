@@ -1,0 +1,51 @@
+/** What {@linkcode GpuModel.load} takes: its options and the progress it reports. */
+import type { KvDtype } from "../gpu/kernels/attention.ts";
+import type { DownloadProgress } from "./source.ts";
+import type { UploadOptions } from "./staging.ts";
+
+/**
+ * What a load is doing: downloading the model's files into the local store (bytes; only for a
+ * store-backed checkpoint not yet cached whole), uploading weights (progress in bytes), then, in
+ * an engine's `start()`, compiling its GPU pipelines (progress in pipelines).
+ */
+export type LoadPhase = "download" | "weights" | "pipelines";
+
+/**
+ * Hears a load: `done` of `total` so far and the item last done, in the units of `phase`: bytes
+ * and the file fetched (`download`, with `download` giving rate and time left per file and
+ * overall), weight bytes and the tensor uploaded (`weights`), or pipelines and the one compiled
+ * (`pipelines`, after the weights, while an engine warms up). Each phase counts from 0 to its own
+ * total; callers that only show a bar can ignore `phase` (the bar fills once per phase).
+ */
+export type LoadProgress = (
+  done: number,
+  total: number,
+  item: string,
+  phase: LoadPhase,
+  download?: DownloadProgress,
+) => void;
+
+/** How {@linkcode GpuModel.load} sizes the KV cache and reports progress. */
+export interface LoadOptions {
+  /** Called as weights reach the GPU. */
+  onProgress?: LoadProgress;
+  /** KV cache blocks to allocate (default: enough for one full context). */
+  kvBlocks?: number;
+  /** Tokens per KV block (default 16). */
+  blockSize?: number;
+  /**
+   * KV cache element type (default: f16 for 16-bit weights, f32 for f32 weights). An f16 cache
+   * is stored as packed pairs, so it needs no `shader-f16`.
+   */
+  kvDtype?: KvDtype;
+  /** Bytes the weights may take (default: no limit beyond the device's buffer limits). */
+  weightBudget?: number;
+  /**
+   * Most bytes one buffer of experts may take (default, and at most: the device's binding
+   * limit). A layer's experts are split into buffers of whole experts to fit; lower it to split
+   * them further (tests do, to run the split path on small models).
+   */
+  maxSlabBytes?: number;
+  /** How weights reach the GPU (default: through a few reused staging buffers). */
+  upload?: UploadOptions;
+}
