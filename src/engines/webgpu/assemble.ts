@@ -16,6 +16,9 @@ import { Forward } from "../../model/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
 import { BlockManager } from "./block_manager.ts";
 import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
+import { fitModel, fitRuntimeData, memoryBudget } from "./fit.ts";
+import { memoryLedger } from "../../gpu/memory_ledger.ts";
+import { weightList } from "../../model/weights.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
 import { Readback } from "../readback.ts";
 import { Scheduler } from "./scheduler.ts";
@@ -45,15 +48,30 @@ export async function assembleEngine(
   const checkpoint = await openCheckpoint(o.files);
   const context = checkpoint.config.maxPositionEmbeddings;
   const kvDtype = defaultKvDtype(checkpoint.weights);
-  const kv = chooseKvSize(checkpoint.config, kvDtype, blockSize, gpu.caps, o.kvBlocks);
+  const maxNumSeqs = o.maxNumSeqs ?? 16;
+  const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
+  // From the headers, before any weight is read: refuse what cannot fit, size the KV from the rest.
+  const fit = fitModel(
+    checkpoint.config,
+    weightList(checkpoint.weights),
+    { dtype: kvDtype, blockSize, ...(o.kvBlocks === undefined ? {} : { requested: o.kvBlocks }) },
+    { maxNumSeqs, maxNumBatchedTokens },
+    memoryBudget(o.gpuMemoryBytes),
+  );
+  const kv = chooseKvSize(
+    checkpoint.config,
+    kvDtype,
+    blockSize,
+    gpu.caps,
+    o.kvBlocks,
+    Math.max(maxNumSeqs, fit.kvBlocks),
+  );
   const model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
     blockSize,
     kvBlocks: kv.blocks,
     kvDtype,
     ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
   });
-  const maxNumSeqs = o.maxNumSeqs ?? 16;
-  const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
   const device = gpu.device;
   const tokens = new TokenStore(device, maxNumSeqs, context);
   const forward = new Forward(model, { tokensFrom: tokens.buffer });
@@ -96,6 +114,8 @@ export async function assembleEngine(
       weights_dtype: model.dtype,
       ...kvRuntimeData(kv),
       kv_window: keyWindow,
+      ...fitRuntimeData(fit),
+      gpu_memory_bytes: memoryLedger(device).snapshot(),
     },
   };
   return { model, tokens, forward, sampler, readback, blocks, scheduler, config, warmUpReport };

@@ -22,6 +22,7 @@ import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../c
 import { acquireGpu, type Gpu } from "../../gpu/device.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
+import { MemoryGauges } from "./memory_gauges.ts";
 import { Forward } from "../../model/forward.ts";
 import type { GpuModel } from "../../model/gpu_model.ts";
 import { checkRequest } from "../admission.ts";
@@ -66,6 +67,7 @@ export class WebGpuEngine implements LLMEngine {
   #depth: PipelineDepth;
   #inflight = new LiveRequests();
   #gauges = new KvGauges();
+  #memory = new MemoryGauges();
   #guides: EngineGuides | undefined;
   /** The longest run of forced tokens a guided sequence appends without sampling (0: off). */
   readonly #forceUpTo: number;
@@ -323,6 +325,7 @@ export class WebGpuEngine implements LLMEngine {
 
   #report(): void {
     this.#gauges.report(this.#blocks);
+    this.#memory.report(this.#gpu?.device);
   }
 
   /** Call `cb` with the KV gauges after every step (the worker host forwards them). */
@@ -390,6 +393,7 @@ export class WebGpuEngine implements LLMEngine {
 
   setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
     this.#gauges.bind(ctx.metrics.componentGauges(0));
+    this.#memory.bind(ctx.metrics);
     this.#report();
     return Promise.resolve({ dp_ranks: [0] });
   }

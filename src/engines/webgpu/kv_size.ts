@@ -8,8 +8,12 @@
  * - otherwise `KV_CONTEXTS` full contexts (`ceil(context / blockSize)` blocks each), so that
  *   many requests of the model's whole context can run at once (`source: "context"`),
  * - unless one layer's buffer would then pass `min(maxStorageBufferBindingSize, maxBufferSize)`:
- *   as many blocks as fit that buffer (`source: "limit"`). When that is less than one context,
- *   a request ends with finish reason `length` when it fills the cache.
+ *   as many blocks as fit that buffer (`source: "limit"`),
+ * - or unless the GPU memory budget has room for fewer after the weights and scratch
+ *   (`memoryBlocks`, from `fit.ts`): that many (`source: "memory"`).
+ *
+ * When that is less than one context, a request ends with finish reason `length` when it fills
+ * the cache.
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { GpuCapabilities } from "../../gpu/device.ts";
@@ -23,8 +27,8 @@ export const KV_CONTEXTS = 4;
 export interface KvSize {
   /** Blocks in the cache. */
   blocks: number;
-  /** Why that many: asked for, four contexts, or the most one buffer holds. */
-  source: "option" | "context" | "limit";
+  /** Why that many: asked for, four contexts, the most one buffer holds, or the budget's room. */
+  source: "option" | "context" | "limit" | "memory";
   /** Bytes of one layer's K buffer (V is the same). */
   layerBytes: number;
   /** Bytes of the whole cache: K and V of every layer. */
@@ -37,7 +41,8 @@ export interface KvSize {
 
 /**
  * Choose the cache's size for a model (see the module's rule): `requested` blocks when given,
- * else chosen from the context and `caps`. Throws `InvalidArgument` on a bad `requested`.
+ * else chosen from the context, `caps` and `memoryBlocks` (the most blocks the memory budget
+ * has room for; at least one). Throws `InvalidArgument` on a bad `requested`.
  */
 export function chooseKvSize(
   model: Pick<ModelConfig, "maxPositionEmbeddings" | "numLayers" | "numKvHeads" | "headDim">,
@@ -45,6 +50,7 @@ export function chooseKvSize(
   blockSize: number,
   caps: Pick<GpuCapabilities, "maxBufferSize" | "maxStorageBufferBindingSize">,
   requested?: number,
+  memoryBlocks = Infinity,
 ): KvSize {
   const blockBytes = blockSize * model.numKvHeads * model.headDim * kvBytesPerElement(dtype);
   const bufferLimit = Math.min(caps.maxBufferSize, caps.maxStorageBufferBindingSize);
@@ -58,8 +64,9 @@ export function chooseKvSize(
       );
     }
     [blocks, source] = [requested, "option"];
-  } else if (wanted <= fit) [blocks, source] = [wanted, "context"];
-  else [blocks, source] = [Math.max(1, fit), "limit"];
+  } else if (wanted <= Math.min(fit, memoryBlocks)) [blocks, source] = [wanted, "context"];
+  else if (fit <= memoryBlocks) [blocks, source] = [Math.max(1, fit), "limit"];
+  else [blocks, source] = [Math.max(1, memoryBlocks), "memory"];
   const layerBytes = blocks * blockBytes;
   const totalBytes = 2 * model.numLayers * layerBytes;
   return { blocks, source, layerBytes, totalBytes, bufferLimit, dtype };

@@ -18,9 +18,17 @@ export interface WebGpuEngineOptions {
   blockSize?: number;
   /**
    * KV cache blocks (default: four full contexts, fewer when one layer's buffer would pass the
-   * device's buffer limits; see `kv_size.ts`). `EngineConfig.runtime_data` says how it was chosen.
+   * device's buffer limits or the memory budget has less room; see `kv_size.ts`).
+   * `EngineConfig.runtime_data` says how it was chosen.
    */
   kvBlocks?: number;
+  /**
+   * GPU memory the engine may use, in bytes (default: half of `navigator.deviceMemory` where
+   * the page has it, else 4 GiB; see `fit.ts`). Checked from the checkpoint's headers before
+   * any weight is read (`ResourceExhausted` when weights, scratch and the least KV cache do not
+   * fit), and the default KV cache takes no more than what is left.
+   */
+  gpuMemoryBytes?: number;
   /** Most sequences per forward step (default 16). */
   maxNumSeqs?: number;
   /** Most tokens per forward step (default 256, at least `maxNumSeqs`). */

@@ -1,0 +1,37 @@
+/**
+ * The GPU memory gauge a `WebGpuEngine` reports with its KV gauges:
+ * `dynamo_component_gpu_memory_bytes{kind="weights"|"kv"|"scratch"|"staging"|"other"}`, the live
+ * bytes of the device's buffers by kind (`gpu/memory_ledger.ts`), and
+ * `dynamo_component_gpu_memory_peak_bytes`, the highest total seen.
+ */
+import { GPU_MEMORY_KINDS, memoryLedger } from "../../gpu/memory_ledger.ts";
+import type { EngineMetrics } from "../../metrics/engine_metrics.ts";
+import type { Gauge } from "../../metrics/registry.ts";
+
+export class MemoryGauges {
+  #bytes: Gauge | undefined;
+  #peak: Gauge | undefined;
+
+  /** Register the gauges on `metrics` (with its model labels). */
+  bind(metrics: EngineMetrics): void {
+    this.#bytes = metrics.gauge(
+      "gpu_memory_bytes",
+      "Bytes of the GPU buffers the engine holds, by kind (weights, kv, scratch, staging, other).",
+      metrics.model,
+      ["kind"],
+    );
+    this.#peak = metrics.gauge(
+      "gpu_memory_peak_bytes",
+      "The most bytes of GPU buffers the engine's device held at once.",
+      metrics.model,
+    );
+  }
+
+  /** Report `device`'s ledger (nothing before the gauges are bound or the device exists). */
+  report(device: GPUDevice | undefined): void {
+    if (!device || !this.#bytes) return;
+    const s = memoryLedger(device).snapshot();
+    for (const kind of GPU_MEMORY_KINDS) this.#bytes.set(s[kind], { kind });
+    this.#peak?.set(s.peak);
+  }
+}
