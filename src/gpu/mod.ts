@@ -13,6 +13,7 @@ export {
   type PathKind,
 } from "./paths.ts";
 export * from "./buffers.ts";
+export * from "./memory_ledger.ts";
 export * from "./dtype.ts";
 export { QUANT_BLOCKS, QUANT_TYPES, type QuantType } from "./quant/blocks.ts";
 export type { QuantBlock } from "./quant/format.ts";

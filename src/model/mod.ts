@@ -11,6 +11,7 @@ export * from "./url_source.ts";
 export * from "./safetensors.ts";
 export * from "./weights.ts";
 export * from "./gpu_model.ts";
+export type { UploadOptions, UploadVia } from "./staging.ts";
 export * from "./forward.ts";
 export * from "./verify.ts";
 export * from "./generate.ts";
