@@ -55,6 +55,8 @@ const ENTRIES: Entry[] = [
   },
   { path: "bench/peers/tokenizer_corpus.ts", name: "tokenizer_corpus", flag: ["--out", "/x"] },
   { path: "bench/moe.ts", name: "moe", flag: ["--iters", "1"] },
+  { path: "bench/upload.ts", name: "upload", flag: ["--rounds", "1"] },
+  { path: "bench/gpu_memory.ts", name: "gpu_memory", flag: ["--out", "/tmp/x.json"] },
   { path: "bench/token_mask.ts", name: "token_mask", flag: ["--iters", "1"] },
   { path: "bench/guided_engine.ts", name: "guided_engine", flag: ["--tokens", "4"] },
   { path: "bench/guided_forcing.ts", name: "guided_forcing", flag: ["--rounds", "1"] },

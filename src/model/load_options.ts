@@ -46,6 +46,6 @@ export interface LoadOptions {
    * them further (tests do, to run the split path on small models).
    */
   maxSlabBytes?: number;
-  /** How weights reach the GPU (default: through a few reused staging buffers). */
+  /** How weights reach the GPU (default: `queue.writeBuffer` of bounded, reused chunks). */
   upload?: UploadOptions;
 }

@@ -1,7 +1,7 @@
 /**
  * How a checkpoint's tensors become GPU buffers: which tensors stack into one buffer, which
  * split by rows over several, and what dtype each buffer holds. Then the upload itself, one
- * buffer at a time, from the file in chunks of rows through a few reused staging buffers
+ * buffer at a time, from the file in chunks of rows in bounded, reused staging chunks
  * (`staging.ts`): neither the file nor a whole tensor is held in memory.
  *
  * Stacking (q/k/v, gate/up) lets one dispatch do the work of three or two. Float tensors stack
