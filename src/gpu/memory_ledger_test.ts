@@ -5,7 +5,9 @@
  * is taken off again when the model is destroyed. An engine reports the same in `runtime_data`
  * and as `dynamo_component_gpu_memory_bytes{kind}`.
  */
-import { equal, match, ok } from "node:assert/strict";
+import { equal, match, ok, rejects } from "node:assert/strict";
+import { EngineError } from "../contract/errors.ts";
+import type { ModelFiles } from "../model/source.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
@@ -47,6 +49,43 @@ Deno.test("ledger: a model's weights and KV cache are the bytes of its buffers, 
     const after = ledger.snapshot();
     equal(after.weights, 0);
     equal(after.kv, 0);
+  } finally {
+    gpu.device.destroy();
+  }
+});
+
+Deno.test("ledger: a weight file cut short mid-upload is InvalidArgument, and its buffers are freed", async () => {
+  const gpu = await acquireGpu({ label: "ledger-truncated" });
+  try {
+    const inner = dirFiles(FORTUNE);
+    const files: ModelFiles = {
+      location: inner.location,
+      open: async (name) => {
+        const src = await inner.open(name);
+        if (!src || name !== "model.safetensors") return src;
+        // Past the middle of the file, every read comes back one byte short.
+        const cut = Math.floor(src.size / 2);
+        return {
+          name: src.name,
+          size: src.size,
+          read: async (offset, length) => {
+            const bytes = await src.read(offset, length);
+            return offset + length > cut ? bytes.subarray(0, bytes.length - 1) : bytes;
+          },
+        };
+      },
+    };
+    let uploaded = 0;
+    await rejects(
+      GpuModel.load(gpu, files, { kvBlocks: 4, onProgress: (n) => (uploaded = n) }),
+      (e: unknown) =>
+        e instanceof EngineError && e.type === "InvalidArgument" && /truncated/.test(e.message),
+    );
+    ok(uploaded > 0, "some weights were uploaded before the cut");
+    const s = memoryLedger(gpu.device).snapshot();
+    equal(s.weights, 0);
+    equal(s.kv, 0);
+    equal(s.staging, 0);
   } finally {
     gpu.device.destroy();
   }
