@@ -9,3 +9,11 @@ export { type CachedFile, type CachedModel, ModelStore, type ModelStoreOptions }
 export { entryKey, type EntryMeta, type EntryStorage, type EntryWriter } from "./storage.ts";
 export { MemoryStorage } from "./memory.ts";
 export { download, type DownloadOptions, type EntryName } from "./download.ts";
+export { OpfsStorage } from "./opfs.ts";
+export { CacheStorageEntries } from "./cache_storage.ts";
+export {
+  browserStore,
+  cachedModels,
+  deleteCachedModel,
+  storedFiles,
+} from "../adapters/browser/storage.ts";

@@ -76,6 +76,8 @@ export class ModelStore {
   readonly #fetch: typeof fetch;
   readonly #options: ModelStoreOptions;
   #persisted: Promise<boolean> | undefined;
+  /** Downloads under way, by key (one per entry at a time). */
+  readonly #running = new Map<string, Promise<EntryMeta>>();
 
   /**
    * A store over `storage`.
@@ -96,6 +98,16 @@ export class ModelStore {
       ...(this.#options.backoffMs === undefined ? {} : { backoffMs: this.#options.backoffMs }),
       ...(onLoaded ? { onLoaded } : {}),
     };
+  }
+
+  /** `run` for `key`, or the run already under way for it. */
+  #once(key: string, run: () => Promise<EntryMeta>): Promise<EntryMeta> {
+    let p = this.#running.get(key);
+    if (!p) {
+      p = run().finally(() => this.#running.delete(key));
+      this.#running.set(key, p);
+    }
+    return p;
   }
 
   /** The stored copy of a complete entry, checked; undefined (and the entry dropped) if bad. */
@@ -141,8 +153,12 @@ export class ModelStore {
       }
       const net = opened.source;
       if (net.size <= (this.#options.smallBytes ?? 16 * 1024 * 1024)) {
-        const done = await download(this.storage, key, e, this.#download());
-        if (done.absent === undefined) return await this.storage.source(key, e.url);
+        // Stored as it is read, best effort: where the store cannot take it (another realm
+        // writing the same entry holds its lock), it is read over the network as before.
+        const stored = await this.#once(key, () => download(this.storage, key, e, this.#download()))
+          .then(async (done) => done.absent ? undefined : await this.storage.source(key, e.url))
+          .catch(() => undefined);
+        if (stored) return stored;
       }
       return {
         name: net.name,
@@ -178,21 +194,25 @@ export class ModelStore {
             overall: overall.progress(),
           });
         };
-        const done = await download(
-          this.storage,
+        const done = await this.#once(
           t.key,
-          t.entry,
-          this.#download((loaded) => {
-            const delta = loaded - file.loaded;
-            if (delta < 0) {
-              overall.reset(overall.loaded + delta);
-              file.reset(loaded);
-            } else {
-              file.add(delta);
-              overall.add(delta);
-            }
-            report(false);
-          }),
+          () =>
+            download(
+              this.storage,
+              t.key,
+              t.entry,
+              this.#download((loaded) => {
+                const delta = loaded - file.loaded;
+                if (delta < 0) {
+                  overall.reset(overall.loaded + delta);
+                  file.reset(loaded);
+                } else {
+                  file.add(delta);
+                  overall.add(delta);
+                }
+                report(false);
+              }),
+            ),
         );
         report(true);
         if (done.absent !== undefined) continue;

@@ -9,6 +9,7 @@ import { dirStorage } from "../adapters/deno/dir_storage.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { DownloadProgress } from "../model/source.ts";
 import { rangeServer, type RangeServerOptions } from "../../test/support/range_server.ts";
+import { CacheStorageEntries } from "./cache_storage.ts";
 import { MemoryStorage } from "./memory.ts";
 import { entryKey, type EntryStorage } from "./storage.ts";
 import { ModelStore, type ModelStoreOptions } from "./store.ts";
@@ -44,6 +45,11 @@ async function readAll(storage: EntryStorage, base: string, name: string) {
 const backends: [string, () => Promise<EntryStorage>][] = [
   ["memory", () => Promise.resolve(new MemoryStorage())],
   ["dir", async () => dirStorage(await Deno.makeTempDir())],
+  // Deno has Cache Storage too; chunks of 100,000 bytes, not a multiple of the Range size.
+  [
+    "cache-storage",
+    async () => new CacheStorageEntries(await caches.open(crypto.randomUUID()), 100_000),
+  ],
 ];
 
 for (const [kind, make] of backends) {
