@@ -5,7 +5,8 @@
  * possibly block-quantized). Nothing is read beyond headers and metadata here.
  */
 import { type ModelConfig, parseConfig } from "./config.ts";
-import { type GgufModel, openGgufFiles } from "./gguf/load.ts";
+import { type GgufModel, openGgufFiles, splitNames } from "./gguf/load.ts";
+import type { LoadProgress } from "./gpu_model.ts";
 import { splitExperts } from "./fused_experts.ts";
 import { type ByteTensorInfo, readCheckpoint } from "./safetensors.ts";
 import { type ModelFiles, requireText } from "./source.ts";
@@ -18,10 +19,39 @@ export interface Checkpoint {
   weights: ModelWeights<WeightInfo>;
   /** The parsed GGUF files (metadata, tokenizer) when the format is GGUF. */
   gguf?: GgufModel;
+  /** The files the weights are read from (GGUF splits, safetensors shards), by name. */
+  weightFiles: string[];
 }
 
-/** Read and check a checkpoint's config and tensor headers. */
-export async function openCheckpoint(files: ModelFiles): Promise<Checkpoint> {
+/**
+ * Have `files` make the weight files whole and verified before they are read in bulk
+ * (`ModelFiles.prepare`: a store-backed checkpoint downloads them), reporting the download as
+ * the `download` phase of `onProgress`.
+ */
+export async function prepareWeights(
+  files: ModelFiles,
+  checkpoint: Checkpoint,
+  onProgress?: LoadProgress,
+): Promise<void> {
+  await files.prepare?.(checkpoint.weightFiles, (p) => {
+    onProgress?.(p.overall.loaded, p.overall.total, p.file, "download", p);
+  });
+}
+
+/**
+ * Read and check a checkpoint's config and tensor headers, then have `files` prepare the weight
+ * files (`prepareWeights`; pass `onProgress` to hear the download).
+ */
+export async function openCheckpoint(
+  files: ModelFiles,
+  onProgress?: LoadProgress,
+): Promise<Checkpoint> {
+  const checkpoint = await readHeaders(files);
+  await prepareWeights(files, checkpoint, onProgress);
+  return checkpoint;
+}
+
+async function readHeaders(files: ModelFiles): Promise<Checkpoint> {
   if (files.gguf !== undefined) {
     const gguf = await openGgufFiles(files);
     return {
@@ -30,15 +60,25 @@ export async function openCheckpoint(files: ModelFiles): Promise<Checkpoint> {
       config: gguf.config,
       weights: mapWeights<WeightInfo>(gguf.config, gguf.tensors),
       gguf,
+      weightFiles: splitNames(files.gguf),
     };
   }
   const config = parseConfig(await requireText(files, "config.json"));
   const bytes = new Map<string, ByteTensorInfo>();
-  const tensors = await readCheckpoint((name) => files.open(name), files, bytes);
+  const weightFiles: string[] = [];
+  const tensors = await readCheckpoint(
+    (name) => {
+      if (name.endsWith(".safetensors") && !weightFiles.includes(name)) weightFiles.push(name);
+      return files.open(name);
+    },
+    files,
+    bytes,
+  );
   return {
     format: "safetensors",
     location: files.location,
     config,
     weights: mapWeights<WeightInfo>(config, splitExperts(config, tensors, bytes), true),
+    weightFiles,
   };
 }

@@ -160,7 +160,11 @@ export class GpuModel {
 
   /** Read the config and headers (safetensors or GGUF), check everything, upload the weights. */
   static async load(gpu: Gpu, files: ModelFiles, options: LoadOptions = {}): Promise<GpuModel> {
-    return await GpuModel.fromCheckpoint(gpu, await openCheckpoint(files), options);
+    return await GpuModel.fromCheckpoint(
+      gpu,
+      await openCheckpoint(files, options.onProgress),
+      options,
+    );
   }
 
   /**

@@ -189,11 +189,13 @@ function slice(whole: Uint8Array, offset: number, length: number): Uint8Array {
  */
 const KEEP_BODY = 16 * 1024 * 1024;
 
-type Opened = { kind: "missing" } | { kind: "html" } | { kind: "file"; source: UrlSource };
+/** What opening a URL found: no file, an HTML page in its place, or the file. */
+export type Opened = { kind: "missing" } | { kind: "html" } | { kind: "file"; source: ByteSource };
 const MISSING: Opened = { kind: "missing" };
 const HTML: Opened = { kind: "html" };
 
-async function openUrl(url: string, fetchFn: typeof fetch): Promise<Opened> {
+/** Open `url` (HEAD, or a one-byte probe): see the module's notes. */
+export async function openUrl(url: string, fetchFn: typeof fetch): Promise<Opened> {
   const head = await send(fetchFn, url, { method: "HEAD" });
   if (head.status === 404) return MISSING;
   const refused = head.status === 405 || head.status === 501;
@@ -266,14 +268,24 @@ export function urlFiles(base: string, fetchFn: typeof fetch = fetch): ModelFile
     return opened.kind === "file" ? opened.source : undefined;
   };
   const missing = (url: string) => html.has(url) ? htmlMessage(url) : `${url}: HTTP 404 Not Found`;
-  if (new URL(base).pathname.endsWith(".gguf")) {
-    return { location: base, gguf: base, open, describeMissing: missing };
-  }
-  const root = base.endsWith("/") ? base : `${base}/`;
-  const at = (name: string) => new URL(name, root).href;
+  const { location, gguf, at } = urlLayout(base);
   return {
-    location: root,
+    location,
+    ...(gguf ? { gguf: location } : {}),
     open: (name) => open(at(name)),
     describeMissing: (name) => missing(at(name)),
   };
+}
+
+/**
+ * How `urlFiles` lays out a checkpoint at `base`: a GGUF file's URL (its files named by their
+ * URLs, `location` the URL itself) or a base directory (`location` ending in `/`, files named
+ * relative to it); `at` gives a file's URL from its name.
+ */
+export function urlLayout(
+  base: string,
+): { location: string; gguf: boolean; at(name: string): string } {
+  const gguf = new URL(base).pathname.endsWith(".gguf");
+  const location = gguf || base.endsWith("/") ? base : `${base}/`;
+  return { location, gguf, at: (name) => new URL(name, location).href };
 }

@@ -12,7 +12,7 @@ import { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import { fileListFiles, ggufEntry, type ModelFiles, modelName } from "../model/source.ts";
 import { startModel } from "../model/start.ts";
-import { urlFiles } from "../model/url_source.ts";
+import { storedFiles } from "../adapters/browser/storage.ts";
 import type { ModelText } from "../text/load.ts";
 import { type Liveness, WorkerEngine } from "./client.ts";
 import {
@@ -37,6 +37,12 @@ export interface OpenModelOptions {
   model: string | URL | readonly File[];
   /** The served model name (default: from the URL or the file names). */
   name?: string;
+  /**
+   * Keep a URL model in the browser's model store (OPFS, else Cache Storage): downloaded once,
+   * resumed after a cut, verified, and read from there on the next visit (default true). See
+   * `cachedModels` and `deleteCachedModel`.
+   */
+  cache?: boolean;
   /** Bytes of weights uploaded to the GPU so far, during the load. */
   onProgress?: LoadProgress;
   /** The worker to run the engine in (default: Kiln's browser worker module). */
@@ -111,10 +117,16 @@ export class KilnModel {
   }
 }
 
-function source(model: OpenModelOptions["model"]): { spec: ModelSpec; files: ModelFiles } {
+function source(
+  model: OpenModelOptions["model"],
+  cache = true,
+): { spec: ModelSpec; files: ModelFiles } {
   if (typeof model === "string" || model instanceof URL) {
     const base = new URL(model, globalThis.location?.href).href;
-    return { spec: { kind: "url", base, name: modelName(base) }, files: urlFiles(base) };
+    return {
+      spec: { kind: "url", base, name: modelName(base), ...(cache ? {} : { cache: false }) },
+      files: storedFiles(base, cache),
+    };
   }
   const files = [...model];
   const weights = ggufEntry(files.map((f) => f.name)) ??
@@ -130,7 +142,7 @@ function source(model: OpenModelOptions["model"]): { spec: ModelSpec; files: Mod
  * chat template) on this thread. Rejects with an `EngineError` naming what failed.
  */
 export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
-  const { spec, files } = source(options.model);
+  const { spec, files } = source(options.model, options.cache);
   if (options.name !== undefined) spec.name = options.name;
   const engine = new WorkerEngine(
     options.makeWorker ?? kilnWorker,

@@ -13,8 +13,11 @@ import type { PathKind } from "../gpu/paths.ts";
 export type ModelSpec =
   /** A checkpoint directory on disk (Deno workers). */
   | { kind: "dir"; path: string; name: string }
-  /** A checkpoint under a base URL (browsers; HF `resolve/main` layouts). */
-  | { kind: "url"; base: string; name: string }
+  /**
+   * A checkpoint under a base URL (browsers; HF `resolve/main` layouts), kept in the runtime's
+   * model store (OPFS, a cache directory) unless `cache` is false.
+   */
+  | { kind: "url"; base: string; name: string; cache?: boolean }
   /** Checkpoint files picked, dropped or fetched in a page (`File`s are structured-cloneable). */
   | { kind: "files"; files: File[]; name: string };
 

@@ -7,6 +7,9 @@ import OpenAI from "openai";
 import { rangeServer } from "../support/range_server.ts";
 import { startServer } from "./server.ts";
 
+// serve keeps URL models in $XDG_CACHE_HOME/kiln/models: a fresh one for these tests.
+const CACHE = await Deno.makeTempDir();
+Deno.env.set("XDG_CACHE_HOME", CACHE);
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 const SERVE = new URL("../../src/adapters/deno/serve.ts", import.meta.url).pathname;
 
@@ -28,6 +31,43 @@ Deno.test("serve loads a model from a URL with Range requests and shows its load
     await files.shutdown();
     equal(code, 0, stderr);
     ok(/loading fortune \[#{30}\] 100% 9\.\d\/9\.\d MB/.test(stderr), stderr);
+  }
+});
+
+Deno.test("serve keeps a URL model in the XDG cache: a second start asks the server nothing", async () => {
+  const files = rangeServer(FORTUNE, { etag: "sha256" });
+  try {
+    for (const round of [1, 2]) {
+      const before = files.served.length;
+      const server = await startServer(["--model", files.base]);
+      const { code, stderr } = await server.stop();
+      equal(code, 0, stderr);
+      if (round === 2) equal(files.served.length, before, "no request on the second start");
+    }
+    const stored = [...Deno.readDirSync(`${CACHE}/kiln/models`)].map((e) => e.name);
+    ok(stored.some((n) => n.endsWith(".bin")), stored.join(" "));
+    const first = files.served.filter((s) => s.method === "GET" && s.path === "model.safetensors");
+    ok(first.length > 0 && first.every((s) => s.range !== null), "downloaded by Range requests");
+  } finally {
+    await files.shutdown();
+  }
+});
+
+Deno.test("serve --no-cache reads a URL model over the network, storing nothing", async () => {
+  const files = rangeServer(FORTUNE);
+  const cache = await Deno.makeTempDir();
+  Deno.env.set("XDG_CACHE_HOME", cache);
+  const server = await startServer(["--model", files.base, "--no-cache"]).finally(() => {
+    Deno.env.set("XDG_CACHE_HOME", CACHE);
+  });
+  try {
+    ok(files.ranges.length > 0);
+  } finally {
+    const { code, stderr } = await server.stop();
+    await files.shutdown();
+    equal(code, 0, stderr);
+    // (Mesa keeps its shader cache there too.)
+    ok(![...Deno.readDirSync(cache)].some((e) => e.name === "kiln"), "no kiln/ in the cache");
   }
 });
 

@@ -3,7 +3,9 @@ import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { type ByteSource, fileListFiles, type ModelFiles } from "../../model/source.ts";
 import { urlFiles } from "../../model/url_source.ts";
+import { ModelStore } from "../../store/store.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
+import { dirStorage } from "./dir_storage.ts";
 
 /** A file-system failure as an `InvalidArgument` naming the path (never a raw `Deno.errors`). */
 function fsError(path: string, e: unknown): EngineError {
@@ -70,13 +72,19 @@ export function dirFiles(dir: string): ModelFiles {
   return { location: root, open: (name) => fileSource(root + name) };
 }
 
-/** The files a worker's model spec names, as a Deno worker reads them. */
+/**
+ * The files a worker's model spec names, as a Deno worker reads them: a URL's through the model
+ * store in `cacheDir()` (see `dir_storage.ts`) unless `cache` is false.
+ */
 export function specFiles(spec: ModelSpec): ModelFiles {
   switch (spec.kind) {
     case "dir":
       return dirFiles(spec.path);
     case "url":
-      return urlFiles(spec.base);
+      // Kept in the XDG cache directory (resumed, verified) unless the spec says not to.
+      return spec.cache === false
+        ? urlFiles(spec.base)
+        : new ModelStore(dirStorage()).files(spec.base);
     case "files":
       return fileListFiles(spec.files);
   }

@@ -34,7 +34,12 @@ const dir = flags.model ?? new URL("../../../models/fortune/", import.meta.url).
 const isUrl = /^https?:\/\//.test(dir);
 const name = flags.name ?? modelName(dir);
 const model: ModelSpec = isUrl
-  ? { kind: "url", base: dir.endsWith("/") || dir.endsWith(".gguf") ? dir : `${dir}/`, name }
+  ? {
+    kind: "url",
+    base: dir.endsWith("/") || dir.endsWith(".gguf") ? dir : `${dir}/`,
+    name,
+    ...(flags["no-cache"] ? { cache: false } : {}),
+  }
   : { kind: "dir", path: dir, name };
 const apiKey = flags["api-key"] ?? env.KILN_API_KEY;
 for (const line of startupLines(flags, env)) console.error(line);
@@ -116,7 +121,8 @@ const draw = (end = "") => {
   const what = phase === "pipelines"
     ? `compiling ${loaded}/${total} pipelines`
     : `${mb(loaded)}/${mb(total)} MB`;
-  const line = `\rloading ${name} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${what} ${s} s`;
+  const verb = phase === "download" ? "downloading" : "loading";
+  const line = `\r${verb} ${name} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${what} ${s} s`;
   // Padded: the pipelines' line is shorter than the weights' it overwrites.
   Deno.stderr.writeSync(new TextEncoder().encode(line.padEnd(72) + end));
 };

@@ -45,7 +45,7 @@ export async function assembleEngine(
   onKvEvent: (e: KvCacheEvent) => void,
 ): Promise<EngineParts> {
   const blockSize = o.blockSize ?? 16;
-  const checkpoint = await openCheckpoint(o.files);
+  const checkpoint = await openCheckpoint(o.files, o.onLoadProgress);
   const context = checkpoint.config.maxPositionEmbeddings;
   const kvDtype = defaultKvDtype(checkpoint.weights);
   const maxNumSeqs = o.maxNumSeqs ?? 16;

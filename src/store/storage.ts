@@ -1,0 +1,67 @@
+/**
+ * Where a model store keeps its files: entries keyed by a string, each the bytes of one file
+ * (written front to back, so the bytes present are a prefix of the file) and a JSON sidecar
+ * saying what they are. Backends: `memory.ts` (tests), `opfs.ts` and `cache_storage.ts`
+ * (browsers), `src/adapters/deno/dir_storage.ts` (a directory).
+ */
+import { sha256 } from "@noble/hashes/sha2.js";
+import type { ByteSource } from "../model/source.ts";
+
+/** What an entry holds, kept beside its bytes. */
+export interface EntryMeta {
+  /** The file's URL. */
+  url: string;
+  /** The model it belongs to (the base URL the store's `files` was given). */
+  base: string;
+  /** The file's name in the model (`config.json`, or the URL of a GGUF file). */
+  name: string;
+  /** The file's size in bytes (0 for an absent file). */
+  size: number;
+  /** The server's validator (`ETag`, or `Last-Modified`) the bytes were fetched under. */
+  validator?: string;
+  /** The content's SHA-256 (64 lowercase hex digits), when the server gave one. */
+  sha256?: string;
+  /** Every byte is present and verified (size, and SHA-256 where known). */
+  complete: boolean;
+  /**
+   * The server has no such file (404), or answered an HTML page in its place: remembered so
+   * that a reload asks nothing. `"html"` for the page.
+   */
+  absent?: "missing" | "html";
+  /** When the entry last changed (ms since the epoch). */
+  updated: number;
+}
+
+/** Writes an entry's bytes in order, from where it was opened. */
+export interface EntryWriter {
+  /** Append `bytes` (the writer may keep them until `close`). */
+  write(bytes: Uint8Array): Promise<void>;
+  /** Store what was written (the bytes so far count towards `length` once this resolves). */
+  close(): Promise<void>;
+}
+
+/** A backend of the model store. */
+export interface EntryStorage {
+  /** What the bytes live in, for messages (`opfs`, `cache-storage`, `memory`, a directory). */
+  readonly kind: string;
+  /** Every key with a sidecar. */
+  keys(): Promise<string[]>;
+  /** The sidecar of `key`, or undefined. */
+  meta(key: string): Promise<EntryMeta | undefined>;
+  /** Replace the sidecar of `key`. */
+  setMeta(key: string, meta: EntryMeta): Promise<void>;
+  /** Bytes stored for `key` (the length of the prefix present; 0 when none). */
+  length(key: string): Promise<number>;
+  /** A writer that drops whatever is stored past `from` and appends from there. */
+  writer(key: string, from: number): Promise<EntryWriter>;
+  /** The stored bytes of `key` as a source named `name`, or undefined when none. */
+  source(key: string, name: string): Promise<ByteSource | undefined>;
+  /** Remove the bytes and the sidecar of `key`. */
+  delete(key: string): Promise<void>;
+}
+
+/** A short, file-name-safe key for a URL (hex of its SHA-256, 32 digits). */
+export function entryKey(url: string): string {
+  const digest = sha256(new TextEncoder().encode(url));
+  return [...digest.subarray(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,316 @@
+/**
+ * A model store: the files of checkpoints kept in an `EntryStorage` (OPFS, Cache Storage, a
+ * directory), laid out as `urlFiles` lays them out. `files(base)` opens a file from the store
+ * when its entry is complete (no request at all), else reads through to the network; small
+ * files (JSON, up to `smallBytes`) are stored as they are read, and absent ones remembered, so
+ * that a reload asks nothing. `prepare` downloads the weights (resumably, verified; see
+ * `download.ts`) after a quota check, reporting progress, and from then on every read of them
+ * comes from the store.
+ */
+import { sha256 } from "@noble/hashes/sha2.js";
+import { EngineError } from "../contract/errors.ts";
+import { htmlMessage } from "../model/html.ts";
+import {
+  type ByteSource,
+  type DownloadProgress,
+  type ModelFiles,
+  modelName,
+} from "../model/source.ts";
+import { openUrl, urlLayout } from "../model/url_source.ts";
+import { download, type DownloadOptions } from "./download.ts";
+import { Meter } from "./progress.ts";
+import { describeRemote } from "./remote.ts";
+import { entryKey, type EntryMeta, type EntryStorage } from "./storage.ts";
+
+/** How a `ModelStore` downloads and checks. */
+export interface ModelStoreOptions {
+  /** The `fetch` to use (default: the global one). */
+  fetch?: typeof fetch;
+  /** Bytes per Range request (default 16 MiB). */
+  chunkBytes?: number;
+  /** Failures in a row without progress before a download gives up (default 6). */
+  retries?: number;
+  /** The first retry's wait in ms, doubled each time (default 500). */
+  backoffMs?: number;
+  /** The storage's usage and quota (a browser's `navigator.storage.estimate`). */
+  estimate?: () => Promise<{ usage?: number; quota?: number }>;
+  /** Ask that the storage be kept (a browser's `navigator.storage.persist`); called once. */
+  persist?: () => Promise<boolean>;
+  /** Files up to this size are stored when read (default 16 MiB: the JSON files). */
+  smallBytes?: number;
+  /**
+   * How a complete entry is checked when opened: `"size"` (default: its length) or
+   * `"sha256"` (rehash it where the hash is known; a GB file takes seconds).
+   */
+  verify?: "size" | "sha256";
+}
+
+/** One file of a stored model. */
+export interface CachedFile {
+  /** Its name in the model. */
+  name: string;
+  /** Its URL. */
+  url: string;
+  /** Its size in bytes. */
+  size: number;
+  /** Bytes present. */
+  loaded: number;
+  /** Present whole and verified. */
+  complete: boolean;
+}
+
+/** A model in the store. */
+export interface CachedModel {
+  /** The base URL (or GGUF URL) it was opened from. */
+  base: string;
+  /** Its name (`modelName(base)`). */
+  name: string;
+  /** Its files in the store. */
+  files: CachedFile[];
+  /** Bytes stored, all files. */
+  bytes: number;
+}
+
+/** Checkpoints kept in `storage`; see the module's notes. */
+export class ModelStore {
+  readonly #fetch: typeof fetch;
+  readonly #options: ModelStoreOptions;
+  #persisted: Promise<boolean> | undefined;
+  /** Downloads under way, by key (one per entry at a time). */
+  readonly #running = new Map<string, Promise<EntryMeta>>();
+
+  /**
+   * A store over `storage`.
+   *
+   * @param storage Where the files are kept.
+   * @param options How they are downloaded and checked.
+   */
+  constructor(readonly storage: EntryStorage, options: ModelStoreOptions = {}) {
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.#options = options;
+  }
+
+  #download(onLoaded?: DownloadOptions["onLoaded"]): DownloadOptions {
+    return {
+      fetch: this.#fetch,
+      chunkBytes: this.#options.chunkBytes ?? 16 * 1024 * 1024,
+      retries: this.#options.retries ?? 6,
+      ...(this.#options.backoffMs === undefined ? {} : { backoffMs: this.#options.backoffMs }),
+      ...(onLoaded ? { onLoaded } : {}),
+    };
+  }
+
+  /** `run` for `key`, or the run already under way for it. */
+  #once(key: string, run: () => Promise<EntryMeta>): Promise<EntryMeta> {
+    let p = this.#running.get(key);
+    if (!p) {
+      p = run().finally(() => this.#running.delete(key));
+      this.#running.set(key, p);
+    }
+    return p;
+  }
+
+  /** The stored copy of a complete entry, checked; undefined (and the entry dropped) if bad. */
+  async #stored(key: string, meta: EntryMeta): Promise<ByteSource | undefined> {
+    const src = await this.storage.source(key, meta.url);
+    let good = src !== undefined && src.size === meta.size;
+    if (good && this.#options.verify === "sha256" && meta.sha256 !== undefined) {
+      good = await hashOf(src!) === meta.sha256;
+    }
+    if (good) return src;
+    await this.storage.delete(key);
+    return undefined;
+  }
+
+  /** A checkpoint at `base` (as `urlFiles` takes it) read through this store. */
+  files(base: string): ModelFiles {
+    const { location, gguf, at } = urlLayout(base);
+    const html = new Set<string>();
+    /** Sources of files `prepare` made complete, by key. */
+    const local = new Map<string, ByteSource>();
+    const entry = (name: string) => ({ url: at(name), base: location, name });
+    const open = async (name: string): Promise<ByteSource | undefined> => {
+      const e = entry(name), key = entryKey(e.url);
+      const meta = await this.storage.meta(key);
+      if (meta?.complete) {
+        if (meta.absent === "html") html.add(e.url);
+        if (meta.absent) return undefined;
+        const src = local.get(key) ?? await this.#stored(key, meta);
+        if (src) return src;
+      }
+      const opened = await openUrl(e.url, this.#fetch);
+      if (opened.kind !== "file") {
+        if (opened.kind === "html") html.add(e.url);
+        const absent = opened.kind === "html" ? "html" : "missing";
+        await this.storage.setMeta(key, {
+          ...e,
+          size: 0,
+          complete: true,
+          absent,
+          updated: Date.now(),
+        });
+        return undefined;
+      }
+      const net = opened.source;
+      if (net.size <= (this.#options.smallBytes ?? 16 * 1024 * 1024)) {
+        // Stored as it is read, best effort: where the store cannot take it (another realm
+        // writing the same entry holds its lock), it is read over the network as before.
+        const stored = await this.#once(key, () => download(this.storage, key, e, this.#download()))
+          .then(async (done) => done.absent ? undefined : await this.storage.source(key, e.url))
+          .catch(() => undefined);
+        if (stored) return stored;
+      }
+      return {
+        name: net.name,
+        size: net.size,
+        read: (offset, length) => (local.get(key) ?? net).read(offset, length),
+        release: () => net.release?.(),
+      };
+    };
+    const prepare = async (
+      names: readonly string[],
+      onProgress?: (p: DownloadProgress) => void,
+    ): Promise<void> => {
+      const todo = await this.#plan(names.map(entry));
+      const overall = new Meter(
+        todo.reduce((n, t) => n + t.size, 0),
+        todo.reduce((n, t) => n + t.present, 0),
+      );
+      const pending = todo.filter((t) => !t.done);
+      if (pending.length > 0) {
+        await this.#checkQuota(overall.total - overall.loaded);
+        this.#persisted ??= this.#options.persist?.().catch(() => false) ?? Promise.resolve(false);
+      }
+      for (const t of pending) {
+        const file = new Meter(t.size, t.present);
+        let last = 0;
+        const report = (force: boolean) => {
+          const now = performance.now();
+          if (!force && now - last < 100) return;
+          last = now;
+          onProgress?.({
+            file: t.entry.name,
+            fileProgress: file.progress(),
+            overall: overall.progress(),
+          });
+        };
+        const done = await this.#once(
+          t.key,
+          () =>
+            download(
+              this.storage,
+              t.key,
+              t.entry,
+              this.#download((loaded) => {
+                const delta = loaded - file.loaded;
+                if (delta < 0) {
+                  overall.reset(overall.loaded + delta);
+                  file.reset(loaded);
+                } else {
+                  file.add(delta);
+                  overall.add(delta);
+                }
+                report(false);
+              }),
+            ),
+        );
+        report(true);
+        if (done.absent !== undefined) continue;
+        const src = await this.storage.source(t.key, t.entry.url);
+        if (src) local.set(t.key, src);
+      }
+    };
+    const missing = (name: string) => {
+      const url = at(name);
+      return html.has(url) ? htmlMessage(url) : `${url}: HTTP 404 Not Found`;
+    };
+    return {
+      location,
+      ...(gguf ? { gguf: location } : {}),
+      open,
+      describeMissing: missing,
+      prepare,
+    };
+  }
+
+  /** Each file's key, size and bytes present (asking the server about the incomplete ones). */
+  async #plan(entries: { url: string; base: string; name: string }[]) {
+    return await Promise.all(entries.map(async (entry) => {
+      const key = entryKey(entry.url);
+      const meta = await this.storage.meta(key);
+      if (meta?.complete && (meta.absent || await this.#stored(key, meta))) {
+        return { entry, key, size: meta.size, present: meta.size, done: true };
+      }
+      const remote = await describeRemote(this.#fetch, entry.url).catch(() => undefined);
+      const size = typeof remote === "object" ? remote.size : meta?.size ?? 0;
+      const same = typeof remote === "object" && meta?.size === size &&
+        meta.validator === remote.validator;
+      const present = same ? Math.min(size, await this.storage.length(key)) : 0;
+      return { entry, key, size, present, done: false };
+    }));
+  }
+
+  /** `ResourceExhausted` when `needed` more bytes do not fit the storage's quota. */
+  async #checkQuota(needed: number): Promise<void> {
+    const est = await this.#options.estimate?.().catch(() => undefined);
+    if (est?.quota === undefined) return;
+    const available = Math.max(0, est.quota - (est.usage ?? 0));
+    if (needed > available) {
+      throw new EngineError(
+        "ResourceExhausted",
+        `the model store (${this.storage.kind}) needs ${needed} more bytes; ${available} are available (quota ${est.quota}, used ${
+          est.usage ?? 0
+        })`,
+      );
+    }
+  }
+
+  /** The models in the store, with their files' sizes. */
+  async list(): Promise<CachedModel[]> {
+    const models = new Map<string, CachedModel>();
+    for (const key of await this.storage.keys()) {
+      const meta = await this.storage.meta(key);
+      if (meta === undefined || meta.absent !== undefined) continue;
+      const loaded = Math.min(meta.size, await this.storage.length(key));
+      let m = models.get(meta.base);
+      if (!m) {
+        models.set(
+          meta.base,
+          m = { base: meta.base, name: modelName(meta.base), files: [], bytes: 0 },
+        );
+      }
+      m.files.push({
+        name: meta.name,
+        url: meta.url,
+        size: meta.size,
+        loaded,
+        complete: meta.complete,
+      });
+      m.bytes += loaded;
+    }
+    return [...models.values()];
+  }
+
+  /** Delete every file of the model at `base`; whether there was any. */
+  async delete(base: string): Promise<boolean> {
+    const { location } = urlLayout(base);
+    let any = false;
+    for (const key of await this.storage.keys()) {
+      const meta = await this.storage.meta(key);
+      if (meta?.base !== location) continue;
+      await this.storage.delete(key);
+      any = true;
+    }
+    return any;
+  }
+}
+
+/** The SHA-256 of a source's bytes (hex), read 16 MiB at a time. */
+async function hashOf(src: ByteSource): Promise<string> {
+  const h = sha256.create();
+  const step = 16 * 1024 * 1024;
+  for (let at = 0; at < src.size; at += step) {
+    h.update(await src.read(at, Math.min(step, src.size - at)));
+  }
+  return [...h.digest()].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
