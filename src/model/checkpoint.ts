@@ -51,7 +51,11 @@ export async function openCheckpoint(
   return checkpoint;
 }
 
-async function readHeaders(files: ModelFiles): Promise<Checkpoint> {
+/**
+ * Read and check a checkpoint's config and tensor headers only (no weight bytes, no download):
+ * what a fit check needs before anything large moves. `prepareWeights` comes next.
+ */
+export async function readHeaders(files: ModelFiles): Promise<Checkpoint> {
   if (files.gguf !== undefined) {
     const gguf = await openGgufFiles(files);
     return {

@@ -11,7 +11,7 @@ import type { EngineConfig } from "../../contract/types.ts";
 import { type Gpu, runtimeData } from "../../gpu/device.ts";
 import { Sampler } from "../../gpu/kernels/sampling.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";
-import { openCheckpoint } from "../../model/checkpoint.ts";
+import { prepareWeights, readHeaders } from "../../model/checkpoint.ts";
 import { Forward } from "../../model/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
 import { BlockManager } from "./block_manager.ts";
@@ -45,7 +45,7 @@ export async function assembleEngine(
   onKvEvent: (e: KvCacheEvent) => void,
 ): Promise<EngineParts> {
   const blockSize = o.blockSize ?? 16;
-  const checkpoint = await openCheckpoint(o.files, o.onLoadProgress);
+  const checkpoint = await readHeaders(o.files);
   const context = checkpoint.config.maxPositionEmbeddings;
   const kvDtype = defaultKvDtype(checkpoint.weights);
   const maxNumSeqs = o.maxNumSeqs ?? 16;
@@ -66,6 +66,8 @@ export async function assembleEngine(
     o.kvBlocks,
     Math.max(maxNumSeqs, fit.kvBlocks),
   );
+  // Only now, with the fit known, download (or resume) the weight files into the store.
+  await prepareWeights(o.files, checkpoint, o.onLoadProgress);
   const model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
     blockSize,
     kvBlocks: kv.blocks,
