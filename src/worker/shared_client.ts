@@ -111,12 +111,19 @@ export async function connectShared(
     timer = setTimeout(() => resolve(undefined), timeoutMs);
     worker.addEventListener("error", () => resolve(undefined));
   });
+  const remote = Comlink.wrap<TabHost>(worker);
   const attached: TabAttach | undefined = await Promise.race([
-    Comlink.wrap<TabHost>(worker).attach(locks ? name : undefined),
+    remote.attach(locks ? name : undefined),
     failed,
   ]).catch(() => undefined);
+  if (attached?.webgpu) {
+    clearTimeout(timer);
+    return worker;
+  }
+  // It answered but has no WebGPU: detach at once (where there are no Web Locks, nothing else
+  // would tell it).
+  if (attached) await Promise.race([remote.cleanup(), failed]).catch(() => {});
   clearTimeout(timer);
-  if (attached?.webgpu) return worker;
   worker.terminate();
   return undefined;
 }

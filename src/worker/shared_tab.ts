@@ -7,6 +7,7 @@
  * `attach` until it goes away, and this session asks for the same lock; being granted it means
  * the tab is gone, and the session then detaches as `cleanup` does.
  */
+import type { LLMEngine } from "../contract/engine.ts";
 import { EngineError, serializeError } from "../contract/errors.ts";
 import type { EngineConfig, PreprocessedRequest } from "../contract/types.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
@@ -39,6 +40,11 @@ export class TabHost {
     /** Reaches the tab outside any call (its engine's device lost). */
     readonly notify: (lost: EngineError) => void,
   ) {}
+
+  /** The engine this tab uses, once started (for tests in the same thread). */
+  get engine(): LLMEngine | undefined {
+    return this.#entry?.host.engine;
+  }
 
   /** Liveness: answered as long as the shared worker's event loop runs. */
   ping(): boolean {
