@@ -85,6 +85,14 @@ export function modelKey(options: HostOptions): string {
   return JSON.stringify([options.engine ?? "webgpu", spec.kind, where, spec.name]);
 }
 
+/**
+ * Clean up `entry`'s engine; one still loading (its last tab gone mid-load) is cleaned up once
+ * loaded, as the host's `cleanup` before that would find no engine yet.
+ */
+async function release(entry: SharedEngine): Promise<void> {
+  await entry.ready.then(() => entry.host.cleanup(), () => {}).catch(() => {});
+}
+
 /** The origin-wide host: engines by model, and the tabs attached to each. */
 export class SharedEngineHost {
   readonly #engines = new Map<string, SharedEngine>();
@@ -200,7 +208,7 @@ export class SharedEngineHost {
     entry.release = setTimeout(() => {
       if (entry.tabs.size > 0 || this.#engines.get(entry.key) !== entry) return;
       this.#engines.delete(entry.key);
-      void entry.host.cleanup().catch(() => {});
+      void release(entry);
     }, this.graceMs);
   }
 
@@ -209,7 +217,7 @@ export class SharedEngineHost {
     const all = [...this.#engines.values()];
     this.#engines.clear();
     for (const e of all) clearTimeout(e.release);
-    await Promise.all(all.map((e) => e.host.cleanup().catch(() => {})));
+    await Promise.all(all.map(release));
   }
 
   /** The engine `key` lost its device: its tabs hear it; the next start loads again. */

@@ -4,6 +4,7 @@ import { RequestContext } from "../contract/engine.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { WorkerEngine } from "./client.ts";
+import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import { installErrorTransfer, type StreamMessage } from "./protocol.ts";
 import { portWorker } from "./shared_client.ts";
 import { SharedEngineHost, type SharedHostStats, type TabHost } from "./shared_host.ts";
@@ -192,6 +193,23 @@ Deno.test("a shared host: a tab's drain waits for its own requests only, and cle
     equal(b.tokens.length, 200);
   } finally {
     await tb.cleanup();
+    await shared.close();
+  }
+});
+
+Deno.test("a shared host: an engine whose only tab left while it loaded is released once loaded", async () => {
+  const shared = new SharedEngineHost(specFiles, { graceMs: 10 });
+  const ta = shared.connect();
+  try {
+    const started = ta.start(options, 0n);
+    await ta.cleanup();
+    await started;
+    const engine = ta.engine;
+    ok(engine instanceof WebGpuEngine);
+    // Its device is destroyed by the engine's cleanup: that, not a wait, ends this test.
+    await engine.gpu!.lost;
+    equal(shared.engines, 0);
+  } finally {
     await shared.close();
   }
 });
