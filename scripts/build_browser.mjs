@@ -11,6 +11,8 @@
 // - `kiln_worker.js`: Kiln's browser worker (the engine host), bundled from the compiled
 //   `adapters/browser/worker.js`; its shaders are already inlined (`gpu/shader_text.js`). What it
 //   loads by dynamic `import()` (XGrammar, for guided decoding) is a `kiln_*.js` file beside it.
+// - `kiln_shared_worker.js`: Kiln's shared worker (one engine per model for every tab of the
+//   origin, `openModel({ share: true })`), bundled likewise; its chunks are `kiln_shared_*.js`.
 // - `kiln.d.ts`: its types, from the package's `worker/*.d.ts`.
 //
 // `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
@@ -52,14 +54,33 @@ function browserWorkerModule() {
   ].join("\n");
 }
 
+/**
+ * What replaces `worker/shared_worker_module.js` in `kiln.js`. A shared worker must be
+ * same-origin with the page and a blob module would be one per page (nothing shared), so when
+ * kiln.js comes from another origin this throws, and `openModel({ share: true })` runs the page's
+ * own worker instead.
+ */
+function browserSharedWorkerModule() {
+  return [
+    "export function kilnSharedWorker() {",
+    '  const url = new URL("./kiln_shared_worker.js", import.meta.url);',
+    "  if (globalThis.location !== undefined && url.origin !== globalThis.location.origin) {",
+    '    throw new Error("kiln_shared_worker.js is not same-origin with the page");',
+    "  }",
+    '  return new SharedWorker(url, { type: "module", name: "kiln-shared-engine" });',
+    "}",
+    "",
+  ].join("\n");
+}
+
 /** Exports of `@kiln/kiln/worker` that run in a worker only: not in kiln.js. */
-const HOST_ONLY = ["EngineHost", "exposeHost"];
+const HOST_ONLY = ["EngineHost", "exposeHost", "SharedEngineHost", "TabHost", "exposeSharedHost"];
 const ENTRY = "\0kiln-browser-entry";
 const entryModule = (outDir) =>
   [
     `export * from ${JSON.stringify(join(outDir, "openai/completions.js"))};`,
     `export { WorkerEngine } from ${JSON.stringify(join(outDir, "worker/client.js"))};`,
-    `export { KilnModel, kilnWorker, openModel } from ${
+    `export { KilnModel, kilnSharedWorker, kilnWorker, openModel } from ${
       JSON.stringify(join(outDir, "worker/open.js"))
     };`,
     "",
@@ -71,10 +92,13 @@ const DTS = [
   "export {",
   "  type GenerateOptions,",
   "  KilnModel,",
+  "  kilnSharedWorker,",
   "  kilnWorker,",
   "  openModel,",
   "  type OpenModelOptions,",
+  "  type Sharing,",
   '} from "../worker/open.js";',
+  'export type { SharedWorkerLike } from "../worker/shared_client.js";',
   'export type { GaugeValues, HostOptions, ModelSpec } from "../worker/protocol.js";',
   "",
 ].join("\n");
@@ -83,7 +107,7 @@ const DTS = [
  * Bundle `input` into `file` (or only return the chunk, when `file` is null). `split`: modules
  * loaded by dynamic `import()` become files of their own beside `file` (`kiln_<name>.js`).
  */
-async function bundle(input, file, replace = {}, split = false) {
+async function bundle(input, file, replace = {}, split = false, chunks = "kiln_") {
   const out = await build({
     input,
     write: file !== null,
@@ -103,7 +127,7 @@ async function bundle(input, file, replace = {}, split = false) {
       ? {
         dir: dirname(file),
         entryFileNames: basename(file),
-        chunkFileNames: "kiln_[name].js",
+        chunkFileNames: `${chunks}[name].js`,
         format: "esm",
         minify: true,
       }
@@ -119,6 +143,7 @@ export async function buildBrowser(outDir) {
   const main = await bundle(ENTRY, join(dir, "kiln.js"), {
     [ENTRY]: entryModule(outDir),
     [join(outDir, "worker/worker_module.js")]: browserWorkerModule(),
+    [join(outDir, "worker/shared_worker_module.js")]: browserSharedWorkerModule(),
   });
   const all = await bundle(join(outDir, "worker/mod.js"), null);
   const want = all.exports.filter((n) => !HOST_ONLY.includes(n)).sort();
@@ -128,8 +153,19 @@ export async function buildBrowser(outDir) {
   // XGrammar (guided decoding's WASM, ~1 MiB) stays a chunk of its own that the worker loads
   // on its first constrained request only.
   await bundle(join(outDir, "adapters/browser/worker.js"), join(dir, "kiln_worker.js"), {}, true);
+  // The shared worker (`openModel({ share: true })`): the same engine host, one per origin; its
+  // lazily loaded chunks are its own (`kiln_shared_*.js`), as they may import from its entry.
+  await bundle(
+    join(outDir, "adapters/browser/shared_worker.js"),
+    join(dir, "kiln_shared_worker.js"),
+    {},
+    true,
+    "kiln_shared_",
+  );
   writeFileSync(join(dir, "kiln.d.ts"), DTS);
   return Object.fromEntries(
-    ["kiln.js", "kiln_worker.js"].map((f) => [f, statSync(join(dir, f)).size]),
+    ["kiln.js", "kiln_worker.js", "kiln_shared_worker.js"].map((
+      f,
+    ) => [f, statSync(join(dir, f)).size]),
   );
 }

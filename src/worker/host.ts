@@ -97,7 +97,7 @@ export class EngineHost {
   generate(
     request: PreprocessedRequest,
     requestId: string,
-    port: MessagePort,
+    port: Pick<MessagePort, "postMessage" | "close">,
     aborted = false,
   ): void {
     const ctx = new RequestContext({ requestId });

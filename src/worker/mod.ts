@@ -17,8 +17,21 @@ export type { RequestStats } from "../engines/live_requests.ts";
 export {
   type GenerateOptions,
   KilnModel,
+  kilnSharedWorker,
   kilnWorker,
   openModel,
   type OpenModelOptions,
+  type Sharing,
 } from "./open.ts";
+export {
+  exposeSharedHost,
+  type KvEvent,
+  type SharedEngine,
+  SharedEngineHost,
+  type SharedHostOptions,
+  type SharedHostStats,
+  TabHost,
+} from "./shared_host.ts";
+export type { TabAttach } from "./shared_tab.ts";
+export type { Locks, SharedWorkerLike } from "./shared_client.ts";
 export * from "../openai/completions.ts";

@@ -25,8 +25,10 @@ import {
 } from "../openai/completions.ts";
 import type { HostOptions, ModelSpec } from "./protocol.ts";
 import { kilnWorker } from "./worker_module.ts";
+import { connectShared, type SharedWorkerLike, type Sharing } from "./shared_client.ts";
+import { kilnSharedWorker } from "./shared_worker_module.ts";
 
-export { kilnWorker };
+export { kilnSharedWorker, kilnWorker, type Sharing };
 
 /** What `openModel` loads, and how. */
 export interface OpenModelOptions {
@@ -47,6 +49,15 @@ export interface OpenModelOptions {
   onProgress?: LoadProgress;
   /** The worker to run the engine in (default: Kiln's browser worker module). */
   makeWorker?: () => Worker;
+  /**
+   * Share one engine per model with every tab of this origin (default false): the engine runs in
+   * Kiln's `SharedWorker`, a tab opening a model another tab has loaded joins it without loading
+   * again, and the last tab closing releases it. Where the browser has no `SharedWorker`, or no
+   * WebGPU in one, the engine runs in the page's own worker; `KilnModel.sharing` says which.
+   */
+  share?: boolean;
+  /** The shared worker to connect to with `share` (default: Kiln's shared worker module). */
+  makeSharedWorker?: () => SharedWorkerLike;
   /** Engine sizes: KV blocks, block size, batch limits. */
   engine?: Omit<HostOptions, "model">;
   /** Heartbeat timing of the worker (see `WorkerEngine`). */
@@ -82,6 +93,8 @@ export class KilnModel {
     readonly text: ModelText,
     /** The engine's metrics; `generate` and the helpers add `dynamo_frontend_*` to its registry. */
     readonly metrics: EngineMetrics,
+    /** `origin`: the engine is shared with every tab of the origin; `none`: it is this page's. */
+    readonly sharing: Sharing = "none",
   ) {
     this.#target = {
       engine,
@@ -144,8 +157,11 @@ function source(
 export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
   const { spec, files } = source(options.model, options.cache);
   if (options.name !== undefined) spec.name = options.name;
+  const shared = options.share
+    ? await connectShared(options.makeSharedWorker ?? kilnSharedWorker)
+    : undefined;
   const engine = new WorkerEngine(
-    options.makeWorker ?? kilnWorker,
+    shared ? () => shared : options.makeWorker ?? kilnWorker,
     { ...options.engine, model: spec },
     options.onProgress,
     ...(options.liveness ? [options.liveness] : []),
@@ -157,5 +173,5 @@ export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
     endpoint: m.endpoint ?? "generate",
     workerId: 0n,
   });
-  return new KilnModel(engine, config, text, metrics);
+  return new KilnModel(engine, config, text, metrics, shared ? "origin" : "none");
 }

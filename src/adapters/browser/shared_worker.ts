@@ -1,0 +1,24 @@
+/**
+ * The browser SharedWorker module: one engine per model for every tab of the origin (see
+ * `worker/shared_host.ts`), with checkpoints read over HTTP or from `File`s handed over by a page.
+ */
+import { EngineError } from "../../contract/errors.ts";
+import { fileListFiles } from "../../model/source.ts";
+import { urlFiles } from "../../model/url_source.ts";
+import { exposeSharedHost } from "../../worker/shared_host.ts";
+
+let adapter: Promise<boolean> | undefined;
+
+exposeSharedHost((spec) => {
+  if (spec.kind === "url") return urlFiles(spec.base);
+  if (spec.kind === "files") return fileListFiles(spec.files);
+  throw EngineError.invalidArgument("a browser worker loads models from URLs or Files only");
+}, {
+  // Chromium gives shared workers WebGPU (checked on 156); where a browser does not, tabs fall
+  // back to a dedicated worker each.
+  webgpu: () =>
+    adapter ??= (async () => {
+      const gpu = (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
+      return (await gpu?.requestAdapter().catch(() => null)) != null;
+    })(),
+});

@@ -1,0 +1,190 @@
+/**
+ * One tab's session on a shared host: what the tab's `WorkerEngine` calls over comlink (the same
+ * calls as `EngineHost`'s). Its requests are its own: their ids are prefixed with the session's,
+ * so two tabs may use the same id, and `abort` reaches only this tab's. `drain` waits for this
+ * tab's requests only, and `cleanup` detaches this tab (cancelling its streams) without touching
+ * the others'. A tab that closes is noticed by its Web Lock: the tab holds a lock named in
+ * `attach` until it goes away, and this session asks for the same lock; being granted it means
+ * the tab is gone, and the session then detaches as `cleanup` does.
+ */
+import type { LLMEngine } from "../contract/engine.ts";
+import { EngineError, serializeError } from "../contract/errors.ts";
+import type { EngineConfig, PreprocessedRequest } from "../contract/types.ts";
+import type { LoadProgress } from "../model/gpu_model.ts";
+import type { GaugeValues, HostOptions, StreamMessage } from "./protocol.ts";
+import type { KvEvent, SharedEngine, SharedEngineHost, SharedHostStats } from "./shared_host.ts";
+
+/** What a tab learns when it attaches. */
+export interface TabAttach {
+  /** Whether the shared worker can open a WebGPU device (if not, the tab runs its own worker). */
+  webgpu: boolean;
+}
+
+/** A tab's session on a {@linkcode SharedEngineHost}. */
+export class TabHost {
+  #entry: SharedEngine | undefined;
+  #starting = false;
+  #detached = false;
+  #draining = false;
+  /** This tab's running requests, by prefixed id: resolves when each has ended. */
+  readonly #requests = new Map<string, Promise<void>>();
+  #gauges: ((v: GaugeValues) => void) | undefined;
+  #kv: ((e: KvEvent) => void) | undefined;
+
+  /** A session of `shared`; `SharedEngineHost.connect` makes it (call that instead). */
+  constructor(
+    /** The origin-wide host. */
+    readonly shared: SharedEngineHost,
+    /** The session's id, the prefix of its requests' ids in the engine. */
+    readonly id: string,
+    /** Reaches the tab outside any call (its engine's device lost). */
+    readonly notify: (lost: EngineError) => void,
+  ) {}
+
+  /** The engine this tab uses, once started (for tests in the same thread). */
+  get engine(): LLMEngine | undefined {
+    return this.#entry?.host.engine;
+  }
+
+  /** Liveness: answered as long as the shared worker's event loop runs. */
+  ping(): boolean {
+    return true;
+  }
+
+  /**
+   * Say which Web Lock the tab holds while alive (the session detaches once it is granted here),
+   * and learn whether this worker has WebGPU.
+   */
+  async attach(lockName?: string): Promise<TabAttach> {
+    const locks = this.shared.locks;
+    if (lockName !== undefined && locks) {
+      void locks.request(lockName, () => this.cleanup()).catch(() => {});
+    }
+    return { webgpu: await this.shared.webgpu() };
+  }
+
+  /** Load the model, or join the engine another tab loaded for the same model. */
+  async start(
+    options: HostOptions,
+    workerId: bigint,
+    onProgress?: LoadProgress,
+  ): Promise<EngineConfig> {
+    if (this.#starting || this.#detached) throw EngineError.shutdown("start() called twice");
+    this.#starting = true;
+    const entry = this.#entry = this.shared.join(this, options, workerId, onProgress);
+    return await entry.ready;
+  }
+
+  #engine(): SharedEngine | undefined {
+    return this.#detached ? undefined : this.#entry;
+  }
+
+  /** Start streaming `request` into `port` (see `EngineHost.generate`); returns at once. */
+  generate(
+    request: PreprocessedRequest,
+    requestId: string,
+    port: MessagePort,
+    aborted = false,
+  ): void {
+    const entry = this.#engine();
+    if (!entry || this.#draining) {
+      const why = this.#draining ? "this tab is draining" : "generate() before start()";
+      const m: StreamMessage = {
+        kind: "error",
+        error: serializeError(EngineError.shutdown(why)),
+      };
+      port.postMessage(m);
+      port.close();
+      return;
+    }
+    const id = `${this.id}/${requestId}`;
+    let ended!: () => void;
+    const done = new Promise<void>((r) => (ended = r));
+    this.#requests.set(id, done);
+    entry.host.generate(request, id, {
+      postMessage: (m: StreamMessage) => port.postMessage(m),
+      close: () => {
+        if (this.#requests.get(id) === done) this.#requests.delete(id);
+        port.close();
+        ended();
+      },
+    }, aborted);
+  }
+
+  /** Cancel this tab's request `requestId`; resolves once its stream has ended. */
+  async abort(requestId: string): Promise<void> {
+    await this.#entry?.host.abort(`${this.id}/${requestId}`);
+  }
+
+  /**
+   * The engine's stats (shared by every tab: requests, KV blocks, steps), this tab's open
+   * streams, and the sharing's counts. Undefined before `start()` or once detached.
+   */
+  async stats(): Promise<SharedHostStats | undefined> {
+    const entry = this.#engine();
+    const s = await entry?.host.stats();
+    if (!entry || !s) return undefined;
+    return {
+      ...s,
+      streams: this.#requests.size,
+      tabs: entry.tabs.size,
+      loads: this.shared.loads,
+      engines: this.shared.engines,
+    };
+  }
+
+  /** Stop admitting this tab's requests and wait for its running ones (the engine runs on). */
+  async drain(): Promise<void> {
+    this.#draining = true;
+    await Promise.all(this.#requests.values());
+  }
+
+  /** Detach: cancel this tab's streams and let go of the engine (others keep it). */
+  async cleanup(): Promise<void> {
+    if (this.#detached) return;
+    this.#detached = true;
+    const entry = this.#entry;
+    if (entry) {
+      if (this.#gauges) entry.gauges.delete(this.#gauges);
+      if (this.#kv) entry.kvEvents.delete(this.#kv);
+      const ids = [...this.#requests.keys()];
+      await Promise.all(ids.map((id) => entry.host.abort(id).catch(() => {})));
+    }
+    this.shared.leave(this, entry);
+  }
+
+  /** Hear the engine's KV events (`publish`: a comlink proxy); returns their ranks. */
+  async kvEventSources(publish: (event: KvEvent) => void): Promise<number[]> {
+    const entry = this.#engine();
+    if (!entry) return [];
+    await entry.ready;
+    this.#kv = (e) => void publish(e);
+    entry.kvEvents.add(this.#kv);
+    entry.kvRanks ??= entry.host.kvEventSources((e) => {
+      for (const l of entry.kvEvents) l(e);
+    });
+    return await entry.kvRanks;
+  }
+
+  /** Hear the engine's KV gauges after every step. */
+  setupMetrics(onGauges: (values: GaugeValues) => void): number[] {
+    const entry = this.#engine();
+    if (!entry) return [];
+    this.#gauges = (v) => void onGauges(v);
+    entry.gauges.add(this.#gauges);
+    entry.gaugeRanks ??= entry.host.setupMetrics((v) => {
+      for (const l of entry.gauges) l(v);
+    });
+    return entry.gaugeRanks;
+  }
+
+  /** The engine's device was lost: tell the tab (its `WorkerEngine` ends what is left). */
+  lost(error: EngineError): void {
+    this.#detached = true;
+    this.shared.leave(this, undefined);
+    this.notify(error);
+  }
+}
+
+/** The key of the message a shared worker posts on a tab's port when the tab's engine is lost. */
+export const SHARED_LOST = "kilnSharedLost";
