@@ -10,6 +10,9 @@ import { openCheckpoint } from "../../model/checkpoint.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import { weightList } from "../../model/weights.ts";
 import { FORTUNE } from "../../../test/support/fortune_engine.ts";
+import { rangeServer } from "../../../test/support/range_server.ts";
+import { MemoryStorage } from "../../store/memory.ts";
+import { ModelStore } from "../../store/store.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
 import { WebGpuEngine } from "./engine.ts";
 import {
@@ -119,4 +122,31 @@ Deno.test("the default KV cache takes what the budget leaves after weights and s
   await roomy.cleanup();
   equal(r.runtime_data?.gpu_memory_budget_bytes, DEFAULT_GPU_MEMORY_BYTES);
   equal(r.runtime_data?.kv_blocks_source, "context");
+});
+
+Deno.test("through the model store, a model that cannot fit is refused before its weights download", async () => {
+  const gpu = await testGpu();
+  const server = rangeServer(`${FORTUNE}/`);
+  try {
+    const storage = new MemoryStorage();
+    const files = new ModelStore(storage, { backoffMs: 1, smallBytes: 1024 * 1024 }).files(
+      server.base,
+    );
+    const size = (await dirFiles(FORTUNE).open("model.safetensors"))!.size;
+    const e = new WebGpuEngine({ files, name: "fortune", gpu, gpuMemoryBytes: 1024 * 1024 });
+    await rejects(e.start(0n), (err: unknown) => {
+      ok(err instanceof EngineError && err.type === "ResourceExhausted", String(err));
+      return true;
+    });
+    // (Files up to `smallBytes` are stored whole as they are read: 1 MiB keeps the weights out.)
+    // The header went over the network; the ~9.6 MB of weights did not, and nothing of them is
+    // stored (no entry, complete or partial, holds the weight file's bytes).
+    const sent = server.bytesSent("model.safetensors");
+    ok(sent < size / 4, `${sent} of ${size} bytes sent`);
+    for (const [key, bytes] of storage.bytes) {
+      ok(bytes.length < size / 4, `${key}: ${bytes.length} bytes stored`);
+    }
+  } finally {
+    await server.shutdown();
+  }
 });
