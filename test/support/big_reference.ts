@@ -4,7 +4,7 @@
  * the browser test to compare Chromium's with. Makes the file first when it is missing.
  *
  * `deno run -A test/support/big_reference.ts` prints one JSON line:
- * `{ ids, top, loadSeconds, generateSeconds }` (`top[i]` the top-4 `[id, logprob]` of step i).
+ * `{ prompt, ids, top, loadSeconds, generateSeconds }` (`top[i]` the top-4 `[id, logprob]` of step i).
  * `KILN_BIG_STEPS` sets the tokens generated (default 2); `KILN_BIG_TIMEOUT_S` bounds the whole
  * run (default 900 s; past it the process exits 124 with a message).
  */
@@ -15,6 +15,7 @@ import { WebGpuEngine } from "../../src/engines/webgpu/engine.ts";
 import { BIG_PROMPT, ensureBigModel } from "./big_model.ts";
 
 export interface BigReference {
+  prompt: number[];
   ids: number[];
   top: [number, number][][];
   loadSeconds: number;
@@ -39,6 +40,7 @@ export async function bigReference(steps: number): Promise<BigReference> {
       annotations: [],
     };
     const out: BigReference = {
+      prompt: BIG_PROMPT,
       ids: [],
       top: [],
       loadSeconds: (t1 - t0) / 1000,
