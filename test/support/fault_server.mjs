@@ -132,7 +132,7 @@ export async function startFaultServer({ files = {}, vite = true } = {}) {
     const stream = createReadStream(e.file, {
       start,
       end: start + limit - 1,
-      highWaterMark: 1 << 20,
+      highWaterMark: f.throttle ? 64 << 10 : 1 << 20,
     });
     const t0 = Date.now();
     let done = 0;
@@ -152,15 +152,16 @@ export async function startFaultServer({ files = {}, vite = true } = {}) {
           res.socket?.destroy();
           return;
         }
+        if (f.throttle) {
+          // Each chunk goes out no sooner than the rate allows for it.
+          const due = t0 + ((done + chunk.length) / f.throttle) * 1000;
+          if (due > Date.now()) await sleep(due - Date.now());
+        }
         if (e.version) chunk = xor(chunk, e.version);
         if (!(await write(res, chunk))) break;
         done += chunk.length;
         record.bytes = done;
         sent.set(path, total + chunk.length);
-        if (f.throttle) {
-          const due = t0 + (done / f.throttle) * 1000;
-          if (due > Date.now()) await sleep(due - Date.now());
-        }
       }
     } finally {
       stream.destroy();
@@ -239,15 +240,17 @@ function xor(chunk, v) {
 
 /** Write `chunk`, waiting for drain; false when the response was closed meanwhile. */
 function write(res, chunk) {
+  if (res.destroyed) return Promise.resolve(false);
+  if (res.write(chunk)) return Promise.resolve(true);
   return new Promise((resolve) => {
-    if (res.destroyed) return resolve(false);
-    const ok = res.write(chunk, (err) => {
-      if (err) resolve(false);
-      else if (ok) resolve(true);
-    });
-    if (!ok) {
-      res.once("drain", () => resolve(true));
-      res.once("close", () => resolve(false));
-    }
+    const done = (v) => {
+      res.off("drain", onDrain);
+      res.off("close", onClose);
+      resolve(v);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    res.on("drain", onDrain);
+    res.on("close", onClose);
   });
 }
