@@ -9,6 +9,8 @@
  *            (lavapipe or llvmpipe when there is no GPU).
  * - node:    every `*.test.mjs` under test/node/ (`node --test`), against a bundle of src/.
  * - browser: every `*.test.mjs` under test/browser/ (`node --test`, Playwright + Chromium).
+ * - browser_big: every `*.test.mjs` under test/browser_big/: a 2 GB random-weight model
+ *            (generated once into .cache/big-model/) through `openModel` in Chromium.
  */
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { runSuites, SUITE_NAMES } from "./support/suites.ts";

@@ -2,7 +2,7 @@
 import { countJunit, type Counts } from "./junit.ts";
 
 /** What `npm test -- NAME...` can name: the gate and each suite. */
-export const SUITE_NAMES = ["gate", "deno", "node", "browser"] as const;
+export const SUITE_NAMES = ["gate", "deno", "node", "browser", "browser_big"] as const;
 
 interface Suite {
   name: Exclude<typeof SUITE_NAMES[number], "gate">;
@@ -83,6 +83,8 @@ async function suites(): Promise<Suite[]> {
     },
     { name: "node", command: await nodeTests("test/node") },
     { name: "browser", command: await nodeTests("test/browser") },
+    // A 2 GB model in Chromium (its file is generated once into .cache/big-model/): slower, last.
+    { name: "browser_big", command: await nodeTests("test/browser_big") },
   ];
 }
 
