@@ -7,11 +7,8 @@
 // stats fall to what B holds); and once the last tab has closed, a new tab loads the model again.
 import { after, before, test } from "node:test";
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { fileURLToPath } from "node:url";
-import { createServer } from "vite";
-import { launchBrowser } from "../support/browser.mjs";
+import { launchBrowser, startServer } from "../support/browser.mjs";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const PAGE = "test/browser/pages/shared.html";
 const WEIGHTS = "/models/fortune/model.safetensors";
 
@@ -21,26 +18,15 @@ let weightRequests = 0;
 const logs = [];
 
 before(async () => {
-  server = await createServer({
-    root: ROOT,
-    configFile: false,
-    logLevel: "warn",
-    clearScreen: false,
-    server: { host: "127.0.0.1", port: 0, strictPort: false, hmr: false, watch: null },
-    optimizeDeps: { noDiscovery: true, include: [] },
-    plugins: [{
-      name: "count-weight-requests",
-      configureServer(s) {
-        s.middlewares.use((req, _res, next) => {
-          if (new URL(req.url, "http://x").pathname === WEIGHTS) weightRequests++;
-          next();
-        });
-      },
-    }],
-  });
-  await server.listen();
-  // localhost is a secure context: WebGPU, Web Locks and module shared workers are there.
-  origin = `http://localhost:${server.httpServer.address().port}`;
+  ({ server, origin } = await startServer([{
+    name: "count-weight-requests",
+    configureServer(s) {
+      s.middlewares.use((req, _res, next) => {
+        if (new URL(req.url, "http://x").pathname === WEIGHTS) weightRequests++;
+        next();
+      });
+    },
+  }]));
   browser = await launchBrowser();
   context = await browser.newContext();
 });

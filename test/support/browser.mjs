@@ -29,8 +29,11 @@ export function chromiumPath() {
   return path;
 }
 
-/** Start a Vite dev server on 127.0.0.1 (ephemeral port) rooted at the repository. */
-export async function startServer() {
+/**
+ * Start a Vite dev server on 127.0.0.1 (ephemeral port) rooted at the repository; `plugins` are
+ * Vite plugins to add (a middleware counting requests, say).
+ */
+export async function startServer(plugins = []) {
   const server = await createServer({
     root: ROOT,
     configFile: false,
@@ -38,6 +41,7 @@ export async function startServer() {
     clearScreen: false,
     server: { host: "127.0.0.1", port: 0, strictPort: false, hmr: false, watch: null },
     optimizeDeps: { noDiscovery: true, include: [] },
+    plugins,
   });
   await server.listen();
   const address = server.httpServer?.address();
