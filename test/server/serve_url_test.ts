@@ -7,9 +7,11 @@ import OpenAI from "openai";
 import { rangeServer } from "../support/range_server.ts";
 import { startServer } from "./server.ts";
 
-// serve keeps URL models in $XDG_CACHE_HOME/kiln/models: a fresh one for these tests.
+// serve keeps URL models in $XDG_CACHE_HOME/kiln/models: a fresh one for these tests (and no
+// KILN_CACHE_DIR, which npm test sets and which would take precedence).
 const CACHE = await Deno.makeTempDir();
 Deno.env.set("XDG_CACHE_HOME", CACHE);
+Deno.env.delete("KILN_CACHE_DIR");
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 const SERVE = new URL("../../src/adapters/deno/serve.ts", import.meta.url).pathname;
 

@@ -89,7 +89,11 @@ async function suites(): Promise<Suite[]> {
 }
 
 function env(): Record<string, string> {
-  const out: Record<string, string> = {};
+  // The model store's directory (`serve --model https://…` caches there): a fresh one per run,
+  // so that tests never read or fill the user's cache, nor one another's from an earlier run.
+  const out: Record<string, string> = {
+    KILN_CACHE_DIR: Deno.makeTempDirSync({ prefix: "kiln-test-cache-" }),
+  };
   if (!Deno.env.get("XDG_RUNTIME_DIR")) {
     const dir = `${Deno.env.get("TMPDIR") ?? "/tmp"}/kiln-xdg-${Deno.pid}`;
     Deno.mkdirSync(dir, { recursive: true, mode: 0o700 });

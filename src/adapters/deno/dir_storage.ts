@@ -8,8 +8,13 @@ import type { ByteSource } from "../../model/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "../../store/storage.ts";
 import { fileSource } from "./file_source.ts";
 
-/** The default directory: `$XDG_CACHE_HOME/kiln/models`, else `$HOME/.cache/kiln/models`. */
+/**
+ * The default directory: `$KILN_CACHE_DIR` when set, else `$XDG_CACHE_HOME/kiln/models`, else
+ * `$HOME/.cache/kiln/models`.
+ */
 export function cacheDir(): string {
+  const own = Deno.env.get("KILN_CACHE_DIR");
+  if (own && own !== "") return own;
   const xdg = Deno.env.get("XDG_CACHE_HOME");
   const base = xdg && xdg !== "" ? xdg : `${Deno.env.get("HOME") ?? "."}/.cache`;
   return `${base}/kiln/models`;

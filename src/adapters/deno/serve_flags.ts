@@ -21,7 +21,7 @@ export const SERVE_FLAGS = {
   "no-cache": {
     type: "boolean",
     help: "read a --model URL over the network each time, not through the model cache " +
-      "($XDG_CACHE_HOME/kiln/models)",
+      "($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln/models)",
   },
   host: { type: "string", default: "127.0.0.1", help: "the address to bind" },
   port: { type: "integer", min: 0, max: 65535, default: 8080, help: "the port, 0 for a free one" },
