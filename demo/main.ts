@@ -7,11 +7,13 @@
  * (`loading`, `ready`, `generating`, `error`, `no-webgpu`).
  */
 import type { FinishReasonText, SamplingFields } from "../src/openai/types.ts";
-import { modelName } from "../src/model/source.ts";
+import { type DownloadProgress, modelName } from "../src/model/source.ts";
 import { encodeChat } from "../src/text/load.ts";
 import { type KilnModel, openModel } from "../src/worker/open.ts";
 import { MetricsPanel } from "./metrics_panel.ts";
-import { checkFiles, clearModelCache, filesFromUrl, onnxVariant } from "./model_source.ts";
+import { checkFiles, dropOldCache, onnxFiles, onnxVariant, probeUrl } from "./model_source.ts";
+import { CachePanel, storeApi } from "./cache_panel.ts";
+import { downloadText, readyText } from "./status_text.ts";
 import type { HostOptions } from "../src/worker/protocol.ts";
 import {
   DEFAULT_SCHEMA,
@@ -32,7 +34,7 @@ const ui = {
   url: $<HTMLInputElement>("model-url"),
   files: $<HTMLInputElement>("model-files"),
   drop: $("drop-zone"),
-  clearCache: $<HTMLButtonElement>("clear-cache"),
+  cache: $("cache-panel"),
   reload: $<HTMLButtonElement>("reload"),
   form: $<HTMLFormElement>("generate-form"),
   prompt: $<HTMLTextAreaElement>("prompt"),
@@ -65,7 +67,7 @@ function setState(state: State, status: string): void {
   const busy = state === "loading" || state === "generating";
   ui.generate.disabled = ui.toolExample.disabled = busy || loaded === undefined;
   ui.stop.disabled = state !== "generating";
-  for (const el of [ui.url, ui.files, ui.clearCache]) el.disabled = busy;
+  for (const el of [ui.url, ui.files]) el.disabled = busy;
 }
 
 function showError(message: string | undefined): void {
@@ -76,6 +78,9 @@ function showError(message: string | undefined): void {
 let loaded: KilnModel | undefined;
 let running: AbortController | undefined;
 const panel = new MetricsPanel($("metrics"));
+const cachePanel = new CachePanel(ui.cache, storeApi, (m) => showError(m));
+/** The status line once a model is loaded (shown again after each generation). */
+let readyLine = "ready";
 
 /** The adapter has `shader-f16` (an ONNX export's f16 graph can run); set by `main`. */
 let f16 = false;
@@ -89,8 +94,29 @@ function engineFor(files: readonly File[]): Pick<HostOptions, "engine" | "ort"> 
   return variant === undefined ? {} : { engine: "ort", ort: { variant } };
 }
 
-/** Replace the current model with `files`. */
-async function load(files: File[], name: string): Promise<void> {
+/**
+ * A model to load: by URL (through the library's model store, the engine shared by the origin's
+ * tabs), or `File`s (picked, dropped, or an ONNX export read from the store).
+ */
+type Source = { kind: "url"; base: string } | { kind: "files"; files: File[] };
+
+/** The load's progress: the download (bytes, rate, time left), weights, then pipelines. */
+function onProgress(
+  n: number,
+  total: number,
+  _item: string,
+  phase: string,
+  download?: DownloadProgress,
+): void {
+  if (phase === "download" && download) {
+    progress(download.overall.loaded, download.overall.total, "");
+    ui.status.textContent = downloadText(download);
+  } else if (phase === "pipelines") progress(n, total, "compiling GPU kernels", "pipelines");
+  else progress(n, total, "weights to the GPU");
+}
+
+/** Replace the current model with `source`. */
+async function load(source: Source, name: string): Promise<void> {
   ui.reload.hidden = true;
   setState("loading", `starting ${name}…`);
   const previous = loaded;
@@ -98,15 +124,13 @@ async function load(files: File[], name: string): Promise<void> {
   await previous?.engine.cleanup();
   const t0 = performance.now();
   const model = await openModel({
-    model: files,
+    ...(source.kind === "url"
+      ? { model: source.base, share: true }
+      : { model: source.files, engine: engineFor(source.files) }),
     name,
-    engine: engineFor(files),
-    onProgress: (n, total, _item, phase) =>
-      phase === "pipelines"
-        ? progress(n, total, "compiling GPU kernels", "pipelines")
-        : progress(n, total, "weights to the GPU"),
+    onProgress,
     metrics: { component: "demo" },
-  });
+  }).finally(() => void cachePanel.refresh());
   const loadTime = (performance.now() - t0) / 1000;
   const { engine, config, text } = model;
   loaded = model;
@@ -118,15 +142,16 @@ async function load(files: File[], name: string): Promise<void> {
     showError(`the engine worker died: ${e.message}`);
     setState("error", "no model loaded");
     ui.reload.hidden = false;
-    ui.reload.onclick = () => void guarded(`reloading ${name}`, () => load(files, name));
+    ui.reload.onclick = () => void guarded(`reloading ${name}`, () => load(source, name));
   });
   ui.modelName.textContent = `${name} (${config.context_length} tokens of context)`;
   ui.chat.disabled = text.chat.isDefault;
   ui.chat.checked = ui.chat.checked && !text.chat.isDefault;
-  setState(
-    "ready",
-    `ready: ${config.runtime_data?.adapter ?? "WebGPU"}, loaded in ${loadTime.toFixed(1)} s`,
-  );
+  // A shared host counts the tabs on its engine (a dedicated worker's stats have no `tabs`).
+  const stats = await engine.stats().catch(() => undefined) as { tabs?: number } | undefined;
+  readyLine = readyText(config, loadTime, { sharing: model.sharing, tabs: stats?.tabs });
+  document.body.dataset.sharing = model.sharing;
+  setState("ready", readyLine);
 }
 
 async function guarded(what: string, fn: () => Promise<void>): Promise<void> {
@@ -138,7 +163,7 @@ async function guarded(what: string, fn: () => Promise<void>): Promise<void> {
     const err = e as Error & { type?: string };
     const kind = err.name === "Error" ? "" : `${err.name}${err.type ? ` (${err.type})` : ""}: `;
     showError(`${what}: ${kind}${err.message}`);
-    setState(loaded ? "ready" : "error", loaded ? "ready" : "no model loaded");
+    setState(loaded ? "ready" : "error", loaded ? readyLine : "no model loaded");
   } finally {
     ui.progress.hidden = true;
   }
@@ -171,14 +196,16 @@ function progress(
 
 function loadUrl(base: string): Promise<void> {
   return guarded(`loading ${base}`, async () => {
-    setState("loading", `downloading ${base}…`);
-    const files = await filesFromUrl(
-      base,
-      (n, total, file) => progress(n, total, `downloading ${file}`),
-      f16,
-    );
+    setState("loading", `opening ${base}…`);
+    const found = await probeUrl(base, f16);
     const name = modelName(base);
-    await load(files, name);
+    if (found.kind === "url") return await load(found, name);
+    // onnxruntime-web's engine takes `File`s: the export is downloaded into the store first.
+    const files = await onnxFiles(found, (p) => {
+      progress(p.overall.loaded, p.overall.total, "");
+      ui.status.textContent = downloadText(p);
+    });
+    await load({ kind: "files", files }, name);
   });
 }
 
@@ -187,7 +214,7 @@ function loadFiles(list: FileList | null): Promise<void> {
   return guarded("loading the files", async () => {
     checkFiles(files);
     const weights = files.find((f) => /\.(safetensors|onnx|gguf)$/.test(f.name));
-    await load(files, weights?.name.replace(/\..*$/, "") ?? "model");
+    await load({ kind: "files", files }, weights?.name.replace(/\..*$/, "") ?? "model");
   });
 }
 
@@ -247,7 +274,7 @@ async function structured(run: (r: StructuredRun) => Promise<RunEnd>): Promise<v
   } finally {
     running = undefined;
     showFinish(end?.tokens ?? 0, (performance.now() - t0) / 1000, end?.finish ?? "error");
-    setState("ready", "ready");
+    setState("ready", readyLine);
   }
 }
 
@@ -290,7 +317,7 @@ async function generate(): Promise<void> {
     // The demo asks for no stop strings or stop tokens: OpenAI's `stop` is the model's EOS.
     const reason = finish === undefined ? "error" : finish === "stop" ? "eos" : finish;
     showFinish(count, s, reason);
-    setState("ready", "ready");
+    setState("ready", readyLine);
   }
 }
 
@@ -326,11 +353,9 @@ function wire(): void {
     ui.drop.classList.remove("over");
     void loadFiles(e.dataTransfer?.files ?? null);
   });
-  ui.clearCache.addEventListener("click", async () => {
-    const cleared = await clearModelCache();
-    ui.status.textContent = cleared ? "downloaded models cleared" : "nothing was cached";
-  });
+  void dropOldCache();
   setInterval(scrape, 500);
+  void cachePanel.refresh();
 }
 
 async function main(): Promise<void> {

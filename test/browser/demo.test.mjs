@@ -1,11 +1,13 @@
 // The built web demo (what `npm start` serves) driven in Chromium (SwiftShader WebGPU):
 // generate with the embedded fortune model (its load showing the pipelines compiling, with no
-// console error nor failed request), stop midway, the metrics panel, a reload served from Cache
-// Storage, a model loaded from local files, a URL that 404s, and the no-WebGPU screen.
+// console error nor failed request), stop midway, the metrics panel, the model store (fortune
+// cached in OPFS and listed in the cache panel with its size, a reload that asks the server
+// nothing for the weights, a second page sharing the first one's engine, Delete), an ONNX export
+// opened by URL, a model loaded from local files, a URL that 404s, and the no-WebGPU screen.
 // Screenshots land in test/artifacts/.
 import { after, before, test } from "node:test";
-import assert, { ok } from "node:assert/strict";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import assert, { equal, ok } from "node:assert/strict";
+import { cpSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { build, preview } from "vite";
@@ -18,7 +20,10 @@ const FORTUNE = `${ROOT}models/fortune/`;
 const configFile = `${ROOT}demo/vite.config.ts`;
 const outDir = `${ROOT}dist/demo-test/`;
 
+const WEIGHTS = "/models/fortune/model.safetensors";
 let server, origin, browser, page;
+/** Requests the server saw for fortune's weight file (any method: HEAD, GET, Range). */
+let weightRequests = 0;
 const pageErrors = [];
 /** Console errors and failed requests (network errors, HTTP >= 400) since the last check. */
 const consoleErrors = [];
@@ -27,19 +32,39 @@ const failedRequests = [];
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await build({ configFile, build: { outDir, emptyOutDir: true } });
+  // fortune's ONNX export next to the page, to be opened by URL.
+  cpSync(`${ROOT}${onnxFortunePath().slice(1)}`, `${outDir}onnx-fortune/`, { recursive: true });
   server = await preview({
     configFile,
     build: { outDir },
     preview: { host: "127.0.0.1", port: 0, strictPort: false },
+    plugins: [{
+      name: "count-weight-requests",
+      configurePreviewServer(s) {
+        s.middlewares.use((req, _res, next) => {
+          if (new URL(req.url, "http://x").pathname === WEIGHTS) weightRequests++;
+          next();
+        });
+      },
+    }],
   });
   origin = `http://localhost:${server.httpServer.address().port}`;
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+  // One context: its pages share an origin's storage and its SharedWorker.
+  const context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
+  page = await context.newPage();
   page.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
   page.on("console", (m) => {
     if (m.type() === "error") consoleErrors.push(`${m.text()} (${m.location().url})`);
   });
-  page.on("requestfailed", (r) => failedRequests.push(`${r.url()}: ${r.failure()?.errorText}`));
+  page.on("requestfailed", (r) => {
+    // Chromium reports a HEAD whose (empty) body is never read as ERR_ABORTED: the model store
+    // and the demo's probe ask HEAD for sizes; those are answers, not failures.
+    const error = r.failure()?.errorText;
+    if (r.method() !== "HEAD" || error !== "net::ERR_ABORTED") {
+      failedRequests.push(`${r.url()}: ${error}`);
+    }
+  });
   page.on("response", (r) => {
     if (r.status() >= 400) failedRequests.push(`${r.url()}: HTTP ${r.status()}`);
   });
@@ -63,7 +88,17 @@ after(async () => {
   await server?.close();
 });
 
-const ready = () => page.waitForSelector("body[data-state=ready]", { timeout: 120_000 });
+/** Wait for the page to be ready; a timeout names the status and error lines it was stuck at. */
+async function ready(p = page) {
+  try {
+    await p.waitForSelector("body[data-state=ready]", { timeout: 120_000 });
+  } catch (e) {
+    const line = (sel) => p.locator(sel).textContent().catch(() => "?");
+    throw new Error(
+      `${e.message}\nstatus: ${await line("#status")}\nerror: ${await line("#error")}`,
+    );
+  }
+}
 const text = (sel) => page.locator(sel).textContent();
 
 async function generate({ prompt, maxTokens, seed }) {
@@ -83,9 +118,16 @@ async function finished() {
   };
 }
 
-/** No console error and no failed request since the last call (and none kept for the next). */
-function assertNoErrors() {
-  const found = [...consoleErrors.splice(0), ...failedRequests.splice(0)];
+/**
+ * No console error and no failed request since the last call (and none kept for the next);
+ * `navigated`: requests aborted (the old page's, cut by a navigation) are not failures.
+ */
+function assertNoErrors(navigated = false) {
+  const aborted = (f) => navigated && f.endsWith(": net::ERR_ABORTED");
+  const found = [
+    ...consoleErrors.splice(0),
+    ...failedRequests.splice(0).filter((f) => !aborted(f)),
+  ];
   assert.deepEqual(found, [], "console errors or failed requests");
 }
 
@@ -145,28 +187,115 @@ test("the metrics panel charts tokens/s, time to first token and KV cache use fr
   await page.screenshot({ path: `${ARTIFACTS}demo-metrics.png`, fullPage: true });
 });
 
-test("a reload takes the model from Cache Storage instead of downloading it again", async () => {
-  const weights = [];
-  const onRequest = (r) => {
-    if (r.url().endsWith("model.safetensors")) weights.push(r.url());
-  };
-  page.on("request", onRequest);
-  await page.reload();
+/** The model store's OPFS entries (`kiln-models/<key>.json` sidecars) with their bytes on disk. */
+function opfsEntries(p = page) {
+  return p.evaluate(async () => {
+    const root = await navigator.storage.getDirectory();
+    let dir;
+    try {
+      dir = await root.getDirectoryHandle("kiln-models");
+    } catch {
+      return [];
+    }
+    const out = [];
+    for await (const [name, handle] of dir.entries()) {
+      if (!name.endsWith(".json")) continue;
+      const meta = JSON.parse(await (await handle.getFile()).text());
+      let bytes = 0;
+      try {
+        bytes = (await (await dir.getFileHandle(name.replace(/\.json$/, ".bin"))).getFile()).size;
+      } catch { /* an absent file's record has no bytes */ }
+      out.push({ url: meta.url, size: meta.size, complete: meta.complete, bytes });
+    }
+    return out;
+  });
+}
+
+const fortuneItem = () => `#cache-panel li[data-base="${origin}/models/fortune/"]`;
+
+test("fortune is cached in OPFS through the model store and listed in the cache panel with its size", async () => {
   await ready();
-  page.off("request", onRequest);
-  assert.deepEqual(weights, []);
-  // Clearing the cache makes the next reload download again.
+  const weights = (await opfsEntries()).find((e) => e.url === `${origin}${WEIGHTS}`);
+  ok(weights, "an OPFS entry for the weights");
+  equal(weights.complete, true);
+  equal(weights.size, statSync(`${FORTUNE}model.safetensors`).size);
+  equal(weights.bytes, weights.size, "the whole file is on disk");
+  ok(weightRequests > 0, "the weights came from the server once");
   await page.click("#model-panel summary");
-  await page.click("#clear-cache");
-  await page.waitForFunction(() =>
-    document.querySelector("#status")?.textContent === "downloaded models cleared"
+  const item = page.locator(fortuneItem());
+  await item.waitFor();
+  const bytes = Number(await item.getAttribute("data-bytes"));
+  ok(bytes >= weights.size, `the panel's size ${bytes} counts the weights`);
+  equal(await item.getAttribute("data-complete"), "true");
+  assert.match(
+    await item.textContent(),
+    new RegExp(`^fortune: ${(bytes / 1e6).toFixed(1)} MB Delete$`),
   );
-  page.on("request", onRequest);
+  // The ready line names the shared engine and the GPU memory.
+  assert.match(
+    await text("#status"),
+    /engine shared by 1 tab of this origin; GPU memory: weights \d+\.\d MB, KV \d+\.\d MB, total \d+\.\d MB/,
+  );
+  equal(await page.getAttribute("body", "data-sharing"), "origin");
+  await page.screenshot({ path: `${ARTIFACTS}demo-cache-panel.png`, fullPage: true });
+});
+
+test("a reload asks the server nothing for the weights; a second page shares the first one's engine", async () => {
+  const before = weightRequests;
   await page.reload();
   await ready();
-  page.off("request", onRequest);
-  assert.equal(weights.length, 1, weights.join(", "));
-  assertNoErrors();
+  equal(weightRequests, before, "no request for the weight file after a reload");
+  assertNoErrors(true);
+  const second = await page.context().newPage();
+  try {
+    second.on("pageerror", (e) => pageErrors.push(e.stack ?? e.message));
+    await second.goto(`${origin}/`);
+    await ready(second);
+    assert.match(await second.locator("#status").textContent(), /engine shared by 2 tabs/);
+    equal(weightRequests, before, "the second page fetched no weights");
+    // Both pages generate on the one engine.
+    await second.fill("#prompt", "You will");
+    await second.fill("#max-tokens", "8");
+    await second.fill("#seed", "7");
+    await second.click("#generate");
+    await second.waitForSelector("#finish[data-finish]", { timeout: 120_000 });
+    ok((await second.locator("#output").textContent()).startsWith("You will"));
+  } finally {
+    await second.close();
+  }
+  assert.deepEqual(pageErrors, []);
+});
+
+test("Delete removes fortune from the cache panel and from OPFS", async () => {
+  await page.click("#model-panel summary");
+  const item = page.locator(fortuneItem());
+  await item.waitFor();
+  await item.locator("button").click();
+  await item.waitFor({ state: "detached" });
+  const left = (await opfsEntries()).filter((e) => e.url.startsWith(`${origin}/models/fortune/`));
+  assert.deepEqual(left, []);
+  assert.match(await text("#cache-panel"), /no models cached/);
+  await page.click("#model-panel summary"); // closed again
+});
+
+test("an ONNX export opened by URL is downloaded into the store and runs on onnxruntime-web", async () => {
+  const base = `${origin}/onnx-fortune/`;
+  await page.click("#model-panel summary");
+  await page.fill("#model-url", base);
+  await page.click("#url-form button[type=submit]");
+  await page.waitForSelector("body[data-state=loading]");
+  await ready();
+  assert.match(await text("#model-name"), /^onnx-fortune \(1024 tokens/);
+  assert.match(await text("#status"), /engine: this tab's own/);
+  const graph = (await opfsEntries()).find((e) => e.url === `${base}onnx/model.onnx`);
+  ok(graph?.complete && graph.bytes === graph.size && graph.size > 0, JSON.stringify(graph));
+  await page.locator(`#cache-panel li[data-base="${base}"]`).waitFor();
+  await page.evaluate(() => document.querySelector("#finish")?.removeAttribute("data-finish"));
+  await generate({ prompt: "You will", maxTokens: 8, seed: 7 });
+  const { output, finish, line } = await finished();
+  ok(output.startsWith("You will") && output.length > "You will".length, output);
+  ok(finish === "length" || finish === "eos", line);
+  await page.click("#model-panel summary");
 });
 
 test("a model loaded from local files generates the same seeded text as the embedded one", async () => {
