@@ -8,6 +8,8 @@ interface Suite {
   name: Exclude<typeof SUITE_NAMES[number], "gate">;
   /** Present when the suite has anything to run. */
   command(junit: string): string[] | undefined;
+  /** Minutes it may run before it is stopped and counted as one failure (a hung test). */
+  minutes: number;
 }
 
 /** The gate's steps; each counts as one test, so a failed gate still ends with the count line. */
@@ -80,11 +82,12 @@ async function suites(): Promise<Suite[]> {
         "test/",
         ...bench,
       ],
+      minutes: 45,
     },
-    { name: "node", command: await nodeTests("test/node") },
-    { name: "browser", command: await nodeTests("test/browser") },
+    { name: "node", command: await nodeTests("test/node"), minutes: 10 },
+    { name: "browser", command: await nodeTests("test/browser"), minutes: 30 },
     // A 2 GB model in Chromium (its file is generated once into .cache/big-model/): slower, last.
-    { name: "browser_big", command: await nodeTests("test/browser_big") },
+    { name: "browser_big", command: await nodeTests("test/browser_big"), minutes: 30 },
   ];
 }
 
@@ -138,7 +141,17 @@ export async function runSuites(only: string[]): Promise<number> {
     if (argv === undefined) continue;
     console.log(`\n=== suite ${suite.name}: ${argv.join(" ")}`);
     const [cmd, ...args] = argv as [string, ...string[]];
-    const status = await new Deno.Command(cmd, { args, env: extraEnv }).spawn().status;
+    const child = new Deno.Command(cmd, { args, env: extraEnv }).spawn();
+    // A suite past its time (a hung test) is stopped and counted as a failure, so that `npm test`
+    // always ends with its count rather than holding CI until its own limit.
+    let overtime = false;
+    const watchdog = setTimeout(() => {
+      overtime = true;
+      console.log(`suite ${suite.name}: still running after ${suite.minutes} min: stopping it`);
+      child.kill("SIGKILL");
+    }, suite.minutes * 60_000);
+    const status = await child.status;
+    clearTimeout(watchdog);
     let counts: Counts;
     let reported = true;
     try {
@@ -147,7 +160,10 @@ export async function runSuites(only: string[]): Promise<number> {
       counts = { passed: 0, failed: 0, skipped: 0 };
       reported = false;
     }
-    if (diedAfterReport(status, counts, reported)) {
+    if (overtime) {
+      counts.failed += 1;
+      crashed = true;
+    } else if (diedAfterReport(status, counts, reported)) {
       console.log(
         `suite ${suite.name}: every test reported (${counts.passed} passed, 0 failed), then the ` +
           `process died by ${status.signal ?? `exit code ${status.code}`} as it exited: the ` +
