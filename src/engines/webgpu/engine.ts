@@ -19,7 +19,7 @@ import type {
 import { EngineError } from "../../contract/errors.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import { acquireGpu, type Gpu } from "../../gpu/device.ts";
+import type { Gpu } from "../../gpu/device.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { MemoryGauges } from "./memory_gauges.ts";
@@ -35,7 +35,7 @@ import { Sequence } from "../sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
 import type { WarmUpReport } from "./warmup.ts";
 import { assembleEngine } from "./assemble.ts";
-import type { WebGpuEngineOptions } from "./options.ts";
+import { engineGpu, type WebGpuEngineOptions } from "./options.ts";
 import { forcedRunLimit, type TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
 import { countSubmitted, type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
@@ -96,16 +96,8 @@ export class WebGpuEngine implements LLMEngine {
     const t0 = performance.now();
     const o = this.options;
     try {
-      if (o.gpu && o.kernelPaths !== undefined && o.gpu.caps.paths !== o.kernelPaths) {
-        throw EngineError.invalidArgument(
-          `kernelPaths ${o.kernelPaths}: the device given takes ${o.gpu.caps.paths} paths`,
-        );
-      }
       this.#ownsGpu = o.gpu === undefined;
-      this.#gpu = o.gpu ?? await acquireGpu({
-        label: `kiln:${o.name}`,
-        ...(o.kernelPaths === undefined ? {} : { paths: o.kernelPaths }),
-      });
+      this.#gpu = await engineGpu(o);
       const parts = await assembleEngine(o, this.#gpu, (e) => this.#publisher?.publish(e));
       this.#model = parts.model;
       this.#tokens = parts.tokens;

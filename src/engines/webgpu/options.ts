@@ -1,5 +1,6 @@
 /** The settings of a `WebGpuEngine` (`engine.ts`). */
-import type { Gpu } from "../../gpu/device.ts";
+import { EngineError } from "../../contract/errors.ts";
+import { acquireGpu, type Gpu } from "../../gpu/device.ts";
 import type { PathKind } from "../../gpu/paths.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import type { GuidedForcing } from "../token_mask.ts";
@@ -72,4 +73,20 @@ export interface WebGpuEngineOptions {
    * every token. The output is the same either way (see `docs/guided_decoding.md`).
    */
   guidedForcing?: GuidedForcing;
+}
+
+/**
+ * The device an engine runs on: the one given (checked against `kernelPaths`), else a new one
+ * labelled with the model's name.
+ */
+export async function engineGpu(o: WebGpuEngineOptions): Promise<Gpu> {
+  if (o.gpu && o.kernelPaths !== undefined && o.gpu.caps.paths !== o.kernelPaths) {
+    throw EngineError.invalidArgument(
+      `kernelPaths ${o.kernelPaths}: the device given takes ${o.gpu.caps.paths} paths`,
+    );
+  }
+  return o.gpu ?? await acquireGpu({
+    label: `kiln:${o.name}`,
+    ...(o.kernelPaths === undefined ? {} : { paths: o.kernelPaths }),
+  });
 }
