@@ -242,7 +242,14 @@ async function attempt(
   }
   const stored = await storage.length(key);
   if (stored !== size) {
-    throw EngineError.invalidArgument(`${url}: stored ${stored} bytes of ${size}`);
+    // Every byte was written, yet the storage kept fewer: what it holds cannot be trusted (nor
+    // resumed from), so the entry goes. Seen in Chromium's off-the-record (private window)
+    // OPFS, kept in memory, which dropped sync-access-handle writes past about 1.5 GB.
+    await storage.delete(key);
+    throw new EngineError(
+      "ResourceExhausted",
+      `${url}: the model store (${storage.kind}) kept ${stored} of the ${size} bytes written; the entry was deleted`,
+    );
   }
   if (hash) {
     const got = [...hash.digest()].map((b) => b.toString(16).padStart(2, "0")).join("");

@@ -10,6 +10,7 @@ import { RequestContext } from "../../../src/contract/engine.ts";
 import { EngineError } from "../../../src/contract/errors.ts";
 import type { PreprocessedRequest } from "../../../src/contract/types.ts";
 import { validateStream } from "../../../src/contract/validate.ts";
+import * as store from "../../../src/store/mod.ts";
 import * as open from "../../../src/worker/open.ts";
 
 type Failure = { error: string; type?: string };
@@ -119,9 +120,9 @@ const big = {
   /** What the library exports by name (to see whether the store's API has landed). */
   exports: () => Object.keys(open),
 
-  /** Call an export of the open module by name (the store's `cachedModels`, `deleteCachedModel`). */
+  /** Call an export of the open or store module by name (`cachedModels`, `deleteCachedModel`). */
   async call(name: string, ...args: unknown[]) {
-    const f = (open as Record<string, unknown>)[name];
+    const f = (open as Record<string, unknown>)[name] ?? (store as Record<string, unknown>)[name];
     if (typeof f !== "function") return { error: `no export ${name}` };
     try {
       return { value: await f(...args) };
