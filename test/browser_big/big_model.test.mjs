@@ -384,7 +384,9 @@ test("a download cut at 40% resumes from there", async () => {
   await big("close");
 });
 
-test("two tabs share one engine: the model is loaded once", async () => {
+test("two tabs share one engine: the model is loaded once", {
+  timeout: 10 * 60_000,
+}, async () => {
   await big("close");
   const second = await browser.newPage();
   try {
@@ -397,8 +399,9 @@ test("two tabs share one engine: the model is loaded once", async () => {
           globalThis.__big.load(url, { cache: true, share: true, engine: { kvBlocks: kv } }),
         [MODEL, KV_BLOCKS],
       );
-    const a = await load(page);
-    const b = await load(second);
+    // Bounded: a shared engine that never answers is a failure, not a hung suite.
+    const a = await within(load(page), 5 * 60_000, "the first tab's shared engine");
+    const b = await within(load(second), 2 * 60_000, "the second tab's shared engine");
     ok(!a.error && !b.error, `${a.error ?? ""} ${b.error ?? ""}`);
     const peaks = rss.stop().peaks;
     report.twoTabs = {
