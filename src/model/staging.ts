@@ -30,6 +30,11 @@ export const STAGING_BUFFERS = 4;
 export interface UploadOptions {
   /** `write` (default) or `staging`. */
   via?: UploadVia;
+  /**
+   * Read the next piece of the file while this one is copied (default true; `upload.ts`):
+   * one more piece of at most `STAGING_CHUNK_BYTES` in memory.
+   */
+  readAhead?: boolean;
 }
 
 interface Slot {
@@ -70,9 +75,13 @@ export class StagingWriter {
   /** The one chunk `via: "write"` fills (`writeBuffer` copies it before returning). */
   #scratch: Uint8Array<ArrayBuffer> | undefined;
 
+  /** Whether the file is read ahead of the copies (`UploadOptions.readAhead`). */
+  readonly readAhead: boolean;
+
   constructor(device: GPUDevice, options: UploadOptions = {}) {
     this.#device = device;
     this.#via = options.via ?? "write";
+    this.readAhead = options.readAhead ?? true;
   }
 
   /** Write into `dst` from its start (after `end()` of the one before). */

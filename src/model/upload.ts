@@ -109,6 +109,7 @@ export function planStack(
 async function readRows(
   s: RowSlice,
   take: number,
+  ahead: boolean,
   use: (bytes: Uint8Array) => Promise<void>,
 ): Promise<void> {
   const t = s.tensor;
@@ -117,12 +118,12 @@ async function readRows(
   if (il === undefined) {
     for (let r = s.row0; r < s.row1; r += take) {
       const n = Math.min(take, s.row1 - r);
-      await use(await readExact(t, r * bytesPerRow, n * bytesPerRow));
+      await use(await readExact(t, r * bytesPerRow, n * bytesPerRow, ahead));
     }
     return;
   }
   // llama.cpp's q/k row order: HF row i is stored row perm[i].
-  const all = await readExact(t, 0, t.length);
+  const all = await readExact(t, 0, t.length, ahead);
   const perm = unpermuteQkRows(rowsOf(t), il.headDim, il.heads);
   for (let r = s.row0; r < s.row1; r += take) {
     const n = Math.min(take, s.row1 - r);
@@ -165,8 +166,15 @@ export function dropReadAhead(src: ByteSource): void {
   ahead.delete(src);
 }
 
-async function readExact(t: WeightInfo, at: number, length: number): Promise<Uint8Array> {
-  const raw = await readAt(t.source, t.offset + at, length);
+async function readExact(
+  t: WeightInfo,
+  at: number,
+  length: number,
+  ahead: boolean,
+): Promise<Uint8Array> {
+  const raw = ahead
+    ? await readAt(t.source, t.offset + at, length)
+    : await t.source.read(t.offset + at, length);
   if (raw.length !== length) {
     throw EngineError.invalidArgument(
       `tensor ${t.name}: read ${raw.length} of ${length} bytes (truncated file?)`,
@@ -206,7 +214,7 @@ export async function uploadPlan(
       }
       const widest = Math.max(t.length / rowsOf(t), rowBytes(t, plan.dtype));
       const take = Math.max(1, Math.floor(STAGING_CHUNK_BYTES / widest));
-      await readRows(s, take, async (raw) => {
+      await readRows(s, take, writer.readAhead, async (raw) => {
         await writer.write(convert ? convert(raw) : raw);
         progress(raw.length, t.name);
       });
