@@ -222,6 +222,13 @@ export class ModelStore {
     };
     const missing = (name: string) => {
       const url = at(name);
+      // A file the model needs was reported missing (the load fails): forget that it was, so
+      // that the next load asks the server again. Remembered, a server that answered HTML or
+      // 404 for a while would leave the model unloadable until the cache was cleared.
+      const key = entryKey(url);
+      void this.storage.meta(key)
+        .then((m) => m?.absent === undefined ? undefined : this.storage.delete(key))
+        .catch(() => {});
       return html.has(url) ? htmlMessage(url) : `${url}: HTTP 404 Not Found`;
     };
     return {
