@@ -291,7 +291,7 @@ async function store(
       try {
         await writer.write(value);
       } catch (e) {
-        throw writeError(key, e);
+        throw writeError(key, e, from + bytes, res.url);
       }
       hash?.update(value);
       bytes += value.length;
@@ -305,12 +305,19 @@ async function store(
   }
 }
 
-/** A backend's write failure: `ResourceExhausted` when the quota is used up. */
-function writeError(key: string, e: unknown): EngineError {
-  const full = (e as Error)?.name === "QuotaExceededError";
+/**
+ * A backend's write failure at byte `at`: `ResourceExhausted` when the storage is full (a quota
+ * the browser enforces on writes, whatever `estimate()` said before), naming the byte.
+ */
+function writeError(key: string, e: unknown, at: number, url: string): EngineError {
+  const name = (e as Error)?.name;
+  const full = name === "QuotaExceededError" || /no space/i.test((e as Error)?.message ?? "");
+  const what = url || `model store entry ${key}`;
   return new EngineError(
     full ? "ResourceExhausted" : "Unknown",
-    `model store entry ${key}: ${(e as Error)?.message ?? e}`,
+    full
+      ? `${what}: the model store is full after ${at} bytes (${(e as Error)?.message ?? e})`
+      : `${what}: writing at byte ${at} of the model store entry: ${(e as Error)?.message ?? e}`,
     { cause: e },
   );
 }
