@@ -417,8 +417,8 @@ test("two tabs share one engine: the model is loaded once", {
         [MODEL, KV_BLOCKS],
       );
     // Bounded: a shared engine that never answers is a failure, not a hung suite.
-    const a = await within(load(page), 5 * 60_000, "the first tab's shared engine");
-    const b = await within(load(second), 2 * 60_000, "the second tab's shared engine");
+    const a = await within(load(page), 3 * 60_000, "the first tab's shared engine");
+    const b = await within(load(second), 60_000, "the second tab's shared engine");
     ok(!a.error && !b.error, `${a.error ?? ""} ${b.error ?? ""}`);
     const peaks = rss.stop().peaks;
     report.twoTabs = {
