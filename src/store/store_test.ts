@@ -225,25 +225,26 @@ Deno.test("store: an HTML page instead of the file is an InvalidArgument", async
   });
 });
 
-Deno.test("store: a file answered as HTML, once reported missing, is asked for again", async () => {
+Deno.test("store: an absent file is asked about again until a load gets to its weights", async () => {
   const storage = new MemoryStorage();
   await withServer({ fallback: "<!doctype html><title>app</title>" }, async (s) => {
     const files = store(storage).files(s.base);
     strictEqual(await files.open("later.bin"), undefined);
     const k = entryKey(`${s.base}later.bin`);
-    strictEqual((await storage.meta(k))?.absent, "html", "remembered as HTML");
-    // Remembered: a reload that finds the model whole asks nothing about it.
-    const asked = s.served.length;
-    strictEqual(await store(storage).files(s.base).open("later.bin"), undefined);
-    strictEqual(s.served.length, asked, "no request for a remembered absence");
-    ok(files.describeMissing!("later.bin").includes("HTML"));
-    // Reported missing (the load failed): forgotten, asynchronously.
-    for (let i = 0; i < 100 && await storage.meta(k) !== undefined; i++) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    strictEqual(await storage.meta(k), undefined, "forgotten once reported missing");
+    strictEqual((await storage.meta(k))?.absent, "html", "marked as HTML");
+    // No load got to its weights (a failed one): the next asks again.
+    let asked = s.served.length;
     strictEqual(await store(storage).files(s.base).open("later.bin"), undefined);
     ok(s.served.length > asked, "asked again");
+    // A load that downloads its weights confirms the mark: a reload then asks nothing.
+    const ok2 = store(storage).files(s.base);
+    strictEqual(await ok2.open("later.bin"), undefined);
+    await ok2.prepare!(["weights.bin"]);
+    strictEqual((await storage.meta(k))?.confirmed, true, "confirmed");
+    asked = s.served.length;
+    strictEqual(await store(storage).files(s.base).open("later.bin"), undefined);
+    strictEqual(s.served.length, asked, "no request for a confirmed absence");
+    ok(files.describeMissing!("later.bin").includes("HTML"));
   });
 });
 
