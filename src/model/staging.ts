@@ -30,6 +30,13 @@ export const STAGING_BUFFERS = 4;
 export interface UploadOptions {
   /** `write` (default) or `staging`. */
   via?: UploadVia;
+  /**
+   * Read the next piece of the file while this one is copied (`upload.ts`; one more piece of
+   * at most `STAGING_CHUNK_BYTES` in memory). Default false: in Chromium on SwiftShader (2 CPU
+   * cores, a 2 GB model from OPFS) the overlap made the upload slower, not faster (write: 5.2 s
+   * with, 4.3 s without; staging: 5.5 s with, 4.1 s without; test/browser_big).
+   */
+  readAhead?: boolean;
 }
 
 interface Slot {
@@ -70,9 +77,13 @@ export class StagingWriter {
   /** The one chunk `via: "write"` fills (`writeBuffer` copies it before returning). */
   #scratch: Uint8Array<ArrayBuffer> | undefined;
 
+  /** Whether the file is read ahead of the copies (`UploadOptions.readAhead`). */
+  readonly readAhead: boolean;
+
   constructor(device: GPUDevice, options: UploadOptions = {}) {
     this.#device = device;
     this.#via = options.via ?? "write";
+    this.readAhead = options.readAhead ?? false;
   }
 
   /** Write into `dst` from its start (after `end()` of the one before). */

@@ -21,7 +21,7 @@ function weightBuffers(m: GpuModel): GPUBuffer[] {
   return out;
 }
 
-Deno.test("upload: the staging ring and writeBuffer give the same weight buffers", async () => {
+Deno.test("upload: the staging ring, writeBuffer, with and without read-ahead, give the same weight buffers", async () => {
   const gpu = await testGpu();
   const ring = await GpuModel.load(gpu, dirFiles(FORTUNE), {
     kvBlocks: 1,
@@ -31,20 +31,25 @@ Deno.test("upload: the staging ring and writeBuffer give the same weight buffers
     kvBlocks: 1,
     upload: { via: "write" },
   });
+  // Read-ahead on: the next piece read early, dropped where the upload's order leaves the file's.
+  const ahead = await GpuModel.load(gpu, dirFiles(FORTUNE), {
+    kvBlocks: 1,
+    upload: { via: "write", readAhead: true },
+  });
   try {
-    const a = weightBuffers(ring), b = weightBuffers(write);
+    const a = weightBuffers(ring), b = weightBuffers(write), c = weightBuffers(ahead);
     equal(a.length, b.length);
+    equal(a.length, c.length);
     ok(a.some((x) => x.size > 8 << 20) || a.length > 20, "buffers of several sizes");
     for (let i = 0; i < a.length; i++) {
       equal(a[i]!.label, b[i]!.label);
-      deepStrictEqual(
-        new Uint8Array(await readBuffer(gpu.device, a[i]!)),
-        new Uint8Array(await readBuffer(gpu.device, b[i]!)),
-        a[i]!.label,
-      );
+      const want = new Uint8Array(await readBuffer(gpu.device, b[i]!));
+      deepStrictEqual(new Uint8Array(await readBuffer(gpu.device, a[i]!)), want, a[i]!.label);
+      deepStrictEqual(new Uint8Array(await readBuffer(gpu.device, c[i]!)), want, c[i]!.label);
     }
   } finally {
     ring.destroy();
     write.destroy();
+    ahead.destroy();
   }
 });

@@ -242,7 +242,14 @@ async function attempt(
   }
   const stored = await storage.length(key);
   if (stored !== size) {
-    throw EngineError.invalidArgument(`${url}: stored ${stored} bytes of ${size}`);
+    // Every byte was written, yet the storage kept fewer: what it holds cannot be trusted (nor
+    // resumed from), so the entry goes. Seen in Chromium's off-the-record (private window)
+    // OPFS, kept in memory, which dropped sync-access-handle writes past about 1.5 GB.
+    await storage.delete(key);
+    throw new EngineError(
+      "ResourceExhausted",
+      `${url}: the model store (${storage.kind}) kept ${stored} of the ${size} bytes written; the entry was deleted`,
+    );
   }
   if (hash) {
     const got = [...hash.digest()].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -284,7 +291,7 @@ async function store(
       try {
         await writer.write(value);
       } catch (e) {
-        throw writeError(key, e);
+        throw writeError(key, e, from + bytes, res.url);
       }
       hash?.update(value);
       bytes += value.length;
@@ -298,12 +305,19 @@ async function store(
   }
 }
 
-/** A backend's write failure: `ResourceExhausted` when the quota is used up. */
-function writeError(key: string, e: unknown): EngineError {
-  const full = (e as Error)?.name === "QuotaExceededError";
+/**
+ * A backend's write failure at byte `at`: `ResourceExhausted` when the storage is full (a quota
+ * the browser enforces on writes, whatever `estimate()` said before), naming the byte.
+ */
+function writeError(key: string, e: unknown, at: number, url: string): EngineError {
+  const name = (e as Error)?.name;
+  const full = name === "QuotaExceededError" || /no space/i.test((e as Error)?.message ?? "");
+  const what = url || `model store entry ${key}`;
   return new EngineError(
     full ? "ResourceExhausted" : "Unknown",
-    `model store entry ${key}: ${(e as Error)?.message ?? e}`,
+    full
+      ? `${what}: the model store is full after ${at} bytes (${(e as Error)?.message ?? e})`
+      : `${what}: writing at byte ${at} of the model store entry: ${(e as Error)?.message ?? e}`,
     { cause: e },
   );
 }

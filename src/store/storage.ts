@@ -28,6 +28,11 @@ export interface EntryMeta {
    * that a reload asks nothing. `"html"` for the page.
    */
   absent?: "missing" | "html";
+  /**
+   * An absent file's mark was confirmed by a load that got as far as downloading the weights
+   * (the model was whole without it): only then does a reload trust it and ask nothing.
+   */
+  confirmed?: boolean;
   /** When the entry last changed (ms since the epoch). */
   updated: number;
 }

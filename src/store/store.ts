@@ -132,7 +132,9 @@ export class ModelStore {
     const open = async (name: string): Promise<ByteSource | undefined> => {
       const e = entry(name), key = entryKey(e.url);
       const meta = await this.storage.meta(key);
-      if (meta?.complete) {
+      // An absent mark no successful load confirmed is asked about again: a server that
+      // answered HTML or 404 for a while must not leave the model unloadable.
+      if (meta?.complete && (meta.absent === undefined || meta.confirmed)) {
         if (meta.absent === "html") html.add(e.url);
         if (meta.absent) return undefined;
         const src = local.get(key) ?? await this.#stored(key, meta);
@@ -219,9 +221,23 @@ export class ModelStore {
         const src = await this.storage.source(t.key, t.entry.url);
         if (src) local.set(t.key, src);
       }
+      // The model loaded this far without its absent files: their marks hold.
+      for (const key of await this.storage.keys()) {
+        const m = await this.storage.meta(key);
+        if (m?.base === location && m.absent !== undefined && !m.confirmed) {
+          await this.storage.setMeta(key, { ...m, confirmed: true });
+        }
+      }
     };
     const missing = (name: string) => {
       const url = at(name);
+      // A file the model needs was reported missing (the load fails): forget that it was, so
+      // that the next load asks the server again. Remembered, a server that answered HTML or
+      // 404 for a while would leave the model unloadable until the cache was cleared.
+      const key = entryKey(url);
+      void this.storage.meta(key)
+        .then((m) => m?.absent === undefined ? undefined : this.storage.delete(key))
+        .catch(() => {});
       return html.has(url) ? htmlMessage(url) : `${url}: HTTP 404 Not Found`;
     };
     return {

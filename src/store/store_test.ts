@@ -225,6 +225,29 @@ Deno.test("store: an HTML page instead of the file is an InvalidArgument", async
   });
 });
 
+Deno.test("store: an absent file is asked about again until a load gets to its weights", async () => {
+  const storage = new MemoryStorage();
+  await withServer({ fallback: "<!doctype html><title>app</title>" }, async (s) => {
+    const files = store(storage).files(s.base);
+    strictEqual(await files.open("later.bin"), undefined);
+    const k = entryKey(`${s.base}later.bin`);
+    strictEqual((await storage.meta(k))?.absent, "html", "marked as HTML");
+    // No load got to its weights (a failed one): the next asks again.
+    let asked = s.served.length;
+    strictEqual(await store(storage).files(s.base).open("later.bin"), undefined);
+    ok(s.served.length > asked, "asked again");
+    // A load that downloads its weights confirms the mark: a reload then asks nothing.
+    const ok2 = store(storage).files(s.base);
+    strictEqual(await ok2.open("later.bin"), undefined);
+    await ok2.prepare!(["weights.bin"]);
+    strictEqual((await storage.meta(k))?.confirmed, true, "confirmed");
+    asked = s.served.length;
+    strictEqual(await store(storage).files(s.base).open("later.bin"), undefined);
+    strictEqual(s.served.length, asked, "no request for a confirmed absence");
+    ok(files.describeMissing!("later.bin").includes("HTML"));
+  });
+});
+
 Deno.test("store: list and delete", async () => {
   const storage = new MemoryStorage();
   await withServer({}, async (s) => {

@@ -36,6 +36,8 @@ const webgpu: HostEngineMaker = (o, files, onProgress) => {
     ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
     ...(o.blockSize ? { blockSize: o.blockSize } : {}),
     ...(o.kvBlocks !== undefined ? { kvBlocks: o.kvBlocks } : {}),
+    ...(o.gpuMemoryBytes !== undefined ? { gpuMemoryBytes: o.gpuMemoryBytes } : {}),
+    ...(o.upload ? { upload: o.upload } : {}),
     ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
     ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
     ...(o.kernelPaths ? { kernelPaths: o.kernelPaths } : {}),

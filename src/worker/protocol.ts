@@ -8,6 +8,7 @@ import { EngineError, isSerializedError, type SerializedError } from "../contrac
 import type { LLMEngineOutput } from "../contract/types.ts";
 import type { RequestStats } from "../engines/live_requests.ts";
 import type { PathKind } from "../gpu/paths.ts";
+import type { UploadOptions } from "../model/staging.ts";
 
 /** The model a worker loads, named by how its files are reached. */
 export type ModelSpec =
@@ -46,6 +47,10 @@ export interface HostOptions {
   blockSize?: number;
   /** KV cache blocks (engine default: four full contexts, fewer past the buffer limits). */
   kvBlocks?: number;
+  /** `webgpu` engine: GPU memory it may use, in bytes (see `WebGpuEngineOptions`). */
+  gpuMemoryBytes?: number;
+  /** `webgpu` engine: how weights reach the GPU (`{ via: "write" | "staging" }`). */
+  upload?: UploadOptions;
   /** Most sequences per forward step (engine default 16). */
   maxNumSeqs?: number;
   /** Most tokens per forward step (engine default 256). */

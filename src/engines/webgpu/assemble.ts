@@ -73,6 +73,7 @@ export async function assembleEngine(
     kvBlocks: kv.blocks,
     kvDtype,
     ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
+    ...(o.upload ? { upload: o.upload } : {}),
   });
   const device = gpu.device;
   const tokens = new TokenStore(device, maxNumSeqs, context);

@@ -6,6 +6,7 @@ import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import type { GuidedForcing } from "../token_mask.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 import type { ModelFiles } from "../../model/source.ts";
+import type { UploadOptions } from "../../model/staging.ts";
 
 /** Settings of a {@linkcode WebGpuEngine}. */
 export interface WebGpuEngineOptions {
@@ -30,6 +31,11 @@ export interface WebGpuEngineOptions {
    * fit), and the default KV cache takes no more than what is left.
    */
   gpuMemoryBytes?: number;
+  /**
+   * How weights reach the GPU (default `{ via: "write" }`: `queue.writeBuffer` of bounded,
+   * reused chunks; `"staging"`: a ring of mapped staging buffers). See `model/staging.ts`.
+   */
+  upload?: UploadOptions;
   /** Most sequences per forward step (default 16). */
   maxNumSeqs?: number;
   /** Most tokens per forward step (default 256, at least `maxNumSeqs`). */

@@ -10,6 +10,7 @@ import { RequestContext } from "../../../src/contract/engine.ts";
 import { EngineError } from "../../../src/contract/errors.ts";
 import type { PreprocessedRequest } from "../../../src/contract/types.ts";
 import { validateStream } from "../../../src/contract/validate.ts";
+import * as store from "../../../src/store/mod.ts";
 import * as open from "../../../src/worker/open.ts";
 
 type Failure = { error: string; type?: string };
@@ -23,6 +24,14 @@ function failure(e: unknown): Failure {
 
 const heap = () =>
   (performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize;
+
+/** The OPFS file at `path` (`dir/name`, from the origin's root). */
+async function handleOf(path: string): Promise<FileSystemFileHandle> {
+  let dir = await navigator.storage.getDirectory();
+  const parts = path.split("/");
+  for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p);
+  return await dir.getFileHandle(parts[parts.length - 1]!);
+}
 
 const big = {
   /** Read `url` to its end, counting bytes; seconds and MB/s. */
@@ -52,16 +61,23 @@ const big = {
     try {
       let uploaded = 0;
       const t0 = performance.now();
+      // Seconds from the start to each phase's first and last report (download, weights, ...).
+      const phases: Record<string, { first: number; last: number }> = {};
       model = await open.openModel({
         model: url,
         ...options,
-        onProgress: (done: number) => {
-          uploaded = done;
+        onProgress: (done: number, _total: number, _item: string, phase = "weights") => {
+          const at = (performance.now() - t0) / 1000;
+          const p = phases[phase] ??= { first: at, last: at };
+          p.last = at;
+          if (phase === "weights") uploaded = done;
         },
       } as open.OpenModelOptions);
       return {
         seconds: (performance.now() - t0) / 1000,
+        phases,
         uploaded,
+        sharing: model.sharing,
         config: model.config,
         pageHeap: heap(),
       };
@@ -104,9 +120,9 @@ const big = {
   /** What the library exports by name (to see whether the store's API has landed). */
   exports: () => Object.keys(open),
 
-  /** Call an export of the open module by name (the store's `cachedModels`, `deleteCachedModel`). */
+  /** Call an export of the open or store module by name (`cachedModels`, `deleteCachedModel`). */
   async call(name: string, ...args: unknown[]) {
-    const f = (open as Record<string, unknown>)[name];
+    const f = (open as Record<string, unknown>)[name] ?? (store as Record<string, unknown>)[name];
     if (typeof f !== "function") return { error: `no export ${name}` };
     try {
       return { value: await f(...args) };
@@ -129,6 +145,41 @@ const big = {
     };
     await walk(await navigator.storage.getDirectory(), "");
     return out;
+  },
+
+  /**
+   * Read the largest OPFS file (a cached model's weights) start to end in `piece`-byte slices
+   * (`File.slice().arrayBuffer()`, as the store reads it), one after another, with nothing else
+   * to do: the yardstick of a load from OPFS. Bytes and seconds.
+   */
+  async opfsRead(piece: number): Promise<{ bytes: number; seconds: number } | Failure> {
+    try {
+      const largest = (await big.opfsFiles()).sort((a, b) => b.size - a.size)[0];
+      if (largest === undefined) return { error: "OPFS is empty" };
+      const file = await (await handleOf(largest.path)).getFile();
+      const t0 = performance.now();
+      let bytes = 0;
+      for (let at = 0; at < file.size; at += piece) {
+        bytes += (await file.slice(at, at + piece).arrayBuffer()).byteLength;
+      }
+      return { bytes, seconds: (performance.now() - t0) / 1000 };
+    } catch (e) {
+      return failure(e);
+    }
+  },
+
+  /** Cut the largest OPFS file to `length` bytes (a short entry); its path. */
+  async truncateLargestOpfsFile(length: number): Promise<string | Failure> {
+    try {
+      const largest = (await big.opfsFiles()).sort((a, b) => b.size - a.size)[0];
+      if (largest === undefined) return { error: "OPFS is empty" };
+      const w = await (await handleOf(largest.path)).createWritable({ keepExistingData: true });
+      await w.truncate(length);
+      await w.close();
+      return largest.path;
+    } catch (e) {
+      return failure(e);
+    }
   },
 
   /** Flip the byte at `offset` of the largest OPFS file (a cached model's weights); its path. */
