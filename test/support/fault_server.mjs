@@ -1,26 +1,37 @@
 // deno-lint-ignore-file explicit-module-boundary-types
 // A fault-injecting static file server (Node's http module) for the browser tests: it serves files
 // at fixed paths (a big model among them) with HEAD, GET, single byte ranges (206), an ETag and
-// HF's `x-linked-etag` (the file's sha256, computed once and cached beside it as
-// `<file>.sha256`), and, per path and run, faults: cut the connection after N body bytes (once),
+// HF's `x-linked-etag` (the file's sha256, computed once and cached under the ignored
+// `.cache/fault-server/`), and, per path and run, faults: cut the connection after N body bytes (once),
 // throttle, ignore Range, lie about Content-Length, answer HTML, change the bytes and ETag. Every
 // request is recorded. Anything else goes to a Vite dev server (middleware mode) over the
 // repository, so that a test page imports Kiln's sources from the same origin as the model.
 import { createHash } from "node:crypto";
-import { createReadStream, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { resolve as resolvePath } from "node:path";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
- * The sha256 (hex) of `file`, cached in `<file>.sha256` with the size and mtime it was taken at
- * (recomputed when either changed).
+ * The sha256 (hex) of `file`, cached under the ignored `.cache/fault-server/` (never beside the
+ * file, which may be in the repository) with the size and mtime it was taken at (recomputed when
+ * either changed).
  */
 export async function fileSha256(file) {
   const st = statSync(file);
   const stamp = `${st.size} ${st.mtimeMs}`;
-  const cache = `${file}.sha256`;
+  const dir = fileURLToPath(new URL("../../.cache/fault-server/", import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const cache = `${dir}${resolvePath(file).replaceAll("/", "_")}.sha256`;
   if (existsSync(cache)) {
     const [hash, ...rest] = readFileSync(cache, "utf8").trim().split(" ");
     if (rest.join(" ") === stamp) return hash;
