@@ -32,18 +32,21 @@ export function gpuMemoryText(config: EngineConfig): string {
 
 /** What the ready line says of the engine's host. */
 export interface EngineHost {
-  /** `origin`: one engine for every tab of the origin; `none`: this tab's own. */
-  sharing: "origin" | "none";
+  /**
+   * `origin`: one engine for every tab of the origin (the shared worker); `service-worker`: the
+   * same, hosted by the app's service worker; `none`: this tab's own.
+   */
+  sharing: "origin" | "service-worker" | "none";
   /** Tabs attached to the shared engine, this one included (when the host says). */
   tabs?: number | undefined;
 }
 
 /** `ready: <adapter>, loaded in 1.2 s; engine shared by 2 tabs of this origin; GPU memory: …` */
 export function readyText(config: EngineConfig, seconds: number, host: EngineHost): string {
-  const shared = host.sharing === "origin"
+  const shared = host.sharing !== "none"
     ? `engine shared${
       host.tabs === undefined ? "" : ` by ${host.tabs} tab${host.tabs === 1 ? "" : "s"}`
-    } of this origin`
+    } of this origin${host.sharing === "service-worker" ? " (in its service worker)" : ""}`
     : "engine: this tab's own";
   const adapter = config.runtime_data?.adapter ?? "WebGPU";
   return [`ready: ${adapter}, loaded in ${seconds.toFixed(1)} s`, shared, gpuMemoryText(config)]

@@ -13,6 +13,9 @@
 //   loads by dynamic `import()` (XGrammar, for guided decoding) is a `kiln_*.js` file beside it.
 // - `kiln_shared_worker.js`: Kiln's shared worker (one engine per model for every tab of the
 //   origin, `openModel({ share: true })`), bundled likewise; its chunks are `kiln_shared_*.js`.
+// - `kiln_service_worker.js`: Kiln's service-worker module (the same host, for browsers without
+//   WebGPU in a SharedWorker), which an app copies to its origin and registers itself. A service
+//   worker cannot `import()`, so it is one file: XGrammar is inlined (hence its size).
 // - `kiln.d.ts`: its types, from the package's `worker/*.d.ts`.
 //
 // `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
@@ -74,7 +77,15 @@ function browserSharedWorkerModule() {
 }
 
 /** Exports of `@kiln/kiln/worker` that run in a worker only: not in kiln.js. */
-const HOST_ONLY = ["EngineHost", "exposeHost", "SharedEngineHost", "TabHost", "exposeSharedHost"];
+const HOST_ONLY = [
+  "EngineHost",
+  "exposeHost",
+  "SharedEngineHost",
+  "TabHost",
+  "exposeSharedHost",
+  "exposeServiceHost",
+  "serviceMessage",
+];
 const ENTRY = "\0kiln-browser-entry";
 const entryModule = (outDir) =>
   [
@@ -99,6 +110,11 @@ const DTS = [
   "  type Sharing,",
   '} from "../worker/open.js";',
   'export type { SharedWorkerLike } from "../worker/shared_client.js";',
+  "export type {",
+  "  ServiceRegistrationLike,",
+  "  ServiceWorkerLike,",
+  "  ServiceWorkerSource,",
+  '} from "../worker/service_client.js";',
   'export type { GaugeValues, HostOptions, ModelSpec } from "../worker/protocol.js";',
   "",
 ].join("\n");
@@ -162,9 +178,14 @@ export async function buildBrowser(outDir) {
     true,
     "kiln_shared_",
   );
+  // The service worker (`openModel({ share, serviceWorker })`): one file, dynamic imports inlined.
+  await bundle(
+    join(outDir, "adapters/browser/service_worker.js"),
+    join(dir, "kiln_service_worker.js"),
+  );
   writeFileSync(join(dir, "kiln.d.ts"), DTS);
   return Object.fromEntries(
-    ["kiln.js", "kiln_worker.js", "kiln_shared_worker.js"].map((
+    ["kiln.js", "kiln_worker.js", "kiln_shared_worker.js", "kiln_service_worker.js"].map((
       f,
     ) => [f, statSync(join(dir, f)).size]),
   );

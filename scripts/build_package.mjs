@@ -40,7 +40,11 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const OUT_DIR = "dist/pkg";
 /** Modules loaded by URL rather than imported: compiled too, never exported. */
-const URL_ENTRIES = ["./src/adapters/browser/worker.ts", "./src/adapters/browser/shared_worker.ts"];
+const URL_ENTRIES = [
+  "./src/adapters/browser/worker.ts",
+  "./src/adapters/browser/shared_worker.ts",
+  "./src/adapters/browser/service_worker.ts",
+];
 
 const readJson = (name) => JSON.parse(readFileSync(join(ROOT, name), "utf8"));
 

@@ -34,4 +34,10 @@ export {
 } from "./shared_host.ts";
 export type { TabAttach } from "./shared_tab.ts";
 export type { Locks, SharedWorkerLike } from "./shared_client.ts";
+export { exposeServiceHost, type ServiceMessage, serviceMessage } from "./service_host.ts";
+export type {
+  ServiceRegistrationLike,
+  ServiceWorkerLike,
+  ServiceWorkerSource,
+} from "./service_client.ts";
 export * from "../openai/completions.ts";

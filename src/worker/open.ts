@@ -27,6 +27,8 @@ import type { HostOptions, ModelSpec } from "./protocol.ts";
 import { kilnWorker } from "./worker_module.ts";
 import { connectShared, type SharedWorkerLike, type Sharing } from "./shared_client.ts";
 import { kilnSharedWorker } from "./shared_worker_module.ts";
+import { connectService, type ServiceWorkerSource } from "./service_client.ts";
+import { EngineError } from "../contract/errors.ts";
 
 export { kilnSharedWorker, kilnWorker, type Sharing };
 
@@ -53,11 +55,19 @@ export interface OpenModelOptions {
    * Share one engine per model with every tab of this origin (default false): the engine runs in
    * Kiln's `SharedWorker`, a tab opening a model another tab has loaded joins it without loading
    * again, and the last tab closing releases it. Where the browser has no `SharedWorker`, or no
-   * WebGPU in one, the engine runs in the page's own worker; `KilnModel.sharing` says which.
+   * WebGPU in one, the engine runs in the app's service worker when `serviceWorker` is given,
+   * else in the page's own worker; `KilnModel.sharing` says which. `"service-worker"` skips the
+   * `SharedWorker` and goes to `serviceWorker` at once (tests; browsers known to need it).
    */
-  share?: boolean;
+  share?: boolean | "service-worker";
   /** The shared worker to connect to with `share` (default: Kiln's shared worker module). */
   makeSharedWorker?: () => SharedWorkerLike;
+  /**
+   * The app's service worker running Kiln's service-worker module, the second choice of `share`:
+   * its `ServiceWorkerRegistration`, or the URL of the script it registered (`register(url, {
+   * type: "module" })`). Kiln does not register it: its URL and scope are the app's.
+   */
+  serviceWorker?: ServiceWorkerSource;
   /** Engine sizes: KV blocks, block size, batch limits. */
   engine?: Omit<HostOptions, "model">;
   /** Heartbeat timing of the worker (see `WorkerEngine`). */
@@ -93,7 +103,10 @@ export class KilnModel {
     readonly text: ModelText,
     /** The engine's metrics; `generate` and the helpers add `dynamo_frontend_*` to its registry. */
     readonly metrics: EngineMetrics,
-    /** `origin`: the engine is shared with every tab of the origin; `none`: it is this page's. */
+    /**
+     * `origin`: the engine is shared with every tab of the origin (Kiln's `SharedWorker`);
+     * `service-worker`: shared too, hosted by the app's service worker; `none`: it is this page's.
+     */
     readonly sharing: Sharing = "none",
   ) {
     this.#target = {
@@ -157,9 +170,7 @@ function source(
 export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
   const { spec, files } = source(options.model, options.cache);
   if (options.name !== undefined) spec.name = options.name;
-  const shared = options.share
-    ? await connectShared(options.makeSharedWorker ?? kilnSharedWorker)
-    : undefined;
+  const { shared, sharing } = await connectHost(options);
   const engine = new WorkerEngine(
     shared ? () => shared : options.makeWorker ?? kilnWorker,
     { ...options.engine, model: spec },
@@ -173,5 +184,27 @@ export async function openModel(options: OpenModelOptions): Promise<KilnModel> {
     endpoint: m.endpoint ?? "generate",
     workerId: 0n,
   });
-  return new KilnModel(engine, config, text, metrics, shared ? "origin" : "none");
+  return new KilnModel(engine, config, text, metrics, sharing);
+}
+
+/** The shared host `options.share` asks for, in order: the `SharedWorker`, the service worker. */
+async function connectHost(
+  options: OpenModelOptions,
+): Promise<{ shared: Worker | undefined; sharing: Sharing }> {
+  const { share, serviceWorker } = options;
+  if (share === "service-worker" && serviceWorker === undefined) {
+    throw EngineError.invalidField("serviceWorker", 'share: "service-worker" needs one');
+  }
+  if (share !== true && share !== "service-worker" && share) {
+    throw EngineError.invalidField("share", 'is true, false or "service-worker"');
+  }
+  if (share === true) {
+    const shared = await connectShared(options.makeSharedWorker ?? kilnSharedWorker);
+    if (shared) return { shared, sharing: "origin" };
+  }
+  if (share && serviceWorker !== undefined) {
+    const shared = await connectService(serviceWorker);
+    if (shared) return { shared, sharing: "service-worker" };
+  }
+  return { shared: undefined, sharing: "none" };
 }

@@ -21,8 +21,12 @@ export interface Locks {
   request(name: string, callback: () => Promise<void> | void): Promise<unknown>;
 }
 
-/** How a model's engine is shared: by every tab of the origin, or not at all (its own worker). */
-export type Sharing = "origin" | "none";
+/**
+ * How a model's engine is shared: by every tab of the origin through Kiln's `SharedWorker`
+ * (`origin`), by every tab through the app's service worker (`service-worker`), or not at all
+ * (`none`: the page's own worker).
+ */
+export type Sharing = "origin" | "service-worker" | "none";
 
 /**
  * A `Worker`-shaped endpoint over a shared worker's `port`, for `WorkerEngine`: `terminate`
@@ -71,7 +75,7 @@ export function portWorker(
 }
 
 /** Resolves once `name` is held by this page, until the returned release is called. */
-async function holdLock(locks: Locks, name: string): Promise<() => void> {
+export async function holdLock(locks: Locks, name: string): Promise<() => void> {
   let release!: () => void;
   const held = new Promise<void>((r) => (release = r));
   await new Promise<void>((granted, refused) => {
@@ -105,7 +109,26 @@ export async function connectShared(
     release();
     return undefined;
   }
-  const worker = portWorker(shared.port, release, shared);
+  return await attachTab(
+    portWorker(shared.port, release, shared),
+    locks ? name : undefined,
+    timeoutMs,
+  );
+}
+
+/** Each attached connection's first proxy, kept alive with it (see `attachTab`). */
+const attachedTabs = new WeakMap<Worker, Comlink.Remote<TabHost>>();
+
+/**
+ * Attach the connection `worker` (a `portWorker`) to its host as a tab holding the Web Lock
+ * `lockName`: resolves to `worker` where the host has WebGPU, or undefined (the connection then
+ * closed) where it has none, fails or does not answer within `timeoutMs`.
+ */
+export async function attachTab(
+  worker: Worker,
+  lockName: string | undefined,
+  timeoutMs: number,
+): Promise<Worker | undefined> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const failed = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), timeoutMs);
@@ -113,11 +136,15 @@ export async function connectShared(
   });
   const remote = Comlink.wrap<TabHost>(worker);
   const attached: TabAttach | undefined = await Promise.race([
-    remote.attach(locks ? name : undefined),
+    remote.attach(lockName),
     failed,
   ]).catch(() => undefined);
   if (attached?.webgpu) {
     clearTimeout(timer);
+    // Kept as long as the connection: comlink sends `RELEASE` when its last proxy of an endpoint
+    // is garbage-collected, and the host then closes its end of the port. Collected before
+    // `WorkerEngine` wraps the endpoint, it would cut the tab off before its `start`.
+    attachedTabs.set(worker, remote);
     return worker;
   }
   // It answered but has no WebGPU: detach at once (where there are no Web Locks, nothing else

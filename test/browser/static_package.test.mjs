@@ -4,7 +4,7 @@
 // Chromium (SwiftShader WebGPU): generate, then Stop, then a `response_format` reply (XGrammar, a
 // chunk beside kiln_worker.js, loaded on that request). A second origin serves the same folder with
 // CORS, as a CDN would, and kiln.js imported from there runs its worker through the same-origin
-// shim.
+// shim. The browser build's service worker, registered by the page, hosts the engine too.
 import { after, before, test } from "node:test";
 import assert, { ok } from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -174,5 +174,39 @@ test("the browser build's worker loads XGrammar (its own chunk) and honours resp
   const value = JSON.parse(out.content);
   assert.deepEqual(Object.keys(value).sort(), ["luck", "mood"]);
   ok(["calm", "wild"].includes(value.mood) && value.luck >= 1 && value.luck <= 9, out.content);
+  assert.deepEqual(pageErrors, []);
+});
+
+test("the browser build's service worker, registered by the page, hosts the engine and honours response_format (XGrammar inlined: a service worker cannot import())", async () => {
+  const out = await page.evaluate(async () => {
+    const { openModel } = await import(new URL("kiln/kiln.js", location.href).href);
+    const url = new URL("kiln/kiln_service_worker.js", location.href).href;
+    await navigator.serviceWorker.register(url, { type: "module" });
+    // The script URL is enough: openModel finds its registration and waits for it to activate.
+    const model = await openModel({
+      model: new URL("models/fortune/", location.href),
+      share: "service-worker",
+      serviceWorker: url,
+    });
+    try {
+      let text = "";
+      for await (const piece of model.generate("You will", { max_tokens: 8 })) text += piece.text;
+      const r = await model.chat.completions.create({
+        messages: [{ role: "user", content: "A fortune as JSON" }],
+        max_tokens: 200,
+        temperature: 1,
+        seed: 2,
+        response_format: { type: "json_object" },
+      });
+      const c = r.choices[0];
+      return { sharing: model.sharing, text, content: c.message.content, finish: c.finish_reason };
+    } finally {
+      await model.close();
+    }
+  });
+  assert.equal(out.sharing, "service-worker", JSON.stringify(out));
+  ok(out.text.length > 0, out.text);
+  assert.equal(out.finish, "stop", JSON.stringify(out));
+  assert.equal(typeof JSON.parse(out.content), "object", out.content);
   assert.deepEqual(pageErrors, []);
 });

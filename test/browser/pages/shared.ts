@@ -1,6 +1,7 @@
 /**
  * A tab of test/browser/shared_worker.test.mjs: `openModel({ share: true })` on the fortune
- * model, and runs the test drives from outside (`globalThis.tab`): start one, read how far it
+ * model (or, in test/browser/service_worker.test.mjs, `share: "service-worker"` with the
+ * registration service.ts made, `globalThis.kilnRegistration`), and runs the test drives from outside (`globalThis.tab`): start one, read how far it
  * got, abort it, wait for its end, read the shared engine's stats.
  */
 import { type KilnModel, openModel } from "../../../src/worker/open.ts";
@@ -22,11 +23,14 @@ const summary = (r: Run) => ({ text: r.text, tokens: r.tokens, finish: r.finish,
 
 Object.assign(globalThis, {
   tab: {
-    async open(share = true) {
+    async open(share: boolean | "service-worker" = true) {
+      const serviceWorker = (globalThis as { kilnRegistration?: ServiceWorkerRegistration })
+        .kilnRegistration;
       // Not through the model store: the test counts weight requests to see each load.
       model = await openModel({
         model: "/models/fortune/",
         share,
+        ...(serviceWorker ? { serviceWorker } : {}),
         cache: false,
         engine: { kvBlocks: 64 },
       });
