@@ -7,21 +7,7 @@
  * shared worker: through the model store, or from `File`s a page hands over. A service worker
  * cannot `import()`, so this must be one bundle (the package's `kiln_service_worker.js` is).
  */
-import { EngineError } from "../../contract/errors.ts";
-import { fileListFiles } from "../../model/source.ts";
 import { exposeServiceHost } from "../../worker/service_host.ts";
-import { storedFiles } from "./storage.ts";
+import { browserFiles, hasWebGpu } from "./host_files.ts";
 
-let adapter: Promise<boolean> | undefined;
-
-exposeServiceHost((spec) => {
-  if (spec.kind === "url") return storedFiles(spec.base, spec.cache !== false);
-  if (spec.kind === "files") return fileListFiles(spec.files);
-  throw EngineError.invalidArgument("a browser worker loads models from URLs or Files only");
-}, {
-  webgpu: () =>
-    adapter ??= (async () => {
-      const gpu = (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
-      return (await gpu?.requestAdapter().catch(() => null)) != null;
-    })(),
-});
+exposeServiceHost(browserFiles, { webgpu: hasWebGpu });

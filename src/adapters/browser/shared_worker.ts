@@ -3,23 +3,9 @@
  * `worker/shared_host.ts`), with checkpoints read through the browser's model store (OPFS; over
  * HTTP where there is none, or with `cache: false`) or from `File`s handed over by a page.
  */
-import { EngineError } from "../../contract/errors.ts";
-import { fileListFiles } from "../../model/source.ts";
 import { exposeSharedHost } from "../../worker/shared_host.ts";
-import { storedFiles } from "./storage.ts";
+import { browserFiles, hasWebGpu } from "./host_files.ts";
 
-let adapter: Promise<boolean> | undefined;
-
-exposeSharedHost((spec) => {
-  if (spec.kind === "url") return storedFiles(spec.base, spec.cache !== false);
-  if (spec.kind === "files") return fileListFiles(spec.files);
-  throw EngineError.invalidArgument("a browser worker loads models from URLs or Files only");
-}, {
-  // Chromium gives shared workers WebGPU (checked on 156); where a browser does not, tabs fall
-  // back to a dedicated worker each.
-  webgpu: () =>
-    adapter ??= (async () => {
-      const gpu = (globalThis.navigator as { gpu?: GPU } | undefined)?.gpu;
-      return (await gpu?.requestAdapter().catch(() => null)) != null;
-    })(),
-});
+// Chromium gives shared workers WebGPU (checked on 156); where a browser does not, tabs fall back
+// to a dedicated worker each (or to the service worker an app registers).
+exposeSharedHost(browserFiles, { webgpu: hasWebGpu });
