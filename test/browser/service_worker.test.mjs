@@ -11,26 +11,27 @@
 // itself lives on), so a new tab loads it again.
 import { after, before, test } from "node:test";
 import { deepEqual, equal, ok } from "node:assert/strict";
-import { launchBrowser, startServer } from "../support/browser.mjs";
+import { launchBrowser } from "../support/browser.mjs";
+import {
+  checkSharedStreams,
+  countingServer,
+  PROMPT,
+  start,
+  stats,
+  until,
+  wait,
+} from "../support/two_tabs.mjs";
 
 const PAGE = "test/browser/pages/service.html";
 const WEIGHTS = "/models/fortune/model.safetensors";
 
 let server, origin, browser, context;
-/** Requests the server saw for the weight file. */
-let weightRequests = 0;
+/** Requests the server saw for the weight file so far. */
+let weightRequests;
 const logs = [];
 
 before(async () => {
-  ({ server, origin } = await startServer([{
-    name: "count-weight-requests",
-    configureServer(s) {
-      s.middlewares.use((req, _res, next) => {
-        if (new URL(req.url, "http://x").pathname === WEIGHTS) weightRequests++;
-        next();
-      });
-    },
-  }]));
+  ({ server, origin, requests: weightRequests } = await countingServer(WEIGHTS));
   browser = await launchBrowser();
   context = await browser.newContext();
   context.on("weberror", (e) => logs.push(`[weberror] ${e.error()?.stack ?? e.error()}`));
@@ -51,25 +52,6 @@ async function newTab() {
 }
 
 const open = (tab, share = "service-worker") => tab.evaluate((s) => globalThis.tab.open(s), share);
-const stats = (tab) => tab.evaluate(() => globalThis.tab.stats());
-const start = (tab, id, prompt, max) =>
-  tab.evaluate(([id, prompt, max]) => globalThis.tab.start(id, prompt, max), [id, prompt, max]);
-const wait = (tab, id) => tab.evaluate((id) => globalThis.tab.wait(id), id);
-const tokens = (tab, id) => tab.evaluate((id) => globalThis.tab.tokens(id), id);
-
-async function until(what, check, timeoutMs = 60_000) {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-const PROMPT = [256, 72, 101, 108, 108, 111];
-/** 130 tokens, no prefix in common with PROMPT: 9 KV blocks of 16 before any output. */
-const LONG = Array.from({ length: 130 }, (_, i) => 100 + (i % 50));
 
 test("two tabs share one engine in the service worker: one load, the single-tab text, per-tab aborts, a closed tab's KV freed, the engine released after the last tab", async (t) => {
   try {
@@ -83,7 +65,7 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
     t.diagnostic(`navigator.gpu in Chromium's service worker: ${JSON.stringify(gpu)}`);
     const openedA = await open(a);
     equal(openedA.sharing, "service-worker", "the engine runs in the service worker");
-    const loaded = weightRequests;
+    const loaded = weightRequests();
     ok(loaded > 0, "the first tab's service worker fetched the weights");
     let s = await stats(a);
     equal(s.loads, 1);
@@ -93,52 +75,12 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
     const openedB = await open(b);
     equal(openedB.sharing, "service-worker");
     deepEqual(openedB.config, openedA.config, "the second tab gets the running engine's config");
-    equal(weightRequests, loaded, "the second tab fetched no weights");
+    equal(weightRequests(), loaded, "the second tab fetched no weights");
     s = await stats(b);
     equal(s.loads, 1, "loaded once for two tabs");
     equal(s.tabs, 2);
 
-    // Greedy output of one tab alone, then of both tabs at once.
-    await start(a, "alone", PROMPT, 24);
-    const alone = await wait(a, "alone");
-    equal(alone.finish, "length");
-    equal(alone.tokens, 24);
-    await Promise.all([start(a, "both", PROMPT, 24), start(b, "both", PROMPT, 24)]);
-    const [x, y] = await Promise.all([wait(a, "both"), wait(b, "both")]);
-    deepEqual(x, alone, "tab A's stream, run beside tab B's");
-    deepEqual(y, alone, "tab B's stream, run beside tab A's");
-
-    // An abort in tab A does not reach tab B.
-    await Promise.all([start(a, "ab", PROMPT, 200), start(b, "ab", PROMPT, 60)]);
-    await until("tab A's first tokens", async () => (await tokens(a, "ab")) > 0);
-    await a.evaluate(() => globalThis.tab.abort("ab"));
-    const [abortedA, keptB] = await Promise.all([wait(a, "ab"), wait(b, "ab")]);
-    equal(abortedA.finish, "cancelled");
-    ok(abortedA.tokens < 200, `tab A stopped at ${abortedA.tokens} tokens`);
-    equal(keptB.finish, "length", "tab B's request ran to its end");
-    equal(keptB.tokens, 60);
-
-    // Tab A closes mid-stream: its request is cancelled and its blocks freed.
-    await Promise.all([start(a, "long", LONG, 600), start(b, "long", [256, 72], 600)]);
-    await until(
-      "both tabs streaming",
-      async () => (await tokens(a, "long")) > 0 && (await tokens(b, "long")) > 0,
-    );
-    const before = await stats(b);
-    ok(before.usedBlocks >= 10, `both tabs hold blocks: ${before.usedBlocks}`);
-    await a.close();
-    const after = await until("tab A's blocks freed", async () => {
-      const s = await stats(b);
-      const bHolds = Math.ceil((2 + (await tokens(b, "long")) + 48) / 16);
-      return s.tabs === 1 && s.usedBlocks <= bHolds && s;
-    });
-    ok(after.usedBlocks < before.usedBlocks - 5, `${before.usedBlocks} -> ${after.usedBlocks}`);
-    t.diagnostic(
-      `KV blocks in use: ${before.usedBlocks} with both tabs, ${after.usedBlocks} after A closed`,
-    );
-    const longB = await wait(b, "long");
-    equal(longB.finish, "length", "tab B's stream was not disturbed");
-    equal(longB.tokens, 600);
+    const alone = await checkSharedStreams(t, a, b);
 
     // The last tab closes; the service worker stays, its engine goes after the grace period
     // (3 s): a new tab loads it again, in the same service worker.
@@ -149,7 +91,7 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
     s = await stats(c);
     equal(s.tabs, 1);
     equal(s.engines, 1);
-    ok(weightRequests > loaded, "the new tab's engine fetched the weights again");
+    ok(weightRequests() > loaded, "the new tab's engine fetched the weights again");
     t.diagnostic(`loads reported by the service worker after the last tab's close: ${s.loads}`);
     await start(c, "again", PROMPT, 24);
     deepEqual(await wait(c, "again"), alone, "the reloaded engine's greedy output");
