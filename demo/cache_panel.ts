@@ -3,7 +3,7 @@
  * File System, or Cache Storage where it is missing) with their sizes (a partial download marked:
  * the next load resumes it) and a Delete button each.
  */
-import { cachedModels, deleteCachedModel } from "../src/adapters/browser/storage.ts";
+import { cachedModels, deleteCachedModel } from "../src/store/browser.ts";
 
 /** One cached model as the store lists it (only what the panel shows). */
 export interface CachedModelView {

@@ -9,7 +9,7 @@
  * from there into `File`s.
  */
 
-import { browserStore, storedFiles } from "../src/adapters/browser/storage.ts";
+import { browserStore, storedFiles } from "../src/store/browser.ts";
 import { entryKey } from "../src/store/storage.ts";
 import { splitNames } from "../src/model/gguf/load.ts";
 import { type DownloadProgress, ggufEntry, type ModelFiles } from "../src/model/source.ts";

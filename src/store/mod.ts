@@ -1,7 +1,8 @@
 /**
  * The model store: checkpoints downloaded once (resumably, verified, within the storage quota)
  * and read from local storage after. `ModelStore` over an `EntryStorage`: `MemoryStorage`,
- * `OpfsStorage` and `CacheStorageEntries` here; a directory's in `src/adapters/deno/`.
+ * `OpfsStorage` and `CacheStorageEntries` here (and `browser.ts`, the one a browser page or worker
+ * uses); a directory's in `src/adapters/deno/`.
  *
  * @module
  */
@@ -11,9 +12,4 @@ export { MemoryStorage } from "./memory.ts";
 export { download, type DownloadOptions, type EntryName } from "./download.ts";
 export { OpfsStorage } from "./opfs.ts";
 export { CacheStorageEntries } from "./cache_storage.ts";
-export {
-  browserStore,
-  cachedModels,
-  deleteCachedModel,
-  storedFiles,
-} from "../adapters/browser/storage.ts";
+export { browserStore, cachedModels, deleteCachedModel, storedFiles } from "./browser.ts";

@@ -12,7 +12,7 @@ import { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import { fileListFiles, ggufEntry, type ModelFiles, modelName } from "../model/source.ts";
 import { startModel } from "../model/start.ts";
-import { storedFiles } from "../adapters/browser/storage.ts";
+import { storedFiles } from "../store/browser.ts";
 import type { ModelText } from "../text/load.ts";
 import { type Liveness, WorkerEngine } from "./client.ts";
 import {

@@ -1,12 +1,12 @@
 /**
  * What every browser engine host (dedicated, shared and service worker) needs from its realm:
  * the files of the model a `start()` names, read through the model store (OPFS, Cache Storage;
- * see `storage.ts`) or from `File`s a page hands over; and whether the realm has a WebGPU adapter.
+ * see `store/browser.ts`) or from `File`s a page hands over; and whether the realm has a WebGPU adapter.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { fileListFiles, type ModelFiles } from "../../model/source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
-import { storedFiles } from "./storage.ts";
+import { storedFiles } from "../../store/browser.ts";
 
 /** The files `spec` names, as a browser host reads them. */
 export function browserFiles(spec: ModelSpec): ModelFiles {

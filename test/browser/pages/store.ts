@@ -1,7 +1,7 @@
 /** The store checks on the page (OPFS through writable streams, Cache Storage), then in a worker. */
 import { CacheStorageEntries } from "../../../src/store/cache_storage.ts";
 import { OpfsStorage } from "../../../src/store/opfs.ts";
-import { browserStore } from "../../../src/adapters/browser/storage.ts";
+import { browserStore } from "../../../src/store/browser.ts";
 import { runChecks } from "./report.ts";
 import { type Check, storeChecks } from "./store_checks.ts";
 

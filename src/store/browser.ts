@@ -4,11 +4,11 @@
  * and persistence request are `navigator.storage.estimate()` and `persist()`. One store per
  * realm, opened on first use.
  */
-import type { ModelFiles } from "../../model/source.ts";
-import { urlFiles } from "../../model/url_source.ts";
-import { CacheStorageEntries } from "../../store/cache_storage.ts";
-import { OpfsStorage } from "../../store/opfs.ts";
-import { type CachedModel, ModelStore } from "../../store/store.ts";
+import type { ModelFiles } from "../model/source.ts";
+import { urlFiles } from "../model/url_source.ts";
+import { CacheStorageEntries } from "./cache_storage.ts";
+import { OpfsStorage } from "./opfs.ts";
+import { type CachedModel, ModelStore } from "./store.ts";
 
 interface StorageManagerLike {
   estimate?: () => Promise<{ usage?: number; quota?: number }>;
