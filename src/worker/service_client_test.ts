@@ -5,8 +5,9 @@ import { rangeServer } from "../../test/support/range_server.ts";
 import { openModel } from "./open.ts";
 import { connectService, type ServiceRegistrationLike } from "./service_client.ts";
 import { type ServiceMessage, serviceMessage } from "./service_host.ts";
-import { SharedEngineHost, type SharedHostStats } from "./shared_host.ts";
+import { SharedEngineHost } from "./shared_host.ts";
 import { FORTUNE } from "../../test/support/fortune_engine.ts";
+import { checkTwoModelsShare } from "../../test/support/shared_models.ts";
 
 /**
  * A stand-in for the app's service worker in this thread: its registration's active worker hands
@@ -59,29 +60,7 @@ Deno.test("openModel({ share: \"service-worker\" }) runs on the service worker's
         serviceWorker: fake.reg,
         engine: { kvBlocks: 32 },
       });
-    const a = await open();
-    const b = await open();
-    try {
-      equal(a.sharing, "service-worker");
-      equal(b.sharing, "service-worker");
-      const s = (await b.engine.stats()) as SharedHostStats;
-      equal(s.loads, 1, "loaded once");
-      equal(s.tabs, 2);
-      const texts: string[] = [];
-      for (const m of [a, b]) {
-        let text = "";
-        for await (const p of m.generate("You will", { max_tokens: 10, temperature: 0 })) {
-          text += p.text;
-        }
-        texts.push(text);
-      }
-      ok(texts[0]!.length > 0);
-      equal(texts[1], texts[0], "the same engine, the same greedy text");
-    } finally {
-      await a.close();
-      await b.close();
-    }
-    equal(shared.tabs, 0, "closing a model detaches its tab");
+    await checkTwoModelsShare(open, "service-worker", shared);
     equal(fake.seen.filter((k) => k === "connect").length, 2);
 
     // The heartbeat: posted to the worker itself every heartbeatMs, until the connection ends.

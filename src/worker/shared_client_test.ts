@@ -8,9 +8,10 @@ import { WorkerEngine } from "./client.ts";
 import { openModel } from "./open.ts";
 import { installErrorTransfer } from "./protocol.ts";
 import { connectShared, portWorker, type SharedWorkerLike } from "./shared_client.ts";
-import { SharedEngineHost, type SharedHostStats } from "./shared_host.ts";
+import { SharedEngineHost } from "./shared_host.ts";
 import { SHARED_LOST } from "./shared_tab.ts";
 import { FORTUNE } from "../../test/support/fortune_engine.ts";
+import { checkTwoModelsShare } from "../../test/support/shared_models.ts";
 
 /**
  * A stand-in for Kiln's SharedWorker in this thread: each `make()` is a page's `new
@@ -68,29 +69,7 @@ Deno.test("openModel({ share: true }) runs on the shared host: a second model of
           makeSharedWorker: fake.make,
           engine: { kvBlocks: 32 },
         });
-      const a = await open();
-      const b = await open();
-      try {
-        equal(a.sharing, "origin");
-        equal(b.sharing, "origin");
-        const s = (await b.engine.stats()) as SharedHostStats;
-        equal(s.loads, 1, "loaded once");
-        equal(s.tabs, 2);
-        const texts: string[] = [];
-        for (const m of [a, b]) {
-          let text = "";
-          for await (const p of m.generate("You will", { max_tokens: 10, temperature: 0 })) {
-            text += p.text;
-          }
-          texts.push(text);
-        }
-        ok(texts[0]!.length > 0);
-        equal(texts[1], texts[0], "the same engine, the same greedy text");
-      } finally {
-        await a.close();
-        await b.close();
-      }
-      equal(shared.tabs, 0, "closing a model detaches its tab");
+      await checkTwoModelsShare(open, "origin", shared);
     });
   } finally {
     fake.close();
