@@ -15,6 +15,7 @@ import { launchBrowser } from "../support/browser.mjs";
 import {
   checkSharedStreams,
   countingServer,
+  openTwoTabs,
   PROMPT,
   start,
   stats,
@@ -63,22 +64,8 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
       adapter: (await navigator.gpu?.requestAdapter()) != null,
     }));
     t.diagnostic(`navigator.gpu in Chromium's service worker: ${JSON.stringify(gpu)}`);
-    const openedA = await open(a);
-    equal(openedA.sharing, "service-worker", "the engine runs in the service worker");
-    const loaded = weightRequests();
-    ok(loaded > 0, "the first tab's service worker fetched the weights");
-    let s = await stats(a);
-    equal(s.loads, 1);
-    equal(s.tabs, 1);
-
-    const b = await newTab();
-    const openedB = await open(b);
-    equal(openedB.sharing, "service-worker");
-    deepEqual(openedB.config, openedA.config, "the second tab gets the running engine's config");
-    equal(weightRequests(), loaded, "the second tab fetched no weights");
-    s = await stats(b);
-    equal(s.loads, 1, "loaded once for two tabs");
-    equal(s.tabs, 2);
+    const { b, loaded } = await openTwoTabs(a, newTab, open, "service-worker", weightRequests);
+    let s;
 
     const alone = await checkSharedStreams(t, a, b);
 

@@ -11,6 +11,7 @@ import { launchBrowser } from "../support/browser.mjs";
 import {
   checkSharedStreams,
   countingServer,
+  openTwoTabs,
   PROMPT,
   start,
   stats,
@@ -50,22 +51,8 @@ const open = (tab) => tab.evaluate(() => globalThis.tab.open(true));
 test("two tabs share one engine: one load, concurrent streams, per-tab aborts, a closed tab's KV freed, the last tab's close releasing it", async (t) => {
   try {
     const a = await newTab();
-    const openedA = await open(a);
-    equal(openedA.sharing, "origin", "Chromium's SharedWorker has WebGPU: the engine is shared");
-    const loaded = weightRequests();
-    ok(loaded > 0, "the first tab fetched the weights");
-    let s = await stats(a);
-    equal(s.loads, 1);
-    equal(s.tabs, 1);
-
-    const b = await newTab();
-    const openedB = await open(b);
-    equal(openedB.sharing, "origin");
-    deepEqual(openedB.config, openedA.config, "the second tab gets the running engine's config");
-    equal(weightRequests(), loaded, "the second tab fetched no weights");
-    s = await stats(b);
-    equal(s.loads, 1, "loaded once for two tabs");
-    equal(s.tabs, 2);
+    const { b, loaded } = await openTwoTabs(a, newTab, open, "origin", weightRequests);
+    let s;
 
     const alone = await checkSharedStreams(t, a, b);
 

@@ -91,3 +91,28 @@ export async function checkSharedStreams(t, a, b) {
   equal(longB.tokens, 600);
   return alone;
 }
+
+/**
+ * Open the model in tab `a` and then in a new tab, each with `open`: the first loads it (the
+ * server counts weight requests, `requests()`), the second joins as `sharing` with the same config
+ * and fetches nothing. Returns the second tab and the weight requests of the load.
+ */
+export async function openTwoTabs(a, newTab, open, sharing, requests) {
+  const openedA = await open(a);
+  equal(openedA.sharing, sharing, `the first tab's engine is shared (${sharing})`);
+  const loaded = requests();
+  ok(loaded > 0, "the first tab's engine fetched the weights");
+  let s = await stats(a);
+  equal(s.loads, 1);
+  equal(s.tabs, 1);
+
+  const b = await newTab();
+  const openedB = await open(b);
+  equal(openedB.sharing, sharing);
+  deepEqual(openedB.config, openedA.config, "the second tab gets the running engine's config");
+  equal(requests(), loaded, "the second tab fetched no weights");
+  s = await stats(b);
+  equal(s.loads, 1, "loaded once for two tabs");
+  equal(s.tabs, 2);
+  return { b, loaded };
+}
