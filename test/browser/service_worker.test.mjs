@@ -65,8 +65,6 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
     }));
     t.diagnostic(`navigator.gpu in Chromium's service worker: ${JSON.stringify(gpu)}`);
     const { b, loaded } = await openTwoTabs(a, newTab, open, "service-worker", weightRequests);
-    let s;
-
     const alone = await checkSharedStreams(t, a, b);
 
     // The last tab closes; the service worker stays, its engine goes after the grace period
@@ -75,7 +73,7 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
     await new Promise((r) => setTimeout(r, 4000));
     const c = await newTab();
     equal(await open(c).then((o) => o.sharing), "service-worker");
-    s = await stats(c);
+    const s = await stats(c);
     equal(s.tabs, 1);
     equal(s.engines, 1);
     ok(weightRequests() > loaded, "the new tab's engine fetched the weights again");
