@@ -18,7 +18,7 @@ import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
 import type { ModelFiles } from "./source.ts";
-import { type BufferPlan, dropReadAhead, planBytes, planStack, uploadPlan } from "./upload.ts";
+import { type BufferPlan, planBytes, planStack, uploadPlan } from "./upload.ts";
 import type { LoadOptions, LoadProgress } from "./load_options.ts";
 import { StagingWriter } from "./staging.ts";
 import {
@@ -210,7 +210,6 @@ export class GpuModel {
       // The weights are on the GPU (or failed): drop any whole-file copy a source holds (a URL
       // whose server ignores Range), rather than keep it as long as the model.
       for (const source of new Set(weightList(weights).map((t) => t.source))) {
-        dropReadAhead(source);
         source.release?.();
       }
     }

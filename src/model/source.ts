@@ -18,6 +18,13 @@ export interface ByteSource {
    */
   read(offset: number, length: number): Promise<Uint8Array>;
   /**
+   * Fill `into` with the bytes from `offset` (all of them, or throw), without allocating: the
+   * weight upload reads straight into its staging chunk through this where a source has it
+   * (an OPFS file in a dedicated worker, a file on disk). {@linkcode readInto} falls back to
+   * `read` for sources without it.
+   */
+  readInto?(offset: number, into: Uint8Array): Promise<void>;
+  /**
    * Drop whatever the source holds in memory (a whole-file copy); later reads fetch again.
    * Called once a load has read what it needs.
    */
@@ -97,6 +104,18 @@ export async function requireText(files: ModelFiles, name: string): Promise<stri
   const bytes = await src.read(0, src.size);
   if (looksLikeHtml(bytes)) throw htmlPage(src.name);
   return new TextDecoder().decode(bytes);
+}
+
+/** Fill `into` from `src` at `offset`: through `src.readInto` where it has one, else a read. */
+export async function readInto(src: ByteSource, offset: number, into: Uint8Array): Promise<void> {
+  if (src.readInto) return await src.readInto(offset, into);
+  const bytes = await src.read(offset, into.length);
+  if (bytes.length !== into.length) {
+    throw EngineError.invalidArgument(
+      `${src.name}: read ${bytes.length} of ${into.length} bytes at ${offset} (truncated file?)`,
+    );
+  }
+  into.set(bytes);
 }
 
 /** A `ByteSource` over a `Blob` or `File`, reading slices on demand. */

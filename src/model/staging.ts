@@ -30,13 +30,6 @@ export const STAGING_BUFFERS = 4;
 export interface UploadOptions {
   /** `write` (default) or `staging`. */
   via?: UploadVia;
-  /**
-   * Read the next piece of the file while this one is copied (`upload.ts`; one more piece of
-   * at most `STAGING_CHUNK_BYTES` in memory). Default false: in Chromium on SwiftShader (2 CPU
-   * cores, a 2 GB model from OPFS) the overlap made the upload slower, not faster (write: 5.2 s
-   * with, 4.3 s without; staging: 5.5 s with, 4.1 s without; test/browser_big).
-   */
-  readAhead?: boolean;
 }
 
 interface Slot {
@@ -77,13 +70,9 @@ export class StagingWriter {
   /** The one chunk `via: "write"` fills (`writeBuffer` copies it before returning). */
   #scratch: Uint8Array<ArrayBuffer> | undefined;
 
-  /** Whether the file is read ahead of the copies (`UploadOptions.readAhead`). */
-  readonly readAhead: boolean;
-
   constructor(device: GPUDevice, options: UploadOptions = {}) {
     this.#device = device;
     this.#via = options.via ?? "write";
-    this.readAhead = options.readAhead ?? false;
   }
 
   /** Write into `dst` from its start (after `end()` of the one before). */
@@ -100,6 +89,27 @@ export class StagingWriter {
       cur.bytes.set(bytes.subarray(at, at + n), cur.used);
       cur.used += n;
       at += n;
+      if (cur.used === cur.bytes.length) await this.#flush();
+    }
+  }
+
+  /**
+   * Append `length` bytes that `fill` puts straight into the chunk being filled: it is called with
+   * each piece of chunk space in turn (`into`, and how many of the bytes came before it), so a
+   * source that reads into a buffer (`ByteSource.readInto`) fills the staging memory itself and
+   * nothing is allocated or copied on the way.
+   */
+  async writeFrom(
+    length: number,
+    fill: (into: Uint8Array, done: number) => Promise<void>,
+  ): Promise<void> {
+    let done = 0;
+    while (done < length) {
+      const cur = this.#cur ?? await this.#take();
+      const n = Math.min(length - done, cur.bytes.length - cur.used);
+      await fill(cur.bytes.subarray(cur.used, cur.used + n), done);
+      cur.used += n;
+      done += n;
       if (cur.used === cur.bytes.length) await this.#flush();
     }
   }

@@ -23,7 +23,7 @@ import { quantizedRowBytes } from "../gpu/quant/formats.ts";
 import { createTrackedBuffer } from "../gpu/memory_ledger.ts";
 import { unpermuteQkRows } from "./gguf/tensors.ts";
 import { STAGING_CHUNK_BYTES, type StagingWriter } from "./staging.ts";
-import type { ByteSource } from "./source.ts";
+import { readInto } from "./source.ts";
 import type { WeightInfo } from "./weights.ts";
 
 /** Rows [row0, row1) of one tensor, in HF row order. */
@@ -109,7 +109,6 @@ export function planStack(
 async function readRows(
   s: RowSlice,
   take: number,
-  ahead: boolean,
   use: (bytes: Uint8Array) => Promise<void>,
 ): Promise<void> {
   const t = s.tensor;
@@ -118,12 +117,12 @@ async function readRows(
   if (il === undefined) {
     for (let r = s.row0; r < s.row1; r += take) {
       const n = Math.min(take, s.row1 - r);
-      await use(await readExact(t, r * bytesPerRow, n * bytesPerRow, ahead));
+      await use(await readExact(t, r * bytesPerRow, n * bytesPerRow));
     }
     return;
   }
   // llama.cpp's q/k row order: HF row i is stored row perm[i].
-  const all = await readExact(t, 0, t.length, ahead);
+  const all = await readExact(t, 0, t.length);
   const perm = unpermuteQkRows(rowsOf(t), il.headDim, il.heads);
   for (let r = s.row0; r < s.row1; r += take) {
     const n = Math.min(take, s.row1 - r);
@@ -136,45 +135,8 @@ async function readRows(
   }
 }
 
-/** The read under way of the bytes that follow a source's last read (one per source). */
-const ahead = new WeakMap<ByteSource, { at: number; length: number; bytes: Promise<Uint8Array> }>();
-
-/**
- * `src.read(at, length)`, served from the read ahead when it starts there; then the next piece
- * (up to one staging chunk) is read ahead while the caller uploads this one, so that reading
- * the file and copying to the GPU overlap instead of taking turns. Weights are uploaded about
- * in file order; a read elsewhere drops the read ahead (one wasted read, never wrong bytes).
- */
-async function readAt(src: ByteSource, at: number, length: number): Promise<Uint8Array> {
-  const a = ahead.get(src);
-  ahead.delete(src);
-  const bytes = a && a.at === at && a.length >= length
-    ? a.bytes.then((b) => b.subarray(0, length))
-    : src.read(at, length);
-  const next = at + length;
-  if (next < src.size) {
-    const n = Math.min(STAGING_CHUNK_BYTES, src.size - next);
-    const p = src.read(next, n);
-    p.catch(() => {}); // a failed read ahead fails only the read that uses it
-    ahead.set(src, { at: next, length: n, bytes: p });
-  }
-  return await bytes;
-}
-
-/** Forget `src`'s read ahead (the upload is over). */
-export function dropReadAhead(src: ByteSource): void {
-  ahead.delete(src);
-}
-
-async function readExact(
-  t: WeightInfo,
-  at: number,
-  length: number,
-  ahead: boolean,
-): Promise<Uint8Array> {
-  const raw = ahead
-    ? await readAt(t.source, t.offset + at, length)
-    : await t.source.read(t.offset + at, length);
+async function readExact(t: WeightInfo, at: number, length: number): Promise<Uint8Array> {
+  const raw = await t.source.read(t.offset + at, length);
   if (raw.length !== length) {
     throw EngineError.invalidArgument(
       `tensor ${t.name}: read ${raw.length} of ${length} bytes (truncated file?)`,
@@ -212,9 +174,19 @@ export async function uploadPlan(
         }
         convert = (raw) => encodeWeights(decodeWeights(raw, from), to);
       }
+      if (!convert && t.ropeInterleave === undefined && t.source.readInto) {
+        // The rows as stored, read straight into the staging chunks.
+        const bytesPerRow = t.length / rowsOf(t);
+        const start = t.offset + s.row0 * bytesPerRow;
+        await writer.writeFrom((s.row1 - s.row0) * bytesPerRow, async (into, done) => {
+          await readInto(t.source, start + done, into);
+          progress(into.length, t.name);
+        });
+        continue;
+      }
       const widest = Math.max(t.length / rowsOf(t), rowBytes(t, plan.dtype));
       const take = Math.max(1, Math.floor(STAGING_CHUNK_BYTES / widest));
-      await readRows(s, take, writer.readAhead, async (raw) => {
+      await readRows(s, take, async (raw) => {
         await writer.write(convert ? convert(raw) : raw);
         progress(raw.length, t.name);
       });

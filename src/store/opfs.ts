@@ -6,11 +6,13 @@
  * either way each writer's bytes are on disk once it is closed. A complete entry is read as
  * slices of the file (`getFile()`), never whole.
  */
-import type { ByteSource } from "../model/source.ts";
+import { EngineError } from "../contract/errors.ts";
+import { type ByteSource, readInto } from "../model/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "./storage.ts";
 
 /** The parts of the File System Access API used here (not in every TypeScript lib). */
 interface SyncHandle {
+  read(into: Uint8Array, options: { at: number }): number;
   write(bytes: Uint8Array, options: { at: number }): number;
   truncate(size: number): void;
   flush(): void;
@@ -24,7 +26,7 @@ interface Writable {
 interface FileHandle {
   getFile(): Promise<File>;
   createWritable(options?: { keepExistingData?: boolean }): Promise<Writable>;
-  createSyncAccessHandle?(): Promise<SyncHandle>;
+  createSyncAccessHandle?(options?: { mode?: "readwrite" | "read-only" }): Promise<SyncHandle>;
 }
 interface DirHandle {
   getDirectoryHandle(name: string, options?: { create?: boolean }): Promise<DirHandle>;
@@ -143,12 +145,7 @@ export class OpfsStorage implements EntryStorage {
     const f = await this.#file(`${key}.bin`);
     if (!f) return undefined;
     const file = await f.getFile();
-    return {
-      name,
-      size: file.size,
-      read: async (offset, length) =>
-        new Uint8Array(await file.slice(offset, offset + length).arrayBuffer()),
-    };
+    return new OpfsSource(f, file, name);
   }
 
   async delete(key: string): Promise<void> {
@@ -157,5 +154,68 @@ export class OpfsStorage implements EntryStorage {
         if (!notFound(e)) throw e;
       });
     }
+  }
+}
+
+/**
+ * A complete entry's bytes. `read` takes slices of the file; `readInto` (the weight upload) reads
+ * through a read-only synchronous access handle straight into the caller's buffer, where there is
+ * one (a dedicated worker), so that loading a model allocates nothing per chunk. The handle is
+ * opened at the first `readInto` and closed by `release()` (the end of a load); where it cannot
+ * be opened (not a dedicated worker, a writer holds the file), slices are read instead.
+ */
+class OpfsSource implements ByteSource {
+  readonly size: number;
+  #sync: SyncHandle | undefined;
+  /** No synchronous handle here: read slices until `release()`. */
+  #noSync = false;
+
+  constructor(readonly handle: FileHandle, readonly file: File, readonly name: string) {
+    this.size = file.size;
+  }
+
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    return new Uint8Array(await this.file.slice(offset, offset + length).arrayBuffer());
+  }
+
+  async readInto(offset: number, into: Uint8Array): Promise<void> {
+    const sync = await this.#handle();
+    if (!sync) {
+      return await readInto(
+        {
+          name: this.name,
+          size: this.size,
+          read: (o, n) => this.read(o, n),
+        },
+        offset,
+        into,
+      );
+    }
+    for (let done = 0; done < into.length;) {
+      const n = sync.read(into.subarray(done), { at: offset + done });
+      if (n <= 0) {
+        throw EngineError.invalidArgument(
+          `${this.name}: the stored file ends at ${offset + done} (expected ${this.size} bytes)`,
+        );
+      }
+      done += n;
+    }
+  }
+
+  async #handle(): Promise<SyncHandle | undefined> {
+    if (this.#sync || this.#noSync) return this.#sync;
+    try {
+      this.#sync = await this.handle.createSyncAccessHandle?.({ mode: "read-only" });
+    } catch {
+      this.#sync = undefined;
+    }
+    this.#noSync = this.#sync === undefined;
+    return this.#sync;
+  }
+
+  release(): void {
+    this.#sync?.close();
+    this.#sync = undefined;
+    this.#noSync = false;
   }
 }

@@ -15,6 +15,7 @@ import {
   type DownloadProgress,
   type ModelFiles,
   modelName,
+  readInto,
 } from "../model/source.ts";
 import { openUrl, urlLayout } from "../model/url_source.ts";
 import { download, type DownloadOptions } from "./download.ts";
@@ -166,7 +167,8 @@ export class ModelStore {
         name: net.name,
         size: net.size,
         read: (offset, length) => (local.get(key) ?? net).read(offset, length),
-        release: () => net.release?.(),
+        readInto: (offset, into) => readInto(local.get(key) ?? net, offset, into),
+        release: () => (local.get(key) ?? net).release?.(),
       };
     };
     const prepare = async (

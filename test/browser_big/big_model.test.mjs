@@ -311,9 +311,7 @@ test("load from OPFS against reading the same bytes from OPFS in the page", {
   // shared: a read and a load taken minutes apart are not comparable).
   const ways = {
     write: { via: "write" },
-    writeReadAhead: { via: "write", readAhead: true },
     staging: { via: "staging" },
-    stagingReadAhead: { via: "staging", readAhead: true },
   };
   const out = {};
   for (const [name, upload] of Object.entries(ways)) {

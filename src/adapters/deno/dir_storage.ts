@@ -83,7 +83,7 @@ export function dirStorage(dir: string = cacheDir()): EntryStorage {
     },
     async source(key, name): Promise<ByteSource | undefined> {
       const src = await fileSource(bin(key));
-      return src && { name, size: src.size, read: (o, n) => src.read(o, n) };
+      return src && { ...src, name };
     },
     async delete(key) {
       await remove(bin(key));

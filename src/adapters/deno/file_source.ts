@@ -32,29 +32,33 @@ export async function fileSource(path: string): Promise<ByteSource | undefined> 
     );
   }
   const size = info.size;
+  const readInto = async (offset: number, into: Uint8Array): Promise<void> => {
+    try {
+      using file = await Deno.open(path, { read: true });
+      await file.seek(offset, Deno.SeekMode.Start);
+      let done = 0;
+      while (done < into.length) {
+        const n = await file.read(into.subarray(done));
+        if (n === null) {
+          throw EngineError.invalidArgument(
+            `${describe(path, 300)}: unexpected end of file at ${offset + done}`,
+          );
+        }
+        done += n;
+      }
+    } catch (e) {
+      throw fsError(path, e);
+    }
+  };
   return {
     name: path,
     size,
     async read(offset, length) {
-      try {
-        const out = new Uint8Array(length);
-        using file = await Deno.open(path, { read: true });
-        await file.seek(offset, Deno.SeekMode.Start);
-        let done = 0;
-        while (done < length) {
-          const n = await file.read(out.subarray(done));
-          if (n === null) {
-            throw EngineError.invalidArgument(
-              `${describe(path, 300)}: unexpected end of file at ${offset + done}`,
-            );
-          }
-          done += n;
-        }
-        return out;
-      } catch (e) {
-        throw fsError(path, e);
-      }
+      const out = new Uint8Array(length);
+      await readInto(offset, out);
+      return out;
     },
+    readInto,
   };
 }
 
