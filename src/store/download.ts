@@ -277,11 +277,11 @@ async function store(
 ): Promise<{ bytes: number; error?: string }> {
   const writer = await storage.writer(key, from);
   let bytes = 0;
-  const reader = res.body!.getReader();
+  const reader = bodyReader(res.body!);
   try {
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return { bytes };
+      const value = await reader.next();
+      if (value === undefined) return { bytes };
       if (bytes + value.length > want) {
         await reader.cancel().catch(() => {});
         throw EngineError.invalidArgument(
@@ -303,6 +303,39 @@ async function store(
   } finally {
     await writer.close();
   }
+}
+
+/** Bytes of the buffer a body is read into, where it is a byte stream. */
+const PIECE_BYTES = 1 << 20;
+
+/**
+ * A body's bytes piece by piece. Where the body is a byte stream (fetch in Chromium and Deno),
+ * each piece is read into one reused buffer (a BYOB reader), valid until the next call: a
+ * download of gigabytes then leaves no garbage of network chunks behind it (writers copy or
+ * store the bytes before their `write` settles). Else the stream's own chunks.
+ */
+function bodyReader(body: ReadableStream<Uint8Array>) {
+  let byob: ReadableStreamBYOBReader | undefined;
+  try {
+    byob = body.getReader({ mode: "byob" });
+  } catch {
+    byob = undefined; // not a byte stream
+  }
+  const plain = byob ? undefined : body.getReader();
+  let buffer = new ArrayBuffer(PIECE_BYTES);
+  return {
+    async next(): Promise<Uint8Array | undefined> {
+      if (plain) {
+        const { done, value } = await plain.read();
+        return done ? undefined : value;
+      }
+      const { done, value } = await byob!.read(new Uint8Array(buffer));
+      if (done || value === undefined) return undefined;
+      buffer = value.buffer as ArrayBuffer;
+      return value;
+    },
+    cancel: () => (byob ?? plain)!.cancel(),
+  };
 }
 
 /**

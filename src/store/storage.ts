@@ -39,7 +39,10 @@ export interface EntryMeta {
 
 /** Writes an entry's bytes in order, from where it was opened. */
 export interface EntryWriter {
-  /** Append `bytes` (the writer may keep them until `close`). */
+  /**
+   * Append `bytes`. They are the caller's again once the returned promise settles (the downloader
+   * reads the next piece into the same buffer): a writer that holds bytes until later copies them.
+   */
   write(bytes: Uint8Array): Promise<void>;
   /** Store what was written (the bytes so far count towards `length` once this resolves). */
   close(): Promise<void>;
