@@ -18,7 +18,7 @@ import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "./checkpoint.ts";
 import { ropeInvFreq } from "./rope.ts";
 import type { ModelFiles } from "./source.ts";
-import { type BufferPlan, planBytes, planStack, uploadPlan } from "./upload.ts";
+import { allocatePlan, type BufferPlan, fillPlan, planBytes, planStack } from "./upload.ts";
 import type { LoadOptions, LoadProgress } from "./load_options.ts";
 import { StagingWriter } from "./staging.ts";
 import {
@@ -191,24 +191,36 @@ export class GpuModel {
       );
     }
     const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);
+    const writer = new StagingWriter(gpu.device, options.upload);
     try {
-      const writer = new StagingWriter(gpu.device, options.upload);
-      try {
-        await model.#uploadAll(writer, options.onProgress, options.maxSlabBytes);
-        await writer.close();
-      } finally {
-        writer.destroy();
-      }
+      // Every buffer first (the fills queue behind), so that `beside` can build on the whole
+      // model while its weights stream in.
+      await model.#uploadAll(writer, options.onProgress, options.maxSlabBytes);
       for (let l = 0; l < config.numLayers; l++) {
         model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes, "kv")));
         model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes, "kv")));
       }
+      const filled = model.#fills.then(() => writer.close());
+      const beside = (async () => await options.beside?.(model))();
+      // A failure on either side stops the fills still queued (a compile error need not wait
+      // for gigabytes to upload); the first failure is thrown once both have settled.
+      let first: { error: unknown } | undefined;
+      await Promise.allSettled([
+        filled.catch((error) => void (first ??= { error })),
+        beside.catch((error) => {
+          model.#stopped = true;
+          first ??= { error };
+        }),
+      ]);
+      if (first) throw first.error;
     } catch (e) {
+      model.#stopped = true;
       model.destroy();
       throw e;
     } finally {
+      writer.destroy();
       // The weights are on the GPU (or failed): drop any whole-file copy a source holds (a URL
-      // whose server ignores Range), rather than keep it as long as the model.
+      // whose server ignores Range), and close what a source opened to read them.
       for (const source of new Set(weightList(weights).map((t) => t.source))) {
         source.release?.();
       }
@@ -233,8 +245,10 @@ export class GpuModel {
     const buffers = async (plans: BufferPlan[]) => {
       const out = [];
       for (const p of plans) {
+        const buffer = this.own(allocatePlan(this.gpu.device, p, STORAGE));
+        this.#fill(() => fillPlan(p, buffer, progress, writer));
         out.push({
-          buffer: this.own(await uploadPlan(this.gpu.device, p, STORAGE, progress, writer)),
+          buffer,
           dtype: p.dtype,
           rows: p.slices.reduce((n, s) => n + s.row1 - s.row0, 0),
         });
@@ -327,6 +341,21 @@ export class GpuModel {
     }
     this.finalNorm = await vector([w.norm], "f32");
     this.lmHead = w.lmHead === w.embed ? this.embed : await weight(w.lmHead.name, [w.lmHead]);
+  }
+
+  /** The weight buffers' fills, one after another in file order (`#fill`). */
+  #fills: Promise<void> = Promise.resolve();
+  /** A load failed: fills not yet begun are not begun. */
+  #stopped = false;
+
+  /** Queue `job` after the fills before it (skipped once one fails or the load stops). */
+  #fill(job: () => Promise<void>): void {
+    this.#fills = this.#fills.then(() => {
+      if (this.#stopped) throw new EngineError("Cancelled", "the model's load stopped");
+      return job();
+    });
+    // Handled where it is awaited; until then a failure must not count as unhandled.
+    this.#fills.catch(() => {});
   }
 
   /** Register `buffer` to be destroyed with the model; returns it. */

@@ -2,6 +2,7 @@
 import type { KvDtype } from "../gpu/kernels/attention.ts";
 import type { DownloadProgress } from "./source.ts";
 import type { UploadOptions } from "./staging.ts";
+import type { GpuModel } from "./gpu_model.ts";
 
 /**
  * What a load is doing: downloading the model's files into the local store (bytes; only for a
@@ -48,4 +49,11 @@ export interface LoadOptions {
   maxSlabBytes?: number;
   /** How weights reach the GPU (default: `queue.writeBuffer` of bounded, reused chunks). */
   upload?: UploadOptions;
+  /**
+   * Run while the weights upload, once every buffer of the model exists (empty, filling in file
+   * order; anything submitted reads them as they are then): an engine compiles its pipelines
+   * here, so that compiling and uploading overlap. The load settles when both have; a failure of
+   * either fails it.
+   */
+  beside?: (model: GpuModel) => Promise<void>;
 }

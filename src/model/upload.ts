@@ -145,56 +145,57 @@ async function readExact(t: WeightInfo, at: number, length: number): Promise<Uin
   return raw;
 }
 
-/**
- * Create `plan`'s buffer and fill it from the file through `writer`'s staging chunks, reading at
- * most about one chunk of rows at a time (the whole file, or tensor, is never held); `progress`
- * gets the file bytes each piece read. The buffer is destroyed if the upload fails.
- */
-export async function uploadPlan(
+/** Create `plan`'s buffer (sized and labelled by the plan, on the memory ledger as weights). */
+export function allocatePlan(
   device: GPUDevice,
   plan: BufferPlan,
   usage: GPUBufferUsageFlags,
-  progress: (bytes: number, tensor: string) => void,
-  writer: StagingWriter,
-): Promise<GPUBuffer> {
-  const buffer = createTrackedBuffer(device, {
+): GPUBuffer {
+  return createTrackedBuffer(device, {
     label: plan.label,
     size: Math.max(4, Math.ceil(planBytes(plan) / 4) * 4),
     usage: usage | GPUBufferUsage.COPY_DST,
   }, "weights");
-  try {
-    writer.begin(buffer);
-    for (const s of plan.slices) {
-      const t = s.tensor;
-      const [from, to] = [t.dtype, plan.dtype];
-      let convert: ((raw: Uint8Array) => Uint8Array) | undefined;
-      if (from !== to) {
-        if (!isFloatDtype(from) || !isFloatDtype(to)) {
-          throw new Error(`tensor ${t.name}: cannot convert ${from} to ${to}`);
-        }
-        convert = (raw) => encodeWeights(decodeWeights(raw, from), to);
+}
+
+/**
+ * Fill `plan`'s `buffer` from the file through `writer`'s staging chunks, reading at most about
+ * one chunk of rows at a time (the whole file, or tensor, is never held); `progress` gets the
+ * file bytes each piece read.
+ */
+export async function fillPlan(
+  plan: BufferPlan,
+  buffer: GPUBuffer,
+  progress: (bytes: number, tensor: string) => void,
+  writer: StagingWriter,
+): Promise<void> {
+  writer.begin(buffer);
+  for (const s of plan.slices) {
+    const t = s.tensor;
+    const [from, to] = [t.dtype, plan.dtype];
+    let convert: ((raw: Uint8Array) => Uint8Array) | undefined;
+    if (from !== to) {
+      if (!isFloatDtype(from) || !isFloatDtype(to)) {
+        throw new Error(`tensor ${t.name}: cannot convert ${from} to ${to}`);
       }
-      if (!convert && t.ropeInterleave === undefined && t.source.readInto) {
-        // The rows as stored, read straight into the staging chunks.
-        const bytesPerRow = t.length / rowsOf(t);
-        const start = t.offset + s.row0 * bytesPerRow;
-        await writer.writeFrom((s.row1 - s.row0) * bytesPerRow, async (into, done) => {
-          await readInto(t.source, start + done, into);
-          progress(into.length, t.name);
-        });
-        continue;
-      }
-      const widest = Math.max(t.length / rowsOf(t), rowBytes(t, plan.dtype));
-      const take = Math.max(1, Math.floor(STAGING_CHUNK_BYTES / widest));
-      await readRows(s, take, async (raw) => {
-        await writer.write(convert ? convert(raw) : raw);
-        progress(raw.length, t.name);
-      });
+      convert = (raw) => encodeWeights(decodeWeights(raw, from), to);
     }
-    writer.end();
-  } catch (e) {
-    buffer.destroy();
-    throw e;
+    if (!convert && t.ropeInterleave === undefined && t.source.readInto) {
+      // The rows as stored, read straight into the staging chunks.
+      const bytesPerRow = t.length / rowsOf(t);
+      const start = t.offset + s.row0 * bytesPerRow;
+      await writer.writeFrom((s.row1 - s.row0) * bytesPerRow, async (into, done) => {
+        await readInto(t.source, start + done, into);
+        progress(into.length, t.name);
+      });
+      continue;
+    }
+    const widest = Math.max(t.length / rowsOf(t), rowBytes(t, plan.dtype));
+    const take = Math.max(1, Math.floor(STAGING_CHUNK_BYTES / widest));
+    await readRows(s, take, async (raw) => {
+      await writer.write(convert ? convert(raw) : raw);
+      progress(raw.length, t.name);
+    });
   }
-  return buffer;
+  writer.end();
 }

@@ -68,33 +68,49 @@ export async function assembleEngine(
   );
   // Only now, with the fit known, download (or resume) the weight files into the store.
   await prepareWeights(o.files, checkpoint, o.onLoadProgress);
+  // The pipelines compile while the weights upload (`beside`); the warm-up's progress is held
+  // back until the weights are done, so that the phases are reported one after the other.
+  const device = gpu.device;
+  const progress = o.onLoadProgress;
+  let uploaded = false;
+  let heldBack: (() => void) | undefined;
+  const pipelinesProgress = progress &&
+    ((n: number, total: number, label: string) => {
+      const report = () => progress(n, total, label, "pipelines");
+      if (uploaded) report();
+      else heldBack = report;
+    });
+  let built: Omit<EngineParts, "model" | "blocks" | "scheduler" | "config"> | undefined;
   const model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
     blockSize,
     kvBlocks: kv.blocks,
     kvDtype,
-    ...(o.onLoadProgress ? { onProgress: o.onLoadProgress } : {}),
+    ...(progress ? { onProgress: progress } : {}),
     ...(o.upload ? { upload: o.upload } : {}),
+    beside: async (model) => {
+      const tokens = new TokenStore(device, maxNumSeqs, context);
+      const forward = new Forward(model, { tokensFrom: tokens.buffer });
+      const sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
+        history: tokens.buffer,
+        ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
+      });
+      const readback = new Readback(device, sampler);
+      built = { tokens, forward, sampler, readback, warmUpReport: undefined };
+      if (o.warmUp ?? true) {
+        built.warmUpReport = await warmUp({
+          device,
+          forward,
+          sampler,
+          tokens,
+          maxTokens: maxNumBatchedTokens,
+          maxSeqs: maxNumSeqs,
+        }, pipelinesProgress);
+      }
+    },
   });
-  const device = gpu.device;
-  const tokens = new TokenStore(device, maxNumSeqs, context);
-  const forward = new Forward(model, { tokensFrom: tokens.buffer });
-  const sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
-    history: tokens.buffer,
-    ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
-  });
-  const readback = new Readback(device, sampler);
-  let warmUpReport: WarmUpReport | undefined;
-  if (o.warmUp ?? true) {
-    const progress = o.onLoadProgress;
-    warmUpReport = await warmUp({
-      device,
-      forward,
-      sampler,
-      tokens,
-      maxTokens: maxNumBatchedTokens,
-      maxSeqs: maxNumSeqs,
-    }, progress && ((n, total, label) => progress(n, total, label, "pipelines")));
-  }
+  uploaded = true;
+  heldBack?.();
+  const { tokens, forward, sampler, readback, warmUpReport } = built!;
   const blocks = new BlockManager({ numBlocks: kv.blocks, blockSize, onEvent: onKvEvent });
   const keyWindow = kvWindow(model.config, model.config.numLayers);
   const scheduler = new Scheduler(

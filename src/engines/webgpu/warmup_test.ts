@@ -152,6 +152,34 @@ Deno.test("warm-up: a GGUF model too; its long prompt (a step without logit rows
   }
 });
 
+Deno.test("warm-up: compiled while the weights upload, its progress reported after theirs", async () => {
+  const { gpu, created } = await countingGpu();
+  const events: { phase: string; done: number; total: number; pipelines: number }[] = [];
+  const e = new WebGpuEngine({
+    files: dirFiles(FORTUNE),
+    name: "fortune",
+    gpu,
+    onLoadProgress: (done, total, _item, phase) =>
+      events.push({ phase, done, total, pipelines: created().length }),
+  });
+  try {
+    await e.start(0n);
+    const phases = events.map((x) => x.phase);
+    const firstPipelines = phases.indexOf("pipelines");
+    ok(firstPipelines > 0, "both phases reported");
+    ok(phases.slice(firstPipelines).every((p) => p === "pipelines"), "weights, then pipelines");
+    const last = events[firstPipelines - 1]!;
+    equal(last.done, last.total, "the weights' last report is their total");
+    // Compiling began before the last weight byte was reported: the two overlap.
+    ok(last.pipelines > 0, `${last.pipelines} pipelines asked for by the weights' last report`);
+    const end = events[events.length - 1]!;
+    equal(end.done, end.total);
+  } finally {
+    await e.cleanup();
+    gpu.device.destroy();
+  }
+});
+
 Deno.test("without the warm-up the first request compiles (the count above can fail)", async () => {
   const { gpu, created } = await countingGpu();
   const e = new WebGpuEngine({ files: dirFiles(FORTUNE), name: "fortune", gpu, warmUp: false });
