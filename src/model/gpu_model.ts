@@ -195,7 +195,7 @@ export class GpuModel {
     try {
       // Every buffer first (the fills queue behind), so that `beside` can build on the whole
       // model while its weights stream in.
-      await model.#uploadAll(writer, options.onProgress, options.maxSlabBytes);
+      model.#allocateAll(writer, options.onProgress, options.maxSlabBytes);
       for (let l = 0; l < config.numLayers; l++) {
         model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes, "kv")));
         model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes, "kv")));
@@ -228,11 +228,15 @@ export class GpuModel {
     return model;
   }
 
-  async #uploadAll(
+  /**
+   * Create every weight buffer of the model and queue its fill (`#fill`) from the file through
+   * `writer`, in file order; the fills run behind, reporting `weights` progress in bytes.
+   */
+  #allocateAll(
     writer: StagingWriter,
     onProgress?: LoadProgress,
     maxSlabBytes = Infinity,
-  ): Promise<void> {
+  ): void {
     const w = this.weights;
     const total = weightList(w).reduce((n, t) => n + t.length, 0);
     const caps = this.gpu.caps;
@@ -242,7 +246,7 @@ export class GpuModel {
       loaded += bytes;
       onProgress?.(loaded, total, name, "weights");
     };
-    const buffers = async (plans: BufferPlan[]) => {
+    const buffers = (plans: BufferPlan[]) => {
       const out = [];
       for (const p of plans) {
         const buffer = this.own(allocatePlan(this.gpu.device, p, STORAGE));
@@ -255,11 +259,11 @@ export class GpuModel {
       }
       return out;
     };
-    const weight = async (label: string, ts: WeightInfo[]): Promise<GpuWeight> => ({
-      parts: await buffers(planStack(label, ts, limit)),
+    const weight = (label: string, ts: WeightInfo[]): GpuWeight => ({
+      parts: buffers(planStack(label, ts, limit)),
     });
-    const vector = async (t: WeightInfo[], as: WeightDtype) => {
-      const [one, ...more] = await buffers(planStack(t[0]!.name, t, Infinity, as));
+    const vector = (t: WeightInfo[], as: WeightDtype) => {
+      const [one, ...more] = buffers(planStack(t[0]!.name, t, Infinity, as));
       if (more.length > 0 || !one) throw new Error(`${t[0]!.name}: not one buffer`);
       return one.buffer;
     };
@@ -273,24 +277,24 @@ export class GpuModel {
       if (ts.length !== parts.length) throw new Error("a layer without its stacked products");
       return [`${ts[0]!.name}+${ts.length - 1}`, ts];
     };
-    this.embed = await weight(w.embed.name, [w.embed]);
+    this.embed = weight(w.embed.name, [w.embed]);
     for (const l of w.layers) {
       const layer: GpuLayer = {
-        qkv: await weight(...stacked(l.qkv, [l.q, l.k, l.v])),
-        o: await weight(l.o.name, [l.o]),
+        qkv: weight(...stacked(l.qkv, [l.q, l.k, l.v])),
+        o: weight(l.o.name, [l.o]),
       };
       if ((l.gate && l.up) || l.gateUp) {
-        layer.gateUp = await weight(...stacked(l.gateUp, [l.gate, l.up]));
+        layer.gateUp = weight(...stacked(l.gateUp, [l.gate, l.up]));
       }
-      if (l.down) layer.down = await weight(l.down.name, [l.down]);
+      if (l.down) layer.down = weight(l.down.name, [l.down]);
       for (const role of ["inputNorm", "postNorm", "attnOutNorm", "mlpOutNorm"] as const) {
         const t = l[role];
-        if (t) layer[role] = await vector([t], "f32");
+        if (t) layer[role] = vector([t], "f32");
       }
-      if (l.router) layer.router = await weight(l.router.name, [l.router]);
+      if (l.router) layer.router = weight(l.router.name, [l.router]);
       if (l.experts) {
         /** A slab of each expert's `ts`, in buffers of whole experts. */
-        const slab = async (label: string, ts: WeightInfo[][]): Promise<ExpertSlab> => {
+        const slab = (label: string, ts: WeightInfo[][]): ExpertSlab => {
           const [all, ...more] = planStack(label, ts.flat(), Infinity);
           if (more.length > 0) {
             throw new EngineError(
@@ -306,7 +310,7 @@ export class GpuModel {
             const name = `${label}[${first}..${first + n - 1}]`;
             // Each part in the whole slab's dtype (a float subset could have another common one).
             const as = isFloatDtype(all!.dtype) ? all!.dtype : undefined;
-            const [one, ...extra] = await buffers(
+            const [one, ...extra] = buffers(
               planStack(name, ts.slice(first, first + n).flat(), max, as),
             );
             if (!one || extra.length > 0) throw new Error(`${name}: not one buffer`);
@@ -317,30 +321,30 @@ export class GpuModel {
         };
         const name = l.experts[0]!.gate.name.replace(/\.0\.gate_proj\.weight$/, "");
         layer.experts = {
-          gateUp: await slab(`${name}.gate_up`, l.experts.map((e) => [e.gate, e.up])),
-          down: await slab(`${name}.down`, l.experts.map((e) => [e.down])),
+          gateUp: slab(`${name}.gate_up`, l.experts.map((e) => [e.gate, e.up])),
+          down: slab(`${name}.down`, l.experts.map((e) => [e.down])),
         };
         const biases = expertBiasTensors(l.experts);
         if (biases) {
           layer.experts.biases = {
-            gateUp: await vector(biases.gateUp, "f32"),
-            down: await vector(biases.down, "f32"),
+            gateUp: vector(biases.gateUp, "f32"),
+            down: vector(biases.down, "f32"),
           };
         }
       }
       for (const role of ["oBias", "sinks", "routerBias"] as const) {
         const t = l[role];
-        if (t) layer[role] = await vector([t], "f32");
+        if (t) layer[role] = vector([t], "f32");
       }
       if (l.qBias && l.kBias && l.vBias) {
-        layer.qkvBias = await vector([l.qBias, l.kBias, l.vBias], "f32");
+        layer.qkvBias = vector([l.qBias, l.kBias, l.vBias], "f32");
       }
-      if (l.qNorm) layer.qNorm = await vector([l.qNorm], "f32");
-      if (l.kNorm) layer.kNorm = await vector([l.kNorm], "f32");
+      if (l.qNorm) layer.qNorm = vector([l.qNorm], "f32");
+      if (l.kNorm) layer.kNorm = vector([l.kNorm], "f32");
       this.layers.push(layer);
     }
-    this.finalNorm = await vector([w.norm], "f32");
-    this.lmHead = w.lmHead === w.embed ? this.embed : await weight(w.lmHead.name, [w.lmHead]);
+    this.finalNorm = vector([w.norm], "f32");
+    this.lmHead = w.lmHead === w.embed ? this.embed : weight(w.lmHead.name, [w.lmHead]);
   }
 
   /** The weight buffers' fills, one after another in file order (`#fill`). */
