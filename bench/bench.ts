@@ -12,6 +12,7 @@
  *     [--probe-mib 1024] [--peers [--peer-threads 1,2,4] [--sweep-rounds 2]] [--quick]
  *     [--quant q8_0,q4_k_m [--quantizer kiln|llama.cpp] [--quant-only]] [--gguf FILE,...]
  *     [--layers 1,4] [--decode-only] [--pipeline-depth N] [--only PEER,...] [--out FILE]
+ *     [--contexts 128,2048,8192]
  *     [--engine ort [--onnx DIR] [--variant model] [--ep webgpu|wasm]] [--caption TEXT]
  *
  * A CPU peer (llama.cpp's CPU build) is run at each thread count of `--peer-threads` (default 1
@@ -37,6 +38,8 @@
  * machine. `--decode-only`: no prefill runs (a `--quick` run on lavapipe spends most of its
  * peers' time there otherwise).
  *
+ * `--contexts`: decode tokens/s of one stream after a prompt of each length (`contexts.ts`).
+ *
  * Writes JSON (default `bench/results/bench-<adapter>.json`) and an SVG beside it; prints a
  * table to stderr.
  */
@@ -60,8 +63,9 @@ import { renderBenchChart } from "./bench_chart.ts";
 import { parseThreadList, threadCandidates } from "./threads.ts";
 import { machineProbe } from "./machine_load.ts";
 import { perLayer } from "./slices.ts";
+import { contextBench, contextPositions } from "./contexts.ts";
 import { guidedBench, hasTokenizer } from "./guided_cost.ts";
-import type { Peer } from "./peers/peer.ts";
+import { loadPeers } from "./load_peers.ts";
 
 const { flags, fail } = runCli({
   name: "bench",
@@ -103,6 +107,7 @@ const encodeIters = flags["encode-iters"] ?? (quick ? 30 : 200);
 const probeMiB = flags["probe-mib"] ?? (quick ? 256 : 1024);
 const maxBatched = flags["max-batched-tokens"];
 const pipelineDepth = flags["pipeline-depth"];
+const contexts = flags.contexts;
 if (flags.only !== undefined && !flags.peers) fail("--only needs --peers");
 const PROMPT = 16; // decode prompts: 16 tokens per stream
 const modelDir = flags.model;
@@ -130,43 +135,25 @@ log(`adapter: ${adapter}`);
 const probe = await readProbe(gpu, { bytes: probeMiB * 2 ** 20 });
 log(`read probe: ${probe.gb_per_s.toFixed(2)} GB/s over ${probe.bytes / 2 ** 20} MiB`);
 
-let peers: Peer[] = [];
-if (flags.peers) {
-  const url = new URL("./peers/mod.ts", import.meta.url).href;
-  try {
-    peers = ((await import(url)) as { peers: Peer[] }).peers;
-  } catch (e) {
-    throw new Error(`--peers: ${url} could not be loaded: ${(e as Error).message}`);
-  }
-  const only = flags.only;
-  const unknownPeer = only?.find((n) => !peers.some((p) => p.name === n));
-  if (unknownPeer !== undefined) {
-    fail(`--only: no peer ${unknownPeer} (${peers.map((p) => p.name).join(", ")})`);
-  }
-  if (only) peers = peers.filter((p) => only.includes(p.name));
-  log(`peers: ${peers.map((p) => p.name).join(", ") || "none"}`);
-}
-if (flags.engine === "ort") peers.push(await ortRunner());
-
-/** OrtEngine on `--onnx DIR`, or on fortune's own export when the model is fortune. */
-async function ortRunner(): Promise<Peer> {
-  let onnxDir = flags.onnx;
-  if (onnxDir === undefined) {
-    if (modelDir === undefined || modelName(modelDir) !== "fortune") {
-      throw new Error("--engine ort: --onnx DIR (an ONNX export of --model) is needed");
-    }
-    const { onnxFortune } = await import("../test/support/onnx_fortune.ts");
-    onnxDir = await onnxFortune();
-  }
-  const { OrtRunner } = await import("./ort_runner.ts");
-  const { ep, variant } = flags;
-  return new OrtRunner({
-    onnxDir,
-    maxNumSeqs: Math.max(...batches),
-    ...(variant ? { variant } : {}),
-    ...(ep ? { executionProvider: ep } : {}),
-  });
-}
+const peers = await loadPeers(
+  {
+    peers: flags.peers,
+    ...(flags.only ? { only: flags.only } : {}),
+    ...(flags.engine === "ort"
+      ? {
+        ort: {
+          maxNumSeqs: Math.max(...batches),
+          ...(flags.onnx ? { onnx: flags.onnx } : {}),
+          ...(modelDir ? { modelDir } : {}),
+          ...(flags.variant ? { variant: flags.variant } : {}),
+          ...(flags.ep ? { ep: flags.ep } : {}),
+        },
+      }
+      : {}),
+  },
+  fail,
+  log,
+);
 
 /**
  * Fill `result` for one shape (what was measured before a failure stays in it); `file`: a GGUF
@@ -202,6 +189,9 @@ async function benchShape(
     4096,
     Math.max(...batches) * perStream,
     ...prefillLengths.map((l) => 16 * Math.ceil((l + 1) / 16)),
+    ...(contexts
+      ? [contextPositions({ contexts, tokens, maxContext: config.maxPositionEmbeddings })]
+      : []),
   );
   const kiln = new KilnRunner({
     gpu,
@@ -269,6 +259,18 @@ async function benchShape(
         runs: prefillRuns,
         ttft_s_all: ttft,
       });
+    }
+    if (contexts) {
+      log(`${shape}: decode at contexts ${contexts.join(", ")}`);
+      const c = await contextBench(kiln, {
+        contexts,
+        tokens,
+        maxContext: config.maxPositionEmbeddings,
+        prompt: (length) => prompt(length, config.vocabSize, salt++),
+        log,
+      });
+      result.contexts = c.results;
+      result.skipped.push(...c.skipped);
     }
     const b1 = result.decode.find((d) => d.batch === 1);
     if (b1) {
@@ -362,6 +364,7 @@ const report: BenchReport = {
     batches,
     tokens,
     prefill: prefillLengths,
+    ...(contexts ? { contexts } : {}),
     rounds,
     encode_iters: encodeIters,
     decode_prompt_tokens: PROMPT,

@@ -70,6 +70,12 @@ export const BENCH_FLAGS = {
     help: "bench each shape's first N decoder layers (every width kept), per N",
   },
   "decode-only": { type: "boolean", help: "no prefill runs (decode tokens/s only)" },
+  contexts: {
+    type: "integers",
+    min: 1,
+    help: "decode tokens/s of one stream after a prompt of each length (capped at the model's " +
+      "context; bench/contexts.ts)",
+  },
   gguf: {
     type: "list",
     arg: "FILE,...",

@@ -10,6 +10,7 @@ import type { SliceFit } from "./slices.ts";
 import { publishable, withheldBecause } from "./guard.ts";
 import { describeSweep } from "./threads.ts";
 import type { GuidedResult } from "./guided_cost.ts";
+import type { ContextResult } from "./contexts.ts";
 
 export interface DecodeResult {
   batch: number;
@@ -51,6 +52,8 @@ export interface ShapeResult {
   /** JSON Schema compile times and guided against free decode (`guided_cost.ts`). */
   guided?: GuidedResult | undefined;
   prefill?: PrefillResult[];
+  /** Decode at each `--contexts` length (`contexts.ts`). */
+  contexts?: ContextResult[];
   /** Dispatches and CPU encode time of one decode step, per batch size. */
   step?: EncodeTiming[];
   /** Weight bytes one batch-1 decode step reads ÷ its time, beside the read probe. */
@@ -136,6 +139,15 @@ export function formatTable(r: BenchReport): string {
           `  TTFT ${
             f(p.ttft_s, 3)
           } s (median of ${p.runs}; chunks of ${s.engine?.max_num_batched_tokens})`,
+      );
+    }
+    for (const c of s.contexts ?? []) {
+      lines.push(
+        `  context ${String(c.context).padStart(5)}: ${
+          f(c.tokens_per_s, 2).padStart(10)
+        } tokens/s` +
+          ` = ×${f(c.ratio_to_shortest, 2)} of the shortest  (${c.prompt_tokens}-token prompt, ` +
+          `TTFT ${f(c.ttft_s, 2)} s)`,
       );
     }
     for (const t of s.step ?? []) {
