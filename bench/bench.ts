@@ -3,7 +3,7 @@
  * generated once into `.cache/kiln-bench/`, see `checkpoint.ts`) or on any HF folder.
  * Per shape: decode tokens/s at several batch sizes, prefill tokens/s and time to first token,
  * dispatches and CPU encode time per decode step, and batch-1 weight reads in GB/s beside a
- * read-bandwidth probe run in the same process; for a model with a tokenizer, JSON Schema
+ * read-bandwidth probe run in the same process (prefill FLOP/s beside an FMA probe's); for a model with a tokenizer, JSON Schema
  * compile times and guided against free decode tokens/s at batch 1 and 8 (`guided_cost.ts`). With `--peers`, other engines
  * (`bench/peers/mod.ts`) are checked for Kiln's greedy tokens and timed interleaved with it.
  *
@@ -56,7 +56,8 @@ import { kilnWrites, type Mix, type Quantizer, shapeModel } from "./shape_model.
 import { elements, tensorSpecs } from "./random_weights.ts";
 import { forwardStats, weightBytes } from "./forward_stats.ts";
 import { KilnRunner, prompt } from "./kiln_runner.ts";
-import { readProbe } from "./probe.ts";
+import { fmaProbe, readProbe } from "./probe.ts";
+import { prefillFlopsPerToken, withFlops } from "./flops.ts";
 import { comparePeers, median } from "./compare.ts";
 import { adapterSlug, type BenchReport, formatTable, type ShapeResult } from "./report.ts";
 import { renderBenchChart } from "./bench_chart.ts";
@@ -134,6 +135,8 @@ const adapter = gpu.caps.adapter;
 log(`adapter: ${adapter}`);
 const probe = await readProbe(gpu, { bytes: probeMiB * 2 ** 20 });
 log(`read probe: ${probe.gb_per_s.toFixed(2)} GB/s over ${probe.bytes / 2 ** 20} MiB`);
+const fma = await fmaProbe(gpu);
+log(`FMA probe: ${fma.gflop_per_s.toFixed(1)} GFLOP/s f32`);
 
 const peers = await loadPeers(
   {
@@ -252,13 +255,17 @@ async function benchShape(
         ttft.push((await kiln.prefill(prompt(length, config.vocabSize, salt++))).seconds);
       }
       const m = median(ttft);
-      result.prefill.push({
-        prompt_tokens: length,
-        ttft_s: m,
-        tokens_per_s: length / m,
-        runs: prefillRuns,
-        ttft_s_all: ttft,
-      });
+      result.prefill.push(withFlops(
+        {
+          prompt_tokens: length,
+          ttft_s: m,
+          tokens_per_s: length / m,
+          runs: prefillRuns,
+          ttft_s_all: ttft,
+        },
+        prefillFlopsPerToken(config),
+        fma,
+      ));
     }
     if (contexts) {
       log(`${shape}: decode at contexts ${contexts.join(", ")}`);
@@ -380,6 +387,7 @@ const report: BenchReport = {
     loadavg_1m_end: machineProbe.loadavg() ?? null,
   },
   probe,
+  fma_probe: fma,
   shapes: results,
 };
 const slices = perLayer(results);

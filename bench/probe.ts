@@ -1,8 +1,9 @@
 /**
- * What the device can stream: `read_probe.wgsl` (eight 16-byte loads in flight per thread, only
- * reads cost anything) over one buffer larger than any cache, timed with timestamp queries
- * when the device has them, else wall time. The benchmark puts Kiln's decode weight reads
- * beside this number.
+ * What the device can do, measured by two probes the benchmark puts Kiln's figures beside:
+ * `read_probe.wgsl` (eight 16-byte loads in flight per thread, only reads cost anything) over one
+ * buffer larger than any cache, against which decode weight reads are put; and `fma_probe.wgsl`
+ * (eight independent vec4 FMA chains per thread, registers only), against which prefill FLOP/s
+ * are put. Timed with timestamp queries when the device has them, else wall time.
  */
 import type { Gpu } from "../src/gpu/device.ts";
 import { grid } from "../src/gpu/dispatch.ts";
@@ -61,22 +62,55 @@ export async function readProbe(
     ],
   });
   const workgroups = grid(device, Math.min(Math.ceil(bytes / 16 / 2048), 8192));
+  try {
+    const t = await timeDispatches(gpu, "bench:probe", pipeline, bindGroup, workgroups, opts);
+    return {
+      bytes,
+      dispatches: t.dispatches,
+      seconds_per_dispatch: t.seconds,
+      gb_per_s: bytes / t.seconds / 1e9,
+      timer: t.timer,
+    };
+  } finally {
+    for (const b of [src, params, sink]) b.destroy();
+  }
+}
+
+/** Seconds per dispatch, best of three passes of `dispatches` each (sized to `minSeconds`). */
+export interface DispatchTiming {
+  seconds: number;
+  dispatches: number;
+  timer: "timestamp" | "wall";
+}
+
+/**
+ * Time `pipeline` over `workgroups`: one pass to warm up and size the timed ones, then the best of
+ * three passes of up to 50 dispatches each (about `minSeconds`, default 0.2 s, in all).
+ */
+export async function timeDispatches(
+  gpu: Gpu,
+  label: string,
+  pipeline: GPUComputePipeline,
+  bindGroup: GPUBindGroup,
+  workgroups: readonly [number, number],
+  opts: { minSeconds?: number } = {},
+): Promise<DispatchTiming> {
+  const { device, caps } = gpu;
   const query = caps.timestamps
-    ? device.createQuerySet({ label: "bench:probe_ts", type: "timestamp", count: 2 })
+    ? device.createQuerySet({ label: `${label}:ts`, type: "timestamp", count: 2 })
     : undefined;
   const resolve = device.createBuffer({
-    label: "bench:probe_ts_resolve",
+    label: `${label}:ts_resolve`,
     size: 16,
     usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
   });
-  const result = storageBuffer(device, "bench:probe_ts_result", 16);
-
+  const result = storageBuffer(device, `${label}:ts_result`, 16);
   let wallOnly = query === undefined;
   /** Seconds for `n` dispatches in one pass. */
   const pass = async (n: number): Promise<number> => {
-    const enc = device.createCommandEncoder({ label: "bench:probe" });
+    const enc = device.createCommandEncoder({ label });
     const p = enc.beginComputePass({
-      label: "bench:probe",
+      label,
       ...(query
         ? {
           timestampWrites: {
@@ -107,18 +141,83 @@ export async function readProbe(
     return wall;
   };
   try {
-    const once = await pass(1); // warm up, and size the timed passes
+    const once = await pass(1);
     const n = Math.max(1, Math.min(50, Math.ceil((opts.minSeconds ?? 0.2) / Math.max(once, 1e-6))));
     const best = Math.min(await pass(n), await pass(n), await pass(n)) / n;
+    return { seconds: best, dispatches: n, timer: wallOnly ? "wall" : "timestamp" };
+  } finally {
+    resolve.destroy();
+    result.destroy();
+    query?.destroy();
+  }
+}
+
+/** What the FMA probe measured. */
+export interface FmaProbeResult {
+  /** Threads per dispatch and FMA rounds per thread (8 vec4 FMAs, 64 FLOPs, a round). */
+  threads: number;
+  rounds: number;
+  seconds_per_dispatch: number;
+  gflop_per_s: number;
+  timer: "timestamp" | "wall";
+}
+
+/**
+ * f32 FLOP/s of `fma_probe.wgsl`: `workgroups` of 256 threads (default 2048: enough to fill a
+ * large GPU), the rounds per thread raised until one dispatch takes `minDispatchSeconds`.
+ */
+export async function fmaProbe(
+  gpu: Gpu,
+  opts: { workgroups?: number; minDispatchSeconds?: number } = {},
+): Promise<FmaProbeResult> {
+  const { device } = gpu;
+  const module = device.createShaderModule({
+    label: "bench:fma_probe",
+    code: await Deno.readTextFile(new URL("./fma_probe.wgsl", import.meta.url)),
+  });
+  const pipeline = await device.createComputePipelineAsync({
+    label: "bench:fma_probe",
+    layout: "auto",
+    compute: { module, entryPoint: "main" },
+  });
+  const params = device.createBuffer({
+    label: "bench:fma_params",
+    size: 16,
+    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  });
+  const sink = storageBuffer(device, "bench:fma_sink", 16);
+  const bindGroup = device.createBindGroup({
+    label: "bench:fma_probe",
+    layout: pipeline.getBindGroupLayout(0),
+    entries: [
+      { binding: 0, resource: { buffer: params } },
+      { binding: 1, resource: { buffer: sink } },
+    ],
+  });
+  const workgroups = grid(device, opts.workgroups ?? 2048);
+  const threads = workgroups[0] * workgroups[1] * 256;
+  try {
+    let rounds = 16;
+    let t: DispatchTiming;
+    for (;;) {
+      device.queue.writeBuffer(params, 0, Uint32Array.of(rounds, 0, 0, 0));
+      t = await timeDispatches(gpu, "bench:fma_probe", pipeline, bindGroup, workgroups, {
+        minSeconds: 0,
+      });
+      if (t.seconds >= (opts.minDispatchSeconds ?? 0.005) || rounds >= 1 << 20) break;
+      rounds *= 4;
+    }
+    device.queue.writeBuffer(params, 0, Uint32Array.of(rounds, 0, 0, 0));
+    t = await timeDispatches(gpu, "bench:fma_probe", pipeline, bindGroup, workgroups);
     return {
-      bytes,
-      dispatches: n,
-      seconds_per_dispatch: best,
-      gb_per_s: bytes / best / 1e9,
-      timer: wallOnly ? "wall" : "timestamp",
+      threads,
+      rounds,
+      seconds_per_dispatch: t.seconds,
+      gflop_per_s: (threads * rounds * 64) / t.seconds / 1e9,
+      timer: t.timer,
     };
   } finally {
-    for (const b of [src, params, sink, resolve, result]) b.destroy();
-    query?.destroy();
+    params.destroy();
+    sink.destroy();
   }
 }

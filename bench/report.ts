@@ -4,7 +4,7 @@
  */
 import type { EncodeTiming, WeightBytes } from "./forward_stats.ts";
 import type { PeerReport } from "./compare.ts";
-import type { ProbeResult } from "./probe.ts";
+import type { FmaProbeResult, ProbeResult } from "./probe.ts";
 import type { MachineCheck } from "./machine_load.ts";
 import type { SliceFit } from "./slices.ts";
 import { publishable, withheldBecause } from "./guard.ts";
@@ -31,6 +31,10 @@ export interface PrefillResult {
   tokens_per_s: number;
   runs: number;
   ttft_s_all: number[];
+  /** The decoder layers' product FLOP/s (`flops.ts`; absent for MoE shapes). */
+  gflop_per_s?: number;
+  /** Those over the FMA probe's of the same run. */
+  fraction_of_fma?: number;
 }
 
 export interface ShapeResult {
@@ -86,6 +90,8 @@ export interface BenchReport {
   /** The machine: hardware threads and 1-minute load average when the run began and ended. */
   machine?: { cores: number; loadavg_1m_start: number | null; loadavg_1m_end: number | null };
   probe: ProbeResult;
+  /** f32 FLOP/s of the FMA probe, the peer of prefill's (`probe.ts`). */
+  fma_probe?: FmaProbeResult;
   shapes: ShapeResult[];
   /** Time per layer of shapes run at two or more `--layers` depths (`slices.ts`). */
   slices?: SliceFit[];
@@ -111,6 +117,9 @@ export function formatTable(r: BenchReport): string {
     `read probe: ${f(r.probe.gb_per_s, 2)} GB/s over ${
       r.probe.bytes / 2 ** 20
     } MiB (${r.probe.timer})`,
+    ...(r.fma_probe
+      ? [`FMA probe: ${f(r.fma_probe.gflop_per_s, 1)} GFLOP/s f32 (${r.fma_probe.timer})`]
+      : []),
   ];
   for (const s of r.shapes) {
     lines.push("", `${s.shape} (${s.model_dir})`);
@@ -138,7 +147,12 @@ export function formatTable(r: BenchReport): string {
         } tokens/s` +
           `  TTFT ${
             f(p.ttft_s, 3)
-          } s (median of ${p.runs}; chunks of ${s.engine?.max_num_batched_tokens})`,
+          } s (median of ${p.runs}; chunks of ${s.engine?.max_num_batched_tokens})` +
+          (p.fraction_of_fma === undefined
+            ? ""
+            : `; ${f(p.gflop_per_s, 2)} GFLOP/s = ${
+              f(100 * p.fraction_of_fma, 1)
+            }% of the FMA probe`),
       );
     }
     for (const c of s.contexts ?? []) {
