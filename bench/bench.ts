@@ -223,7 +223,7 @@ async function benchShape(
       log(`${shape}: decode, batch ${b}`);
       await kiln.run(prompts(b), Math.min(3, tokens)); // plans and pipelines for this batch
       const r = await kiln.run(prompts(b), tokens);
-      const timed = r.tokens - b;
+      const timed = r.timed;
       result.decode.push({
         batch: b,
         tokens_per_stream: tokens,

@@ -70,7 +70,7 @@ export async function contextBench<E extends LLMEngine>(
     }
     o.log(`  context ${context}: a ${length}-token prompt, then ${o.tokens} tokens`);
     const r = await runner.run([o.prompt(length)], o.tokens);
-    const timed = r.tokens - 1;
+    const timed = r.timed;
     const tokensPerS = timed / r.seconds;
     results.push({
       context,

@@ -176,14 +176,14 @@ export async function guidedBench(
     let short = 0;
     for (let r = 0; r < o.rounds; r++) {
       const f = await kiln.run(o.prompts(b), o.tokens);
-      free.push((f.tokens - b) / f.seconds);
+      free.push(f.timed / f.seconds);
       const g = await kiln.run(o.prompts(b), o.tokens, guided);
-      constrained.push((g.tokens - b) / g.seconds);
+      constrained.push(g.timed / g.seconds);
       if (g.tokens < b * o.tokens) short++;
       const d = await depth1.run(o.prompts(b), o.tokens);
-      unpiped.push((d.tokens - b) / d.seconds);
+      unpiped.push(d.timed / d.seconds);
       const u = await unforced.run(o.prompts(b), o.tokens, guided);
-      sampled.push((u.tokens - b) / u.seconds);
+      sampled.push(u.timed / u.seconds);
     }
     const ft = median(free), gt = median(constrained), dt = median(unpiped);
     const ut = median(sampled);

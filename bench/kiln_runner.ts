@@ -25,6 +25,11 @@ export interface KilnRunnerOptions {
 
 export interface StreamTiming {
   tokens: number;
+  /**
+   * Tokens after each stream's first chunk: those `seconds` covers. A stream's first chunk holds
+   * one token, or a guided stream's whole forced stretch (several, at once).
+   */
+  timed: number;
   /** From the request to the first token. */
   ttft: number;
   /** From the first generated token (any stream) to the last. */
@@ -61,21 +66,30 @@ export abstract class EngineRunner<E extends LLMEngine> implements Peer {
       eos_token_ids: [],
       annotations: [],
     });
-    let first = Infinity, last = 0, count = 0;
+    let first = Infinity, last = 0, count = 0, timed = 0;
     const ids: number[] = [];
     const t0 = performance.now();
     await Promise.all(prompts.map(async (p, i) => {
+      let started = false;
       for await (const c of engine.generate(request(p), new RequestContext())) {
         const now = performance.now();
         if (c.token_ids.length > 0) {
           first = Math.min(first, now);
           last = Math.max(last, now);
+          if (started) timed += c.token_ids.length;
+          started = true;
         }
         count += c.token_ids.length;
         if (i === 0) ids.push(...c.token_ids);
       }
     }));
-    return { tokens: count, ttft: (first - t0) / 1000, seconds: (last - first) / 1000, ids };
+    return {
+      tokens: count,
+      timed,
+      ttft: (first - t0) / 1000,
+      seconds: (last - first) / 1000,
+      ids,
+    };
   }
 
   async greedy(promptIds: number[], n: number): Promise<number[]> {
@@ -88,7 +102,7 @@ export abstract class EngineRunner<E extends LLMEngine> implements Peer {
     batch: number,
   ): Promise<{ tokens: number; seconds: number }> {
     const r = await this.run(Array.from({ length: batch }, () => promptIds), n);
-    return { tokens: r.tokens - batch, seconds: r.seconds };
+    return { tokens: r.timed, seconds: r.seconds };
   }
 
   async prefill(promptIds: number[]): Promise<{ seconds: number }> {

@@ -10,6 +10,7 @@
  */
 import { equal } from "node:assert/strict";
 import { QUANT_FORMATS, QUANT_TYPES } from "../../src/gpu/quant/formats.ts";
+import { loadQuantTable } from "../../src/gpu/quant/tables.ts";
 import { openGgml } from "./ggml.ts";
 
 const FORMATS = QUANT_TYPES.map((t) => QUANT_FORMATS[t]);
@@ -31,6 +32,7 @@ for (const f of FORMATS) {
     const ggml = await openGgml();
     try {
       const t = ggml.type(f.ggmlType)!;
+      const table = f.table && await loadQuantTable(f.table);
       equal(t.name.toUpperCase(), f.type);
       equal(t.blockSize, f.blockSize);
       equal(t.blockBytes, f.blockBytes);
@@ -46,7 +48,7 @@ for (const f of FORMATS) {
         const want = ggml.dequantize(t, data, BLOCKS * f.blockSize);
         const got = new Float64Array(want.length);
         for (let b = 0; b < BLOCKS; b++) {
-          f.decode(data, b * f.blockBytes, got, b * f.blockSize);
+          f.decode(data, b * f.blockBytes, got, b * f.blockSize, table);
         }
         let bad = 0, first = -1;
         for (let i = 0; i < want.length; i++) {

@@ -45,7 +45,7 @@ async function kilnGreedy(file: string, prompt: number[], n: number) {
     .greedy(prompt, n);
   const gpu = await acquireGpu({ label: "quantized-test" });
   const model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
-    kvBlocks: 4,
+    kvBlocks: Math.ceil((prompt.length + n) / 16),
     kvDtype: "f32",
   });
   const tokens: number[] = [];
