@@ -1,7 +1,7 @@
 /**
- * The `kiln-bench` report as one SVG: decode tokens/s per shape and batch, prefill tokens/s per
- * prompt length, batch-1 weight reads beside the read probe, and Kiln ÷ peer ratios when peers
- * ran and the guard let them be published (`guard.ts`). Each panel has its own scale. The
+ * The `kiln-bench` report as one SVG: decode tokens/s per shape and batch (and per context),
+ * prefill tokens/s per prompt length, batch-1 weight reads beside the read probe, and Kiln ÷ peer
+ * ratios when peers ran and the guard let them be published (`guard.ts`). Each panel has its own scale. The
  * caption names each CPU peer's thread count and every count it tried, and why a ratio is
  * missing.
  */
@@ -65,6 +65,16 @@ function panels(r: BenchReport): Panel[] {
           label: `${s.shape} ${p.prompt_tokens}`,
           value: p.tokens_per_s,
           text: `${num(p.tokens_per_s)} tokens/s, TTFT ${p.ttft_s.toFixed(2)} s`,
+        }))
+      ),
+    },
+    {
+      title: "decode tokens/s of one stream after a prompt of each length (context)",
+      bars: ok.flatMap((s) =>
+        (s.contexts ?? []).map((c) => ({
+          label: `${s.shape} ctx ${c.prompt_tokens}`,
+          value: c.tokens_per_s,
+          text: `${num(c.tokens_per_s, 2)} tokens/s (×${c.ratio_to_shortest.toFixed(2)})`,
         }))
       ),
     },

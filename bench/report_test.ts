@@ -37,7 +37,24 @@ const report: BenchReport = {
         tokens_per_s: 127 * batch,
         max_steps_in_flight: 4,
       })),
-      prefill: [{ prompt_tokens: 512, ttft_s: 0.05, tokens_per_s: 10240, runs: 3, ttft_s_all: [] }],
+      prefill: [{
+        prompt_tokens: 512,
+        ttft_s: 0.05,
+        tokens_per_s: 10240,
+        runs: 3,
+        ttft_s_all: [],
+        gflop_per_s: 2170,
+        fraction_of_fma: 0.217,
+      }],
+      contexts: [[128, 1], [8175, 0.55]].map(([context, ratio]) => ({
+        context: context!,
+        prompt_tokens: context!,
+        timed_tokens: 15,
+        seconds: 1,
+        tokens_per_s: 100 * ratio!,
+        ratio_to_shortest: ratio!,
+        ttft_s: 1,
+      })),
       step: [{
         batch: 1,
         dispatches: 514,
@@ -99,13 +116,22 @@ Deno.test("the chart draws every measured number, escapes text, and names failed
   const svg = renderBenchChart(report);
   ok(svg.startsWith("<svg") && svg.trimEnd().endsWith("</svg>"));
   for (
-    const s of ["smollm2-135m ×1", "smollm2-135m ×8", "smollm2-135m 512", "×0.50", "1016 tokens/s"]
+    const s of [
+      "smollm2-135m ×1",
+      "smollm2-135m ×8",
+      "smollm2-135m 512",
+      "×0.50",
+      "1016 tokens/s",
+      "smollm2-135m ctx 8175",
+      "55.00 tokens/s (×0.55)",
+    ]
   ) {
     ok(svg.includes(s), s);
   }
   ok(svg.includes("llama-3.2-1b: not measured: too big &lt;here&gt;") && !svg.includes("<here>"));
-  // One bar per decode, prefill, weight-read pair and publishable peer ratio, plus the background.
-  equal(svg.match(/<rect /g)!.length, 1 + 2 + 1 + 2 + 1);
+  // One bar per decode, prefill, context, weight-read pair and publishable peer ratio, and the
+  // background.
+  equal(svg.match(/<rect /g)!.length, 1 + 2 + 1 + 2 + 2 + 1);
 });
 
 Deno.test("the chart leaves out withheld ratios and captions thread choices and why", () => {
@@ -128,6 +154,8 @@ Deno.test("the table names every shape, its error and each peer's status", () =>
     const s of [
       "514 dispatches",
       "TTFT 0.050 s",
+      "2170.00 GFLOP/s = 21.7% of the FMA probe",
+      "context  8175:      55.00 tokens/s = ×0.55 of the shortest",
       "error: too big <here>",
       "peer away: unavailable (not installed)",
       "batch 1 ×0.50",
