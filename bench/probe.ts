@@ -36,20 +36,7 @@ export async function readProbe(
   for (let off = 0; off < bytes; off += chunk.byteLength) {
     device.queue.writeBuffer(src, off, chunk, 0, Math.min(chunk.length, (bytes - off) / 4));
   }
-  const module = device.createShaderModule({
-    label: "bench:read_probe",
-    code: await Deno.readTextFile(new URL("./read_probe.wgsl", import.meta.url)),
-  });
-  const pipeline = await device.createComputePipelineAsync({
-    label: "bench:read_probe",
-    layout: "auto",
-    compute: { module, entryPoint: "main" },
-  });
-  const params = device.createBuffer({
-    label: "bench:probe_params",
-    size: 16,
-    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-  });
+  const { pipeline, params } = await probePipeline(device, "read_probe");
   device.queue.writeBuffer(params, 0, Uint32Array.of(bytes / 16, 0, 0, 0));
   const sink = storageBuffer(device, "bench:probe_sink", 16);
   const bindGroup = device.createBindGroup({
@@ -74,6 +61,25 @@ export async function readProbe(
   } finally {
     for (const b of [src, params, sink]) b.destroy();
   }
+}
+
+/** The pipeline of `bench/<name>.wgsl` (entry `main`) and a 16-byte uniform for its params. */
+async function probePipeline(device: GPUDevice, name: string) {
+  const module = device.createShaderModule({
+    label: `bench:${name}`,
+    code: await Deno.readTextFile(new URL(`./${name}.wgsl`, import.meta.url)),
+  });
+  const pipeline = await device.createComputePipelineAsync({
+    label: `bench:${name}`,
+    layout: "auto",
+    compute: { module, entryPoint: "main" },
+  });
+  const params = device.createBuffer({
+    label: `bench:${name}_params`,
+    size: 16,
+    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  });
+  return { pipeline, params };
 }
 
 /** Seconds per dispatch, best of three passes of `dispatches` each (sized to `minSeconds`). */
@@ -171,20 +177,7 @@ export async function fmaProbe(
   opts: { workgroups?: number; minDispatchSeconds?: number } = {},
 ): Promise<FmaProbeResult> {
   const { device } = gpu;
-  const module = device.createShaderModule({
-    label: "bench:fma_probe",
-    code: await Deno.readTextFile(new URL("./fma_probe.wgsl", import.meta.url)),
-  });
-  const pipeline = await device.createComputePipelineAsync({
-    label: "bench:fma_probe",
-    layout: "auto",
-    compute: { module, entryPoint: "main" },
-  });
-  const params = device.createBuffer({
-    label: "bench:fma_params",
-    size: 16,
-    usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-  });
+  const { pipeline, params } = await probePipeline(device, "fma_probe");
   const sink = storageBuffer(device, "bench:fma_sink", 16);
   const bindGroup = device.createBindGroup({
     label: "bench:fma_probe",
