@@ -14,6 +14,7 @@ import { kvWindow } from "../../model/attention_knobs.ts";
 import { prepareWeights, readHeaders } from "../../model/checkpoint.ts";
 import { Forward } from "../../model/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
+import type { LoadProgress } from "../../model/load_options.ts";
 import { BlockManager } from "./block_manager.ts";
 import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
 import { fitModel, fitRuntimeData, memoryBudget } from "./fit.ts";
@@ -69,11 +70,21 @@ export async function assembleEngine(
   // Only now, with the fit known, download (or resume) the weight files into the store.
   await prepareWeights(o.files, checkpoint, o.onLoadProgress);
   // The pipelines compile while the weights upload (`beside`); the warm-up's progress is held
-  // back until the weights are done, so that the phases are reported one after the other.
+  // back until the weights' last report, so that the phases are reported one after the other.
   const device = gpu.device;
   const progress = o.onLoadProgress;
   let uploaded = false;
   let heldBack: (() => void) | undefined;
+  const weightsDone = () => {
+    uploaded = true;
+    heldBack?.();
+    heldBack = undefined;
+  };
+  const weightsProgress: LoadProgress | undefined = progress &&
+    ((done, total, item, phase, download) => {
+      progress(done, total, item, phase, download);
+      if (phase === "weights" && done >= total) weightsDone();
+    });
   const pipelinesProgress = progress &&
     ((n: number, total: number, label: string) => {
       const report = () => progress(n, total, label, "pipelines");
@@ -85,7 +96,7 @@ export async function assembleEngine(
     blockSize,
     kvBlocks: kv.blocks,
     kvDtype,
-    ...(progress ? { onProgress: progress } : {}),
+    ...(weightsProgress ? { onProgress: weightsProgress } : {}),
     ...(o.upload ? { upload: o.upload } : {}),
     beside: async (model) => {
       const tokens = new TokenStore(device, maxNumSeqs, context);
@@ -108,8 +119,7 @@ export async function assembleEngine(
       }
     },
   });
-  uploaded = true;
-  heldBack?.();
+  weightsDone();
   const { tokens, forward, sampler, readback, warmUpReport } = built!;
   const blocks = new BlockManager({ numBlocks: kv.blocks, blockSize, onEvent: onKvEvent });
   const keyWindow = kvWindow(model.config, model.config.numLayers);
