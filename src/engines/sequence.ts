@@ -182,17 +182,19 @@ export class Sequence {
 
   /**
    * This step's sampling parameters; EOS and stop tokens are banned until `min_tokens`.
-   * `storeStart` is where the sequence's tokens begin in the GPU token store.
+   * `storeStart` is where the sequence's tokens begin in the GPU token store. `offset` > 0: the
+   * row of a speculative step that draws the token after `offset` drafted ones (which the store
+   * holds after the known tokens), with that token's draw and history.
    */
-  sampling(storeStart: number): SeqSampling {
+  sampling(storeStart: number, offset = 0): SeqSampling {
     const s = this.request.sampling_options;
-    const index = this.generated + this.ahead;
+    const index = this.generated + this.ahead + offset;
     const p: SeqSampling = {
       history: { tokens: this.tokens, outputStart: this.promptLength },
       historyAt: {
         start: storeStart,
         outputStart: storeStart + this.promptLength,
-        end: storeStart + this.length,
+        end: storeStart + this.length + offset,
       },
       seed: this.seed,
       step: index,

@@ -7,7 +7,13 @@
 import type { EngineConfig } from "../contract/types.ts";
 import { EngineError } from "../contract/errors.ts";
 import { negotiate, render } from "./exposition.ts";
-import { type ExpfmtCallback, type Gauge, type Labels, Registry } from "./registry.ts";
+import {
+  type Counter,
+  type ExpfmtCallback,
+  type Gauge,
+  type Labels,
+  Registry,
+} from "./registry.ts";
 
 /** The label names Dynamo's metrics use (hierarchy, `dp_rank`, model identity). */
 export const LABELS = {
@@ -97,18 +103,32 @@ export class EngineMetrics {
     labels: Labels = {},
     labelNames: readonly string[] = [],
   ): Gauge {
+    return this.registry.gauge(this.#options(name, help, labels, labelNames));
+  }
+
+  /** Register a counter `dynamo_component_<name>_total`, labelled as {@linkcode gauge} is. */
+  counter(
+    name: string,
+    help: string,
+    labels: Labels = {},
+    labelNames: readonly string[] = [],
+  ): Counter {
+    return this.registry.counter(this.#options(name, help, labels, labelNames));
+  }
+
+  #options(name: string, help: string, labels: Labels, labelNames: readonly string[]) {
     const clash = [...Object.keys(labels), ...labelNames].find((k) => k in this.injected);
     if (clash !== undefined) {
       throw EngineError.invalidArgument(
         `metrics: label ${clash} of ${name} collides with an auto-injected hierarchy label`,
       );
     }
-    return this.registry.gauge({
+    return {
       name: COMPONENT_PREFIX + name,
       help,
       labelNames,
       constLabels: { ...this.injected, ...labels },
-    });
+    };
   }
 
   /** Append foreign exposition text (another registry's scrape) to every render. */

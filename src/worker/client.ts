@@ -18,6 +18,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
+import { SpeculationMetrics } from "../engines/speculation_metrics.ts";
 import type { EngineHost } from "./host.ts";
 import {
   type HostOptions,
@@ -288,11 +289,14 @@ export class WorkerEngine implements LLMEngine {
   async setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
     if (this.#state !== "running") return { dp_ranks: [] };
     const gauges = ctx.metrics.componentGauges(0);
+    const speculation = new SpeculationMetrics();
+    speculation.bind(ctx.metrics);
     const dp_ranks = await this.#call((h) =>
       h.setupMetrics(Comlink.proxy((v) => {
         gauges.setTotalBlocks(v.totalBlocks);
         gauges.setGpuCacheUsagePercent(v.usagePercent);
         gauges.setKvCacheHitRate(v.hitRate);
+        speculation.report(v.speculation);
       }))
     );
     return { dp_ranks };

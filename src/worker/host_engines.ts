@@ -41,6 +41,7 @@ const webgpu: HostEngineMaker = (o, files, onProgress) => {
     ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
     ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
     ...(o.kernelPaths ? { kernelPaths: o.kernelPaths } : {}),
+    ...(o.speculative ? { speculative: o.speculative } : {}),
     ...(onProgress ? { onLoadProgress: onProgress } : {}),
   });
   return Promise.resolve({

@@ -7,6 +7,7 @@ import * as Comlink from "comlink";
 import { EngineError, isSerializedError, type SerializedError } from "../contract/errors.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
 import type { RequestStats } from "../engines/live_requests.ts";
+import type { SpeculationCounts, SpeculativeOptions } from "../engines/speculation.ts";
 import type { PathKind } from "../gpu/paths.ts";
 import type { UploadOptions } from "../model/staging.ts";
 
@@ -62,6 +63,8 @@ export interface HostOptions {
    * `gpu` runs a GPU's kernels on a CPU adapter.
    */
   kernelPaths?: PathKind;
+  /** `webgpu` engine: speculative decoding (see `WebGpuEngineOptions.speculative`; default off). */
+  speculative?: SpeculativeOptions;
 }
 
 /** Messages on a request's port: chunk batches, then `end` or `error`. */
@@ -78,6 +81,8 @@ export interface GaugeValues {
   usagePercent: number;
   /** Prefix cache hit rate; `undefined` before any lookup. */
   hitRate: number | undefined;
+  /** Speculative decoding's counts so far (`webgpu` engine with `speculative` on). */
+  speculation?: SpeculationCounts;
 }
 
 /** What the worker's engine holds now (`WorkerEngine.stats()`). */

@@ -25,6 +25,7 @@ import { Readback } from "../readback.ts";
 import { Scheduler } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
 import { warmUp, type WarmUpReport } from "./warmup.ts";
+import { ngramDrafter, speculativeRuntimeData, speculativeSettings } from "../speculation.ts";
 
 /** What a started engine holds. */
 export interface EngineParts {
@@ -51,12 +52,18 @@ export async function assembleEngine(
   const kvDtype = defaultKvDtype(checkpoint.weights);
   const maxNumSeqs = o.maxNumSeqs ?? 16;
   const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
+  const spec = o.speculative && speculativeSettings(o.speculative);
+  // Logit rows a step may sample: one per sequence, and one per drafted token.
+  const maxRows = Math.min(
+    maxNumSeqs * (1 + (spec?.numSpeculativeTokens ?? 0)),
+    maxNumBatchedTokens,
+  );
   // From the headers, before any weight is read: refuse what cannot fit, size the KV from the rest.
   const fit = fitModel(
     checkpoint.config,
     weightList(checkpoint.weights),
     { dtype: kvDtype, blockSize, ...(o.kvBlocks === undefined ? {} : { requested: o.kvBlocks }) },
-    { maxNumSeqs, maxNumBatchedTokens },
+    { maxNumSeqs, maxNumBatchedTokens, maxRows },
     memoryBudget(o.gpuMemoryBytes),
   );
   const kv = chooseKvSize(
@@ -99,9 +106,9 @@ export async function assembleEngine(
     ...(weightsProgress ? { onProgress: weightsProgress } : {}),
     ...(o.upload ? { upload: o.upload } : {}),
     beside: async (model) => {
-      const tokens = new TokenStore(device, maxNumSeqs, context);
+      const tokens = new TokenStore(device, maxNumSeqs, context, maxRows);
       const forward = new Forward(model, { tokensFrom: tokens.buffer });
-      const sampler = new Sampler(device, maxNumSeqs, model.config.vocabSize, {
+      const sampler = new Sampler(device, maxRows, model.config.vocabSize, {
         history: tokens.buffer,
         ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
       });
@@ -114,7 +121,7 @@ export async function assembleEngine(
           sampler,
           tokens,
           maxTokens: maxNumBatchedTokens,
-          maxSeqs: maxNumSeqs,
+          maxSeqs: maxRows,
         }, pipelinesProgress);
       }
     },
@@ -127,6 +134,7 @@ export async function assembleEngine(
     blocks,
     { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
     tokens,
+    spec && ngramDrafter(spec),
   );
   const config: EngineConfig = {
     model: o.name,
@@ -143,6 +151,7 @@ export async function assembleEngine(
       weights_dtype: model.dtype,
       ...kvRuntimeData(kv),
       kv_window: keyWindow,
+      ...(spec ? { speculative: speculativeRuntimeData(spec) } : {}),
       ...fitRuntimeData(fit),
       gpu_memory_bytes: memoryLedger(device).snapshot(),
     },

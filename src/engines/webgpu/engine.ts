@@ -23,6 +23,7 @@ import type { Gpu } from "../../gpu/device.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { MemoryGauges } from "./memory_gauges.ts";
+import { SpeculationMetrics } from "../speculation_metrics.ts";
 import { Forward } from "../../model/forward.ts";
 import type { GpuModel } from "../../model/gpu_model.ts";
 import { checkRequest } from "../admission.ts";
@@ -39,6 +40,12 @@ import { engineGpu, type WebGpuEngineOptions } from "./options.ts";
 import { forcedRunLimit, type TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
 import { countSubmitted, type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
+import {
+  type SpeculationCounts,
+  speculationCounts,
+  speculativeSettings,
+  takeVerified,
+} from "../speculation.ts";
 
 export type { WebGpuEngineOptions } from "./options.ts";
 
@@ -68,6 +75,7 @@ export class WebGpuEngine implements LLMEngine {
   #inflight = new LiveRequests();
   #gauges = new KvGauges();
   #memory = new MemoryGauges();
+  #specMetrics = new SpeculationMetrics();
   #guides: EngineGuides | undefined;
   /** The longest run of forced tokens a guided sequence appends without sampling (0: off). */
   readonly #forceUpTo: number;
@@ -81,11 +89,15 @@ export class WebGpuEngine implements LLMEngine {
   }
   /** What the step loop counts: steps (guided, mixed), preemptions, dropped and forced tokens. */
   readonly steps: StepCounts = stepCounts();
+  /** Drafts verified and accepted (all zero without `speculative`). */
+  readonly speculation: SpeculationCounts;
 
   /** An engine in the `new` state; `start()` loads the model and acquires the device. */
   constructor(readonly options: WebGpuEngineOptions) {
     this.#depth = new PipelineDepth(options.pipelineDepth);
     this.#forceUpTo = forcedRunLimit(options);
+    const spec = options.speculative && speculativeSettings(options.speculative);
+    this.speculation = speculationCounts(spec ? spec.numSpeculativeTokens : 0);
   }
 
   async start(_workerId: bigint): Promise<EngineConfig> {
@@ -250,15 +262,19 @@ export class WebGpuEngine implements LLMEngine {
     let read: (() => Promise<SampledToken[]>) | undefined;
     try {
       // Tokens the CPU appended (forced by a guide) reach the store before this step reads them.
-      for (const { seq } of step.parts) this.#tokens!.sync(seq);
+      for (const { seq, draft } of step.parts) {
+        this.#tokens!.sync(seq);
+        if (draft) this.#tokens!.writeDraft(seq, draft);
+      }
       const { logits } = await this.#forward!.encode(encoder, step.batch);
-      if (sampled.length > 0) {
+      const rows = step.rows;
+      if (rows.length > 0) {
         const store = this.#tokens!;
-        this.#sampler!.write(sampled.map((s) => s.sampling(store.start(s))));
-        await this.#sampler!.encode(encoder, logits, sampled.length);
-        await store.encodeAppend(encoder, sampled, this.#sampler!.result);
+        this.#sampler!.write(rows.map(({ seq, offset }) => seq.sampling(store.start(seq), offset)));
+        await this.#sampler!.encode(encoder, logits, rows.length);
+        await store.encodeAppend(encoder, rows, this.#sampler!.result);
         const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
-        read = this.#readback!.encode(encoder, sampled.length, withTop);
+        read = this.#readback!.encode(encoder, rows.length, withTop);
       }
     } catch (e) {
       const error = EngineError.from(e);
@@ -275,8 +291,9 @@ export class WebGpuEngine implements LLMEngine {
       this.#commit(seq);
     }
     if (read === undefined) return;
+    const drafts = new Map(step.parts.flatMap((p) => p.draft ? [[p.seq, p.draft]] : []));
     const entry: InFlight = {
-      seqs: sampled.map((seq) => ({ seq, epoch: seq.epoch })),
+      seqs: sampled.map((seq) => ({ seq, epoch: seq.epoch, draft: drafts.get(seq) })),
       submitted: performance.now(),
       resolvedAt: undefined,
       results: read(),
@@ -292,20 +309,25 @@ export class WebGpuEngine implements LLMEngine {
   async #settle(entry: InFlight): Promise<void> {
     const results = await entry.results;
     this.#depth.observe(entry.submitted, entry.resolvedAt ?? performance.now());
-    entry.seqs.forEach(({ seq, epoch }, i) => {
+    let row = 0;
+    for (const { seq, epoch, draft } of entry.seqs) {
+      const mine = results.slice(row, row += 1 + (draft?.length ?? 0));
       if (seq.epoch !== epoch || seq.finished) {
-        this.steps.discardedTokens++; // preempted, or ended by an earlier token
-        return;
+        this.steps.discardedTokens += mine.length; // preempted, or ended by an earlier token
+        continue;
       }
       seq.ahead--;
-      const r = results[i]!;
+      const r = mine[0]!;
       if (seq.signal.aborted) seq.cancel();
-      else seq.accept(r.token, r.logprob, r.top);
+      else if (draft) {
+        const cost = this.#depth.drainCost(entry);
+        takeVerified(seq, draft, mine, this.speculation, this.#scheduler!.drafter, cost);
+      } else seq.accept(r.token, r.logprob, r.top);
       if (seq.finished) this.#scheduler!.remove(seq);
       else this.#commit(seq);
       // A guided sequence's next mask, made as soon as its token is known.
       if (!seq.maskReady) void seq.prepareMask().then(() => this.#wake?.());
-    });
+    }
   }
 
   /** Publish the sequence's full blocks whose tokens are known and whose K/V are written. */
@@ -316,8 +338,9 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   #report(): void {
-    this.#gauges.report(this.#blocks);
+    this.#gauges.report(this.#blocks, this.speculation);
     this.#memory.report(this.#gpu?.device);
+    this.#specMetrics.report(this.speculation);
   }
 
   /** Call `cb` with the KV gauges after every step (the worker host forwards them). */
@@ -386,6 +409,7 @@ export class WebGpuEngine implements LLMEngine {
   setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
     this.#gauges.bind(ctx.metrics.componentGauges(0));
     this.#memory.bind(ctx.metrics);
+    this.#specMetrics.bind(ctx.metrics);
     this.#report();
     return Promise.resolve({ dp_ranks: [0] });
   }

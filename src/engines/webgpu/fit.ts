@@ -73,6 +73,8 @@ export function weightBytes(tensors: readonly WeightInfo[]): number {
 export interface StepLimits {
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
+  /** Logit rows the sampler holds (default `maxNumSeqs`; more with speculative decoding). */
+  maxRows?: number;
 }
 
 /** The scratch estimate (see the module): activations, logits, sampler, token store, staging. */
@@ -86,7 +88,8 @@ export function scratchBytes(c: ModelConfig, s: StepLimits): number {
   const perToken = 5 + 3 * c.hiddenSize + (q + 2 * kv) + 2 * q + 3 * c.intermediateSize + widest +
     c.vocabSize + moe;
   const forward = tokens * perToken * 4;
-  const sampler = s.maxNumSeqs * (2 * c.vocabSize * 4 + 2 * Math.ceil(c.vocabSize / 32) * 4 + 1024);
+  const sampler = (s.maxRows ?? s.maxNumSeqs) *
+    (2 * c.vocabSize * 4 + 2 * Math.ceil(c.vocabSize / 32) * 4 + 1024);
   const tokenStore = s.maxNumSeqs * c.maxPositionEmbeddings * 4;
   const staging = STAGING_BUFFERS * STAGING_CHUNK_BYTES;
   return forward + sampler + tokenStore + staging;

@@ -4,6 +4,7 @@
  */
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
 import type { BlockManager } from "./block_manager.ts";
+import type { SpeculationCounts } from "../speculation.ts";
 
 /** One report: blocks in the cache, the fraction in use, the prefix-cache hit rate. */
 export interface KvGaugeValues {
@@ -13,6 +14,8 @@ export interface KvGaugeValues {
   usagePercent: number;
   /** Prefix-cache hits over lookups, undefined before the first lookup. */
   hitRate: number | undefined;
+  /** Speculative decoding's counts so far (with `speculative` on). */
+  speculation?: SpeculationCounts;
 }
 
 export class KvGauges {
@@ -29,13 +32,17 @@ export class KvGauges {
     this.#listeners.push(cb);
   }
 
-  /** Report `blocks`' state (nothing before the engine has a cache). */
-  report(blocks: BlockManager | undefined): void {
+  /**
+   * Report `blocks`' state, and to listeners the speculation counts (nothing before the engine
+   * has a cache).
+   */
+  report(blocks: BlockManager | undefined, speculation?: SpeculationCounts): void {
     if (!blocks) return;
-    const values = {
+    const values: KvGaugeValues = {
       totalBlocks: blocks.numBlocks,
       usagePercent: blocks.used / blocks.numBlocks,
       hitRate: blocks.hitRate,
+      ...(speculation && speculation.numSpecTokens > 0 ? { speculation } : {}),
     };
     this.#metrics?.setTotalBlocks(values.totalBlocks);
     this.#metrics?.setGpuCacheUsagePercent(values.usagePercent);

@@ -7,6 +7,7 @@ import type { GuidedForcing } from "../token_mask.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import type { UploadOptions } from "../../model/staging.ts";
+import type { SpeculativeOptions } from "../speculation.ts";
 
 /** Settings of a {@linkcode WebGpuEngine}. */
 export interface WebGpuEngineOptions {
@@ -79,6 +80,13 @@ export interface WebGpuEngineOptions {
    * every token. The output is the same either way (see `docs/guided_decoding.md`).
    */
   guidedForcing?: GuidedForcing;
+  /**
+   * Speculative decoding (off by default): `{ method: "ngram" }` drafts each sequence's next
+   * tokens from its own prompt and output (prompt lookup) and verifies them in one step; the
+   * output is the same, token for token, as without it (see `../speculation.ts`). The sampler
+   * then holds a row per drafted token too (`maxNumSeqs × (1 + k)` rows).
+   */
+  speculative?: SpeculativeOptions;
 }
 
 /**

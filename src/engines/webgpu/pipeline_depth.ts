@@ -9,10 +9,15 @@
 export const HIDE_MS = 25;
 export const MIN_DEPTH = 2;
 export const MAX_DEPTH = 16;
+/** Gaps between read-backs that `drainCost` takes the median of, and the fewest it trusts. */
+const RECENT_GAPS = 9;
+const MIN_GAPS = 5;
 
 export class PipelineDepth {
   #stepMs: number | undefined;
   #lastResolved: number | undefined;
+  /** The latest gaps between queued steps' read-backs (ms), oldest first. */
+  #gaps: number[] = [];
 
   /** `fixed`: always this depth (1 waits for every token). */
   constructor(readonly fixed?: number) {}
@@ -22,8 +27,24 @@ export class PipelineDepth {
     if (this.#lastResolved !== undefined && submitted < this.#lastResolved) {
       const ms = resolved - this.#lastResolved;
       this.#stepMs = this.#stepMs === undefined ? ms : 0.9 * this.#stepMs + 0.1 * ms;
+      // Read-backs that resolve together (one poll of the device, or a busy event loop that
+      // saw them late) say nothing of the GPU's time: kept out of the recent gaps.
+      if (ms >= 1) this.#gaps = [...this.#gaps.slice(1 - RECENT_GAPS), ms];
     }
     this.#lastResolved = resolved;
+  }
+
+  /**
+   * What waiting for a step's tokens (submitted alone, as a speculative step is) cost, in decode
+   * steps: the step's time from submit to read-back over the GPU time of a pipelined step (the
+   * median of the latest gaps between queued steps' read-backs), less the one step it produced.
+   * 0 until five such gaps are known.
+   */
+  drainCost(step: { submitted: number; resolvedAt: number | undefined }): number {
+    const gaps = [...this.#gaps].sort((a, b) => a - b);
+    if (gaps.length < MIN_GAPS || step.resolvedAt === undefined) return 0;
+    const stepMs = gaps[Math.floor(gaps.length / 2)]!;
+    return Math.max(0, (step.resolvedAt - step.submitted) / stepMs - 1);
   }
 
   /** The measured GPU time per step (ms), once known. */

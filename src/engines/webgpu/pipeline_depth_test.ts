@@ -29,3 +29,17 @@ Deno.test("pipeline depth: idle gaps between steps are not taken for GPU time", 
   for (let i = 0; i < 10; i++) p.observe(i * 50 + 1, i * 50 + 2);
   equal(p.stepMs, undefined);
 });
+
+Deno.test("pipeline depth: a drained step's cost in pipelined steps", () => {
+  const p = new PipelineDepth();
+  equal(p.drainCost({ submitted: 0, resolvedAt: 30 }), 0, "nothing known yet: free");
+  queued(p, 5, 5);
+  equal(p.drainCost({ submitted: 100, resolvedAt: 120 }), 0, "four gaps are not enough");
+  // Read-backs that resolve together are no gap; a late outlier does not move the median.
+  for (let i = 0; i < 5; i++) p.observe(999, 1000);
+  p.observe(999, 1200);
+  queued(p, 5, 6);
+  equal(p.drainCost({ submitted: 100, resolvedAt: 120 }), 3, "20 ms where a step takes 5");
+  equal(p.drainCost({ submitted: 100, resolvedAt: 103 }), 0, "never below nothing");
+  equal(p.drainCost({ submitted: 100, resolvedAt: undefined }), 0);
+});

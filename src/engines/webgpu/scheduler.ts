@@ -20,12 +20,18 @@
  * (a prompt chunk that finds no block waits, or takes them from the newest sequences, as decode
  * does), so a preempted sequence longer than the cache can come back, and one may run to the
  * context length when `windowBlocks` fit the cache.
+ *
+ * A sequence that speculates (a `Drafter` says so) decodes only once its tokens are read back;
+ * its decode then carries the tokens drafted after it (if any were found and their blocks are
+ * free: a draft never evicts anyone), each with a logit row. Only the decode token counts as
+ * computed when the step is built; the engine adds the accepted drafts when it reads them back.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { kvMisfit } from "../../contract/kv_capacity.ts";
 import type { StepBatch } from "../../model/forward.ts";
 import { type BlockManager, DROPPED } from "./block_manager.ts";
 import type { Sequence } from "../sequence.ts";
+import type { Drafter } from "../speculation.ts";
 
 export interface SchedulerLimits {
   maxNumSeqs: number;
@@ -44,12 +50,23 @@ export interface TokenSlots {
   index(seq: Sequence, pos: number): number;
 }
 
+/** One sequence's share of a step. */
+export interface StepPart {
+  seq: Sequence;
+  /** Tokens it contributes that count as computed once the step is submitted. */
+  count: number;
+  /** Tokens drafted after its decode token, verified in this step (logit row each). */
+  draft?: number[];
+}
+
 export interface Step {
   batch: StepBatch;
   /** Sequences that get a sampled token this step, in logit-row order. */
   sampled: Sequence[];
-  /** Sequences in the batch and how many tokens each contributes (to advance `computed`). */
-  parts: { seq: Sequence; count: number }[];
+  /** The logit rows: whose, and after how many of its drafted tokens (0: its next token). */
+  rows: { seq: Sequence; offset: number }[];
+  /** Sequences in the batch and what each contributes. */
+  parts: StepPart[];
 }
 
 export class Scheduler {
@@ -69,6 +86,7 @@ export class Scheduler {
     readonly blocks: BlockManager,
     readonly limits: SchedulerLimits,
     readonly slots: TokenSlots,
+    readonly drafter?: Drafter,
   ) {}
 
   get idle(): boolean {
@@ -197,22 +215,37 @@ export class Scheduler {
     return true;
   }
 
+  /**
+   * Tokens drafted after `seq`'s decode token: at most `budget`, what its output may still
+   * hold after that token, and what the blocks it has or can take without evicting can hold.
+   */
+  #draft(seq: Sequence, budget: number): number[] {
+    const room = Math.min(budget, seq.maxTokens - seq.generated - 1);
+    if (room <= 0) return [];
+    const draft = this.drafter!.propose(seq, room).slice(0, room);
+    if (draft.length === 0) return [];
+    return this.blocks.ensure(seq.blocks!, seq.computed + 1 + draft.length) ? draft : [];
+  }
+
   #build(): Step | undefined {
     for (const seq of this.running) this.#drop(seq);
     this.#admit();
     let budget = this.limits.maxNumBatchedTokens;
-    const parts: { seq: Sequence; count: number }[] = [];
+    const parts: StepPart[] = [];
     // Tokens to compute, counting those sampled on the GPU and not yet read back.
     const pending = (seq: Sequence) => seq.length - seq.computed;
-    const ready = (seq: Sequence) => seq.canSample(this.maxAhead);
+    const speculates = (seq: Sequence) => this.drafter?.speculates(seq) === true;
+    const ready = (seq: Sequence) => seq.canSample(speculates(seq) ? 1 : this.maxAhead);
     // Decode first: one token each, growing blocks as needed (evicting the newest on failure).
     for (const seq of [...this.running]) {
       if (pending(seq) !== 1 || !ready(seq) || budget === 0 || !this.running.includes(seq)) {
         continue;
       }
       if (!this.#grow(seq, seq.computed + 1, new Set())) continue;
-      parts.push({ seq, count: 1 });
       budget--;
+      const draft = speculates(seq) ? this.#draft(seq, budget) : [];
+      parts.push(draft.length > 0 ? { seq, count: 1, draft } : { seq, count: 1 });
+      budget -= draft.length;
     }
     const bs = this.blocks.blockSize;
     for (const seq of [...this.running]) {
@@ -238,27 +271,31 @@ export class Scheduler {
     const blockTable: number[] = [];
     const logitRows: number[] = [];
     const sampled: Sequence[] = [];
-    for (const { seq, count } of parts) {
+    const rows: Step["rows"] = [];
+    for (const { seq, count, draft } of parts) {
       const offset = blockTable.length;
       // Dropped entries are never read (attention starts at the window); they name the
       // sequence's own first live block, so the table holds only ids this sequence owns.
       const { blocks, dropped } = seq.blocks!;
       blockTable.push(...blocks.map((id) => id === DROPPED ? blocks[dropped]! : id));
-      for (let i = 0; i < count; i++) {
+      const drafted = draft?.length ?? 0;
+      for (let i = 0; i < count + drafted; i++) {
         const pos = seq.computed + i;
         tokens.push(this.slots.index(seq, pos));
         positions.push(pos);
         slots.push(seq.blocks!.blocks[Math.floor(pos / bs)]! * bs + (pos % bs));
         tableOffsets.push(offset);
+        if (i >= count - 1 && seq.computed + count === seq.length) {
+          logitRows.push(tokens.length - 1);
+          rows.push({ seq, offset: i - (count - 1) });
+        }
       }
-      if (seq.computed + count === seq.length) {
-        logitRows.push(tokens.length - 1);
-        sampled.push(seq);
-      }
+      if (seq.computed + count === seq.length) sampled.push(seq);
     }
     return {
       batch: { tokens, positions, slots, tableOffsets, blockTable, logitRows },
       sampled,
+      rows,
       parts,
     };
   }

@@ -44,7 +44,8 @@ export function countSubmitted(c: StepCounts, sampled: readonly Sequence[]): voi
 
 /** A submitted step whose sampled tokens are being read back. */
 export interface InFlight {
-  seqs: { seq: Sequence; epoch: number }[];
+  /** The sampled sequences in row order; one with a draft has a row per drafted token more. */
+  seqs: { seq: Sequence; epoch: number; draft: number[] | undefined }[];
   submitted: number;
   resolvedAt: number | undefined;
   results: Promise<SampledToken[]>;

@@ -21,9 +21,15 @@ export class TokenStore implements TokenSlots {
 
   #result: GPUBuffer | undefined;
 
-  constructor(readonly device: GPUDevice, readonly slots: number, readonly context: number) {
+  /** `rows`: the most sampled rows a step appends (default one per slot). */
+  constructor(
+    readonly device: GPUDevice,
+    readonly slots: number,
+    readonly context: number,
+    rows = slots,
+  ) {
     this.buffer = storageBuffer(device, "engine:token_store", slots * context * 4);
-    this.#at = storageBuffer(device, "engine:append_at", slots * 4);
+    this.#at = storageBuffer(device, "engine:append_at", rows * 4);
     for (let i = slots - 1; i >= 0; i--) this.#free.push(i);
   }
 
@@ -73,20 +79,33 @@ export class TokenStore implements TokenSlots {
   }
 
   /**
+   * Write the tokens drafted after `seq`'s known tokens (all read back) where the step that
+   * verifies them reads its inputs; its appends then overwrite them with the tokens drawn.
+   */
+  writeDraft(seq: Sequence, draft: readonly number[]): void {
+    this.device.queue.writeBuffer(
+      this.buffer,
+      this.index(seq, seq.tokens.length) * 4,
+      Uint32Array.from(draft),
+    );
+  }
+
+  /**
    * Record the append of this step's sampled tokens: row `i` of `result` (the sampler's token id
-   * and logprob bits per sequence; always the same buffer) goes after `seqs[i]`'s tokens.
+   * and logprob bits per row; always the same buffer) goes after `rows[i].seq`'s tokens, past
+   * the `offset` tokens drafted before it.
    */
   async encodeAppend(
     encoder: GPUCommandEncoder,
-    seqs: readonly Sequence[],
+    rows: readonly { seq: Sequence; offset: number }[],
     result: GPUBuffer,
   ): Promise<void> {
-    const at = Uint32Array.from(
-      seqs,
-      (s) => s.length < this.context ? this.index(s, s.length) : NOWHERE,
-    );
+    const at = Uint32Array.from(rows, ({ seq, offset }) => {
+      const pos = seq.length + offset;
+      return pos < this.context ? this.index(seq, pos) : NOWHERE;
+    });
     this.device.queue.writeBuffer(this.#at, 0, at);
-    encodeDispatches(encoder, [await this.#append(result, seqs.length)], "engine:append");
+    encodeDispatches(encoder, [await this.#append(result, rows.length)], "engine:append");
   }
 
   /**

@@ -1,6 +1,7 @@
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { f32Buffer, seeded, u32Buffer } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { chiSquare, chiSquareCritical } from "../../../test/support/chi_square.ts";
 import {
   bannedByBadWords,
   type History,
@@ -97,12 +98,6 @@ Deno.test("sampler over an external token store: penalties count the tokens wher
   });
 });
 
-/** Wilson–Hilferty upper quantile of chi-square with `df` degrees of freedom at z (p=0.001: 3.09). */
-function chiSquareCritical(df: number, z = 3.0902): number {
-  const a = 2 / (9 * df);
-  return df * (1 - a + z * Math.sqrt(a)) ** 3;
-}
-
 Deno.test("seeded draws follow the distribution (chi-square, p = 0.001); zero-probability tokens never drawn", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
@@ -127,23 +122,10 @@ Deno.test("seeded draws follow the distribution (chi-square, p = 0.001); zero-pr
           equal(counts[t], 0, `case ${index}: token ${t} has probability 0 but was drawn`);
         }
       });
-      // Merge bins with expected count < 5 into one.
-      let stat = 0, bins = 0, restObs = 0, restExp = 0;
-      c.probs.forEach((p, t) => {
-        const e = p * N;
-        if (e === 0) return;
-        if (e < 5) {
-          restObs += counts[t];
-          restExp += e;
-        } else {
-          stat += (counts[t] - e) ** 2 / e;
-          bins++;
-        }
-      });
-      if (restExp > 0) {
-        stat += (restObs - restExp) ** 2 / restExp;
-        bins++;
-      }
+      const { stat, bins } = chiSquare(
+        new Map(counts.map((n, t) => [t, n])),
+        new Map(c.probs.map((p, t) => [t, p * N])),
+      );
       ok(bins >= 3, `case ${index} has too few bins for a chi-square test`);
       const critical = chiSquareCritical(bins - 1);
       ok(
