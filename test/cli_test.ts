@@ -56,6 +56,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/peers/tokenizer_corpus.ts", name: "tokenizer_corpus", flag: ["--out", "/x"] },
   { path: "bench/moe.ts", name: "moe", flag: ["--iters", "1"] },
   { path: "bench/gpu_table.ts", name: "bench:gpu", flag: ["--budget-s", "60"] },
+  { path: "bench/speculative.ts", name: "bench:spec", flag: ["--tokens", "16"] },
   { path: "bench/upload.ts", name: "upload", flag: ["--rounds", "1"] },
   { path: "bench/gpu_memory.ts", name: "gpu_memory", flag: ["--out", "/tmp/x.json"] },
   { path: "bench/token_mask.ts", name: "token_mask", flag: ["--iters", "1"] },

@@ -23,6 +23,7 @@ import { runCli } from "./flags.ts";
 import { kernelPathsOption } from "./kernel_paths.ts";
 import { SERVE, startupLines } from "./serve_flags.ts";
 import type { LoadPhase } from "../../model/gpu_model.ts";
+import { speculativeConfig, type SpeculativeOptions } from "../../engines/speculation.ts";
 
 const { flags, env, fail } = runCli(SERVE);
 if (flags.engine !== "ort" && (flags.variant !== undefined || flags.ep !== undefined)) {
@@ -44,6 +45,16 @@ const model: ModelSpec = isUrl
 const apiKey = flags["api-key"] ?? env.KILN_API_KEY;
 for (const line of startupLines(flags, env)) console.error(line);
 const { variant, ep } = flags;
+let speculative: SpeculativeOptions | undefined;
+try {
+  const json = flags["speculative-config"];
+  if (json !== undefined) {
+    if (flags.engine === "ort") fail("--speculative-config needs the webgpu engine");
+    speculative = speculativeConfig(json);
+  }
+} catch (e) {
+  fail(`--speculative-config: ${(e as Error).message}`);
+}
 const engineOptions: Pick<HostOptions, "engine" | "ort"> = flags.engine === "ort"
   ? {
     engine: "ort",
@@ -71,6 +82,7 @@ const newEngine = () =>
       // Absent: the engine sizes the cache from the context and the device's buffer limits.
       ...(flags["kv-blocks"] === undefined ? {} : { kvBlocks: flags["kv-blocks"] }),
       maxNumSeqs: flags["max-num-seqs"],
+      ...(speculative ? { speculative } : {}),
     },
     (loaded, total, _item, phase) => {
       // The weights' bar stays, complete, on its line; the pipelines' bar follows below.

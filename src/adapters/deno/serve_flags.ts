@@ -75,6 +75,12 @@ export const SERVE_FLAGS = {
     default: "webgpu",
     help: "Kiln's WebGPU engine, or onnxruntime-web on an ONNX export folder",
   },
+  "speculative-config": {
+    type: "string",
+    arg: "JSON",
+    help: 'speculative decoding, as vLLM\'s flag: {"method":"ngram","num_speculative_tokens":4,' +
+      '"prompt_lookup_max":4,"prompt_lookup_min":2} (default off)',
+  },
   variant: { type: "string", help: "--engine ort: the graph in onnx/ (e.g. model_fp16)" },
   ep: { type: "enum", choices: ["webgpu", "wasm"], help: "--engine ort: the execution provider" },
 } as const satisfies FlagTable;
