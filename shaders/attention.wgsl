@@ -30,6 +30,8 @@
 //           writes (max, sum, unnormalised acc) partials per query head, and `merge` combines
 //           them. Long decode contexts use it so that many workgroups share one sequence's keys.
 
+//! import lib/attention_knobs
+
 const WG: u32 = 64u;
 const MAX_GROUP: u32 = 8u;
 const MAX_PPT: u32 = 2u; // dim pairs per thread: head_dim <= 2 * 2 * WG
@@ -38,22 +40,6 @@ const NEG: f32 = -3.0e38;
 override KV_F16: bool = false;
 override GROUP: u32 = 1u; // query heads per workgroup, <= MAX_GROUP
 override PPT: u32 = 1u; // dim pairs per thread, <= MAX_PPT
-override SINKS: bool = false; // sinks[heads] join each head's softmax
-
-struct Params {
-  tokens: u32,
-  heads: u32,
-  kv_heads: u32,
-  head_dim: u32,
-  block_size: u32,
-  splits: u32,
-  scale: f32,
-  chunks: u32, // head chunks per kv head
-  lanes: u32, // dim lanes: min(head_dim / 2, WG)
-  key_lanes: u32, // WG / lanes
-  window: u32, // keys a query sees (itself included); 0: every earlier key
-  softcap: f32, // 0: none
-}
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
@@ -99,37 +85,6 @@ fn ordered(x: f32) -> u32 {
 
 fn unordered(u: u32) -> f32 {
   return bitcast<f32>(select(~u, u & 0x7fffffffu, (u & 0x80000000u) != 0u));
-}
-
-// cap · tanh(s / cap) with cap = p.softcap, or s when there is none. tanh(x) = 1 - 2/(e^2x + 1):
-// e^2x overflows to +inf for large x, which gives 1; |x| is clamped where tanh is ±1 in f32.
-fn capped(s: f32) -> f32 {
-  if (p.softcap <= 0.0) {
-    return s;
-  }
-  let x = clamp(s / p.softcap, -15.0, 15.0);
-  return p.softcap * (1.0 - 2.0 / (exp(2.0 * x) + 1.0));
-}
-
-// The first key query position `pos` sees.
-fn first_key(pos: u32) -> u32 {
-  if (p.window == 0u || pos + 1u <= p.window) {
-    return 0u;
-  }
-  return pos + 1u - p.window;
-}
-
-// 1 / the softmax denominator of query head h whose scores have maximum m and sum l of
-// exp(s - m): 1 / l, or with SINKS 1 / (l + exp(sinks[h] - m)), taken against M = max(m, sink)
-// as exp(m - M) / (l exp(m - M) + exp(sink - M)) so that no exp overflows.
-fn normaliser(h: u32, m: f32, l: f32) -> f32 {
-  if (!SINKS) {
-    return 1.0 / l;
-  }
-  let sink = sinks[h];
-  let top = max(m, sink);
-  let e = exp(m - top);
-  return e / (l * e + exp(sink - top));
 }
 
 struct Partial {

@@ -2,8 +2,11 @@
  * Kernel paths: the kernel choices that differ between a GPU and a CPU implementation of WebGPU
  * (lavapipe, llvmpipe, SwiftShader), in one table per kind. A CPU implementation runs every
  * invocation of a workgroup up to each barrier in turn, so there one thread owns whole output
- * rows and work that one core could do alone is not split; a GPU reduces each row over many
- * threads, takes the tiled GEMM for prefill and splits long decode attention over the key axis.
+ * rows (of a product, or a query's keys in decode attention) and never waits at a barrier; a GPU
+ * reduces each row over many threads, takes the tiled GEMM for prefill and the tiled attention.
+ * Both split long decode attention over the key axis: a GPU to fill its cores, a CPU to spread
+ * a context over its few cores and keep each thread's loops short (lavapipe ends an invocation's
+ * loops after 65535 iterations in all).
  *
  * A device's kind is chosen once, when it is acquired: `cpu` on a fallback adapter, `gpu`
  * otherwise, or as `acquireGpu({ paths })` says. `gpu` on a CPU adapter runs every kernel a GPU
@@ -38,8 +41,17 @@ export interface KernelPaths {
    * per 32 activation rows) or `staged` (a workgroup decodes a weight tile into workgroup memory).
    */
   readonly gemmTile: "rows" | "staged";
-  /** Decode attention splits the key axis by the context length (else one pass). */
+  /**
+   * Decode attention splits the key axis by the context length (else one pass): `tiles` into
+   * up to 32 parts, `rows` into parts of at most `ROWS_KEYS` keys.
+   */
   readonly splitAttention: boolean;
+  /**
+   * The attention kernel: `tiles` (`attention.wgsl`: a workgroup shares each tile of keys among
+   * its threads, with barriers) or `rows` (`attention_rows.wgsl`: one thread owns a query's keys
+   * alone, no barrier, no workgroup memory).
+   */
+  readonly attention: "tiles" | "rows";
 }
 
 /**
@@ -49,8 +61,10 @@ export interface KernelPaths {
  * matrix-vector kernel's time at 4 rows, 0.55× at 8, 0.52× at 64 and 256; Q8_0 0.59× and 0.52×
  * at 4 and 8; Q4_K 0.58× and 0.82×; at 2 rows the GEMM is 1.6-2.2× slower). Workgroup memory,
  * which lavapipe reads one invocation at a time, made the staged tile 0.3-0.6× the sliced kernel
- * there (`bench/results/gemm-quant-lavapipe.json`). A GPU reduces each row over 32 threads and
- * stages the tile; its thresholds are not measured on a GPU.
+ * there (`bench/results/gemm-quant-lavapipe.json`). The `rows` attention took SmolLM2-135M's
+ * decode step at 8190 keys from 605 ms (the tiled kernel, one pass) to 241-308 ms on lavapipe.
+ * A GPU reduces each row over 32 threads and stages the tile; its thresholds are not measured on
+ * a GPU.
  */
 export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
   cpu: {
@@ -58,7 +72,8 @@ export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
     matvecThreadsPerRow: 1,
     gemmAboveRows: 3,
     gemmTile: "rows",
-    splitAttention: false,
+    splitAttention: true,
+    attention: "rows",
   },
   gpu: {
     kind: "gpu",
@@ -66,6 +81,7 @@ export const KERNEL_PATHS: Readonly<Record<PathKind, KernelPaths>> = {
     gemmAboveRows: 32,
     gemmTile: "staged",
     splitAttention: true,
+    attention: "tiles",
   },
 };
 

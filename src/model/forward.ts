@@ -7,7 +7,13 @@ import { EngineError } from "../contract/errors.ts";
 import { readF32, storageBuffer } from "../gpu/buffers.ts";
 import { type Dispatch, encodeDispatches } from "../gpu/dispatch.ts";
 import type { GpuModel } from "./gpu_model.ts";
-import { buildPlan, type Plan, type Scratch } from "./step_plan.ts";
+import {
+  type AttentionSplit,
+  attentionSplit,
+  buildPlan,
+  type Plan,
+  type Scratch,
+} from "./step_plan.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -103,8 +109,14 @@ export class Forward {
     return this.#scratch;
   }
 
-  async #plan(s: Scratch, tokens: number, rows: number): Promise<Plan> {
-    const key = `${tokens}:${rows}`;
+  /** How a step of `tokens` tokens whose queries see at most `keys` keys splits its attention. */
+  #split(tokens: number, keys: number): AttentionSplit {
+    const context = this.model.config.maxPositionEmbeddings;
+    return attentionSplit(this.model.gpu.device, tokens, keys, context, this.#splits);
+  }
+
+  async #plan(s: Scratch, tokens: number, rows: number, split: AttentionSplit): Promise<Plan> {
+    const key = `${tokens}:${rows}:${split.splits}`;
     const cached = this.#plans.get(key);
     if (cached) {
       // Most recently used last, so the first entry is the one to evict.
@@ -119,7 +131,7 @@ export class Forward {
     }
     const plan = await buildPlan(this.model, s, tokens, rows, {
       ...(this.#store ? { store: this.#store } : {}),
-      ...(this.#splits === undefined ? {} : { splits: this.#splits }),
+      split,
     });
     this.#plans.set(key, plan);
     return plan;
@@ -139,11 +151,18 @@ export class Forward {
    * them every compute pipeline those shapes take; all at once, so the pipelines compile side
    * by side. Returns the plans' dispatches.
    */
-  async warm(shapes: readonly { tokens: number; rows: number }[]): Promise<Dispatch[]> {
+  async warm(
+    shapes: readonly { tokens: number; rows: number; keys?: number }[],
+  ): Promise<Dispatch[]> {
     const most = (k: "tokens" | "rows") => Math.max(1, ...shapes.map((x) => x[k]));
     this.reserve(most("tokens"), most("rows"));
     const s = this.#scratch!;
-    const plans = await Promise.all(shapes.map((x) => this.#plan(s, x.tokens, x.rows)));
+    const context = this.model.config.maxPositionEmbeddings;
+    const plans = await Promise.all(
+      shapes.map((x) =>
+        this.#plan(s, x.tokens, x.rows, this.#split(x.tokens, Math.min(x.keys ?? context, context)))
+      ),
+    );
     return plans.flatMap((p) => [...p.body, ...p.head]);
   }
 
@@ -153,7 +172,8 @@ export class Forward {
    */
   async dispatchesPerStep(tokens: number, rows: number): Promise<number> {
     const s = this.#ensure(tokens, rows, 1);
-    const plan = await this.#plan(s, tokens, rows);
+    const context = this.model.config.maxPositionEmbeddings;
+    const plan = await this.#plan(s, tokens, rows, this.#split(tokens, context));
     return plan.body.length + plan.head.length;
   }
 
@@ -203,7 +223,9 @@ export class Forward {
     const tokens = b.tokens.length;
     const rows = b.logitRows.length;
     const s = this.#ensure(tokens, rows, b.blockTable.length);
-    const plan = await this.#plan(s, tokens, rows);
+    let keys = 1;
+    for (let i = 0; i < tokens; i++) keys = Math.max(keys, b.positions[i]! + 1);
+    const plan = await this.#plan(s, tokens, rows, this.#split(tokens, keys));
     const q = this.model.gpu.device.queue;
     q.writeBuffer(this.#store ? s.index : s.ids, 0, Uint32Array.from(b.tokens));
     q.writeBuffer(s.positions, 0, Uint32Array.from(b.positions));

@@ -29,6 +29,8 @@ import {
   chooseSplits,
   prepareAttention,
   prepareRopeKv,
+  ROWS_KEYS,
+  rowsSplits,
 } from "../gpu/kernels/attention.ts";
 import {
   prepareEmbedding,
@@ -106,27 +108,41 @@ export interface Plan {
 /** Steps of at most this many tokens may split decode attention over the key axis. */
 export const SPLIT_MAX_TOKENS = 4;
 
+/** How a step's attention splits the key axis, and the most keys one of its queries may see. */
+export interface AttentionSplit {
+  splits: number;
+  maxKeys: number;
+}
+
 /**
- * Key-axis splits of a step's attention. Split-K decode spreads one sequence's keys over many
- * workgroups: a GPU needs that for long contexts; a CPU adapter has enough workgroups in the
- * heads and only pays the merge. The device's kernel paths say which (`paths.ts`).
+ * Key-axis splits of a step's decode attention. Split-K decode spreads one sequence's keys over
+ * many workgroups, which a GPU needs for long contexts: the `tiles` kernel splits by the model's
+ * context. On a CPU adapter the `rows` kernel gives each thread at most `ROWS_KEYS` keys, which
+ * spreads a long context over the cores and keeps lavapipe's loop limiter away: it splits by the
+ * keys the step's queries see (`keys`, rounded up to a power of two of splits, so that a plan
+ * serves a class of lengths), at most the context's. `forced` (tests) fixes the count.
  */
-function attentionSplits(
+export function attentionSplit(
   device: GPUDevice,
   tokens: number,
+  keys: number,
   context: number,
-  forced: number | undefined,
-): number {
-  if (tokens > SPLIT_MAX_TOKENS) return 1;
-  return forced ?? (kernelPaths(device).splitAttention ? chooseSplits(context) : 1);
+  forced?: number,
+): AttentionSplit {
+  const paths = kernelPaths(device);
+  if (tokens > SPLIT_MAX_TOKENS || !paths.splitAttention) return { splits: 1, maxKeys: context };
+  if (forced !== undefined) return { splits: forced, maxKeys: context };
+  if (paths.attention !== "rows") return { splits: chooseSplits(context), maxKeys: context };
+  const splits = Math.min(rowsSplits(context), 2 ** Math.ceil(Math.log2(rowsSplits(keys))));
+  return { splits, maxKeys: Math.min(context, splits * ROWS_KEYS) };
 }
 
 /** Where a plan's token ids come from, and how its decode attention splits. */
 export interface PlanOptions {
   /** A token store: the step's `tokens` are indices into it, gathered on the GPU. */
   store?: GPUBuffer;
-  /** Key-axis splits of decode attention (default: by the context on `gpu` paths, else 1). */
-  splits?: number;
+  /** How decode attention splits (default: as for a query that sees the whole context). */
+  split?: AttentionSplit;
 }
 
 /**
@@ -177,7 +193,8 @@ export async function buildPlan(
   }
   const linear = (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) =>
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
-  const splits = attentionSplits(d, tokens, c.maxPositionEmbeddings, options.splits);
+  const context = c.maxPositionEmbeddings;
+  const { splits, maxKeys } = options.split ?? attentionSplit(d, tokens, context, context);
   const kvDtype = m.kvDtype;
   const branch = c.residualScale !== undefined ? { scale: c.residualScale } : {};
   /**
@@ -283,6 +300,7 @@ export async function buildPlan(
           headDim: c.headDim,
           blockSize: m.blockSize,
           splits,
+          maxKeys,
           kvDtype,
           ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
           ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),

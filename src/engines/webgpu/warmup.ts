@@ -5,8 +5,8 @@
  *
  * The pipelines a step takes depend on its shape only through a few thresholds: the number of
  * tokens in the step (the products' row count, see `productRowClasses`, and whether decode
- * attention splits the key axis, `SPLIT_MAX_TOKENS`) and the number of logit rows (the LM head's
- * row count). The warm-up builds the forward's plans for one step of each class, through the
+ * attention splits the key axis, `SPLIT_MAX_TOKENS`), the number of logit rows (the LM head's
+ * row count) and, on CPU paths, whether decode attention sees few keys or many. The warm-up builds the forward's plans for one step of each class, through the
  * same code a request's step takes, and the sampler's and the token store's dispatches. All of
  * them are asked for at once, so the implementation may compile them in parallel
  * (`createComputePipelineAsync`), and they land in the per-device cache that steps read
@@ -43,6 +43,8 @@ export interface StepShape {
   tokens: number;
   /** Logit rows (sequences sampled by the step). */
   rows: number;
+  /** The most keys a query of the step sees (default: the model's context). */
+  keys?: number;
 }
 
 /**
@@ -55,7 +57,7 @@ export function warmShapes(maxTokens: number, maxSeqs: number): StepShape[] {
   const tokens = new Set(productRowClasses(maxTokens));
   tokens.add(Math.min(SPLIT_MAX_TOKENS, maxTokens));
   if (maxTokens > SPLIT_MAX_TOKENS) tokens.add(SPLIT_MAX_TOKENS + 1);
-  const shapes = [...tokens].sort((a, b) => a - b).map((t) => ({
+  const shapes: StepShape[] = [...tokens].sort((a, b) => a - b).map((t) => ({
     tokens: t,
     rows: Math.min(t, maxSeqs),
   }));
@@ -63,6 +65,9 @@ export function warmShapes(maxTokens: number, maxSeqs: number): StepShape[] {
   for (const r of productRowClasses(Math.min(maxSeqs, maxTokens))) {
     if (!shapes.some((s) => s.rows === r)) shapes.push({ tokens: r, rows: r });
   }
+  // Decode attention over a short context may take a kernel entry of its own (the CPU paths'
+  // single pass): one decode shape over one key.
+  shapes.push({ tokens: 1, rows: 1, keys: 1 });
   return shapes;
 }
 

@@ -8,6 +8,7 @@ import { storageBuffer } from "../buffers.ts";
 import type { Dispatch } from "../dispatch.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 import { checkBuffer, placeholder } from "./matvec_quant.ts";
+import { kernelPaths } from "../paths.ts";
 
 /** Element type of a KV cache. */
 export type KvDtype = "f16" | "f32";
@@ -175,6 +176,11 @@ export interface AttentionArgs {
   blockSize: number;
   /** Key-axis splits (1: single pass). */
   splits?: number;
+  /**
+   * The most keys a query of the call can see (the context). The `rows` kernel takes the call
+   * only when it is known and each split then holds at most {@linkcode ROWS_KEYS} of them.
+   */
+  maxKeys?: number;
   /** Cache element type (default f32). */
   kvDtype?: KvDtype;
   /** Query scale (default 1/sqrt(headDim)). */
@@ -196,6 +202,15 @@ export interface AttentionDispatch {
   dispatches: Dispatch[];
   /** Buffers owned by these dispatches (uniforms, split partials); destroy with them. */
   owned: GPUBuffer[];
+  /** The kernel that took the call (see `KernelPaths.attention`). */
+  kernel: "tiles" | "rows";
+}
+
+/** Workgroups of 8 for the `rows` kernel's `threads`, over x and y when x would pass the limit. */
+function rowsGrid(device: GPUDevice, threads: number): readonly [number, number] {
+  const groups = Math.ceil(threads / 8);
+  const limit = device.limits.maxComputeWorkgroupsPerDimension;
+  return groups <= limit ? [groups, 1] : [limit, Math.ceil(groups / limit)];
 }
 
 /** Keys per split below which splitting does not pay: one workgroup handles them well. */
@@ -243,10 +258,43 @@ export function attentionLayout(heads: number, kvHeads: number, headDim: number)
   };
 }
 
+/** Floats of q (and of the accumulator) one thread of the `rows` kernel holds. */
+const ROWS_QD = 256;
+
+/**
+ * The most keys one thread of the `rows` kernel walks. Mesa's lavapipe ends any invocation's
+ * loops after 65535 iterations in all (its loop limiter, shared by every loop of the shader),
+ * and a key costs a few dozen of them; the split count keeps each thread's share well below.
+ */
+export const ROWS_KEYS = 256;
+
+/** Key-axis splits for the `rows` kernel over `maxKeys` keys: at most ROWS_KEYS a split. */
+export function rowsSplits(maxKeys: number): number {
+  return Math.max(1, Math.ceil(maxKeys / ROWS_KEYS));
+}
+
+/**
+ * The `rows` kernel's head chunks (`attention_rows.wgsl`): query heads per thread such that they
+ * divide the heads of a kv head and their q fits one thread; undefined where that kernel does not
+ * take the shape (a head dim that is not a multiple of 4).
+ */
+export function rowsLayout(
+  heads: number,
+  kvHeads: number,
+  headDim: number,
+): { group: number; chunks: number } | undefined {
+  if (headDim % 4 !== 0 || headDim > ROWS_QD) return undefined;
+  const perKv = heads / kvHeads;
+  let chunks = Math.ceil(perKv / Math.min(MAX_GROUP, Math.floor(ROWS_QD / headDim)));
+  while (perKv % chunks !== 0) chunks++;
+  return { group: perKv / chunks, chunks };
+}
+
 /**
  * Causal attention over the paged KV cache, scaled by `scale` (1/sqrt(headDim)), in one pass or split over
- * the key axis and merged. Throws `InvalidArgument` on head counts that do not divide, an odd head
- * dim or one above 256.
+ * the key axis and merged, by the kernel the device's paths take (`tiles`, or on a CPU adapter
+ * `rows` where the shape and `maxKeys` allow). Throws `InvalidArgument` on head counts that do not divide, an
+ * odd head dim or one above 256.
  */
 export async function prepareAttention(
   device: GPUDevice,
@@ -256,7 +304,13 @@ export async function prepareAttention(
   checkHeads(label, a.heads, a.kvHeads, a.headDim);
   if (a.headDim > 256) throw invalid(label, `head_dim ${a.headDim} > 256 is not supported`);
   const splits = Math.max(1, a.splits ?? 1);
-  const lay = attentionLayout(a.heads, a.kvHeads, a.headDim);
+  const bounded = a.maxKeys !== undefined && Math.ceil(a.maxKeys / splits) <= ROWS_KEYS;
+  const rows = kernelPaths(device).attention === "rows" && bounded
+    ? rowsLayout(a.heads, a.kvHeads, a.headDim)
+    : undefined;
+  const lay = rows
+    ? { ...attentionLayout(a.heads, a.kvHeads, a.headDim), ...rows }
+    : attentionLayout(a.heads, a.kvHeads, a.headDim);
   const scale = a.scale ?? 1 / Math.sqrt(a.headDim);
   const window = a.window ?? 0, softcap = a.softcap ?? 0;
   if (!(Number.isFinite(scale) && scale > 0)) throw invalid(label, `scale ${scale} is not > 0`);
@@ -285,9 +339,12 @@ export async function prepareAttention(
   const constants = {
     KV_F16: a.kvDtype === "f16" ? 1 : 0,
     GROUP: lay.group,
-    PPT: lay.pairsPerThread,
+    ...(rows ? {} : { PPT: lay.pairsPerThread }),
     SINKS: a.sinks ? 1 : 0,
   };
+  // `rows`: one thread per (token, kv head, head chunk, split), 8 to a workgroup.
+  const shader = rows ? "attention_rows" : "attention";
+  const threads = a.tokens * a.kvHeads * lay.chunks;
   const common = {
     1: a.q,
     2: a.kCache,
@@ -296,32 +353,32 @@ export async function prepareAttention(
     5: a.tableOffsets,
     6: a.blockTable,
   };
-  const workgroups = [a.tokens, a.kvHeads * lay.chunks] as const;
+  const workgroups = rows ? rowsGrid(device, threads) : [a.tokens, a.kvHeads * lay.chunks] as const;
   if (splits === 1) {
     const d = await prepareKernel(device, {
       label,
-      shader: "attention",
-      entry: "single",
+      shader,
+      entry: rows ? "rows" : "single",
       constants,
       uniform,
       floats: [6, 11],
       buffers: { ...common, 7: a.out, ...sinks },
       workgroups,
     });
-    return { dispatches: [d], owned: [d.uniform] };
+    return { dispatches: [d], owned: [d.uniform], kernel: rows ? "rows" : "tiles" };
   }
   const parts = a.tokens * a.heads * splits;
   const ml = storageBuffer(device, `${label}:partial_ml`, parts * 8);
   const acc = storageBuffer(device, `${label}:partial_acc`, parts * a.headDim * 4);
   const split = await prepareKernel(device, {
     label: `${label}:split`,
-    shader: "attention",
-    entry: "split",
+    shader,
+    entry: rows ? "rows_split" : "split",
     constants,
     uniform,
     floats: [6, 11],
     buffers: { ...common, 8: ml, 9: acc },
-    workgroups: [...workgroups, splits],
+    workgroups: rows ? rowsGrid(device, threads * splits) : [...workgroups, splits],
   });
   const merge = await prepareKernel(device, {
     label: `${label}:merge`,
@@ -333,5 +390,9 @@ export async function prepareAttention(
     buffers: { 7: a.out, 8: ml, 9: acc, ...sinks },
     workgroups: [a.tokens, a.heads],
   });
-  return { dispatches: [split, merge], owned: [split.uniform, merge.uniform, ml, acc] };
+  return {
+    dispatches: [split, merge],
+    owned: [split.uniform, merge.uniform, ml, acc],
+    kernel: rows ? "rows" : "tiles",
+  };
 }

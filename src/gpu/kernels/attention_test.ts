@@ -4,7 +4,8 @@ import {
   pagedAttentionRef,
   roundKv,
 } from "../reference/attention.ts";
-import { type KvDtype, prepareAttention, prepareKvWrite } from "./attention.ts";
+import { type KvDtype, prepareAttention, prepareKvWrite, ROWS_KEYS } from "./attention.ts";
+import type { PathKind } from "../paths.ts";
 import { submitDispatches } from "../dispatch.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { readBuffer } from "../buffers.ts";
@@ -33,7 +34,11 @@ const SHAPES: Record<string, Shape> = {
   qwen: { heads: 6, kvHeads: 2, headDim: 16 },
   wide: { heads: 2, kvHeads: 2, headDim: 128 },
 };
+/** The rows kernel's heaviest threads: 256 dims of one head, or 8 heads of 32 dims. */
+const HEAD256: Shape = { heads: 4, kvHeads: 1, headDim: 256 };
+const GROUP8: Shape = { heads: 8, kvHeads: 1, headDim: 32 };
 const BLOCK = 16;
+const PATHS: PathKind[] = ["cpu", "gpu"];
 
 /** A shuffled, non-contiguous block table per sequence over a pool of `blocks` blocks. */
 function blockTables(lengths: number[], blocks: number): { table: number[]; offsets: number[] } {
@@ -63,8 +68,9 @@ async function check(
   splits?: number,
   kvDtype: KvDtype = "f32",
   knobs: AttentionKnobsRef = {},
+  paths: PathKind = "cpu",
 ) {
-  const { device } = await testGpu();
+  const { device } = await testGpu(paths);
   await withErrorScopes(device, async () => {
     const { heads, kvHeads, headDim } = shape;
     const blocks = lengths.reduce((n, l) => n + Math.ceil(l / BLOCK), 0) + 3;
@@ -110,7 +116,13 @@ async function check(
     const q = asF32(seeded(3, tokens * heads * headDim));
     const { sinks, ...gpuKnobs } = knobs;
     const out = outBuffer(device, "att:out", tokens * heads * headDim);
-    const { dispatches } = await prepareAttention(device, {
+    // The cpu paths take the `rows` kernel where each split holds at most ROWS_KEYS keys.
+    const maxKeys = Math.max(...lengths);
+    const want_kernel = paths === "cpu" && headDim % 4 === 0 &&
+        Math.ceil(maxKeys / (splits ?? 1)) <= ROWS_KEYS
+      ? "rows"
+      : "tiles";
+    const { dispatches, kernel } = await prepareAttention(device, {
       q: f32Buffer(device, "att:q", q),
       kCache,
       vCache,
@@ -124,10 +136,12 @@ async function check(
       headDim,
       blockSize: BLOCK,
       ...(splits ? { splits } : {}),
+      maxKeys,
       kvDtype,
       ...gpuKnobs,
       ...(sinks ? { sinks: f32Buffer(device, "att:sinks", sinks) } : {}),
     });
+    if (kernel !== want_kernel) throw new Error(`${name}: ${kernel} took it, not ${want_kernel}`);
     const got = await runRead(device, dispatches, out, tokens * heads * headDim);
     const cache = {
       k: decodeKv(await readBuffer(device, kCache), kvDtype),
@@ -158,16 +172,62 @@ async function check(
 }
 
 for (const [name, shape] of Object.entries(SHAPES)) {
-  Deno.test(`attention ${name}: prefill over contexts 1, 15, 17, 100 in one varlen batch`, () =>
-    check(name, shape, [1, 15, 17, 100], [1, 15, 17, 100]));
-  Deno.test(`attention ${name}: chunked prefill (a second chunk attends to cached keys)`, () =>
-    check(name, shape, [40, 300], [9, 33]));
+  Deno.test(`attention ${name}: prefill over contexts 1, 15, 17, 100 in one varlen batch`, async () => {
+    for (const paths of PATHS) {
+      await check(
+        `${name}/${paths}`,
+        shape,
+        [1, 15, 17, 100],
+        [1, 15, 17, 100],
+        1,
+        "f32",
+        {},
+        paths,
+      );
+    }
+  });
+  Deno.test(`attention ${name}: chunked prefill (a second chunk attends to cached keys)`, async () => {
+    for (const paths of PATHS) {
+      for (const splits of [1, 2]) {
+        await check(
+          `${name}/${paths}/${splits}`,
+          shape,
+          [40, 300],
+          [9, 33],
+          splits,
+          "f32",
+          {},
+          paths,
+        );
+      }
+    }
+  });
   Deno.test(`attention ${name}: decode, single pass and split along the keys`, async () => {
-    await check(`${name}/single`, shape, [1, 17, 300], [1, 1, 1]);
-    await check(`${name}/split3`, shape, [1, 17, 300], [1, 1, 1], 3);
-    await check(`${name}/split7`, shape, [5, 300], [1, 1], 7);
+    for (const paths of PATHS) {
+      await check(`${name}/single/${paths}`, shape, [1, 17, 300], [1, 1, 1], 1, "f32", {}, paths);
+      await check(`${name}/split3/${paths}`, shape, [1, 17, 300], [1, 1, 1], 3, "f32", {}, paths);
+      await check(`${name}/split7/${paths}`, shape, [5, 300], [1, 1], 7, "f32", {}, paths);
+    }
   });
 }
+
+// Long contexts through the rows kernel (each thread's keys under lavapipe's loop limiter, which
+// ends an invocation's loops after 65535 iterations in all: one thread over 2000 keys of these
+// shapes would stop early and give another answer), and through the tiles.
+Deno.test("attention: 3000 and 5000 keys, decode split as the step plans do, f16 cache", async () => {
+  const shapes: [string, Shape][] = [
+    ["gqa", SHAPES.gqa!],
+    ["wide", SHAPES.wide!],
+    ["d256", HEAD256],
+    ["group8", GROUP8],
+  ];
+  for (const [name, shape] of shapes) {
+    for (const paths of PATHS) {
+      const splits = paths === "cpu" ? Math.ceil(5000 / ROWS_KEYS) : 32;
+      await check(`${name}/long/${paths}`, shape, [3000, 5000], [1, 2], splits, "f16", {}, paths);
+    }
+  }
+});
 
 Deno.test("attention gqa: f16 cache written by kv_write, prefill and split decode", async () => {
   const shape = SHAPES.gqa!;
