@@ -85,6 +85,17 @@ function chart(report: Report): Chart {
       ]),
     };
   }
+  if (report.bench === "speculative") {
+    return {
+      title: "speculative decoding (prompt lookup): tokens/s per stream, on vs off",
+      legend: "orange: speculation on, grey: off (same tokens, same run)",
+      rows: report.results.map((r) => ({
+        label: `${r.model} k=${r.k} ${r.workload}`,
+        value: r.on_tokens_per_s / r.streams,
+        peer: r.off_tokens_per_s / r.streams,
+      })),
+    };
+  }
   if (report.bench === "matvec-threads") {
     return {
       title: `decode products per second on ${report.adapter}: one thread per row vs 32`,
@@ -128,7 +139,10 @@ if (parsed.bench === "kiln-bench") {
 const report = parsed as Report;
 const { title, legend, rows } = chart(report);
 const max = Math.max(...rows.flatMap((r) => [r.value, r.peer]));
-const W = 760, barH = 14, gap = 12, left = 150, top = 48;
+const barH = 14, gap = 12, top = 48;
+const left = Math.max(150, 16 + 6.5 * Math.max(...rows.map((r) => r.label.length)));
+const W = left + 610;
+const fixed = (v: number) => v.toFixed(v < 100 ? 1 : 0);
 const H = top + rows.length * (2 * barH + gap) + 30;
 const x = (v: number) => ((W - left - 100) * v) / max;
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;");
@@ -143,14 +157,14 @@ rows.forEach((r, i) => {
   parts.push(`<text x="10" y="${y + barH + 4}">${esc(r.label)}</text>`);
   parts.push(`<rect x="${left}" y="${y}" width="${x(r.value)}" height="${barH}" fill="#d9480f"/>`);
   parts.push(
-    `<text x="${left + x(r.value) + 4}" y="${y + 11}">${r.value.toFixed(0)} (×${
+    `<text x="${left + x(r.value) + 4}" y="${y + 11}">${fixed(r.value)} (×${
       (r.value / r.peer).toFixed(2)
     })</text>`,
   );
   parts.push(
     `<rect x="${left}" y="${y + barH}" width="${x(r.peer)}" height="${barH}" fill="#868e96"/>`,
   );
-  parts.push(`<text x="${left + x(r.peer) + 4}" y="${y + barH + 11}">${r.peer.toFixed(0)}</text>`);
+  parts.push(`<text x="${left + x(r.peer) + 4}" y="${y + barH + 11}">${fixed(r.peer)}</text>`);
 });
 parts.push(`<text x="10" y="${H - 10}" fill="#555">${esc(legend)}</text>`, "</svg>");
 await Deno.writeTextFile(output, parts.join("\n") + "\n");

@@ -1,5 +1,6 @@
 /**
- * Issue 25's goals read from the runs of `gpu_table.ts` (each a `deno task bench` report): every
+ * Issue 25's goals read from the runs of `gpu_table.ts` (each a `deno task bench` report, or
+ * `deno task bench:spec`'s for speculative decoding): every
  * goal gets its measured value, or null and why not (not run, failed, timed out, not built).
  * Goals stated for the GPU machine (`gpu: true`) are reported on any adapter but judged only on a
  * GPU; the others are stated as ratios on lavapipe and judged everywhere. Also the SVG of it.
@@ -8,12 +9,26 @@
  */
 import type { BenchReport, ShapeResult } from "./report.ts";
 
+/** One row of `deno task bench:spec`'s report (`speculative.ts`). */
+export interface SpecRow {
+  model: string;
+  workload: string;
+  k: number;
+  streams: number;
+  speedup: number;
+  identical: boolean;
+  acceptance: number;
+}
+
 /** One run of the table: what it ran, and its report or why there is none. */
 export interface TableRun {
   name: string;
   args: string[];
   seconds: number;
+  /** A `deno task bench` report. */
   report?: BenchReport;
+  /** A `deno task bench:spec` report. */
+  spec?: { bench: "speculative"; adapter: string; results: SpecRow[] };
   error?: string;
 }
 
@@ -122,9 +137,20 @@ export function evaluateGoals(runs: TableRun[], onGpu: boolean): GoalResult[] {
     const r = p?.prefill?.find((d) => d.prompt_tokens === 512)?.kiln_over_peer;
     return r !== undefined ? { value: r, note: p!.name } : { note: x.why ?? "no Vulkan peer" };
   });
-  add("speculative (prompt lookup), repetitive prompt", 1.8, "ratio", false, () => ({
-    note: "not built yet: speculative decoding is issue 25's item 3",
-  }));
+  add("speculative (prompt lookup), repetitive prompt", 1.8, "ratio", false, () => {
+    const r = runs.find((x) => x.name === "spec");
+    if (!r) return { note: "run spec not in this table" };
+    if (!r.spec) return { note: `run spec: ${r.error ?? "no report"}` };
+    const row = r.spec.results.find((x) =>
+      x.streams === 1 && /^repetitive, greedy/.test(x.workload)
+    );
+    if (!row) return { note: "run spec: no one-stream repetitive greedy row" };
+    if (!row.identical) throw new Error(`${row.model} ${row.workload}: tokens differ`);
+    return {
+      value: row.speedup,
+      note: `${row.model}, k=${row.k}, ${(100 * row.acceptance).toFixed(0)} % of drafts accepted`,
+    };
+  });
   return out;
 }
 

@@ -76,7 +76,9 @@ Deno.test("goals: values from their runs; GPU goals judged only on a GPU; gaps s
   deepStrictEqual([bw.value, bw.met], [null, null]);
   ok(/run 1b-f16: bench.ts exited with 1/.test(bw.note), bw.note);
   ok(/not in this table/.test(gpu["prefill 512 Q4_K_M vs llama.cpp Vulkan"]!.note));
-  ok(/not built yet/.test(gpu["speculative (prompt lookup), repetitive prompt"]!.note));
+  ok(
+    /run spec not in this table/.test(gpu["speculative (prompt lookup), repetitive prompt"]!.note),
+  );
 });
 
 Deno.test("goals: short contexts or prefills are not judged against the long-context goals", () => {
@@ -116,4 +118,35 @@ Deno.test("goals: the 1B row's bandwidth is a fraction of the H100's read figure
     8,
     "a label per goal",
   );
+});
+
+Deno.test("goals: speculative decoding's from the one-stream repetitive greedy row of bench:spec", () => {
+  const row = (workload: string, streams: number, speedup: number, identical = true) => ({
+    model: "smollm2-135m",
+    workload,
+    k: 4,
+    streams,
+    speedup,
+    identical,
+    acceptance: 0.97,
+  });
+  const spec = (results: ReturnType<typeof row>[]): TableRun => ({
+    name: "spec",
+    args: [],
+    seconds: 1,
+    spec: { bench: "speculative", adapter: "test", results },
+  });
+  const goal = (r: TableRun) =>
+    evaluateGoals([r], false).find((g) => g.goal.startsWith("speculative"))!;
+  const good = goal(spec([
+    row("repetitive, greedy, 4 streams", 4, 1.5),
+    row("repetitive, greedy", 1, 2.07),
+    row("free text, sampled (T=1)", 1, 0.9),
+  ]));
+  deepStrictEqual([good.value, good.met], [2.07, true]);
+  ok(/k=4, 97 % of drafts accepted/.test(good.note), good.note);
+  const differ = goal(spec([row("repetitive, greedy", 1, 3, false)]));
+  deepStrictEqual([differ.value, differ.met], [null, null]);
+  ok(/tokens differ/.test(differ.note), differ.note);
+  ok(/exited/.test(goal({ name: "spec", args: [], seconds: 1, error: "exited with 1" }).note));
 });

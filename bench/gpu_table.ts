@@ -10,8 +10,8 @@
  * Rows: SmolLM2-135M's shape at F16 (decode batch 1/8/32, prefill 512/2048, contexts 128 to its
  * 8k, with the read and FMA probes), at Q8_0 and Q4_K_M (decode), Llama-3.2-1B's shape at F16
  * (the bandwidth row), Qwen2.5-0.5B's at Q4_K_M, and the peers of `bench/peers/` where their
- * packages are installed (llama.cpp's builds through node-llama-cpp). Speculative decoding is not
- * built yet; its goal says so. `--quick` (plumbing, on lavapipe) keeps every run tiny, and
+ * packages are installed (llama.cpp's builds through node-llama-cpp), and speculative decoding off
+ * and on (`speculative.ts`, the 135M shape at k = 4 and 8). `--quick` (plumbing, on lavapipe) keeps every run tiny, and
  * `--model DIR` runs a folder (fortune, say) in place of every shape.
  *
  * On the GPU machine nothing is installed: the call carries `.gpu-carry` (see
@@ -21,7 +21,7 @@
 import { existsSync } from "node:fs";
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { evaluateGoals, renderGoals, type TableRun } from "./gpu_goals.ts";
-import { adapterSlug, type BenchReport } from "./report.ts";
+import { adapterSlug } from "./report.ts";
 
 const { flags, fail } = runCli({
   name: "bench:gpu",
@@ -39,8 +39,11 @@ const { flags, fail } = runCli({
 const quick = flags.quick;
 const model = flags.model;
 
-/** Each run's `bench.ts` flags; `shape` is replaced by `--model DIR` when one is given. */
-function plan(): { name: string; shape: string; args: string[] }[] {
+/**
+ * Each run's `bench.ts` flags; `shape` is replaced by `--model DIR` when one is given. A run with
+ * a `script` runs that file with its own flags alone.
+ */
+function plan(): { name: string; shape: string; args: string[]; script?: string }[] {
   const contexts = quick ? "32,128" : "128,2048,8192";
   const runs = [
     {
@@ -81,6 +84,12 @@ function plan(): { name: string; shape: string; args: string[] }[] {
       ],
     },
     {
+      name: "spec",
+      shape: "smollm2-135m",
+      script: "speculative.ts",
+      args: quick ? ["--quick", "--tokens", "16"] : ["--models", "smollm2-135m", "--k", "4,8"],
+    },
+    {
       name: "peers",
       shape: "smollm2-135m",
       args: [
@@ -95,12 +104,17 @@ function plan(): { name: string; shape: string; args: string[] }[] {
   return runs.filter((r) => !flags.only || flags.only.includes(r.name));
 }
 
-/** One `bench.ts` run in its own process, stopped after `seconds`. */
-async function runBench(name: string, args: string[], seconds: number): Promise<TableRun> {
+/** One `bench.ts` (or `script`) run in its own process, stopped after `seconds`. */
+async function runBench(
+  name: string,
+  args: string[],
+  seconds: number,
+  script = "bench.ts",
+): Promise<TableRun> {
   const out = await Deno.makeTempFile({ prefix: `kiln-gpu-${name}-`, suffix: ".json" });
   const t0 = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL("./bench.ts", import.meta.url).pathname, ...args, "--out", out],
+    args: ["run", "-A", new URL(`./${script}`, import.meta.url).pathname, ...args, "--out", out],
     stdout: "inherit",
     stderr: "inherit",
   }).spawn();
@@ -115,8 +129,9 @@ async function runBench(name: string, args: string[], seconds: number): Promise<
   try {
     const run: TableRun = { name, args, seconds: elapsed };
     if (timedOut) return { ...run, error: `stopped after ${seconds.toFixed(0)} s (the budget)` };
-    if (!status.success) return { ...run, error: `bench.ts exited with ${status.code}` };
-    return { ...run, report: JSON.parse(await Deno.readTextFile(out)) as BenchReport };
+    if (!status.success) return { ...run, error: `${script} exited with ${status.code}` };
+    const report = JSON.parse(await Deno.readTextFile(out));
+    return report.bench === "speculative" ? { ...run, spec: report } : { ...run, report };
   } finally {
     await Deno.remove(out).catch(() => {});
     await Deno.remove(out.replace(/\.json$/, ".svg")).catch(() => {});
@@ -128,7 +143,7 @@ const left = () => flags["budget-s"] - (performance.now() - started) / 1000;
 const runs: TableRun[] = [];
 const peersInstalled = existsSync(new URL("./peers/node_modules", import.meta.url));
 for (const r of plan()) {
-  const args = [
+  const args = r.script ? r.args : [
     ...(model ? ["--model", model] : ["--shapes", r.shape]),
     ...(quick ? ["--quick"] : []),
     ...r.args,
@@ -142,7 +157,7 @@ for (const r of plan()) {
     continue;
   }
   console.error(`\n== bench:gpu ${r.name}: ${args.join(" ")} (${left().toFixed(0)} s left)`);
-  runs.push(await runBench(r.name, args, left()));
+  runs.push(await runBench(r.name, args, left(), r.script));
 }
 
 const adapter = runs.find((r) => r.report)?.report?.adapter ?? "unknown adapter";

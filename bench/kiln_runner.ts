@@ -10,6 +10,7 @@ import type { Gpu } from "../src/gpu/device.ts";
 import { WebGpuEngine } from "../src/engines/webgpu/engine.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import type { Peer } from "./peers/peer.ts";
+import type { SpeculativeOptions } from "../src/engines/speculation.ts";
 
 export interface KilnRunnerOptions {
   gpu: Gpu;
@@ -21,6 +22,8 @@ export interface KilnRunnerOptions {
   pipelineDepth?: number;
   /** Guided decoding's forced stretches (default: the engine's, `"chunk"`). */
   guidedForcing?: "chunk" | "off";
+  /** Speculative decoding (default: off). */
+  speculative?: SpeculativeOptions;
 }
 
 export interface StreamTiming {
@@ -36,6 +39,8 @@ export interface StreamTiming {
   seconds: number;
   /** Greedy tokens of the first stream. */
   ids: number[];
+  /** Every stream's tokens, in prompt order. */
+  streams?: number[][];
 }
 
 /** Times any started `LLMEngine` through the `Peer` calls; subclasses load it in `setup`. */
@@ -48,30 +53,36 @@ export abstract class EngineRunner<E extends LLMEngine> implements Peer {
 
   /**
    * `prompts.length` concurrent greedy streams of `n` tokens each, constrained by `guided`
-   * (`sampling_options.guided_decoding`) when given.
+   * (`sampling_options.guided_decoding`) when given; `sampled` draws them instead, stream i
+   * with seed `sampled.seed + i`.
    */
   async run(
     prompts: number[][],
     n: number,
     guided?: Record<string, unknown>,
+    sampled?: { temperature: number; seed: number },
   ): Promise<StreamTiming> {
     const engine = this.engine, config = this.config;
     if (!engine || !config) throw new Error(`${this.name}: setup() first`);
-    const request = (ids: number[]): PreprocessedRequest => ({
+    const request = (ids: number[], i: number): PreprocessedRequest => ({
       model: config.model,
       token_ids: ids,
       stop_conditions: { max_tokens: n, ignore_eos: true },
-      sampling_options: { temperature: 0, ...(guided ? { guided_decoding: guided } : {}) },
+      sampling_options: {
+        temperature: 0,
+        ...(guided ? { guided_decoding: guided } : {}),
+        ...(sampled ? { temperature: sampled.temperature, seed: sampled.seed + i } : {}),
+      },
       output_options: {},
       eos_token_ids: [],
       annotations: [],
     });
     let first = Infinity, last = 0, count = 0, timed = 0;
-    const ids: number[] = [];
+    const streams: number[][] = prompts.map(() => []);
     const t0 = performance.now();
     await Promise.all(prompts.map(async (p, i) => {
       let started = false;
-      for await (const c of engine.generate(request(p), new RequestContext())) {
+      for await (const c of engine.generate(request(p, i), new RequestContext())) {
         const now = performance.now();
         if (c.token_ids.length > 0) {
           first = Math.min(first, now);
@@ -80,7 +91,7 @@ export abstract class EngineRunner<E extends LLMEngine> implements Peer {
           started = true;
         }
         count += c.token_ids.length;
-        if (i === 0) ids.push(...c.token_ids);
+        streams[i]!.push(...c.token_ids);
       }
     }));
     return {
@@ -88,7 +99,8 @@ export abstract class EngineRunner<E extends LLMEngine> implements Peer {
       timed,
       ttft: (first - t0) / 1000,
       seconds: (last - first) / 1000,
-      ids,
+      ids: streams[0] ?? [],
+      streams,
     };
   }
 
@@ -137,6 +149,7 @@ export class KilnRunner extends EngineRunner<WebGpuEngine> {
         : { maxNumBatchedTokens: o.maxNumBatchedTokens }),
       ...(o.pipelineDepth === undefined ? {} : { pipelineDepth: o.pipelineDepth }),
       ...(o.guidedForcing === undefined ? {} : { guidedForcing: o.guidedForcing }),
+      ...(o.speculative === undefined ? {} : { speculative: o.speculative }),
     });
     this.config = await this.engine.start(0n);
     return undefined;
