@@ -12,8 +12,10 @@ import {
   attentionSplit,
   buildPlan,
   type Plan,
+  ROWS_PARTIAL_BYTES,
   type Scratch,
 } from "./step_plan.ts";
+import { kernelPaths } from "../gpu/paths.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -97,6 +99,15 @@ export class Forward {
       rows: f("rows", cap * c.hiddenSize),
       logits: f("logits", cap * c.vocabSize),
     };
+    if (kernelPaths(d).attention === "rows") {
+      // Split partials for a prefill chunk's rows attention, shared by the layers.
+      const slots = Math.floor(ROWS_PARTIAL_BYTES / ((c.headDim + 2) * 4));
+      this.#scratch.partials = {
+        ml: storageBuffer(d, "fwd:attn_partial_ml", slots * 8),
+        acc: storageBuffer(d, "fwd:attn_partial_acc", slots * c.headDim * 4),
+        slots,
+      };
+    }
     if (c.moe) {
       const { experts, topK, expertIntermediateSize } = c.moe;
       this.#scratch.moe = {
@@ -111,8 +122,18 @@ export class Forward {
 
   /** How a step of `tokens` tokens whose queries see at most `keys` keys splits its attention. */
   #split(tokens: number, keys: number): AttentionSplit {
-    const context = this.model.config.maxPositionEmbeddings;
-    return attentionSplit(this.model.gpu.device, tokens, keys, context, this.#splits);
+    const c = this.model.config;
+    const slots = this.#scratch?.partials?.slots ?? 0;
+    const device = this.model.gpu.device;
+    return attentionSplit(
+      device,
+      tokens,
+      keys,
+      c.maxPositionEmbeddings,
+      this.#splits,
+      c.numHeads,
+      slots,
+    );
   }
 
   async #plan(s: Scratch, tokens: number, rows: number, split: AttentionSplit): Promise<Plan> {
@@ -254,8 +275,13 @@ export class Forward {
     for (const p of this.#plans.values()) for (const b of p.owned) b.destroy();
     this.#plans.clear();
     if (this.#scratch) {
-      const { linear, moe, ...rest } = this.#scratch;
-      const all = [...Object.values(rest), ...Object.values(linear), ...Object.values(moe ?? {})];
+      const { linear, moe, partials, ...rest } = this.#scratch;
+      const all = [
+        ...Object.values(rest),
+        ...Object.values(linear),
+        ...Object.values(moe ?? {}),
+        ...(partials ? [partials.ml, partials.acc] : []),
+      ];
       for (const v of all) {
         if (typeof v === "object") v.destroy();
       }

@@ -88,6 +88,11 @@ export interface Scratch {
   logits: GPUBuffer;
   /** A mixture-of-experts MLP's router outputs, routes and expert activations. */
   moe?: MoeScratch;
+  /**
+   * Split attention's partials, shared by every layer of a step (CPU paths): room for `slots`
+   * (token, head, split) partials.
+   */
+  partials?: { ml: GPUBuffer; acc: GPUBuffer; slots: number };
 }
 
 /** [tokens, experts] router logits; [tokens, topK] routes; [tokens, topK, expert width] SwiGLU. */
@@ -114,13 +119,18 @@ export interface AttentionSplit {
   maxKeys: number;
 }
 
+/** Bytes of split partials a CPU adapter's forward keeps for prefill through the `rows` kernel. */
+export const ROWS_PARTIAL_BYTES = 32 << 20;
+
 /**
- * Key-axis splits of a step's decode attention. Split-K decode spreads one sequence's keys over
- * many workgroups, which a GPU needs for long contexts: the `tiles` kernel splits by the model's
- * context. On a CPU adapter the `rows` kernel gives each thread at most `ROWS_KEYS` keys, which
- * spreads a long context over the cores and keeps lavapipe's loop limiter away: it splits by the
- * keys the step's queries see (`keys`, rounded up to a power of two of splits, so that a plan
- * serves a class of lengths), at most the context's. `forced` (tests) fixes the count.
+ * Key-axis splits of a step's attention. Split-K decode spreads one sequence's keys over many
+ * workgroups, which a GPU needs for long contexts: the `tiles` kernel splits decode (up to
+ * `SPLIT_MAX_TOKENS` tokens) by the model's context. On a CPU adapter the `rows` kernel gives each
+ * thread at most `ROWS_KEYS` keys, which spreads a long context over the cores and keeps
+ * lavapipe's loop limiter away: it splits by the keys the step's queries see (`keys`, rounded up
+ * to a power of two of splits, so that a plan serves a class of lengths), at most the context's,
+ * and a prefill chunk too while its partials fit `partialSlots` (tokens × heads × splits; else the
+ * chunk takes the tiles in one pass). `forced` (tests) fixes the count of decode splits.
  */
 export function attentionSplit(
   device: GPUDevice,
@@ -128,13 +138,21 @@ export function attentionSplit(
   keys: number,
   context: number,
   forced?: number,
+  heads = 0,
+  partialSlots = 0,
 ): AttentionSplit {
   const paths = kernelPaths(device);
-  if (tokens > SPLIT_MAX_TOKENS || !paths.splitAttention) return { splits: 1, maxKeys: context };
-  if (forced !== undefined) return { splits: forced, maxKeys: context };
-  if (paths.attention !== "rows") return { splits: chooseSplits(context), maxKeys: context };
+  const decode = tokens <= SPLIT_MAX_TOKENS;
+  const single = { splits: 1, maxKeys: context };
+  if (!paths.splitAttention) return single;
+  if (forced !== undefined) return decode ? { splits: forced, maxKeys: context } : single;
+  if (paths.attention !== "rows") {
+    return decode ? { splits: chooseSplits(context), maxKeys: context } : single;
+  }
   const splits = Math.min(rowsSplits(context), 2 ** Math.ceil(Math.log2(rowsSplits(keys))));
-  return { splits, maxKeys: Math.min(context, splits * ROWS_KEYS) };
+  const rows = { splits, maxKeys: Math.min(context, splits * ROWS_KEYS) };
+  if (decode || splits === 1) return rows;
+  return tokens * heads * splits <= partialSlots ? rows : single;
 }
 
 /** Where a plan's token ids come from, and how its decode attention splits. */
@@ -195,6 +213,9 @@ export async function buildPlan(
     prepareProduct(d, { ...args, m: xRows }, s.linear, label);
   const context = c.maxPositionEmbeddings;
   const { splits, maxKeys } = options.split ?? attentionSplit(d, tokens, context, context);
+  // Shared by every layer's split attention where they fit (one layer runs after another).
+  const fits = s.partials !== undefined && tokens * c.numHeads * splits <= s.partials.slots;
+  const partials = splits > 1 && fits ? { partials: s.partials! } : {};
   const kvDtype = m.kvDtype;
   const branch = c.residualScale !== undefined ? { scale: c.residualScale } : {};
   /**
@@ -301,6 +322,7 @@ export async function buildPlan(
           blockSize: m.blockSize,
           splits,
           maxKeys,
+          ...partials,
           kvDtype,
           ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
           ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),

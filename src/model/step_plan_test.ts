@@ -5,7 +5,8 @@
  * same product kernels (float weights are formats of them). On `gpu` paths: 32 threads per row of
  * the matrix-vector kernel up to 32 rows, the staged GEMM above, and split-K decode attention
  * (the fixture's context of 512 keys takes two splits); on `cpu` paths, one thread per row up to
- * 3 rows, the register-tiled GEMM above, no split.
+ * 3 rows, the register-tiled GEMM above, and the rows attention, split into parts of at most 256
+ * keys (two for the fixture's context), prefill chunks too.
  */
 import { deepEqual, equal, ok } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
@@ -53,7 +54,7 @@ async function withModel(
 
 for (const paths of ["cpu", "gpu"] as const) {
   const gpuPaths = paths === "gpu";
-  Deno.test(`decode attention: ${gpuPaths ? "split over the keys, then merged" : "one pass"} (${paths} paths)`, async () => {
+  Deno.test(`attention: split over the keys, then merged (${paths} paths)`, async () => {
     await withModel(paths, false, async (model) => {
       ok(chooseSplits(model.config.maxPositionEmbeddings) > 1, "the context is long enough");
       for (const tokens of [1, 4]) {
@@ -65,13 +66,17 @@ for (const paths of ["cpu", "gpu"] as const) {
           entries,
           gpuPaths
             ? ["L0:attention:split attention:split", "L0:attention:merge attention:merge"]
-            : ["L0:attention attention:single"],
+            : [
+              "L0:attention:split attention_rows:rows_split",
+              "L0:attention:merge attention:merge",
+            ],
           `${tokens} tokens`,
         );
       }
-      // A prefill never splits.
+      // A prefill chunk splits only through the rows kernel.
       const prefill = await stepPipelines(model, 5);
-      equal(prefill.get("L0:attention")?.entry, "single");
+      if (gpuPaths) equal(prefill.get("L0:attention")?.entry, "single");
+      else equal(prefill.get("L0:attention:split")?.entry, "rows_split");
     });
   });
 

@@ -11,8 +11,8 @@
  * - **weights**: every tensor's bytes as the file stores them, float vectors (norms, biases)
  *   widened to f32 as the upload does.
  * - **scratch**: the forward pass's activations and logits for `maxNumBatchedTokens` tokens, the
- *   sampler's per-sequence vocabulary rows, the token store (`maxNumSeqs` contexts of ids), and
- *   the read-back and upload staging.
+ *   sampler's per-sequence vocabulary rows, the token store (`maxNumSeqs` contexts of ids), the
+ *   read-back and upload staging, and the split attention partials of a CPU adapter (32 MiB).
  * - **minimum KV**: one block per sequence that may run at once (`maxNumSeqs` blocks): the
  *   least the engine can serve with (requests end with `length` when the cache fills). One full
  *   context is not required: a 128k-token context can need more than a whole GPU.
@@ -23,6 +23,7 @@
  *
  * @module
  */
+import { ROWS_PARTIAL_BYTES } from "../../model/step_plan.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { isFloatDtype } from "../../gpu/dtype.ts";
 import { kvBytesPerElement, type KvDtype } from "../../gpu/kernels/attention.ts";
@@ -77,7 +78,10 @@ export interface StepLimits {
   maxRows?: number;
 }
 
-/** The scratch estimate (see the module): activations, logits, sampler, token store, staging. */
+/**
+ * The scratch estimate (see the module): activations, logits, sampler, token store, staging,
+ * attention partials.
+ */
 export function scratchBytes(c: ModelConfig, s: StepLimits): number {
   const tokens = Math.max(16, s.maxNumBatchedTokens);
   const q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
@@ -92,7 +96,9 @@ export function scratchBytes(c: ModelConfig, s: StepLimits): number {
     (2 * c.vocabSize * 4 + 2 * Math.ceil(c.vocabSize / 32) * 4 + 1024);
   const tokenStore = s.maxNumSeqs * c.maxPositionEmbeddings * 4;
   const staging = STAGING_BUFFERS * STAGING_CHUNK_BYTES;
-  return forward + sampler + tokenStore + staging;
+  // A CPU adapter's split attention partials (counted on every adapter: the fit is decided from
+  // the headers, before the device's paths matter).
+  return forward + sampler + tokenStore + staging + ROWS_PARTIAL_BYTES;
 }
 
 /** Bytes of one KV block over every layer, K and V. */

@@ -181,6 +181,12 @@ export interface AttentionArgs {
    * only when it is known and each split then holds at most {@linkcode ROWS_KEYS} of them.
    */
   maxKeys?: number;
+  /**
+   * Split partials to write and merge (default: buffers of the call's own): `ml` of at least
+   * tokens × heads × splits × 8 bytes and `acc` of tokens × heads × splits × headDim × 4. Calls
+   * that run one after another (the layers of a step) can share them.
+   */
+  partials?: { ml: GPUBuffer; acc: GPUBuffer };
   /** Cache element type (default f32). */
   kvDtype?: KvDtype;
   /** Query scale (default 1/sqrt(headDim)). */
@@ -368,8 +374,13 @@ export async function prepareAttention(
     return { dispatches: [d], owned: [d.uniform], kernel: rows ? "rows" : "tiles" };
   }
   const parts = a.tokens * a.heads * splits;
-  const ml = storageBuffer(device, `${label}:partial_ml`, parts * 8);
-  const acc = storageBuffer(device, `${label}:partial_acc`, parts * a.headDim * 4);
+  if (a.partials) {
+    checkBuffer(device, label, "partials.ml", a.partials.ml, parts * 8);
+    checkBuffer(device, label, "partials.acc", a.partials.acc, parts * a.headDim * 4);
+  }
+  const ml = a.partials?.ml ?? storageBuffer(device, `${label}:partial_ml`, parts * 8);
+  const acc = a.partials?.acc ??
+    storageBuffer(device, `${label}:partial_acc`, parts * a.headDim * 4);
   const split = await prepareKernel(device, {
     label: `${label}:split`,
     shader,
@@ -392,7 +403,7 @@ export async function prepareAttention(
   });
   return {
     dispatches: [split, merge],
-    owned: [split.uniform, merge.uniform, ml, acc],
+    owned: [split.uniform, merge.uniform, ...(a.partials ? [] : [ml, acc])],
     kernel: rows ? "rows" : "tiles",
   };
 }
