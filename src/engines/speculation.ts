@@ -16,6 +16,7 @@
  * @module
  */
 import { EngineError } from "../contract/errors.ts";
+import type { SampledToken } from "../gpu/kernels/sampling_results.ts";
 import type { Sequence } from "./sequence.ts";
 
 /** How a `WebGpuEngine` speculates (off unless given). */
@@ -216,13 +217,6 @@ export const speculationCounts = (k = 0): SpeculationCounts => ({
   numAcceptedTokensPerPos: Array(k).fill(0),
 });
 
-/** One sampled row read back: its token, logprob and top alternatives. */
-export interface RowResult {
-  token: number;
-  logprob: number;
-  top?: { ids: ArrayLike<number>; logprobs: ArrayLike<number> };
-}
-
 /**
  * Hand a verified draft's rows to `seq`: row i's token is taken while every earlier row drew
  * the token drafted there, and until the sequence ends. The accepted drafts' K/V, written by
@@ -233,7 +227,7 @@ export interface RowResult {
 export function takeVerified(
   seq: Sequence,
   draft: readonly number[],
-  rows: readonly RowResult[],
+  rows: readonly SampledToken[],
   counts: SpeculationCounts,
   drafter?: Drafter,
   cost = 0,
