@@ -1,7 +1,7 @@
 /**
- * Speculative decoding by prompt lookup: a sequence's next tokens are drafted from its own
- * history (the most recent earlier occurrence of its last n tokens, and what followed it), and
- * the engine verifies a draft of k tokens in one step of k + 1 tokens, with a logit row for each.
+ * Speculative decoding: a sequence's next k tokens are drafted, by prompt lookup in its own
+ * history (`prompt_lookup.ts`) or by a smaller model of the same tokenizer (`draft_model.ts`),
+ * and the engine verifies them in one step of k + 1 tokens, with a logit row for each.
  *
  * Row i is sampled as an ordinary decode step would sample output token `generated + i` (the same
  * parameters, penalty history and random draw), conditioned on the drafts before it. Token i is
@@ -10,18 +10,20 @@
  * at a time would have drawn (greedy or sampled, seed for seed), and the output distribution is
  * the model's: for a draft that puts all its mass on one token, rejection sampling accepts it with
  * probability p(draft), and on rejection draws from p without it, which is what "draw from p and
- * compare" does. A sequence that speculates waits for its tokens to be read back before each
- * step (its next draft needs them), so it is not pipelined.
+ * compare" does. Both drafters propose one token per position (prompt lookup by construction,
+ * the draft model greedily), so this holds for either. A sequence that speculates waits for its
+ * tokens to be read back before each step (its next draft needs them), so it is not pipelined.
  *
  * @module
  */
 import { EngineError } from "../contract/errors.ts";
 import type { SampledToken } from "../gpu/kernels/sampling_results.ts";
+import type { ModelFiles } from "../model/source.ts";
 import type { Sequence } from "./sequence.ts";
 
-/** How a `WebGpuEngine` speculates (off unless given). */
-export interface SpeculativeOptions {
-  /** `ngram`: drafts looked up in the sequence's own prompt and output (no second model). */
+/** Prompt lookup: drafts from the sequence's own prompt and output (no second model). */
+export interface NgramOptions {
+  /** Prompt lookup. */
   method: "ngram";
   /** Tokens drafted per step, k (default 4). */
   numSpeculativeTokens?: number;
@@ -31,44 +33,90 @@ export interface SpeculativeOptions {
   promptLookupMin?: number;
 }
 
+/**
+ * A draft model: a smaller checkpoint of the same tokenizer (its vocabulary no larger than the
+ * target's), loaded beside the target on the same device with its own KV cache, drafts k tokens
+ * greedily. `M` is how the model is named: files for the engine, a path or `ModelSpec` before.
+ */
+export interface DraftModelOptions<M = ModelFiles> {
+  /** A draft model. */
+  method: "draft_model";
+  /** The draft model's checkpoint. */
+  model: M;
+  /** Tokens drafted per step, k (default 4). */
+  numSpeculativeTokens?: number;
+  /** The draft model's KV cache blocks (default: the engine's own default for that model). */
+  kvBlocks?: number;
+}
+
+/** How a `WebGpuEngine` speculates (off unless given). */
+export type SpeculativeOptions<M = ModelFiles> = NgramOptions | DraftModelOptions<M>;
+
+/** Prompt lookup's options, every default filled in. */
+export type NgramSettings = Required<NgramOptions>;
+/** A draft model's options, defaults filled in. */
+export type DraftModelSettings<M = ModelFiles> =
+  & Required<Omit<DraftModelOptions<M>, "kvBlocks">>
+  & Pick<DraftModelOptions<M>, "kvBlocks">;
 /** Speculative options with every default filled in, checked. */
-export type SpeculativeSettings = Required<SpeculativeOptions>;
+export type SpeculativeSettings<M = ModelFiles> = NgramSettings | DraftModelSettings<M>;
 
 /** The most tokens one step may draft for a sequence. */
 export const MAX_SPECULATIVE_TOKENS = 16;
 
-/** `o` with its defaults, or `InvalidArgument` naming the bad field. */
-export function speculativeSettings(o: SpeculativeOptions): SpeculativeSettings {
-  if (o.method !== "ngram") {
+function checkInt(name: string, v: unknown, lo: number, hi: number): void {
+  if (!Number.isInteger(v) || (v as number) < lo || (v as number) > hi) {
     throw EngineError.invalidArgument(
-      `speculative.method: only "ngram" (prompt lookup) is built, got ${JSON.stringify(o.method)}`,
+      `speculative.${name}: an integer in [${lo}, ${hi}], got ${JSON.stringify(v)}`,
     );
   }
-  const s: SpeculativeSettings = {
+}
+
+/** `o` with its defaults, or `InvalidArgument` naming the bad field. */
+export function speculativeSettings(o: NgramOptions): NgramSettings;
+export function speculativeSettings<M>(o: DraftModelOptions<M>): DraftModelSettings<M>;
+export function speculativeSettings<M>(o: SpeculativeOptions<M>): SpeculativeSettings<M>;
+export function speculativeSettings<M>(o: SpeculativeOptions<M>): SpeculativeSettings<M> {
+  const k = o.numSpeculativeTokens ?? 4;
+  checkInt("numSpeculativeTokens", k, 1, MAX_SPECULATIVE_TOKENS);
+  if (o.method === "draft_model") {
+    const m: unknown = o.model;
+    if (m === undefined || m === null || m === "") {
+      throw EngineError.invalidArgument("speculative.model: the draft model is needed");
+    }
+    if (o.kvBlocks !== undefined) checkInt("kvBlocks", o.kvBlocks, 1, 2 ** 24);
+    return {
+      method: "draft_model",
+      model: o.model,
+      numSpeculativeTokens: k,
+      ...(o.kvBlocks === undefined ? {} : { kvBlocks: o.kvBlocks }),
+    };
+  }
+  if (o.method !== "ngram") {
+    throw EngineError.invalidArgument(
+      `speculative.method: "ngram" (prompt lookup) or "draft_model", got ${
+        JSON.stringify((o as { method: unknown }).method)
+      }`,
+    );
+  }
+  const s: NgramSettings = {
     method: "ngram",
-    numSpeculativeTokens: o.numSpeculativeTokens ?? 4,
+    numSpeculativeTokens: k,
     promptLookupMax: o.promptLookupMax ?? 4,
     promptLookupMin: o.promptLookupMin ?? 2,
   };
-  const int = (name: keyof SpeculativeSettings, v: unknown, lo: number, hi: number) => {
-    if (!Number.isInteger(v) || (v as number) < lo || (v as number) > hi) {
-      throw EngineError.invalidArgument(
-        `speculative.${name}: an integer in [${lo}, ${hi}], got ${JSON.stringify(v)}`,
-      );
-    }
-  };
-  int("numSpeculativeTokens", s.numSpeculativeTokens, 1, MAX_SPECULATIVE_TOKENS);
-  int("promptLookupMax", s.promptLookupMax, 1, 64);
-  int("promptLookupMin", s.promptLookupMin, 1, s.promptLookupMax);
+  checkInt("promptLookupMax", s.promptLookupMax, 1, 64);
+  checkInt("promptLookupMin", s.promptLookupMin, 1, s.promptLookupMax);
   return s;
 }
 
 /**
  * Speculative options from vLLM's `--speculative-config` JSON (snake_case keys: `method`,
- * `num_speculative_tokens`, `prompt_lookup_max`, `prompt_lookup_min`), checked as
- * {@linkcode speculativeSettings} checks them; `InvalidArgument` on bad JSON or another key.
+ * `model`, `num_speculative_tokens`, `prompt_lookup_max`, `prompt_lookup_min`), checked as
+ * {@linkcode speculativeSettings} checks them; `InvalidArgument` on bad JSON or another key. As
+ * in vLLM, a `model` without a `method` is a draft model; the model stays the path given.
  */
-export function speculativeConfig(json: string): SpeculativeOptions {
+export function speculativeConfig(json: string): SpeculativeOptions<string> {
   let v: unknown;
   try {
     v = JSON.parse(json);
@@ -80,6 +128,7 @@ export function speculativeConfig(json: string): SpeculativeOptions {
   }
   const keys = {
     method: "method",
+    model: "model",
     num_speculative_tokens: "numSpeculativeTokens",
     prompt_lookup_max: "promptLookupMax",
     prompt_lookup_min: "promptLookupMin",
@@ -94,48 +143,36 @@ export function speculativeConfig(json: string): SpeculativeOptions {
     }
     o[name] = value;
   }
-  speculativeSettings(o as unknown as SpeculativeOptions);
-  return o as unknown as SpeculativeOptions;
-}
-
-/** What `EngineConfig.runtime_data.speculative` says (snake_case, as on the wire). */
-export function speculativeRuntimeData(s: SpeculativeSettings): Record<string, string | number> {
-  return {
-    method: s.method,
-    num_speculative_tokens: s.numSpeculativeTokens,
-    prompt_lookup_max: s.promptLookupMax,
-    prompt_lookup_min: s.promptLookupMin,
-  };
+  if (o.model !== undefined) {
+    o.method ??= "draft_model";
+    if (o.method !== "draft_model") {
+      throw EngineError.invalidArgument(`model: only with method "draft_model"`);
+    }
+    if (typeof o.model !== "string") throw EngineError.invalidArgument("model: a path is needed");
+    if (o.promptLookupMax !== undefined || o.promptLookupMin !== undefined) {
+      throw EngineError.invalidArgument('prompt_lookup_max/min: only with method "ngram"');
+    }
+  }
+  speculativeSettings(o as unknown as SpeculativeOptions<string>);
+  return o as unknown as SpeculativeOptions<string>;
 }
 
 /**
- * The `k` tokens that followed the most recent earlier occurrence of the last n tokens of
- * `tokens`, for the longest n from `nMax` down to `nMin` that occurs; none when no suffix recurs.
- * Where the occurrence overlaps the suffix (a period shorter than k), the draft repeats it.
+ * What `EngineConfig.runtime_data.speculative` says (snake_case, as on the wire), with `extra`
+ * (a draft model's name and KV cache, which only the started engine knows).
  */
-export function promptLookup(
-  tokens: readonly number[],
-  k: number,
-  nMax: number,
-  nMin: number,
-): number[] {
-  const len = tokens.length;
-  for (let n = Math.min(nMax, len - 1); n >= nMin; n--) {
-    const tail = len - n;
-    for (let start = tail - 1; start >= 0; start--) {
-      let i = 0;
-      while (i < n && tokens[start + i] === tokens[tail + i]) i++;
-      if (i === n) {
-        // Copied as LZ77 copies: a match that overlaps the suffix repeats its period.
-        const draft: number[] = [];
-        for (let j = start + n; draft.length < k; j++) {
-          draft.push(j < len ? tokens[j]! : draft[j - len]!);
-        }
-        return draft;
-      }
+export function speculativeRuntimeData(
+  s: SpeculativeSettings<unknown>,
+  extra: Record<string, string | number> = {},
+): Record<string, string | number> {
+  return s.method === "ngram"
+    ? {
+      method: s.method,
+      num_speculative_tokens: s.numSpeculativeTokens,
+      prompt_lookup_max: s.promptLookupMax,
+      prompt_lookup_min: s.promptLookupMin,
     }
-  }
-  return [];
+    : { method: s.method, num_speculative_tokens: s.numSpeculativeTokens, ...extra };
 }
 
 /** Drafts for the sequences that speculate. */
@@ -145,8 +182,12 @@ export interface Drafter {
    * back (the draft follows them) and asks `propose`; otherwise it decodes as usual, pipelined.
    */
   speculates(seq: Sequence): boolean;
-  /** Up to `most` tokens drafted after `seq`'s tokens (all known); none: it decodes plainly. */
-  propose(seq: Sequence, most: number): number[];
+  /**
+   * Up to `most` tokens drafted after `seq`'s tokens (all known); none: it decodes plainly;
+   * undefined: a draft is being made, and `seq` waits for it (the drafter calls its `wake` hook
+   * when it is ready).
+   */
+  propose(seq: Sequence, most: number): number[] | undefined;
   /**
    * A draft of `drafted` tokens for `seq` was verified and `accepted` of them kept, where
    * waiting for the sequence's tokens cost what decoding `cost` more tokens pipelined would have.
@@ -158,41 +199,34 @@ export interface Drafter {
 export const MAX_DRAFT_BACKOFF = 32;
 
 /**
- * Prompt lookup's drafter. Every sequence whose tokens the GPU may run ahead of speculates; a
- * guided one, or one with multi-token bad words, samples each token once the last is known on
- * the CPU, and is left to do so.
- *
- * Looking for a draft costs a pipeline drain (the sequence's tokens must be read back): where
- * a read-back takes several steps' time (a fast GPU, a tiny model) a draft pays only when more
- * of it is accepted than the steps the drain cost. So a sequence whose lookup found nothing, or
- * whose draft did not pay, decodes pipelined for 1, 2, 4, ... tokens (up to
- * {@linkcode MAX_DRAFT_BACKOFF}) before it looks again; a draft that paid resets that.
+ * When a sequence looks for a draft. Looking costs a pipeline drain (the sequence's tokens must
+ * be read back), and a draft model's time besides: where that takes several steps' time (a fast
+ * GPU, a tiny model) a draft pays only when more of it is accepted than the steps it cost. So a
+ * sequence whose lookup found nothing, or whose draft did not pay, decodes pipelined for 1, 2,
+ * 4, ... tokens (up to {@linkcode MAX_DRAFT_BACKOFF}) before it looks again; a draft that paid
+ * resets that.
  */
-export function ngramDrafter(s: SpeculativeSettings): Drafter {
-  const state = new WeakMap<Sequence, { misses: number; next: number }>();
-  const miss = (seq: Sequence) => {
-    const st = state.get(seq) ?? { misses: 0, next: 0 };
+export class DraftBackoff {
+  readonly #state = new WeakMap<Sequence, { misses: number; next: number }>();
+
+  /** Whether `seq` may look for a draft at its next token. */
+  due(seq: Sequence): boolean {
+    return seq.generated + seq.ahead >= (this.#state.get(seq)?.next ?? 0);
+  }
+
+  /** No draft, or one that did not pay: wait twice as long as last time. */
+  miss(seq: Sequence): void {
+    const st = this.#state.get(seq) ?? { misses: 0, next: 0 };
     st.misses++;
     st.next = seq.generated + seq.ahead + Math.min(MAX_DRAFT_BACKOFF, 2 ** (st.misses - 1));
-    state.set(seq, st);
-  };
-  return {
-    speculates: (seq) => seq.pipelined && seq.generated + seq.ahead >= (state.get(seq)?.next ?? 0),
-    propose: (seq, most) => {
-      const draft = promptLookup(
-        seq.tokens,
-        Math.min(most, s.numSpeculativeTokens),
-        s.promptLookupMax,
-        s.promptLookupMin,
-      );
-      if (draft.length === 0) miss(seq);
-      return draft;
-    },
-    verified: (seq, _drafted, accepted, cost) => {
-      if (accepted === 0 || accepted < cost) miss(seq);
-      else state.delete(seq);
-    },
-  };
+    this.#state.set(seq, st);
+  }
+
+  /** `accepted` drafted tokens kept where looking cost `cost` steps: a miss unless it paid. */
+  verified(seq: Sequence, accepted: number, cost: number): void {
+    if (accepted === 0 || accepted < cost) this.miss(seq);
+    else this.#state.delete(seq);
+  }
 }
 
 /** Counters of speculation since the engine started (Dynamo's `SpecDecodeStats`). */

@@ -3,10 +3,9 @@ import { RequestContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { PreprocessedRequest } from "../contract/types.ts";
 import { Sequence } from "./sequence.ts";
+import { ngramDrafter, promptLookup } from "./prompt_lookup.ts";
 import {
   MAX_DRAFT_BACKOFF,
-  ngramDrafter,
-  promptLookup,
   speculationCounts,
   speculativeConfig,
   speculativeSettings,
@@ -43,7 +42,9 @@ Deno.test("speculative settings: defaults, and a typed error naming the bad fiel
     promptLookupMin: 2,
   });
   const bad: [Record<string, unknown>, RegExp][] = [
-    [{ method: "draft_model" }, /speculative\.method/],
+    [{ method: "draft_model" }, /speculative\.model/],
+    [{ method: "draft_model", model: "d", kvBlocks: -1 }, /kvBlocks/],
+    [{ method: "eagle" }, /speculative\.method/],
     [{ method: "ngram", numSpeculativeTokens: 0 }, /numSpeculativeTokens/],
     [{ method: "ngram", numSpeculativeTokens: 2.5 }, /numSpeculativeTokens/],
     [{ method: "ngram", numSpeculativeTokens: 17 }, /numSpeculativeTokens/],
@@ -153,6 +154,16 @@ Deno.test("vLLM's --speculative-config JSON: snake_case keys, checked; bad JSON 
     method: "ngram",
     numSpeculativeTokens: 6,
   });
+  deepStrictEqual(speculativeConfig('{"model":"d/x.gguf","num_speculative_tokens":3}'), {
+    method: "draft_model",
+    model: "d/x.gguf",
+    numSpeculativeTokens: 3,
+  });
+  deepStrictEqual(speculativeSettings({ method: "draft_model", model: "d" }), {
+    method: "draft_model",
+    model: "d",
+    numSpeculativeTokens: 4,
+  });
   for (
     const [json, why] of [
       ["{", /not JSON/],
@@ -160,6 +171,10 @@ Deno.test("vLLM's --speculative-config JSON: snake_case keys, checked; bad JSON 
       ['{"method":"ngram","k":3}', /unknown key "k"/],
       ['{"method":"ngram","prompt_lookup_min":0}', /promptLookupMin/],
       ['{"method":"medusa"}', /method/],
+      ['{"method":"draft_model"}', /speculative\.model/],
+      ['{"method":"ngram","model":"d"}', /only with method "draft_model"/],
+      ['{"model":7}', /a path/],
+      ['{"model":"d","prompt_lookup_max":3}', /only with method "ngram"/],
     ] as const
   ) {
     throws(

@@ -6,11 +6,11 @@
  * WebGPU worker never loads it.
  */
 import type { LLMEngine } from "../contract/engine.ts";
-import type { EngineError } from "../contract/errors.ts";
+import { EngineError } from "../contract/errors.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import type { ModelFiles } from "../model/source.ts";
-import type { GaugeValues, HostEngineKind, HostOptions, HostStats } from "./protocol.ts";
+import type { GaugeValues, HostEngineKind, HostOptions, HostStats, ModelSpec } from "./protocol.ts";
 
 /** An engine a host runs, and what it offers besides `LLMEngine`. */
 export interface HostedEngine {
@@ -23,13 +23,21 @@ export interface HostedEngine {
   stats(): Omit<HostStats, "streams">;
 }
 
+/** Build the engine `options` name on `files`; `filesFor` finds any other model's (a draft's). */
 export type HostEngineMaker = (
   options: HostOptions,
   files: ModelFiles,
   onProgress?: LoadProgress,
+  filesFor?: (spec: ModelSpec) => ModelFiles,
 ) => Promise<HostedEngine>;
 
-const webgpu: HostEngineMaker = (o, files, onProgress) => {
+const webgpu: HostEngineMaker = (o, files, onProgress, filesFor) => {
+  const spec = o.speculative;
+  if (spec?.method === "draft_model" && filesFor === undefined) {
+    throw EngineError.invalidArgument(
+      "speculative draft model: this host cannot open other models",
+    );
+  }
   const engine = new WebGpuEngine({
     files,
     name: o.model.name,
@@ -41,7 +49,13 @@ const webgpu: HostEngineMaker = (o, files, onProgress) => {
     ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
     ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
     ...(o.kernelPaths ? { kernelPaths: o.kernelPaths } : {}),
-    ...(o.speculative ? { speculative: o.speculative } : {}),
+    ...(spec
+      ? {
+        speculative: spec.method === "draft_model"
+          ? { ...spec, model: filesFor!(spec.model) }
+          : spec,
+      }
+      : {}),
     ...(onProgress ? { onLoadProgress: onProgress } : {}),
   });
   return Promise.resolve({

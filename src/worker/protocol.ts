@@ -63,8 +63,11 @@ export interface HostOptions {
    * `gpu` runs a GPU's kernels on a CPU adapter.
    */
   kernelPaths?: PathKind;
-  /** `webgpu` engine: speculative decoding (see `WebGpuEngineOptions.speculative`; default off). */
-  speculative?: SpeculativeOptions;
+  /**
+   * `webgpu` engine: speculative decoding (see `WebGpuEngineOptions.speculative`; default off);
+   * a draft model is named as `model` is, and opened the same way.
+   */
+  speculative?: SpeculativeOptions<ModelSpec>;
 }
 
 /** Messages on a request's port: chunk batches, then `end` or `error`. */

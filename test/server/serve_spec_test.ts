@@ -1,12 +1,15 @@
 /**
- * `serve --speculative-config` (vLLM's flag) on the fortune model: a greedy completion over HTTP
- * is the same text as without it, the worker's speculation counters reach `/metrics`, and a bad
- * config stops serve before it loads anything (exit 2, the flag named).
+ * `serve --speculative-config` (vLLM's flag) on the fortune model, by prompt lookup and with a
+ * draft model (llama.cpp's Q2_K of fortune, opened in the worker as `--model` is): a greedy
+ * completion over HTTP is the same text as without it, the worker's speculation counters reach
+ * `/metrics`, and a bad config stops serve before it loads anything (exit 2, the flag named).
  */
 import { equal, ok } from "node:assert/strict";
 import { startServer } from "./server.ts";
 
 const CONFIG = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":1}';
+const Q2K = new URL("../fixtures/llamacpp/fortune/Q2_K.gguf", import.meta.url).pathname;
+const DRAFT = JSON.stringify({ model: Q2K, num_speculative_tokens: 3 });
 
 async function complete(url: string): Promise<string> {
   const res = await fetch(`${url}/v1/completions`, {
@@ -31,18 +34,20 @@ Deno.test("serve --speculative-config: the same greedy text, and the counters on
   } finally {
     await plain.stop();
   }
-  const spec = await startServer(["--speculative-config", CONFIG]);
-  try {
-    equal(await complete(spec.url), want);
-    const text = await (await fetch(`${spec.url}/metrics`)).text();
-    const value = (name: string) =>
-      Number(text.match(new RegExp(`^${name}_total\\{[^}]*\\} (\\S+)$`, "m"))?.[1]);
-    const drafted = value("dynamo_component_spec_decode_num_draft_tokens");
-    const accepted = value("dynamo_component_spec_decode_num_accepted_tokens");
-    ok(accepted > 0 && accepted <= drafted, `accepted ${accepted} of ${drafted}`);
-    ok(value("dynamo_component_spec_decode_num_drafts") > 0);
-  } finally {
-    await spec.stop();
+  for (const config of [CONFIG, DRAFT]) {
+    const spec = await startServer(["--speculative-config", config]);
+    try {
+      equal(await complete(spec.url), want, config);
+      const text = await (await fetch(`${spec.url}/metrics`)).text();
+      const value = (name: string) =>
+        Number(text.match(new RegExp(`^${name}_total\\{[^}]*\\} (\\S+)$`, "m"))?.[1]);
+      const drafted = value("dynamo_component_spec_decode_num_draft_tokens");
+      const accepted = value("dynamo_component_spec_decode_num_accepted_tokens");
+      ok(accepted > 0 && accepted <= drafted, `${config}: accepted ${accepted} of ${drafted}`);
+      ok(value("dynamo_component_spec_decode_num_drafts") > 0);
+    } finally {
+      await spec.stop();
+    }
   }
 });
 

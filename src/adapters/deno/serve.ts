@@ -32,25 +32,29 @@ if (flags.engine !== "ort" && (flags.variant !== undefined || flags.ep !== undef
 const dir = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
 // A checkpoint directory or GGUF file, or a base URL (an HF repo's `resolve/main/`) or a `.gguf`
 // file's URL, read with Range requests.
-const isUrl = /^https?:\/\//.test(dir);
-const name = flags.name ?? modelName(dir);
-const model: ModelSpec = isUrl
-  ? {
-    kind: "url",
-    base: dir.endsWith("/") || dir.endsWith(".gguf") ? dir : `${dir}/`,
-    name,
-    ...(flags["no-cache"] ? { cache: false } : {}),
-  }
-  : { kind: "dir", path: dir, name };
+const modelSpec = (where: string, name: string): ModelSpec =>
+  /^https?:\/\//.test(where)
+    ? {
+      kind: "url",
+      base: where.endsWith("/") || where.endsWith(".gguf") ? where : `${where}/`,
+      name,
+      ...(flags["no-cache"] ? { cache: false } : {}),
+    }
+    : { kind: "dir", path: where, name };
+const model = modelSpec(dir, flags.name ?? modelName(dir));
 const apiKey = flags["api-key"] ?? env.KILN_API_KEY;
 for (const line of startupLines(flags, env)) console.error(line);
 const { variant, ep } = flags;
-let speculative: SpeculativeOptions | undefined;
+let speculative: SpeculativeOptions<ModelSpec> | undefined;
 try {
   const json = flags["speculative-config"];
   if (json !== undefined) {
     if (flags.engine === "ort") fail("--speculative-config needs the webgpu engine");
-    speculative = speculativeConfig(json);
+    const o = speculativeConfig(json);
+    // A draft model is named as --model is: a directory, a GGUF file or a URL.
+    speculative = o.method === "draft_model"
+      ? { ...o, model: modelSpec(o.model, modelName(o.model)) }
+      : o;
   }
 } catch (e) {
   fail(`--speculative-config: ${(e as Error).message}`);
@@ -134,7 +138,9 @@ const draw = (end = "") => {
     ? `compiling ${loaded}/${total} pipelines`
     : `${mb(loaded)}/${mb(total)} MB`;
   const verb = phase === "download" ? "downloading" : "loading";
-  const line = `\r${verb} ${name} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${what} ${s} s`;
+  const line = `\r${verb} ${model.name} [${bar}] ${
+    (frac * 100).toFixed(0).padStart(3)
+  }% ${what} ${s} s`;
   // Padded: the pipelines' line is shorter than the weights' it overwrites.
   Deno.stderr.writeSync(new TextEncoder().encode(line.padEnd(72) + end));
 };
@@ -150,7 +156,7 @@ try {
   server.ready(config, text, metrics);
   clearInterval(bar);
   drawing = false;
-  console.error(`\rloaded ${name} in ${loaded.toFixed(2)} s: ready`);
+  console.error(`\rloaded ${model.name} in ${loaded.toFixed(2)} s: ready`);
   supervisor = new WorkerSupervisor({
     server,
     text,

@@ -79,7 +79,8 @@ export const SERVE_FLAGS = {
     type: "string",
     arg: "JSON",
     help: 'speculative decoding, as vLLM\'s flag: {"method":"ngram","num_speculative_tokens":4,' +
-      '"prompt_lookup_max":4,"prompt_lookup_min":2} (default off)',
+      '"prompt_lookup_max":4,"prompt_lookup_min":2}, or a draft model of the same tokenizer: ' +
+      '{"model":"DIR|FILE.gguf|URL","num_speculative_tokens":4} (default off)',
   },
   variant: { type: "string", help: "--engine ort: the graph in onnx/ (e.g. model_fp16)" },
   ep: { type: "enum", choices: ["webgpu", "wasm"], help: "--engine ort: the execution provider" },

@@ -25,7 +25,10 @@ import { Readback } from "../readback.ts";
 import { Scheduler } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
 import { warmUp, type WarmUpReport } from "./warmup.ts";
-import { ngramDrafter, speculativeRuntimeData, speculativeSettings } from "../speculation.ts";
+import { speculativeRuntimeData, speculativeSettings } from "../speculation.ts";
+import { ngramDrafter } from "../prompt_lookup.ts";
+import { type DraftHooks, modelDrafter } from "../draft_model.ts";
+import { checkDraftVocab, type StartedDraft } from "./draft_engine.ts";
 
 /** What a started engine holds. */
 export interface EngineParts {
@@ -40,14 +43,25 @@ export interface EngineParts {
   warmUpReport: WarmUpReport | undefined;
 }
 
-/** Build the engine's parts on `gpu`; `onKvEvent` receives the block manager's events. */
+/** A started draft model, and the target's hooks its drafter calls. */
+export interface DraftParts {
+  started: StartedDraft;
+  hooks: DraftHooks;
+}
+
+/**
+ * Build the engine's parts on `gpu`; `onKvEvent` receives the block manager's events, `draft`
+ * is the draft model's engine when `o.speculative` names one.
+ */
 export async function assembleEngine(
   o: WebGpuEngineOptions,
   gpu: Gpu,
   onKvEvent: (e: KvCacheEvent) => void,
+  draft?: DraftParts,
 ): Promise<EngineParts> {
   const blockSize = o.blockSize ?? 16;
   const checkpoint = await readHeaders(o.files);
+  if (draft) checkDraftVocab(draft.started, checkpoint.config.vocabSize);
   const context = checkpoint.config.maxPositionEmbeddings;
   const kvDtype = defaultKvDtype(checkpoint.weights);
   const maxNumSeqs = o.maxNumSeqs ?? 16;
@@ -134,7 +148,9 @@ export async function assembleEngine(
     blocks,
     { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
     tokens,
-    spec && ngramDrafter(spec),
+    spec?.method === "ngram"
+      ? ngramDrafter(spec)
+      : draft && modelDrafter(spec!.numSpeculativeTokens, draft.started, draft.hooks),
   );
   const config: EngineConfig = {
     model: o.name,
@@ -151,7 +167,19 @@ export async function assembleEngine(
       weights_dtype: model.dtype,
       ...kvRuntimeData(kv),
       kv_window: keyWindow,
-      ...(spec ? { speculative: speculativeRuntimeData(spec) } : {}),
+      ...(spec
+        ? {
+          speculative: speculativeRuntimeData(
+            spec,
+            draft
+              ? {
+                draft_model: draft.started.config.model,
+                draft_kv_blocks: draft.started.config.total_kv_blocks ?? 0,
+              }
+              : {},
+          ),
+        }
+        : {}),
       ...fitRuntimeData(fit),
       gpu_memory_bytes: memoryLedger(device).snapshot(),
     },

@@ -37,6 +37,7 @@ import { PipelineDepth } from "./pipeline_depth.ts";
 import type { WarmUpReport } from "./warmup.ts";
 import { assembleEngine } from "./assemble.ts";
 import { engineGpu, type WebGpuEngineOptions } from "./options.ts";
+import { startDraft, type StartedDraft } from "./draft_engine.ts";
 import { forcedRunLimit, type TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
 import { countSubmitted, type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
@@ -69,6 +70,8 @@ export class WebGpuEngine implements LLMEngine {
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #tokens: TokenStore | undefined;
+  /** The draft model's engine (`speculative.method` `draft_model`). */
+  #draft: StartedDraft | undefined;
   #readback: Readback | undefined;
   #pipe: InFlight[] = [];
   #depth: PipelineDepth;
@@ -110,7 +113,19 @@ export class WebGpuEngine implements LLMEngine {
     try {
       this.#ownsGpu = o.gpu === undefined;
       this.#gpu = await engineGpu(o);
-      const parts = await assembleEngine(o, this.#gpu, (e) => this.#publisher?.publish(e));
+      const spec = o.speculative && speculativeSettings(o.speculative);
+      if (spec?.method === "draft_model") {
+        this.#draft = await startDraft(o, spec, this.#gpu, (d) => new WebGpuEngine(d));
+      }
+      const parts = await assembleEngine(
+        o,
+        this.#gpu,
+        (e) => this.#publisher?.publish(e),
+        this.#draft && {
+          started: this.#draft,
+          hooks: { wake: () => this.#wake?.(), stepMs: () => this.#depth.gapMs },
+        },
+      );
       this.#model = parts.model;
       this.#tokens = parts.tokens;
       this.#forward = parts.forward;
@@ -392,6 +407,8 @@ export class WebGpuEngine implements LLMEngine {
     this.#tokens?.destroy();
     this.#forward?.destroy();
     this.#model?.destroy();
+    await this.#draft?.engine.cleanup();
+    this.#draft = undefined;
     this.#readback = undefined;
     this.#tokens = undefined;
     this.#sampler = undefined;
@@ -422,6 +439,11 @@ export class WebGpuEngine implements LLMEngine {
   /** KV blocks held by running sequences (0 when idle). */
   get usedBlocks(): number {
     return this.#blocks?.used ?? 0;
+  }
+
+  /** The model's vocabulary size (0 before `start()`). */
+  get vocabSize(): number {
+    return this.#model?.config.vocabSize ?? 0;
   }
 
   /** KV blocks in the cache (0 before `start()`). */

@@ -5,7 +5,13 @@
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
 export type { GuidedForcing } from "../token_mask.ts";
 export type { StepCounts } from "./step_counts.ts";
-export { promptLookup, type SpeculationCounts, type SpeculativeOptions } from "../speculation.ts";
+export type {
+  DraftModelOptions,
+  NgramOptions,
+  SpeculationCounts,
+  SpeculativeOptions,
+} from "../speculation.ts";
+export { promptLookup } from "../prompt_lookup.ts";
 export type { KvGaugeValues } from "./kv_gauges.ts";
 export { type StepShape, warmShapes, type WarmUpReport } from "./warmup.ts";
 export type { RequestStats } from "../live_requests.ts";

@@ -82,9 +82,11 @@ export interface WebGpuEngineOptions {
   guidedForcing?: GuidedForcing;
   /**
    * Speculative decoding (off by default): `{ method: "ngram" }` drafts each sequence's next
-   * tokens from its own prompt and output (prompt lookup) and verifies them in one step; the
-   * output is the same, token for token, as without it (see `../speculation.ts`). The sampler
-   * then holds a row per drafted token too (`maxNumSeqs × (1 + k)` rows).
+   * tokens from its own prompt and output (prompt lookup), `{ method: "draft_model", model }`
+   * with a smaller model of the same tokenizer (a second engine on this device, its memory not
+   * counted in `gpuMemoryBytes`); either way they are verified in one step, and the output is
+   * the same, token for token, as without it (see `../speculation.ts`). The sampler then holds a
+   * row per drafted token too (`maxNumSeqs × (1 + k)` rows).
    */
   speculative?: SpeculativeOptions;
 }

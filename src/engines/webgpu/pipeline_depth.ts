@@ -41,10 +41,15 @@ export class PipelineDepth {
    * 0 until five such gaps are known.
    */
   drainCost(step: { submitted: number; resolvedAt: number | undefined }): number {
-    const gaps = [...this.#gaps].sort((a, b) => a - b);
-    if (gaps.length < MIN_GAPS || step.resolvedAt === undefined) return 0;
-    const stepMs = gaps[Math.floor(gaps.length / 2)]!;
+    const stepMs = this.gapMs;
+    if (stepMs === undefined || step.resolvedAt === undefined) return 0;
     return Math.max(0, (step.resolvedAt - step.submitted) / stepMs - 1);
+  }
+
+  /** The GPU time of a pipelined step (ms): the median of the latest gaps, once five are known. */
+  get gapMs(): number | undefined {
+    const gaps = [...this.#gaps].sort((a, b) => a - b);
+    return gaps.length < MIN_GAPS ? undefined : gaps[Math.floor(gaps.length / 2)]!;
   }
 
   /** The measured GPU time per step (ms), once known. */

@@ -25,6 +25,7 @@
  * its decode then carries the tokens drafted after it (if any were found and their blocks are
  * free: a draft never evicts anyone), each with a logit row. Only the decode token counts as
  * computed when the step is built; the engine adds the accepted drafts when it reads them back.
+ * While its drafter is still making its draft (a draft model's), it sits the steps out.
  */
 import { EngineError } from "../../contract/errors.ts";
 import { kvMisfit } from "../../contract/kv_capacity.ts";
@@ -216,15 +217,13 @@ export class Scheduler {
   }
 
   /**
-   * Tokens drafted after `seq`'s decode token: at most `budget`, what its output may still
-   * hold after that token, and what the blocks it has or can take without evicting can hold.
+   * Tokens drafted after `seq`'s decode token: at most `budget`, and what its output may still
+   * hold after that token; undefined while the drafter is still making them (it waits).
    */
-  #draft(seq: Sequence, budget: number): number[] {
+  #draft(seq: Sequence, budget: number): number[] | undefined {
     const room = Math.min(budget, seq.maxTokens - seq.generated - 1);
     if (room <= 0) return [];
-    const draft = this.drafter!.propose(seq, room).slice(0, room);
-    if (draft.length === 0) return [];
-    return this.blocks.ensure(seq.blocks!, seq.computed + 1 + draft.length) ? draft : [];
+    return this.drafter!.propose(seq, room)?.slice(0, room);
   }
 
   #build(): Step | undefined {
@@ -241,9 +240,12 @@ export class Scheduler {
       if (pending(seq) !== 1 || !ready(seq) || budget === 0 || !this.running.includes(seq)) {
         continue;
       }
+      let draft = speculates(seq) ? this.#draft(seq, budget - 1) : [];
+      if (draft === undefined) continue; // its draft is being made
       if (!this.#grow(seq, seq.computed + 1, new Set())) continue;
       budget--;
-      const draft = speculates(seq) ? this.#draft(seq, budget) : [];
+      // A draft takes only blocks that are free: it never evicts anyone.
+      if (!this.blocks.ensure(seq.blocks!, seq.computed + 1 + draft.length)) draft = [];
       parts.push(draft.length > 0 ? { seq, count: 1, draft } : { seq, count: 1 });
       budget -= draft.length;
     }

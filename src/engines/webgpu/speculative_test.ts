@@ -13,7 +13,7 @@ import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
 import { ReferenceModel } from "../../model/reference_model.ts";
 import type { SpeculativeOptions } from "../speculation.ts";
-import { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
+import { WebGpuEngine } from "./engine.ts";
 import { chiSquare, chiSquareCritical } from "../../../test/support/chi_square.ts";
 import {
   bytes,
@@ -24,57 +24,14 @@ import {
   request,
 } from "../../../test/support/fortune_engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
-import { MODELS } from "../../../test/support/models.ts";
+import { engineOn, speculationFixtures } from "../../../test/support/speculation_fixtures.ts";
 
 /** Drafts wherever the last token occurred before, so that most steps verify one. */
 const EAGER: SpeculativeOptions = { method: "ngram", numSpeculativeTokens: 3, promptLookupMin: 1 };
 
-const FAMILIES = new URL("../../../test/fixtures/families/", import.meta.url).pathname;
-
-/**
- * Every fixture model: the three HF fixtures, fortune, and each family's GGUF. Each prompt
- * holds 180 of the ids 0-255 once (in a fixed shuffle; one family's context is 256), so that
- * with `EAGER` lookup most tokens these random models output have occurred before and get a
- * draft, then a short pattern three times.
- */
-async function fixtures(): Promise<{ name: string; path: string; prompt: number[] }[]> {
-  const every = Array.from({ length: 180 }, (_, i) => (i * 167 + 13) % 256);
-  const out: { name: string; path: string; prompt: number[] }[] = MODELS.map((m) => ({
-    name: m.name,
-    path: m.dir.pathname,
-    prompt: [
-      ...every,
-      ...(m.name === "fortune" ? bytes("la la la la la la") : [1, 5, 9, 13, 1, 5, 9, 13]),
-    ],
-  }));
-  const families: string[] = JSON.parse(await Deno.readTextFile(`${FAMILIES}index.json`)).families;
-  for (const f of families) {
-    const m = JSON.parse(await Deno.readTextFile(`${FAMILIES}${f}/manifest.json`));
-    const t: number[] = m.tokens.slice(0, 8);
-    out.push({ name: f, path: `${FAMILIES}${f}/model.gguf`, prompt: [...every, ...t, ...t, ...t] });
-  }
-  return out;
-}
-
-async function engineOn(
-  path: string,
-  name: string,
-  o: Partial<WebGpuEngineOptions>,
-): Promise<WebGpuEngine> {
-  const e = new WebGpuEngine({
-    files: dirFiles(path),
-    name,
-    gpu: await testGpu(),
-    kvBlocks: 32,
-    ...o,
-  });
-  await e.start(0n);
-  return e;
-}
-
 Deno.test("greedy: the same tokens with and without speculation on every fixture model", async () => {
   let accepted = 0;
-  for (const f of await fixtures()) {
+  for (const f of await speculationFixtures()) {
     const req = request(f.prompt, { model: f.name, stop_conditions: { max_tokens: 40 } });
     const plain = await engineOn(f.path, f.name, {});
     const want = await collect(plain, req).finally(() => plain.cleanup());
@@ -94,7 +51,7 @@ Deno.test("greedy: the same tokens with and without speculation on every fixture
 
 Deno.test("greedy on the GPU's kernel paths (split decode attention over a draft's tokens): the same", async () => {
   const gpu = await testGpu("gpu");
-  const models = (await fixtures()).filter((f) => ["fortune", "qwen3"].includes(f.name));
+  const models = (await speculationFixtures()).filter((f) => ["fortune", "qwen3"].includes(f.name));
   for (const f of models) {
     const req = request(f.prompt, { model: f.name, stop_conditions: { max_tokens: 40 } });
     const o = { gpu, kernelPaths: "gpu" } as const;
