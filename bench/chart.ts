@@ -87,10 +87,12 @@ function chart(report: Report): Chart {
   }
   if (report.bench === "speculative") {
     return {
-      title: "speculative decoding (prompt lookup): tokens/s per stream, on vs off",
-      legend: "orange: speculation on, grey: off (same tokens, same run)",
+      title: "speculative decoding: tokens/s per stream, on vs off",
+      legend: "orange: speculation on (prompt lookup, or a draft model), grey: off " +
+        "(same tokens, same run)",
       rows: report.results.map((r) => ({
-        label: `${r.model} k=${r.k} ${r.workload}`,
+        label: `${r.model} ${r.method === "draft_model" ? `draft ${r.draft_model}` : "lookup"} ` +
+          `k=${r.k} ${r.workload}`,
         value: r.on_tokens_per_s / r.streams,
         peer: r.off_tokens_per_s / r.streams,
       })),

@@ -1,10 +1,15 @@
 /**
- * Speculative decoding's speedup (`deno task bench:spec`): each workload decoded with prompt
- * lookup off and on, in one run on one adapter, the tokens checked identical, with the
- * acceptance. Writes `bench/results/speculative-<adapter>.json` and an SVG beside it.
+ * Speculative decoding's speedup (`deno task bench:spec`): each workload decoded with
+ * speculation off, by prompt lookup, and (fortune) with a draft model, in one run on one
+ * adapter, the tokens checked identical, with the acceptance. Writes
+ * `bench/results/speculative-<adapter>.json` and an SVG beside it.
  *
  *   deno task bench:spec [--quick] [--models fortune,smollm2-135m] [--tokens 128] [--k 4,8]
- *                        [--out FILE]
+ *                        [--fortune-draft FILE.gguf|none] [--out FILE]
+ *
+ * Fortune's draft model is llama.cpp's Q2_K quantization of it (the fixtures' GGUF): the same
+ * tokenizer at about a third of the bytes, a draft as a user without a smaller trained sibling
+ * would make one.
  *
  * Workloads: on fortune (trained weights) a repeated phrase the model goes on repeating, and
  * free text from a plain prompt, greedy; on SmolLM2-135M's shape (random F16 weights, so the
@@ -18,6 +23,7 @@
 import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { type SpeculationCounts, speculativeSettings } from "../src/engines/speculation.ts";
+import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { ensureCheckpoint } from "./checkpoint.ts";
 import { KilnRunner, prompt } from "./kiln_runner.ts";
 import { adapterSlug } from "./report.ts";
@@ -32,6 +38,11 @@ const { flags, fail } = runCli({
     models: { type: "list", arg: "NAME,...", help: "fortune and/or smollm2-135m (default both)" },
     tokens: { type: "integer", min: 8, help: "tokens per stream (default 128; --quick 24)" },
     k: { type: "list", arg: "K,...", help: "tokens drafted per step, rows for each (default 4)" },
+    "fortune-draft": {
+      type: "string",
+      arg: "FILE",
+      help: "fortune's draft model (default the fixtures' Q2_K GGUF; none: no draft-model rows)",
+    },
     out: { type: "string", arg: "FILE", help: "the JSON (default bench/results/speculative-...)" },
   },
 });
@@ -39,6 +50,8 @@ const quick = flags.quick;
 const tokens = flags.tokens ?? (quick ? 24 : 128);
 const models = flags.models ?? (quick ? ["fortune"] : ["fortune", "smollm2-135m"]);
 const ks = (flags.k ?? ["4"]).map(Number);
+const fortuneDraft = flags["fortune-draft"] === "none" ? undefined : flags["fortune-draft"] ??
+  new URL("../test/fixtures/llamacpp/fortune/Q2_K.gguf", import.meta.url).pathname;
 for (const k of ks) {
   try {
     speculativeSettings({ method: "ngram", numSpeculativeTokens: k });
@@ -86,6 +99,9 @@ function workloads(model: string, vocab: number): Workload[] {
 interface Row {
   model: string;
   workload: string;
+  /** `ngram` (prompt lookup) or `draft_model` (and the draft's file). */
+  method: string;
+  draft_model?: string;
   /** Tokens drafted per step. */
   k: number;
   streams: number;
@@ -119,14 +135,23 @@ for (const model of models) {
   const config = JSON.parse(await Deno.readTextFile(`${dir}/config.json`));
   const loads = workloads(model, config.vocab_size);
   const longest = Math.max(...loads.flatMap((w) => w.prompts.map((p) => p.length)));
-  // Keyed `workload:k`, k = 0 for speculation off.
+  // Keyed `workload:method:k`; `off:0` for speculation off.
   const results = new Map<string, Timing>();
-  for (const k of [0, ...ks]) {
+  const draft = model === "fortune" ? fortuneDraft : undefined;
+  const methods: Method[] = [
+    { name: "off", k: 0 },
+    ...ks.map((k): Method => ({ name: "ngram", k })),
+    ...(draft ? ks.map((k): Method => ({ name: "draft_model", k })) : []),
+  ];
+  for (const { name: method, k } of methods) {
     const runner = new KilnRunner({
       gpu,
       kvPositions: 4 * 16 * Math.ceil((longest + tokens + 16) / 16),
       maxNumSeqs: 4,
-      ...(k > 0 ? { speculative: { method: "ngram", numSpeculativeTokens: k } } : {}),
+      ...(method === "ngram" ? { speculative: { method, numSpeculativeTokens: k } } : {}),
+      ...(method === "draft_model"
+        ? { speculative: { method, model: dirFiles(draft!), numSpeculativeTokens: k } }
+        : {}),
     });
     await runner.setup(dir);
     try {
@@ -135,10 +160,14 @@ for (const model of models) {
         const before = structuredClone(runner.engine!.speculation);
         const t = await runner.run(w.prompts, tokens, undefined, w.sampled);
         const d = delta(runner.engine!.speculation, before);
-        results.set(`${w.name}:${k}`, { tps: t.timed / t.seconds, streams: t.streams!, ...d });
+        results.set(`${w.name}:${method}:${k}`, {
+          tps: t.timed / t.seconds,
+          streams: t.streams!,
+          ...d,
+        });
         const accepted = k > 0 ? `, ${d.accepted}/${d.draftTokens} drafts accepted` : "";
         log(
-          `${model} ${w.name} ${k > 0 ? `k=${k}` : "off"}: ` +
+          `${model} ${w.name} ${k > 0 ? `${method} k=${k}` : "off"}: ` +
             `${(t.timed / t.seconds).toFixed(2)} tokens/s${accepted}`,
         );
       }
@@ -146,14 +175,31 @@ for (const model of models) {
       await runner.close();
     }
   }
-  for (const k of ks) {
+  for (const { name: method, k } of methods.slice(1)) {
     for (const w of loads) {
-      rows.push(row(model, w, k, results.get(`${w.name}:0`)!, results.get(`${w.name}:${k}`)!));
+      const off = results.get(`${w.name}:off:0`)!;
+      const on = results.get(`${w.name}:${method}:${k}`)!;
+      rows.push({
+        ...row(model, w, k, off, on),
+        method,
+        ...(method === "draft_model" ? { draft_model: draft!.split("/").pop()! } : {}),
+      });
     }
   }
 }
 
-function row(model: string, w: Workload, k: number, off: Timing, on: Timing): Row {
+interface Method {
+  name: "off" | "ngram" | "draft_model";
+  k: number;
+}
+
+function row(
+  model: string,
+  w: Workload,
+  k: number,
+  off: Timing,
+  on: Timing,
+): Omit<Row, "method" | "draft_model"> {
   return {
     model,
     workload: w.name,
@@ -183,7 +229,13 @@ const report = {
   adapter,
   date: new Date().toISOString(),
   runtime: runtimeData(gpu.caps),
-  settings: { ...speculativeSettings({ method: "ngram" }), k: ks, quick, tokens },
+  settings: {
+    ...speculativeSettings({ method: "ngram" }),
+    k: ks,
+    quick,
+    tokens,
+    ...(fortuneDraft ? { fortune_draft: fortuneDraft.split("/").pop() } : {}),
+  },
   results: rows,
 };
 const out = flags.out ??
@@ -191,7 +243,7 @@ const out = flags.out ??
 await Deno.writeTextFile(out, JSON.stringify(report, null, 2) + "\n");
 for (const r of rows) {
   console.log(
-    `${r.model.padEnd(13)} ${r.workload.padEnd(30)} k=${r.k} off ${
+    `${r.model.padEnd(13)} ${r.workload.padEnd(30)} ${r.method.padEnd(11)} k=${r.k} off ${
       r.off_tokens_per_s.toFixed(2).padStart(7)
     }` +
       `  on ${r.on_tokens_per_s.toFixed(2).padStart(7)}  ×${r.speedup.toFixed(2)}` +

@@ -1,7 +1,7 @@
 /**
  * `deno task bench:spec --quick` end to end on fortune (the plumbing on lavapipe): each
- * workload's row with speculation off and on, its tokens identical, drafts accepted on the
- * repetitive ones, and the chart drawn beside the JSON.
+ * workload's row with speculation off and on (prompt lookup, and the Q2_K draft model), its
+ * tokens identical, drafts accepted on the repetitive ones, and the chart drawn beside the JSON.
  */
 import { equal, ok } from "node:assert/strict";
 
@@ -27,9 +27,11 @@ Deno.test("bench:spec --quick: rows off and on, identical tokens, a chart", asyn
     equal(run.code, 0, stderr);
     const report = JSON.parse(await Deno.readTextFile(out));
     equal(report.bench, "speculative");
-    equal(report.results.length, 3);
-    for (const r of report.results) {
+    // Three workloads by prompt lookup, then by the Q2_K draft model.
+    equal(report.results.length, 6);
+    for (const [i, r] of report.results.entries()) {
       equal(r.model, "fortune");
+      equal(r.method, i < 3 ? "ngram" : "draft_model");
       equal(r.identical, true, r.workload);
       ok(r.off_tokens_per_s > 0 && r.on_tokens_per_s > 0, r.workload);
       ok(Math.abs(r.speedup - r.on_tokens_per_s / r.off_tokens_per_s) < 1e-9);
@@ -40,6 +42,7 @@ Deno.test("bench:spec --quick: rows off and on, identical tokens, a chart", asyn
     ok(repetitive.every((r: { acceptance: number }) => r.acceptance > 0.5), stderr);
     const svg = await Deno.readTextFile(`${dir}/spec.svg`);
     ok(svg.includes("speculative decoding") && svg.includes("repetitive, greedy, 4 streams"));
+    ok(svg.includes("draft Q2_K.gguf k=4"), "the draft model's rows drawn");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
