@@ -1,7 +1,10 @@
 /** The fixture models speculative decoding is checked on, with prompts that recur and drafts. */
+import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
+import { RequestContext } from "../../src/contract/engine.ts";
+import type { SpeculativeOptions } from "../../src/engines/speculation.ts";
 import { WebGpuEngine, type WebGpuEngineOptions } from "../../src/engines/webgpu/engine.ts";
-import { bytes } from "./fortune_engine.ts";
+import { bytes, collect, fortuneEngine, request } from "./fortune_engine.ts";
 import { testGpu } from "./gpu.ts";
 import { MODELS } from "./models.ts";
 
@@ -64,4 +67,49 @@ export async function engineOn(
   });
   await e.start(0n);
   return e;
+}
+
+/**
+ * `prompts` (40 greedy tokens each) on fortune with `speculative` in a cache of 8 blocks (two
+ * such sequences at once), beside requests for `prompts[0]` stopped after each of `stopsAfter`
+ * tokens: the same tokens as without speculation, preemptions, accepted drafts, the stopped
+ * requests `cancelled` and every block freed.
+ */
+export async function checkPreempted(
+  speculative: SpeculativeOptions,
+  prompts: number[][],
+  stopsAfter: number[],
+): Promise<void> {
+  const req = (p: number[]) => request(p, { stop_conditions: { max_tokens: 40 } });
+  const plain = await fortuneEngine();
+  await plain.start(0n);
+  const want = [];
+  try {
+    for (const p of prompts) want.push((await collect(plain, req(p))).ids);
+  } finally {
+    await plain.cleanup();
+  }
+  const spec = await fortuneEngine({ kvBlocks: 8, speculative });
+  await spec.start(0n);
+  try {
+    const stopped = stopsAfter.map(async (after) => {
+      const ctx = new RequestContext();
+      let n = 0;
+      let finish: unknown;
+      for await (const c of spec.generate(req(prompts[0]!), ctx)) {
+        n += c.token_ids.length;
+        finish = c.finish_reason ?? finish;
+        if (n >= after) ctx.stop();
+      }
+      return finish;
+    });
+    const got = await Promise.all(prompts.map((p) => collect(spec, req(p))));
+    deepStrictEqual(await Promise.all(stopped), stopsAfter.map(() => "cancelled"));
+    deepStrictEqual(got.map((g) => g.ids), want);
+    ok(spec.steps.preemptions > 0, "the cache was too small for all at once");
+    ok(spec.speculation.numAcceptedTokens > 0);
+    equal(spec.usedBlocks, 0);
+  } finally {
+    await spec.cleanup();
+  }
 }

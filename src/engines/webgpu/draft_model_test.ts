@@ -6,7 +6,6 @@
  */
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
-import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import type { SpeculativeOptions } from "../speculation.ts";
@@ -19,7 +18,11 @@ import {
   request,
 } from "../../../test/support/fortune_engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
-import { engineOn, speculationFixtures } from "../../../test/support/speculation_fixtures.ts";
+import {
+  checkPreempted,
+  engineOn,
+  speculationFixtures,
+} from "../../../test/support/speculation_fixtures.ts";
 
 const Q2K = new URL("../../../test/fixtures/llamacpp/fortune/Q2_K.gguf", import.meta.url).pathname;
 
@@ -111,41 +114,9 @@ Deno.test("sampled, 32 streams at a time: seed for seed the same tokens with a Q
 });
 
 Deno.test("a draft model: preempted, and cancelled while its draft is being made; blocks freed", async () => {
+  // Stopped as its first draft is asked for (after the prompt's token), and mid-run.
   const prompts = [0, 1, 2, 3, 4, 5].map((i) => bytes(`The ${"old ".repeat(3 + i)}fortune`));
-  const req = (p: number[]) => request(p, { stop_conditions: { max_tokens: 40 } });
-  const plain = await fortuneEngine();
-  await plain.start(0n);
-  const want = [];
-  try {
-    for (const p of prompts) want.push((await collect(plain, req(p))).ids);
-  } finally {
-    await plain.cleanup();
-  }
-  // 8 blocks of 16 hold two of these sequences at once: the others wait or are preempted.
-  const spec = await fortuneEngine({ kvBlocks: 8, speculative: draftOf(Q2K) });
-  await spec.start(0n);
-  try {
-    const cancels = [1, 3, 6].map(async (after) => {
-      const ctx = new RequestContext();
-      let n = 0;
-      let finish: unknown;
-      for await (const c of spec.generate(req(prompts[0]!), ctx)) {
-        n += c.token_ids.length;
-        finish = c.finish_reason ?? finish;
-        // Stopped as its first draft is asked for (after the prompt's token), or mid-run.
-        if (n >= after) ctx.stop();
-      }
-      return finish;
-    });
-    const got = await Promise.all(prompts.map((p) => collect(spec, req(p))));
-    deepStrictEqual(await Promise.all(cancels), ["cancelled", "cancelled", "cancelled"]);
-    deepStrictEqual(got.map((g) => g.ids), want);
-    ok(spec.steps.preemptions > 0, "the cache was too small for all at once");
-    ok(spec.speculation.numAcceptedTokens > 0);
-    equal(spec.usedBlocks, 0);
-  } finally {
-    await spec.cleanup();
-  }
+  await checkPreempted(draftOf(Q2K), prompts, [1, 3, 6]);
 });
 
 Deno.test("a draft model that cannot serve: typed errors, the target not started", async () => {

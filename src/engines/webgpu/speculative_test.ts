@@ -6,7 +6,6 @@
  */
 import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
-import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
@@ -24,7 +23,11 @@ import {
   request,
 } from "../../../test/support/fortune_engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
-import { engineOn, speculationFixtures } from "../../../test/support/speculation_fixtures.ts";
+import {
+  checkPreempted,
+  engineOn,
+  speculationFixtures,
+} from "../../../test/support/speculation_fixtures.ts";
 
 /** Drafts wherever the last token occurred before, so that most steps verify one. */
 const EAGER: SpeculativeOptions = { method: "ngram", numSpeculativeTokens: 3, promptLookupMin: 1 };
@@ -197,36 +200,7 @@ Deno.test("stops, min_tokens, logprobs and penalties inside verified drafts: the
 
 Deno.test("preempted and cancelled speculating sequences: the same tokens, every block freed", async () => {
   const prompts = [0, 1, 2, 3, 4, 5].map((i) => bytes(`${"ab ".repeat(4 + i)}a`));
-  const req = (p: number[]) => request(p, { stop_conditions: { max_tokens: 40 } });
-  const plain = await fortuneEngine();
-  await plain.start(0n);
-  const want = [];
-  try {
-    for (const p of prompts) want.push((await collect(plain, req(p))).ids);
-  } finally {
-    await plain.cleanup();
-  }
-  // 8 blocks of 16 hold two of these sequences at once: the others wait or are preempted.
-  const spec = await fortuneEngine({ kvBlocks: 8, speculative: EAGER });
-  await spec.start(0n);
-  try {
-    const ctx = new RequestContext();
-    const cancelled = (async () => {
-      let n = 0;
-      for await (const c of spec.generate(req(prompts[0]!), ctx)) {
-        n += c.token_ids.length;
-        if (n >= 5) ctx.stop();
-      }
-    })();
-    const got = await Promise.all(prompts.map((p) => collect(spec, req(p))));
-    await cancelled;
-    deepStrictEqual(got.map((g) => g.ids), want);
-    ok(spec.steps.preemptions > 0, "the cache was too small for all at once");
-    ok(spec.speculation.numAcceptedTokens > 0);
-    equal(spec.usedBlocks, 0);
-  } finally {
-    await spec.cleanup();
-  }
+  await checkPreempted(EAGER, prompts, [5]);
 });
 
 Deno.test("speculation: options checked at construction; runtime_data and Prometheus counters", async () => {
