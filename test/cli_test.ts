@@ -55,6 +55,7 @@ const ENTRIES: Entry[] = [
   },
   { path: "bench/peers/tokenizer_corpus.ts", name: "tokenizer_corpus", flag: ["--out", "/x"] },
   { path: "bench/moe.ts", name: "moe", flag: ["--iters", "1"] },
+  { path: "bench/dp4a.ts", name: "dp4a", flag: ["--quick"] },
   { path: "bench/gpu_table.ts", name: "bench:gpu", flag: ["--budget-s", "60"] },
   { path: "bench/speculative.ts", name: "bench:spec", flag: ["--tokens", "16"] },
   { path: "bench/upload.ts", name: "upload", flag: ["--rounds", "1"] },
