@@ -1,25 +1,35 @@
-// In Chromium (SwiftShader WebGPU, or a real GPU with CHROMIUM_ARGS): decode products with one
-// thread per output row against 32 threads per row reduced through workgroup memory, side by
-// side on the same adapter. Prints the JSON report (ms per product and the ratio) and writes it
-// with --out FILE.
+// In Chromium (SwiftShader WebGPU, or a real GPU with CHROMIUM_ARGS): a benchmark page of
+// bench/pages/ — `matvec` (default): decode products with one thread per output row against 32
+// threads per row reduced through workgroup memory, side by side on the same adapter; `dp4a`:
+// bench/dp4a_run.ts. Prints the page's JSON report and writes it with --out FILE.
 //
-//   node bench/matvec_browser.mjs [--out bench/results/matvec-threads-swiftshader.json]
+//   node bench/matvec_browser.mjs [--page matvec|dp4a] [--quick] [--out FILE.json]
 import { writeFileSync } from "node:fs";
+import process from "node:process";
 import { runFlags } from "../scripts/flags.mjs";
 
-const { out } = runFlags({
+const { out, page: name, quick } = runFlags({
   name: "matvec_browser",
   command: "node bench/matvec_browser.mjs",
-  about: "Decode products in Chromium, one thread per output row against 32 threads per row; " +
-    "prints the JSON report.",
-  flags: { out: { type: "string", arg: "FILE", help: "also write the JSON report here" } },
+  about: "A benchmark page in Chromium: decode products, one thread per output row against 32 " +
+    "threads per row (matvec), or dot4I8Packed against float products (dp4a); prints the JSON " +
+    "report.",
+  flags: {
+    page: { type: "string", arg: "matvec|dp4a", default: "matvec", help: "the page" },
+    quick: { type: "boolean", help: "dp4a: one small shape (checks the plumbing)" },
+    out: { type: "string", arg: "FILE", help: "also write the JSON report here" },
+  },
 });
+if (!["matvec", "dp4a"].includes(name)) {
+  console.error(`matvec_browser: --page: matvec or dp4a, got ${JSON.stringify(name)}`);
+  process.exit(2);
+}
 const { launchBrowser, startServer } = await import("../test/support/browser.mjs");
 const { server, origin } = await startServer();
 const browser = await launchBrowser();
 try {
   const page = await browser.newPage();
-  await page.goto(`${origin}/bench/pages/matvec.html`);
+  await page.goto(`${origin}/bench/pages/${name}.html${quick ? "?quick" : ""}`);
   await page.waitForFunction(() => globalThis.__kiln?.done === true, null, { timeout: 600_000 });
   const report = await page.evaluate(() => globalThis.__kiln.report);
   const json = JSON.stringify(report, null, 2);
