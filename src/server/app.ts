@@ -1,17 +1,20 @@
 /**
  * The OpenAI-compatible HTTP surface over any `LLMEngine`, on Web-standard `Request`/`Response`
  * only (the Deno adapter binds it to a port): completions and chat completions (streaming as
- * server-sent events, or whole), `/v1/models`, `/metrics` for a Prometheus scrape and `/health`.
+ * server-sent events, or whole), `/v1/models`, `/metrics` for a Prometheus scrape and `/health`;
+ * and the token-level engine endpoint (`/v1/engine/generate`, `/v1/engine/config`:
+ * `engine_routes.ts`) that a Dynamo worker shim drives.
  */
 import type { LLMEngine } from "../contract/engine.ts";
+export type { ServerOptions } from "./options.ts";
 import type { EngineConfig } from "../contract/types.ts";
 import { kvGeometry, kvMisfit } from "../contract/kv_capacity.ts";
 import type { EngineMetrics } from "../metrics/engine_metrics.ts";
-import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
 import { HttpError, quote } from "./errors.ts";
 import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
-import { Access, type AccessOptions } from "./access.ts";
+import { Access } from "./access.ts";
+import type { ServerOptions } from "./options.ts";
 import {
   type Choice,
   chunkBody,
@@ -22,46 +25,13 @@ import {
 } from "../openai/format.ts";
 import { type Job, parseJob } from "../openai/requests.ts";
 import { countRefused, TrackedRequest } from "../openai/tracking.ts";
-
-/**
- * What the server runs on and how it answers. The access fields (`access.ts`): `bindHost`, the
- * address it listens on (loopback, with no `allowedHosts`: only loopback `Host` names are
- * answered, 421 otherwise); `allowedHosts`, names (no port) answered besides (`["*"]`: any);
- * `corsOrigins`, exact origins given CORS. A foreign `Origin` gets 403 whenever one of them is
- * set or the bind address is loopback; with none (in-process, or a non-loopback bind) any `Host`
- * and `Origin` are answered, as before.
- */
-export interface ServerOptions extends AccessOptions {
-  engine: LLMEngine;
-  metrics: EngineMetrics;
-  requests: RequestMetrics;
-  /** Required as a bearer token on every route but `/health` when set. */
-  apiKey?: string;
-  /** Request bodies over this get 413 (default 1 MiB). */
-  maxBodyBytes?: number;
-  /** A body not received whole this many milliseconds after the headers gets 408 (10 s). */
-  bodyTimeoutMs?: number;
-  /** Requests in progress beyond this get 429 (default 64). */
-  maxQueued?: number;
-  /** Largest `n` (default 8). */
-  maxN?: number;
-  /**
-   * The address the HTTP listener is bound to (`serve --host`), e.g. `127.0.0.1` or `0.0.0.0`.
-   * With a loopback address and no {@linkcode ServerOptions.allowedHosts}, only requests whose
-   * `Host` is a loopback name are answered.
-   */
-  bindHost?: string;
-  /**
-   * The `Host` names the server answers (`serve --allowed-hosts`); `"*"` answers any. When
-   * absent, the default follows {@linkcode ServerOptions.bindHost}.
-   */
-  allowedHosts?: readonly string[];
-  /**
-   * Exact origins (`https://app.example:8443`) allowed cross-origin requests
-   * (`serve --cors-origins`); CORS is off when absent.
-   */
-  corsOrigins?: readonly string[];
-}
+import {
+  configResponse,
+  ENGINE_CONFIG,
+  ENGINE_GENERATE,
+  engineError,
+  generateResponse,
+} from "./engine_routes.ts";
 
 /** The finish reason of a choice cut short by shutdown (vLLM's for an aborted request). */
 export const ABORT_FINISH = "abort";
@@ -191,6 +161,11 @@ export class KilnServer {
     if (key !== undefined && !(await keyMatches(authorization, key))) {
       throw unauthorized(authorization !== null);
     }
+    if (pathname === ENGINE_GENERATE || pathname === ENGINE_CONFIG) {
+      return await this.#engineRoute(req, pathname, get).catch((e) => {
+        throw engineError(e);
+      });
+    }
     if (!GET_ROUTES.has(pathname)) {
       throw new HttpError(404, `no route ${pathname}`, "invalid_request_error", null, "not_found");
     }
@@ -205,6 +180,32 @@ export class KilnServer {
       ? [{ id: this.modelName, object: "model", created: 0, owned_by: "kiln" }]
       : [];
     return Response.json({ object: "list", data });
+  }
+
+  /** The token-level engine endpoint (`engine_routes.ts`), under the same limits as completions. */
+  async #engineRoute(req: Request, pathname: string, get: boolean): Promise<Response> {
+    if (pathname === ENGINE_CONFIG) {
+      if (!get) throw HttpError.notAllowed(pathname, "GET, HEAD");
+      this.#checkServing();
+      return configResponse(this.#config!);
+    }
+    const body = await this.#body(req, pathname);
+    this.#checkRoom();
+    const id = req.headers.get("x-request-id") ?? newId("engine");
+    this.#active++;
+    let run: Promise<void> = Promise.resolve();
+    try {
+      const signal = AbortSignal.any([req.signal, this.#shutdown.signal]);
+      const { response, done } = await generateResponse(this.options.engine, body, id, signal);
+      run = done;
+      return response;
+    } finally {
+      const tracked = run.finally(() => {
+        this.#active--;
+        this.#running.delete(tracked);
+      });
+      this.#running.add(tracked);
+    }
   }
 
   #health(): Response {
@@ -228,7 +229,8 @@ export class KilnServer {
     }
   }
 
-  async #completion(req: Request, chat: boolean, path: string, state: Counted): Promise<Response> {
+  /** A POST's JSON body, read within the limits, while the server is serving. */
+  async #body(req: Request, path: string): Promise<unknown> {
     if (req.method !== "POST") throw HttpError.notAllowed(path, "POST");
     checkJson(req);
     this.#checkServing();
@@ -237,6 +239,19 @@ export class KilnServer {
       timeoutMs: this.options.bodyTimeoutMs ?? 10_000,
     });
     this.#checkServing();
+    return body;
+  }
+
+  /** 429 when `maxQueued` requests are in progress. */
+  #checkRoom(): void {
+    if (this.#active >= (this.options.maxQueued ?? 64)) {
+      throw new HttpError(429, "too many requests in progress; retry later", "rate_limit_error")
+        .with({ "retry-after": "1" });
+    }
+  }
+
+  async #completion(req: Request, chat: boolean, path: string, state: Counted): Promise<Response> {
+    const body = await this.#body(req, path);
     const config = this.#config!, text = this.#text!;
     const model = (body as { model?: unknown } | null)?.model;
     if (typeof model === "string" && model !== this.modelName && model !== config.model) {
@@ -261,10 +276,7 @@ export class KilnServer {
       const param = misfit.field === "min_tokens" ? "min_tokens" : chat ? "messages" : "prompt";
       throw HttpError.badRequest(misfit.message, param);
     }
-    if (this.#active >= (this.options.maxQueued ?? 64)) {
-      throw new HttpError(429, "too many requests in progress; retry later", "rate_limit_error")
-        .with({ "retry-after": "1" });
-    }
+    this.#checkRoom();
     state.counted = true; // from here on the request's tracker counts it
     return job.stream
       ? await this.#stream(job, text, req.signal)
