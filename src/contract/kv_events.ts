@@ -3,10 +3,12 @@
  * a worker publishes which prefix blocks it stored or evicted so requests can be routed
  * to the worker that already holds their prefix.
  *
- * Block hashes are u64s, as in vLLM's integer block hashes. Kiln's engines publish the low 64
- * bits (the last 8 bytes, read big-endian) of each block's SHA-256 prefix-cache key, the key
- * chained over the parent's key and the block's tokens (`engines/block_hash.ts`). The router
- * only routes by them; the cache itself keys by the whole digest and checks tokens on a hit.
+ * Block hashes are u64s, as in vLLM's integer block hashes. `WebGpuEngine` publishes the hashes
+ * Dynamo's KV router computes from a request's tokens (`engines/router_hash.ts`: XXH3-64, seed
+ * 1337, over each block's u32 little-endian tokens, chained over the parent's hash), so a router
+ * can match a request's blocks to the events without a table of its own; the cache itself keys
+ * blocks by a SHA-256 chain and checks tokens on a hit. The mock engine publishes the low 64 bits
+ * of that SHA-256 key (`engines/block_hash.ts`).
  */
 
 /** Blocks of a prefix were stored in the KV cache. */

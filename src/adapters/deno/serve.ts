@@ -24,6 +24,8 @@ import { kernelPathsOption } from "./kernel_paths.ts";
 import { SERVE, startupLines } from "./serve_flags.ts";
 import type { LoadPhase } from "../../model/gpu_model.ts";
 import { speculativeConfig, type SpeculativeOptions } from "../../engines/speculation.ts";
+import type { LLMEngine } from "../../contract/engine.ts";
+import type { ZmqKvPublisher } from "./kv_events_zmq.ts";
 
 const { flags, env, fail } = runCli(SERVE);
 if (flags.engine !== "ort" && (flags.variant !== undefined || flags.ep !== undefined)) {
@@ -59,6 +61,29 @@ try {
 } catch (e) {
   fail(`--speculative-config: ${(e as Error).message}`);
 }
+// Bound before anything loads: an endpoint that cannot bind stops serve at once (exit 2).
+let kvEvents: ZmqKvPublisher | undefined;
+if (flags["kv-events"] !== undefined) {
+  try {
+    // zeromq is a native module (--allow-ffi): loaded only when asked for.
+    const { ZmqKvPublisher } = await import("./kv_events_zmq.ts");
+    kvEvents = await ZmqKvPublisher.bind({
+      endpoint: flags["kv-events"],
+      topic: flags["kv-events-topic"],
+      ...(flags["kv-events-replay"] ? { replayEndpoint: flags["kv-events-replay"] } : {}),
+    });
+  } catch (e) {
+    fail((e as Error).message);
+  }
+} else if (flags["kv-events-replay"] !== undefined) fail("--kv-events-replay needs --kv-events");
+/** Route an engine's KV events to the ZMQ socket; a new engine starts from an empty cache. */
+const publishKvEvents = async (e: LLMEngine) => {
+  if (!kvEvents) return;
+  kvEvents.publish({ type: "AllBlocksCleared" });
+  for (const source of await e.kvEventSources?.() ?? []) {
+    if (source.kind === "push") source.onReady(kvEvents);
+  }
+};
 const engineOptions: Pick<HostOptions, "engine" | "ort"> = flags.engine === "ort"
   ? {
     engine: "ort",
@@ -154,6 +179,7 @@ try {
   const { config, text } = started;
   metrics = started.metrics; // now with the model's labels
   server.ready(config, text, metrics);
+  await publishKvEvents(engine);
   clearInterval(bar);
   drawing = false;
   console.error(`\rloaded ${model.name} in ${loaded.toFixed(2)} s: ready`);
@@ -161,8 +187,10 @@ try {
     server,
     text,
     make: newEngine,
-    metricsFor: async (next, config, seconds) =>
-      metrics = await engineMetrics(next, hierarchy, config, seconds),
+    metricsFor: async (next, config, seconds) => {
+      await publishKvEvents(next);
+      return metrics = await engineMetrics(next, hierarchy, config, seconds);
+    },
     log: (l) => console.error(l),
   }, engine);
 } catch (e) {
@@ -188,6 +216,7 @@ const stop = async () => {
   const { cut } = await server.drain(drainSeconds * 1000);
   if (cut > 0) console.error(`cut ${cut} request(s) at the drain deadline (finish_reason "abort")`);
   await shutDown(supervisor?.engine ?? engine, metrics);
+  await kvEvents?.close();
   console.error(
     metrics.render().body.split("\n").filter((l) => /_time_seconds\{/.test(l)).join("\n"),
   );

@@ -82,6 +82,18 @@ export const SERVE_FLAGS = {
       '"prompt_lookup_max":4,"prompt_lookup_min":2}, or a draft model of the same tokenizer: ' +
       '{"model":"DIR|FILE.gguf|URL","num_speculative_tokens":4} (default off)',
   },
+  "kv-events": {
+    type: "string",
+    arg: "ENDPOINT",
+    help: "publish KV cache events on a ZMQ PUB socket bound here, as vLLM frames them " +
+      "(e.g. tcp://127.0.0.1:5557), for Dynamo's KV router",
+  },
+  "kv-events-replay": {
+    type: "string",
+    arg: "ENDPOINT",
+    help: "--kv-events: a ZMQ ROUTER socket bound here answers replay requests for missed batches",
+  },
+  "kv-events-topic": { type: "string", default: "", help: "--kv-events: the topic frame" },
   variant: { type: "string", help: "--engine ort: the graph in onnx/ (e.g. model_fp16)" },
   ep: { type: "enum", choices: ["webgpu", "wasm"], help: "--engine ort: the execution provider" },
 } as const satisfies FlagTable;
@@ -137,5 +149,10 @@ export function startupLines(
         ? "loopback names only (not set, --host is loopback)"
         : "not set"
     }; CORS origins: ${cors !== undefined ? cors.join(", ") : "none"}`,
+    ...(flags["kv-events"] === undefined ? [] : [
+      `serve: KV events on ${flags["kv-events"]}${
+        flags["kv-events-replay"] ? `, replay on ${flags["kv-events-replay"]}` : ""
+      }`,
+    ]),
   ];
 }

@@ -16,6 +16,7 @@ import { Forward } from "../../model/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
 import type { LoadProgress } from "../../model/load_options.ts";
 import { BlockManager } from "./block_manager.ts";
+import { routerHash } from "../router_hash.ts";
 import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
 import { fitModel, fitRuntimeData, memoryBudget } from "./fit.ts";
 import { memoryLedger } from "../../gpu/memory_ledger.ts";
@@ -142,7 +143,12 @@ export async function assembleEngine(
   });
   weightsDone();
   const { tokens, forward, sampler, readback, warmUpReport } = built!;
-  const blocks = new BlockManager({ numBlocks: kv.blocks, blockSize, onEvent: onKvEvent });
+  const blocks = new BlockManager({
+    numBlocks: kv.blocks,
+    blockSize,
+    onEvent: onKvEvent,
+    routerHash: await routerHash(),
+  });
   const keyWindow = kvWindow(model.config, model.config.numLayers);
   const scheduler = new Scheduler(
     blocks,

@@ -14,6 +14,7 @@
  */
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import { type BlockKey, blockKey, publishedHash } from "../block_hash.ts";
+import type { RouterHash } from "../router_hash.ts";
 
 /** Size and event hook of a {@linkcode BlockManager}. */
 export interface BlockManagerOptions {
@@ -28,6 +29,11 @@ export interface BlockManagerOptions {
    * show that a hit checks the tokens and the prefix, not only the key.
    */
   blockKey?: (parent: BlockKey | null, tokens: readonly number[]) => BlockKey;
+  /**
+   * The hash events publish for a block (`router_hash.ts`: Dynamo's router's XXH3 chain, which
+   * engines pass). Without it, events carry the low 64 bits of the SHA-256 key instead.
+   */
+  routerHash?: RouterHash;
 }
 
 /**
@@ -41,6 +47,8 @@ export interface BlockPrefix {
   readonly tokens: readonly number[];
   /** The blocks before it; `null` for a sequence's first block. */
   readonly parent: BlockPrefix | null;
+  /** The hash KV events publish for it (see {@linkcode BlockManagerOptions.routerHash}). */
+  readonly hash: bigint;
 }
 
 interface Block {
@@ -89,6 +97,7 @@ export class BlockManager {
   readonly #cached = new Map<BlockKey, Block>();
   readonly #onEvent: ((e: KvCacheEvent) => void) | undefined;
   readonly #key: (parent: BlockKey | null, tokens: readonly number[]) => BlockKey;
+  readonly #routerHash: RouterHash | undefined;
   #clock = 0;
   /** Full prompt blocks looked up in the prefix cache so far. */
   queries = 0;
@@ -106,6 +115,7 @@ export class BlockManager {
     this.blockSize = options.blockSize;
     this.#onEvent = options.onEvent;
     this.#key = options.blockKey ?? blockKey;
+    this.#routerHash = options.routerHash;
     this.#blocks = Array.from(
       { length: this.numBlocks },
       (_, id) => ({ id, refs: 0, prefix: undefined, lastUse: 0 }),
@@ -123,6 +133,11 @@ export class BlockManager {
     return this.#blocks.filter((b) => b.refs > 0).length;
   }
 
+  /** The published hashes of the blocks in the prefix cache now (referenced or evictable). */
+  cachedHashes(): bigint[] {
+    return [...this.#cached.values()].map((b) => b.prefix!.hash);
+  }
+
   /** Prefix-cache hit rate over full prompt blocks looked up, or undefined before any lookup. */
   get hitRate(): number | undefined {
     return this.queries === 0 ? undefined : this.hits / this.queries;
@@ -136,9 +151,9 @@ export class BlockManager {
       if (b.refs === 0 && (victim === undefined || b.lastUse < victim.lastUse)) victim = b;
     }
     if (victim === undefined) return undefined;
-    const { key } = victim.prefix!;
+    const { key, hash } = victim.prefix!;
     this.#cached.delete(key);
-    this.#onEvent?.({ type: "BlockRemoved", block_hashes: [publishedHash(key)] });
+    this.#onEvent?.({ type: "BlockRemoved", block_hashes: [hash] });
     victim.prefix = undefined;
     return victim;
   }
@@ -220,8 +235,14 @@ export class BlockManager {
       const parent = seq.prefixes[i - 1] ?? null;
       const blockTokens = tokens.slice(i * bs, (i + 1) * bs);
       const key = this.#key(parent?.key ?? null, blockTokens);
+      const prefix: BlockPrefix = {
+        key,
+        tokens: blockTokens,
+        parent,
+        hash: this.#routerHash?.(parent?.hash ?? null, blockTokens) ?? publishedHash(key),
+      };
       if (seq.blocks[i] === DROPPED) { // released before its tokens were known: not cached
-        seq.prefixes.push({ key, tokens: blockTokens, parent });
+        seq.prefixes.push(prefix);
         continue;
       }
       const b = this.#blocks[seq.blocks[i]!]!;
@@ -229,7 +250,6 @@ export class BlockManager {
         seq.prefixes.push(b.prefix);
         continue;
       }
-      const prefix: BlockPrefix = { key, tokens: blockTokens, parent };
       if (this.#cached.has(key)) {
         // An equal block was cached meanwhile: later blocks chain on its prefix. Other tokens
         // under the same key (a collision): this block stays out of the cache.
@@ -240,8 +260,8 @@ export class BlockManager {
       this.#cached.set(key, b);
       this.#onEvent?.({
         type: "BlockStored",
-        block_hashes: [publishedHash(key)],
-        parent_block_hash: parent === null ? null : publishedHash(parent.key),
+        block_hashes: [prefix.hash],
+        parent_block_hash: parent?.hash ?? null,
         token_ids: blockTokens,
         block_size: bs,
       });

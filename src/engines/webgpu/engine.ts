@@ -436,6 +436,14 @@ export class WebGpuEngine implements LLMEngine {
     return this.#gpu;
   }
 
+  /**
+   * The hashes of the blocks in the prefix cache now, as KV events publish them: the set a
+   * router rebuilds from the events (empty before `start()`).
+   */
+  cachedBlockHashes(): bigint[] {
+    return this.#blocks?.cachedHashes() ?? [];
+  }
+
   /** KV blocks held by running sequences (0 when idle). */
   get usedBlocks(): number {
     return this.#blocks?.used ?? 0;

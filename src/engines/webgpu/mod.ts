@@ -24,3 +24,4 @@ export {
   type SeqBlocks,
 } from "./block_manager.ts";
 export type { BlockKey } from "../block_hash.ts";
+export { type RouterHash, routerHash, routerHashes } from "../router_hash.ts";

@@ -6,7 +6,7 @@
 import { deepStrictEqual, equal, notDeepStrictEqual } from "node:assert/strict";
 import type { BlockStored, KvCacheEvent } from "../../contract/kv_events.ts";
 import type { WebGpuEngine } from "./engine.ts";
-import { blockKey, publishedHash } from "../block_hash.ts";
+import { routerHash } from "../router_hash.ts";
 import { collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
 import { COLLIDING_A, COLLIDING_B } from "../../../test/support/colliding_blocks.ts";
 
@@ -50,14 +50,15 @@ Deno.test("a block whose former FNV-1a key collided with a cached one's is not r
     deepStrictEqual(afterA.ids, alone.ids, "B after A generates what B alone does");
     deepStrictEqual(afterA.logprobs, alone.logprobs, "with the same logprobs");
     equal(hitRate, 0, "B's first block did not hit A's");
-    // Both first blocks are cached, each published under its own key's 64-bit hash.
+    // Both first blocks are cached, each published under the router's hash of its tokens.
     const firstBlocks = events.filter((ev): ev is BlockStored =>
       ev.type === "BlockStored" && ev.parent_block_hash === null
     );
     deepStrictEqual(firstBlocks.map((s) => s.token_ids), [COLLIDING_A, COLLIDING_B]);
+    const hash = await routerHash();
     deepStrictEqual(firstBlocks.map((s) => s.block_hashes), [
-      [publishedHash(blockKey(null, COLLIDING_A))],
-      [publishedHash(blockKey(null, COLLIDING_B))],
+      [hash(null, COLLIDING_A)],
+      [hash(null, COLLIDING_B)],
     ]);
     // B again hits its own block and still generates the same text: the cache still works.
     deepStrictEqual((await run(e, promptB)).ids, alone.ids);
