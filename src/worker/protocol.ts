@@ -8,6 +8,7 @@ import { EngineError, isSerializedError, type SerializedError } from "../contrac
 import type { LLMEngineOutput } from "../contract/types.ts";
 import type { RequestStats } from "../engines/live_requests.ts";
 import type { SpeculationCounts, SpeculativeOptions } from "../engines/speculation.ts";
+import type { EngineLoad } from "../metrics/router_gauges.ts";
 import type { PathKind } from "../gpu/paths.ts";
 import type { UploadOptions } from "../model/staging.ts";
 
@@ -86,6 +87,8 @@ export interface GaugeValues {
   hitRate: number | undefined;
   /** Speculative decoding's counts so far (`webgpu` engine with `speculative` on). */
   speculation?: SpeculationCounts;
+  /** Requests running and waiting, and blocks in use (`webgpu` engine): what routers scrape. */
+  load?: EngineLoad;
 }
 
 /** What the worker's engine holds now (`WorkerEngine.stats()`). */

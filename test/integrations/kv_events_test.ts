@@ -15,10 +15,9 @@ import type { KvCacheEvent } from "../../src/contract/kv_events.ts";
 import { ZmqKvPublisher } from "../../src/adapters/deno/kv_events_zmq.ts";
 import { routerHash } from "../../src/engines/router_hash.ts";
 import { bytes, collect, fortuneEngine, request } from "../support/fortune_engine.ts";
+import { PYTHON } from "../support/python.ts";
 
 const SUBSCRIBER = new URL("./kv_subscriber.py", import.meta.url).pathname;
-/** Debian's python3, where python3-zmq, python3-msgpack and python3-xxhash install. */
-export const PYTHON = "/usr/bin/python3";
 
 interface Subscriber {
   result: Promise<Record<string, unknown>>;

@@ -1,9 +1,10 @@
 /**
  * `serve`'s token-level engine endpoint through the worker: `GET /v1/engine/config` is the
  * worker engine's `EngineConfig`, and `POST /v1/engine/generate` streams greedy NDJSON chunks
- * whose tokens are the ones `/v1/completions` returns as text for the same prompt.
+ * whose tokens are the ones `/v1/completions` returns as text for the same prompt; the load
+ * gauges routers scrape reach `/metrics` through the worker.
  */
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, equal, match } from "node:assert/strict";
 import { parseOutput } from "../../src/contract/wire.ts";
 import { startServer } from "./server.ts";
 
@@ -44,6 +45,13 @@ Deno.test("serve: /v1/engine/config and /v1/engine/generate through the worker",
     equal(text.status, 200, JSON.stringify(body));
     const want = body.choices[0].text;
     deepStrictEqual(new TextDecoder().decode(new Uint8Array(ids.filter((t) => t < 256))), want);
+    // The load gauges routers scrape reach /metrics through the worker, idle now.
+    const scrape = await (await fetch(`${s.url}/metrics`)).text();
+    for (const name of ["vllm:num_requests_running", "vllm:num_requests_waiting"]) {
+      match(scrape, new RegExp(`^${name}\\{model_name="fortune"\\} 0$`, "m"));
+    }
+    match(scrape, /^dynamo_component_kvstats_total_blocks\{[^}]*\} \d+$/m);
+    match(scrape, /^dynamo_component_kvstats_active_blocks\{[^}]*\} 0$/m);
   } finally {
     await s.stop();
   }

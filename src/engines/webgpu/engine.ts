@@ -23,6 +23,7 @@ import type { Gpu } from "../../gpu/device.ts";
 import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { MemoryGauges } from "./memory_gauges.ts";
+import { routerGauges } from "../../metrics/router_gauges.ts";
 import { SpeculationMetrics } from "../speculation_metrics.ts";
 import { Forward } from "../../model/forward.ts";
 import type { GpuModel } from "../../model/gpu_model.ts";
@@ -353,7 +354,9 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   #report(): void {
-    this.#gauges.report(this.#blocks, this.speculation);
+    const sched = this.#scheduler;
+    const requests = { running: sched?.running.length ?? 0, waiting: sched?.waiting.length ?? 0 };
+    this.#gauges.report(this.#blocks, requests, this.speculation);
     this.#memory.report(this.#gpu?.device);
     this.#specMetrics.report(this.speculation);
   }
@@ -424,7 +427,7 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
-    this.#gauges.bind(ctx.metrics.componentGauges(0));
+    this.#gauges.bind(ctx.metrics.componentGauges(0), routerGauges(ctx.metrics));
     this.#memory.bind(ctx.metrics);
     this.#specMetrics.bind(ctx.metrics);
     this.#report();

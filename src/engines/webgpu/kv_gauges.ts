@@ -3,6 +3,7 @@
  * metrics (once `setupMetrics` binds them) and to listeners (the worker host forwards them).
  */
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import type { EngineLoad, RouterGauges } from "../../metrics/router_gauges.ts";
 import type { BlockManager } from "./block_manager.ts";
 import type { SpeculationCounts } from "../speculation.ts";
 
@@ -16,15 +17,19 @@ export interface KvGaugeValues {
   hitRate: number | undefined;
   /** Speculative decoding's counts so far (with `speculative` on). */
   speculation?: SpeculationCounts;
+  /** Requests running and waiting, and blocks in use: what routers scrape (`RouterGauges`). */
+  load?: EngineLoad;
 }
 
 export class KvGauges {
   #metrics: ComponentGauges | undefined;
+  #router: RouterGauges | undefined;
   #listeners: ((values: KvGaugeValues) => void)[] = [];
 
-  /** Report to `gauges` from now on. */
-  bind(gauges: ComponentGauges): void {
+  /** Report to `gauges` (and the routers' gauges) from now on. */
+  bind(gauges: ComponentGauges, router?: RouterGauges): void {
     this.#metrics = gauges;
+    this.#router = router;
   }
 
   /** Call `cb` with every report from now on. */
@@ -33,20 +38,31 @@ export class KvGauges {
   }
 
   /**
-   * Report `blocks`' state, and to listeners the speculation counts (nothing before the engine
-   * has a cache).
+   * Report `blocks`' state and the requests `running` and `waiting`, and to listeners the
+   * speculation counts (nothing before the engine has a cache).
    */
-  report(blocks: BlockManager | undefined, speculation?: SpeculationCounts): void {
+  report(
+    blocks: BlockManager | undefined,
+    requests: { running: number; waiting: number },
+    speculation?: SpeculationCounts,
+  ): void {
     if (!blocks) return;
     const values: KvGaugeValues = {
       totalBlocks: blocks.numBlocks,
       usagePercent: blocks.used / blocks.numBlocks,
       hitRate: blocks.hitRate,
       ...(speculation && speculation.numSpecTokens > 0 ? { speculation } : {}),
+      load: {
+        ...requests,
+        activeBlocks: blocks.used,
+        totalBlocks: blocks.numBlocks,
+        hitRate: blocks.hitRate,
+      },
     };
     this.#metrics?.setTotalBlocks(values.totalBlocks);
     this.#metrics?.setGpuCacheUsagePercent(values.usagePercent);
     this.#metrics?.setKvCacheHitRate(values.hitRate);
+    this.#router?.report(values.load!);
     for (const cb of this.#listeners) cb(values);
   }
 }
