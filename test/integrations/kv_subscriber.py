@@ -9,8 +9,9 @@ and AllBlocksCleared, and checks every stored block's hash against Dynamo's rout
 (XXH3-64, seed 1337, over the block's u32 little-endian tokens, chained with the parent's hash),
 with python3-xxhash.
 
-Prints `ready` once connected; on stdin, `done N` says N batches were published in all. Then it
-drains to batch N - 1 and prints one JSON line: the block set and what it found.
+Prints `ready` once connected; on stdin, `done N` says N batches were published in all (it
+drains to batch N - 1), or `done` alone that the publisher has gone quiet (it drains until no
+batch has come for half a second). Then it prints one JSON line: the block set and what it found.
 
     kv_subscriber.py --endpoint tcp://127.0.0.1:5557 --replay tcp://127.0.0.1:5558
                      [--exit-after K]   (leave after K live batches: a subscriber that goes away)
@@ -93,8 +94,9 @@ def main():
 
     def read_stdin():
         for line in sys.stdin:
-            if line.startswith("done "):
-                done["total"] = int(line.split()[1])
+            if line.startswith("done"):
+                parts = line.split()
+                done["total"] = int(parts[1]) if len(parts) > 1 else -1
                 return
 
     threading.Thread(target=read_stdin, daemon=True).start()
@@ -126,11 +128,16 @@ def main():
     replay_from(0)
     poller = zmq.Poller()
     poller.register(sub, zmq.POLLIN)
+    quiet_since = time.monotonic()
     while True:
-        if done["total"] is not None and next_seq >= done["total"]:
+        total = done["total"]
+        if total is not None and total >= 0 and next_seq >= total:
             break
         if not poller.poll(100):
+            if total == -1 and time.monotonic() - quiet_since > 0.5:
+                break
             continue
+        quiet_since = time.monotonic()
         topic, seq_bytes, payload = sub.recv_multipart()
         seq = struct.unpack(">q", seq_bytes)[0]
         now = time.monotonic()

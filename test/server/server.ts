@@ -7,6 +7,8 @@ const ROOT = new URL("../../", import.meta.url);
 
 export interface RunningServer {
   url: string;
+  /** What serve has written to stderr so far. */
+  log(): string;
   stop(): Promise<{ code: number; stderr: string }>;
 }
 
@@ -79,6 +81,7 @@ export async function startServer(
   }
   return {
     url,
+    log: () => stderr,
     async stop() {
       child.kill("SIGTERM");
       const { code } = await child.status;

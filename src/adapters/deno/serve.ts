@@ -72,6 +72,8 @@ if (flags["kv-events"] !== undefined) {
       topic: flags["kv-events-topic"],
       ...(flags["kv-events-replay"] ? { replayEndpoint: flags["kv-events-replay"] } : {}),
     });
+    const { pub, replay } = kvEvents.endpoints;
+    console.error(`serve: KV events bound at ${pub}${replay ? `, replay at ${replay}` : ""}`);
   } catch (e) {
     fail((e as Error).message);
   }
