@@ -8,4 +8,4 @@ export { CONTENT_TYPES, escapeLabelValue, type Format, negotiate, render } from 
 export * from "./engine_metrics.ts";
 export * from "./request_metrics.ts";
 export { engineMetrics, shutDown } from "./engine_lifecycle.ts";
-export { type EngineLoad, RouterGauges, routerGauges } from "./router_gauges.ts";
+export { type EngineLoad, type LoadReport, RouterGauges, routerGauges } from "./router_gauges.ts";

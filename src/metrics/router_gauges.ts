@@ -13,7 +13,7 @@
 import type { EngineMetrics } from "./engine_metrics.ts";
 import type { Gauge } from "./registry.ts";
 
-/** An engine's load at one moment. */
+/** An engine's requests and the blocks they hold, at one moment. */
 export interface EngineLoad {
   /** Requests admitted to the batch (prefilling or decoding). */
   running: number;
@@ -21,10 +21,18 @@ export interface EngineLoad {
   waiting: number;
   /** KV blocks referenced by running requests. */
   activeBlocks: number;
+}
+
+/** A report of an engine's KV gauges with its load (as `KvGaugeValues` and the worker's carry it). */
+export interface LoadReport {
   /** KV blocks in the cache. */
   totalBlocks: number;
+  /** The fraction (0 to 1) of them in use. */
+  usagePercent: number;
   /** Prefix-cache hits over lookups; undefined before the first (the series stays absent). */
   hitRate: number | undefined;
+  /** Requests running and waiting, and blocks in use. */
+  load: EngineLoad;
 }
 
 /** The router gauges of each `EngineMetrics` (registered once, as the registry requires). */
@@ -67,14 +75,14 @@ export class RouterGauges {
     this.#vllmLabels = { model_name: metrics.model.model_name ?? "" };
   }
 
-  /** Set every gauge from `load`. */
-  report(load: EngineLoad): void {
-    const usage = load.totalBlocks > 0 ? load.activeBlocks / load.totalBlocks : 0;
+  /** Set every gauge from `r`. */
+  report(r: LoadReport): void {
+    const { load, usagePercent: usage } = r;
     const d = this.#dynamoLabels, v = this.#vllmLabels;
     this.#dynamo.active.set(load.activeBlocks, d);
-    this.#dynamo.total.set(load.totalBlocks, d);
+    this.#dynamo.total.set(r.totalBlocks, d);
     this.#dynamo.usage.set(usage, d);
-    if (load.hitRate !== undefined) this.#dynamo.hitRate.set(load.hitRate, d);
+    if (r.hitRate !== undefined) this.#dynamo.hitRate.set(r.hitRate, d);
     this.#dynamo.inflight.set(load.running + load.waiting, d);
     this.#vllm.running.set(load.running, v);
     this.#vllm.waiting.set(load.waiting, v);

@@ -16,7 +16,7 @@ import type {
 } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
-import { type RouterGauges, routerGauges } from "../metrics/router_gauges.ts";
+import { routerGauges } from "../metrics/router_gauges.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import { SpeculationMetrics } from "../engines/speculation_metrics.ts";
@@ -292,14 +292,13 @@ export class WorkerEngine implements LLMEngine {
     const gauges = ctx.metrics.componentGauges(0);
     const speculation = new SpeculationMetrics();
     speculation.bind(ctx.metrics);
-    let router: RouterGauges | undefined;
     const dp_ranks = await this.#call((h) =>
       h.setupMetrics(Comlink.proxy((v) => {
         gauges.setTotalBlocks(v.totalBlocks);
         gauges.setGpuCacheUsagePercent(v.usagePercent);
         gauges.setKvCacheHitRate(v.hitRate);
         speculation.report(v.speculation);
-        if (v.load) (router ??= routerGauges(ctx.metrics)).report(v.load);
+        if (v.load) routerGauges(ctx.metrics).report({ ...v, load: v.load });
       }))
     );
     return { dp_ranks };

@@ -79,7 +79,7 @@ export class EngineHost {
     const kind = options.engine ?? "webgpu";
     const make = Object.hasOwn(HOST_ENGINES, kind) ? HOST_ENGINES[kind] : undefined;
     if (!make) throw EngineError.invalidArgument(`unknown engine ${JSON.stringify(kind)}`);
-    const hosted = await make(options, this.filesFor(options.model), onProgress, this.filesFor);
+    const hosted = await make(options, this.filesFor(options.model), this.filesFor, onProgress);
     this.#hosted = hosted;
     const config = await hosted.engine.start(workerId);
     // A loss after cleanup() began is the engine destroying its own device, not a failure.

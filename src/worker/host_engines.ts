@@ -6,7 +6,7 @@
  * WebGPU worker never loads it.
  */
 import type { LLMEngine } from "../contract/engine.ts";
-import { EngineError } from "../contract/errors.ts";
+import type { EngineError } from "../contract/errors.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import type { LoadProgress } from "../model/gpu_model.ts";
 import type { ModelFiles } from "../model/source.ts";
@@ -27,17 +27,12 @@ export interface HostedEngine {
 export type HostEngineMaker = (
   options: HostOptions,
   files: ModelFiles,
+  filesFor: (spec: ModelSpec) => ModelFiles,
   onProgress?: LoadProgress,
-  filesFor?: (spec: ModelSpec) => ModelFiles,
 ) => Promise<HostedEngine>;
 
-const webgpu: HostEngineMaker = (o, files, onProgress, filesFor) => {
+const webgpu: HostEngineMaker = (o, files, filesFor, onProgress) => {
   const spec = o.speculative;
-  if (spec?.method === "draft_model" && filesFor === undefined) {
-    throw EngineError.invalidArgument(
-      "speculative draft model: this host cannot open other models",
-    );
-  }
   const engine = new WebGpuEngine({
     files,
     name: o.model.name,
@@ -52,7 +47,7 @@ const webgpu: HostEngineMaker = (o, files, onProgress, filesFor) => {
     ...(spec
       ? {
         speculative: spec.method === "draft_model"
-          ? { ...spec, model: filesFor!(spec.model) }
+          ? { ...spec, model: filesFor(spec.model) }
           : spec,
       }
       : {}),

@@ -12,6 +12,9 @@ Deno.test("a host's webgpu engine takes HostOptions.kernelPaths (absent: the ada
     const hosted = await HOST_ENGINES.webgpu(
       { model, ...(kernelPaths ? { kernelPaths } : {}) },
       dirFiles(fortune),
+      () => {
+        throw new Error("no other model is opened");
+      },
     );
     ok(hosted.engine instanceof WebGpuEngine);
     equal((hosted.engine as WebGpuEngine).options.kernelPaths, kernelPaths);

@@ -45,6 +45,7 @@ import { countSubmitted, type InFlight, type StepCounts, stepCounts } from "./st
 import {
   type SpeculationCounts,
   speculationCounts,
+  type SpeculativeSettings,
   speculativeSettings,
   takeVerified,
 } from "../speculation.ts";
@@ -71,6 +72,8 @@ export class WebGpuEngine implements LLMEngine {
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
   #tokens: TokenStore | undefined;
+  /** `options.speculative` checked, with its defaults (undefined: off). */
+  readonly #spec: SpeculativeSettings | undefined;
   /** The draft model's engine (`speculative.method` `draft_model`). */
   #draft: StartedDraft | undefined;
   #readback: Readback | undefined;
@@ -100,8 +103,8 @@ export class WebGpuEngine implements LLMEngine {
   constructor(readonly options: WebGpuEngineOptions) {
     this.#depth = new PipelineDepth(options.pipelineDepth);
     this.#forceUpTo = forcedRunLimit(options);
-    const spec = options.speculative && speculativeSettings(options.speculative);
-    this.speculation = speculationCounts(spec ? spec.numSpeculativeTokens : 0);
+    this.#spec = options.speculative && speculativeSettings(options.speculative);
+    this.speculation = speculationCounts(this.#spec ? this.#spec.numSpeculativeTokens : 0);
   }
 
   async start(_workerId: bigint): Promise<EngineConfig> {
@@ -114,9 +117,8 @@ export class WebGpuEngine implements LLMEngine {
     try {
       this.#ownsGpu = o.gpu === undefined;
       this.#gpu = await engineGpu(o);
-      const spec = o.speculative && speculativeSettings(o.speculative);
-      if (spec?.method === "draft_model") {
-        this.#draft = await startDraft(o, spec, this.#gpu, (d) => new WebGpuEngine(d));
+      if (this.#spec?.method === "draft_model") {
+        this.#draft = await startDraft(o, this.#spec, this.#gpu, (d) => new WebGpuEngine(d));
       }
       const parts = await assembleEngine(
         o,

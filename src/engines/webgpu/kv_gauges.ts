@@ -47,22 +47,18 @@ export class KvGauges {
     speculation?: SpeculationCounts,
   ): void {
     if (!blocks) return;
-    const values: KvGaugeValues = {
+    const used = blocks.used; // a count over every block: taken once a report
+    const values = {
       totalBlocks: blocks.numBlocks,
-      usagePercent: blocks.used / blocks.numBlocks,
+      usagePercent: used / blocks.numBlocks,
       hitRate: blocks.hitRate,
       ...(speculation && speculation.numSpecTokens > 0 ? { speculation } : {}),
-      load: {
-        ...requests,
-        activeBlocks: blocks.used,
-        totalBlocks: blocks.numBlocks,
-        hitRate: blocks.hitRate,
-      },
+      load: { ...requests, activeBlocks: used },
     };
     this.#metrics?.setTotalBlocks(values.totalBlocks);
     this.#metrics?.setGpuCacheUsagePercent(values.usagePercent);
     this.#metrics?.setKvCacheHitRate(values.hitRate);
-    this.#router?.report(values.load!);
+    this.#router?.report(values);
     for (const cb of this.#listeners) cb(values);
   }
 }
