@@ -15,67 +15,7 @@ import type { KvCacheEvent } from "../../src/contract/kv_events.ts";
 import { ZmqKvPublisher } from "../../src/adapters/deno/kv_events_zmq.ts";
 import { routerHash } from "../../src/engines/router_hash.ts";
 import { bytes, collect, fortuneEngine, request } from "../support/fortune_engine.ts";
-import { PYTHON } from "../support/python.ts";
-
-const SUBSCRIBER = new URL("./kv_subscriber.py", import.meta.url).pathname;
-
-interface Subscriber {
-  result: Promise<Record<string, unknown>>;
-  done(batches: number): Promise<void>;
-}
-
-/** Start `kv_subscriber.py` and wait for its `ready`. */
-async function subscriber(pub: ZmqKvPublisher, extra: string[] = []): Promise<Subscriber> {
-  const { pub: endpoint, replay } = pub.endpoints;
-  const child = new Deno.Command(PYTHON, {
-    args: [SUBSCRIBER, "--endpoint", endpoint, "--replay", replay!, ...extra],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const reader = lineReader(child.stdout);
-  const first = await reader.read();
-  if (first.value !== "ready") {
-    const err = await new Response(child.stderr).text();
-    throw new Error(`subscriber: ${first.value} ${err}`);
-  }
-  const writer = child.stdin.getWriter();
-  const result = (async () => {
-    const line = await reader.read();
-    const status = await child.status;
-    const err = await new Response(child.stderr).text();
-    if (!status.success || line.value === undefined) throw new Error(`subscriber failed: ${err}`);
-    return JSON.parse(line.value);
-  })();
-  return {
-    result,
-    async done(batches: number) {
-      await writer.write(new TextEncoder().encode(`done ${batches}\n`)).catch(() => {});
-      await writer.close().catch(() => {});
-    },
-  };
-}
-
-/** The lines of `stream`, one per `read()` (`value` undefined at the end). */
-function lineReader(stream: ReadableStream<Uint8Array>) {
-  const text = stream.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  return {
-    async read(): Promise<{ value: string | undefined }> {
-      for (;;) {
-        const i = buf.indexOf("\n");
-        if (i >= 0) {
-          const value = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          return { value };
-        }
-        const r = await text.read();
-        if (r.done) return { value: undefined };
-        buf += r.value;
-      }
-    },
-  };
-}
+import { startSubscriber, type Subscriber } from "../support/kv_subscriber.ts";
 
 /** A seeded pseudo-random source. */
 function random(seed: number): () => number {
@@ -130,9 +70,10 @@ Deno.test("KV events over ZMQ: a late subscriber rebuilds the engine's block set
     source.onReady(pub);
     await workload(engine, 24, 1); // before any subscriber: the late one replays it
     await tick();
-    const a = await subscriber(pub);
+    const endpoints = { pub: pub.endpoints.pub, replay: pub.endpoints.replay! };
+    const a = await startSubscriber(endpoints);
     subs.push(a);
-    const leaver = await subscriber(pub, ["--exit-after", "3"]);
+    const leaver = await startSubscriber(endpoints, ["--exit-after", "3"]);
     subs.push(leaver);
     await workload(engine, 36, 2);
     await tick();
@@ -175,7 +116,7 @@ Deno.test("KV events over ZMQ: a late subscriber rebuilds the engine's block set
     equal(got.batches, pub.sent.batches, "every batch, no sequence number missing");
     equal(got.events, pub.sent.events);
     equal(got.live_gaps, 0, "no gap in the live stream of a connected subscriber");
-    ok((got.replayed as number) > 0, "the late subscriber replayed the past");
+    ok(got.replayed > 0, "the late subscriber replayed the past");
     deepStrictEqual(got.mismatches, [], "every hash is the router's hash of its tokens");
     equal(got.unknown_removals, 0);
     deepStrictEqual(got.dp_ranks, [0]);

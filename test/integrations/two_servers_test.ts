@@ -9,9 +9,8 @@
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
 import { routerHash, routerHashes } from "../../src/engines/router_hash.ts";
 import { type RunningServer, startServer } from "../server/server.ts";
-import { PYTHON } from "../support/python.ts";
+import { startSubscriber } from "../support/kv_subscriber.ts";
 
-const SUBSCRIBER = new URL("./kv_subscriber.py", import.meta.url).pathname;
 const SERVE = new URL("../../src/adapters/deno/serve.ts", import.meta.url).pathname;
 
 /** The endpoints serve says it bound (`serve: KV events bound at ..., replay at ...`). */
@@ -22,38 +21,6 @@ async function boundEndpoints(s: RunningServer): Promise<{ pub: string; replay: 
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`no bound endpoint in serve's log: ${s.log()}`);
-}
-
-interface Sub {
-  finish(): Promise<{ blocks: string[]; mismatches: unknown[]; live_gaps: number }>;
-}
-
-async function subscribe(e: { pub: string; replay: string }): Promise<Sub> {
-  const child = new Deno.Command(PYTHON, {
-    args: [SUBSCRIBER, "--endpoint", e.pub, "--replay", e.replay],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("ready\n")) {
-    const r = await out.read();
-    if (r.done) throw new Error(`subscriber: ${await new Response(child.stderr).text()}`);
-    text += r.value;
-  }
-  return {
-    async finish() {
-      const w = child.stdin.getWriter();
-      await w.write(new TextEncoder().encode("done\n"));
-      await w.close();
-      for (let r = await out.read(); !r.done; r = await out.read()) text += r.value;
-      const status = await child.status;
-      const err = await new Response(child.stderr).text();
-      ok(status.success, err);
-      return JSON.parse(text.slice(text.indexOf("ready\n") + 6));
-    },
-  };
 }
 
 /** A free TCP port on loopback (bound, then released). */
@@ -83,7 +50,9 @@ Deno.test("two servers: the events alone tell which server holds which prefix", 
   };
   const servers = [await startServer(flags()), await startServer(flags())];
   try {
-    const subs = await Promise.all(servers.map(async (s) => subscribe(await boundEndpoints(s))));
+    const subs = await Promise.all(
+      servers.map(async (s) => startSubscriber(await boundEndpoints(s))),
+    );
     // Prefixes of 3 full blocks (48 tokens) and more; each server gets its own, both get one.
     const prefix = (word: string) => enc(`${word} `.repeat(40)).slice(0, 50);
     const own = [["alpha", "bravo"], ["x-ray", "yankee"]];
@@ -94,7 +63,8 @@ Deno.test("two servers: the events alone tell which server holds which prefix", 
       }
       await generate(s, [...shared, ...enc(`from ${i}`)]);
     }
-    const sets = (await Promise.all(subs.map((s) => s.finish()))).map((r) => {
+    await Promise.all(subs.map((s) => s.done()));
+    const sets = (await Promise.all(subs.map((s) => s.result))).map((r) => {
       deepStrictEqual(r.mismatches, []);
       equal(r.live_gaps, 0);
       return new Set(r.blocks);
