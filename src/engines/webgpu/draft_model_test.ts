@@ -163,3 +163,42 @@ Deno.test("a draft model that cannot serve: typed errors, the target not started
     await e.cleanup();
   }
 });
+
+/** The hashes of the blocks `e` announced as stored while it ran `reqs` one after another. */
+async function storedBlocks(e: WebGpuEngine, reqs: PreprocessedRequest[]): Promise<string[]> {
+  const stored: string[] = [];
+  const [source] = await e.kvEventSources();
+  ok(source?.kind === "push");
+  source.onReady({
+    publish: (ev) => {
+      if (ev.type === "BlockStored") stored.push(...ev.block_hashes.map(String));
+    },
+  });
+  for (const r of reqs) await collect(e, r);
+  return stored.sort();
+}
+
+Deno.test("a draft model: a block completed in the step a sequence finishes is cached and announced", async () => {
+  // Repeated phrases, so that drafts are accepted, cut at every length from 20 to 44: some end
+  // in a verified step that also completes a block.
+  const reqs = Array.from(
+    { length: 25 },
+    (_, i) =>
+      request(bytes(`${i} la la la la la la la`), { stop_conditions: { max_tokens: 20 + i } }),
+  );
+  const plain = await fortuneEngine();
+  await plain.start(0n);
+  const want = await storedBlocks(plain, reqs).finally(() => plain.cleanup());
+  const spec = await fortuneEngine({ speculative: draftOf(Q2K) });
+  await spec.start(0n);
+  try {
+    const got = await storedBlocks(spec, reqs);
+    ok(spec.speculation.numAcceptedTokens > 0, "drafts were accepted");
+    const missing = want.filter((b) => !got.includes(b));
+    deepStrictEqual(missing, [], `${missing.length} of ${want.length} blocks never stored`);
+    deepStrictEqual(got, want, "every block stored once, as without the draft");
+    equal(spec.usedBlocks, 0);
+  } finally {
+    await spec.cleanup();
+  }
+});

@@ -341,8 +341,10 @@ export class WebGpuEngine implements LLMEngine {
         const cost = this.#depth.drainCost(entry);
         takeVerified(seq, draft, mine, this.speculation, this.#scheduler!.drafter, cost);
       } else seq.accept(r.token, r.logprob, r.top);
+      // Committed before a finished sequence lets its blocks go: a verified step can complete a
+      // block in the step where the sequence ends, and that block is as good as any other.
+      this.#commit(seq);
       if (seq.finished) this.#scheduler!.remove(seq);
-      else this.#commit(seq);
       // A guided sequence's next mask, made as soon as its token is known.
       if (!seq.maskReady) void seq.prepareMask().then(() => this.#wake?.());
     }
