@@ -5,7 +5,11 @@ import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "./types
 
 /** Per-request context: identity, cancellation and the first-token hook. */
 export interface GenerateContext {
-  /** Identifies the request in logs and metrics. */
+  /**
+   * Names the request in logs and metrics: a label, which callers may repeat, never a key.
+   * Engines tell requests apart by their context object (`abort(ctx)`), so a request id another
+   * caller chose cannot reach this request.
+   */
   readonly requestId: string;
   /** Aborts when the request is cancelled; the engine then ends the stream with `cancelled`. */
   readonly signal: AbortSignal;
@@ -57,11 +61,9 @@ export interface LLMEngine {
   setupMetrics?(ctx: MetricsContext): Promise<MetricsBindings>;
 }
 
-let nextRequest = 0;
-
 /** A {@linkcode GenerateContext} that owns its AbortController; `stop()` cancels it. */
 export class RequestContext implements GenerateContext {
-  /** The request's id (given, or `req-<n>` numbered per process). */
+  /** The request's id: given, or `req-<uuid>` (random, so never another request's). */
   readonly requestId: string;
   readonly #controller = new AbortController();
   /** Aborts on `stop()` or when the signal given to the constructor aborts. */
@@ -72,13 +74,13 @@ export class RequestContext implements GenerateContext {
   /**
    * A context with its own controller, also cancelled by `options.signal` if given.
    *
-   * @param options `requestId` (default `req-<n>`), an outside `signal` that also cancels, and
+   * @param options `requestId` (default `req-<random uuid>`), an outside `signal` that also cancels, and
    * `onFirstToken`, called once by `notifyFirstToken()`.
    */
   constructor(
     options: { requestId?: string; signal?: AbortSignal; onFirstToken?: () => void } = {},
   ) {
-    this.requestId = options.requestId ?? `req-${++nextRequest}`;
+    this.requestId = options.requestId ?? `req-${crypto.randomUUID()}`;
     this.signal = options.signal === undefined
       ? this.#controller.signal
       : AbortSignal.any([this.#controller.signal, options.signal]);

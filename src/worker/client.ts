@@ -56,6 +56,11 @@ export class WorkerEngine implements LLMEngine {
   #heartbeat: ReturnType<typeof setInterval> | undefined;
   #deathListeners: ((e: EngineError) => void)[] = [];
   #aborting = new Set<Promise<void>>();
+  /**
+   * The key each live request has in the worker, by its context: made here (a random UUID), so
+   * that no caller's `requestId`, which is only a label, can name another caller's request.
+   */
+  #keys = new Map<GenerateContext, string>();
 
   /**
    * An engine whose worker is created on `start()`.
@@ -176,6 +181,13 @@ export class WorkerEngine implements LLMEngine {
     if (this.#state !== "running") {
       throw this.#dead ?? EngineError.shutdown(`generate() on a ${this.#state} engine`);
     }
+    if (this.#keys.has(ctx)) {
+      throw EngineError.invalidArgument(
+        "this GenerateContext is already streaming a request: make one context per request",
+      );
+    }
+    const key = crypto.randomUUID();
+    this.#keys.set(ctx, key);
     const { port1, port2 } = new MessageChannel();
     const queue: StreamMessage[] = [];
     let wake: (() => void) | undefined;
@@ -186,14 +198,14 @@ export class WorkerEngine implements LLMEngine {
     port1.onmessage = (e: MessageEvent<StreamMessage>) => push(e.data);
     const end = (error: EngineError) => push({ kind: "error", error: error.toJSON() });
     this.#streams.add(end);
-    const onAbort = () => this.#abortInWorker(ctx.requestId);
+    const onAbort = () => this.#abortInWorker(key);
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     let ended = false;
     try {
       // An already aborted signal travels with the request: the engine never starts it.
       const aborted = ctx.signal.aborted;
       await this.#call((h) =>
-        h.generate(request, ctx.requestId, Comlink.transfer(port2, [port2]), aborted)
+        h.generate(request, key, Comlink.transfer(port2, [port2]), aborted, ctx.requestId)
       );
       if (ctx.signal.aborted && !aborted) onAbort();
       let first = true;
@@ -218,19 +230,20 @@ export class WorkerEngine implements LLMEngine {
       }
     } finally {
       ctx.signal.removeEventListener("abort", onAbort);
+      this.#keys.delete(ctx);
       this.#streams.delete(end);
       port1.close();
       // The consumer stopped reading (`break`, `return`, `throw` in its loop): cancel the
       // request in the worker too, or it would run to its end for nobody. Not awaited, so
       // leaving a loop never waits on the worker.
-      if (!ended && !ctx.signal.aborted) this.#abortInWorker(ctx.requestId);
+      if (!ended && !ctx.signal.aborted) this.#abortInWorker(key);
     }
   }
 
-  /** Ask the worker to cancel `requestId` (no-op once this engine is stopped or dead). */
-  #abortInWorker(requestId: string): void {
+  /** Ask the worker to cancel the request `key` (no-op once this engine is stopped or dead). */
+  #abortInWorker(key: string): void {
     if (this.#state !== "running") return;
-    const done = this.#call((h) => h.abort(requestId)).catch(() => {});
+    const done = this.#call((h) => h.abort(key)).catch(() => {});
     this.#aborting.add(done);
     void done.finally(() => this.#aborting.delete(done));
   }
@@ -248,7 +261,8 @@ export class WorkerEngine implements LLMEngine {
   }
 
   async abort(ctx: GenerateContext): Promise<void> {
-    if (this.#state === "running") await this.#call((h) => h.abort(ctx.requestId));
+    const key = this.#keys.get(ctx);
+    if (this.#state === "running" && key !== undefined) await this.#call((h) => h.abort(key));
   }
 
   async drain(): Promise<void> {

@@ -90,23 +90,32 @@ export class EngineHost {
   }
 
   /**
-   * Start streaming `request` into `port`; returns at once. `aborted`: the caller's signal had
-   * already fired, so the engine sees a cancelled request from its first look (and ends it
-   * `cancelled` before any token).
+   * Start streaming `request` into `port`; returns at once. `key` is the request's key here (the
+   * client makes it: `abort(key)` cancels it); a key already live is refused on the port with
+   * `InvalidArgument`, and the live request is untouched. `label` is the caller's request id,
+   * for the engine's context. `aborted`: the caller's signal had already fired, so the engine
+   * sees a cancelled request from its first look (and ends it `cancelled` before any token).
    */
   generate(
     request: PreprocessedRequest,
-    requestId: string,
+    key: string,
     port: Pick<MessagePort, "postMessage" | "close">,
     aborted = false,
+    label: string = key,
   ): void {
-    const ctx = new RequestContext({ requestId });
+    const send = (m: StreamMessage) => port.postMessage(m);
+    if (this.#requests.has(key)) {
+      const error = EngineError.invalidArgument(`request key ${JSON.stringify(key)} is live`);
+      send({ kind: "error", error: serializeError(error) });
+      port.close();
+      return;
+    }
+    const ctx = new RequestContext({ requestId: label });
     if (aborted) ctx.stop();
     let ended!: () => void;
     const entry = { ctx, done: new Promise<void>((r) => (ended = r)) };
-    this.#requests.set(requestId, entry);
+    this.#requests.set(key, entry);
     const engine = this.#hosted?.engine;
-    const send = (m: StreamMessage) => port.postMessage(m);
     void (async () => {
       try {
         if (!engine) throw EngineError.shutdown("generate() before start()");
@@ -130,7 +139,7 @@ export class EngineHost {
       } catch (e) {
         send({ kind: "error", error: serializeError(EngineError.from(e)) });
       } finally {
-        if (this.#requests.get(requestId) === entry) this.#requests.delete(requestId);
+        if (this.#requests.get(key) === entry) this.#requests.delete(key);
         port.close();
         ended();
       }
@@ -138,11 +147,11 @@ export class EngineHost {
   }
 
   /**
-   * Cancel the request `requestId`, if it is still running; resolves once its stream has ended
-   * in this worker (the engine then holds nothing for it but what its next step frees).
+   * Cancel the request `key`, if it is still running; resolves once its stream has ended in this
+   * worker (the engine then holds nothing for it but what its next step frees).
    */
-  async abort(requestId: string): Promise<void> {
-    const r = this.#requests.get(requestId);
+  async abort(key: string): Promise<void> {
+    const r = this.#requests.get(key);
     if (r === undefined) return;
     r.ctx.stop();
     this.#aborting.add(r.done);

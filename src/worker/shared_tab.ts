@@ -82,38 +82,47 @@ export class TabHost {
   /** Start streaming `request` into `port` (see `EngineHost.generate`); returns at once. */
   generate(
     request: PreprocessedRequest,
-    requestId: string,
+    key: string,
     port: MessagePort,
     aborted = false,
+    label: string = key,
   ): void {
     const entry = this.#engine();
-    if (!entry || this.#draining) {
-      const why = this.#draining ? "this tab is draining" : "generate() before start()";
-      const m: StreamMessage = {
-        kind: "error",
-        error: serializeError(EngineError.shutdown(why)),
-      };
+    // Scoped to this tab: no tab can name another tab's request.
+    const id = `${this.id}/${key}`;
+    const refusal = !entry || this.#draining
+      ? EngineError.shutdown(this.#draining ? "this tab is draining" : "generate() before start()")
+      : this.#requests.has(id)
+      ? EngineError.invalidArgument(`request key ${JSON.stringify(key)} is live`)
+      : undefined;
+    if (!entry || refusal) {
+      const m: StreamMessage = { kind: "error", error: serializeError(refusal!) };
       port.postMessage(m);
       port.close();
       return;
     }
-    const id = `${this.id}/${requestId}`;
     let ended!: () => void;
     const done = new Promise<void>((r) => (ended = r));
     this.#requests.set(id, done);
-    entry.host.generate(request, id, {
-      postMessage: (m: StreamMessage) => port.postMessage(m),
-      close: () => {
-        if (this.#requests.get(id) === done) this.#requests.delete(id);
-        port.close();
-        ended();
+    entry.host.generate(
+      request,
+      id,
+      {
+        postMessage: (m: StreamMessage) => port.postMessage(m),
+        close: () => {
+          if (this.#requests.get(id) === done) this.#requests.delete(id);
+          port.close();
+          ended();
+        },
       },
-    }, aborted);
+      aborted,
+      label,
+    );
   }
 
-  /** Cancel this tab's request `requestId`; resolves once its stream has ended. */
-  async abort(requestId: string): Promise<void> {
-    await this.#entry?.host.abort(`${this.id}/${requestId}`);
+  /** Cancel this tab's request `key`; resolves once its stream has ended. */
+  async abort(key: string): Promise<void> {
+    await this.#entry?.host.abort(`${this.id}/${key}`);
   }
 
   /**

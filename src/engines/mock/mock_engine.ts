@@ -71,7 +71,7 @@ export class MockEngine implements LLMEngine {
   /** The options with their defaults filled in. */
   readonly options: Required<MockEngineOptions>;
   #state: State = "new";
-  #inflight = new Map<string, InFlight>();
+  #inflight = new Map<GenerateContext, InFlight>();
   #kv: FakeKvCache;
 
   /** An engine in the `new` state; nothing is allocated until `start()`. */
@@ -154,11 +154,16 @@ export class MockEngine implements LLMEngine {
       stop.max_tokens ?? o.defaultMaxTokens,
       sequenceLimit(o.contextLength, kv) - prompt.length,
     );
+    if (this.#inflight.has(ctx)) {
+      throw EngineError.invalidArgument(
+        "this GenerateContext is already streaming a request: make one context per request",
+      );
+    }
     const controller = new AbortController();
     const signal = AbortSignal.any([controller.signal, ctx.signal]);
     let finished!: () => void;
     const entry: InFlight = { controller, done: new Promise((r) => (finished = r)) };
-    this.#inflight.set(ctx.requestId, entry);
+    this.#inflight.set(ctx, entry);
     let blocks: ReturnType<FakeKvCache["acquire"]> | undefined;
     let unreserve: (() => void) | undefined;
     const minTokens = stop.min_tokens ?? 0;
@@ -215,13 +220,13 @@ export class MockEngine implements LLMEngine {
     } finally {
       blocks?.release();
       unreserve?.();
-      this.#inflight.delete(ctx.requestId);
+      this.#inflight.delete(ctx);
       finished();
     }
   }
 
   abort(ctx: GenerateContext): Promise<void> {
-    this.#inflight.get(ctx.requestId)?.controller.abort();
+    this.#inflight.get(ctx)?.controller.abort();
     return Promise.resolve();
   }
 

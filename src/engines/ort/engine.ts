@@ -242,7 +242,7 @@ export class OrtEngine implements LLMEngine {
       () => this.#state,
     );
     const seq = made instanceof Sequence ? made : await made;
-    yield* this.#inflight.stream(ctx.requestId, seq, () => {
+    yield* this.#inflight.stream(seq, () => {
       this.#waiting.push(new OrtRequest(seq));
       // End the stream at once, not when the step in flight returns; the loop releases the
       // request's KV after that step.
@@ -336,7 +336,7 @@ export class OrtEngine implements LLMEngine {
 
   /** End the request of `ctx`; its stream finishes `cancelled`. */
   abort(ctx: GenerateContext): Promise<void> {
-    this.#inflight.abort(ctx.requestId);
+    this.#inflight.abort(ctx);
     return Promise.resolve();
   }
 

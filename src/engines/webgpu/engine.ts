@@ -200,7 +200,7 @@ export class WebGpuEngine implements LLMEngine {
       () => this.#state,
     );
     const seq = made instanceof Sequence ? made : await made;
-    yield* this.#inflight.stream(ctx.requestId, seq, () => {
+    yield* this.#inflight.stream(seq, () => {
       // Ended already (its first forced tokens reached a stop condition): nothing to run. (A
       // loop started for it alone would end before `#loop` is set, and stay set.)
       if (seq.finished) return;
@@ -379,7 +379,7 @@ export class WebGpuEngine implements LLMEngine {
   }
 
   abort(ctx: GenerateContext): Promise<void> {
-    this.#inflight.abort(ctx.requestId);
+    this.#inflight.abort(ctx);
     return Promise.resolve();
   }
 
