@@ -12,7 +12,7 @@ import type {
 } from "./types.ts";
 
 function invalid(field: string, why: string): EngineError {
-  return EngineError.invalidArgument(`request.${field}: ${why}`);
+  return new EngineError("InvalidArgument", `request.${field}: ${why}`, { param: field });
 }
 
 function checkIds(ids: unknown, field: string): void {
@@ -73,6 +73,14 @@ export function validateRequest(request: PreprocessedRequest): void {
     const v = stop[key];
     if (v !== undefined && !isTokenId(v)) {
       throw invalid(`stop_conditions.${key}`, `must be a non-negative integer, got ${describe(v)}`);
+    }
+  }
+  if (stop.min_tokens !== undefined && stop.max_tokens !== undefined) {
+    if (stop.min_tokens > stop.max_tokens) {
+      throw invalid(
+        "stop_conditions.min_tokens",
+        `${stop.min_tokens} is more than max_tokens (${stop.max_tokens})`,
+      );
     }
   }
   const s = section(request.sampling_options, "sampling_options") as SamplingOptions;

@@ -22,12 +22,7 @@ export function checkRequest(
   validateRequest(request);
   const prompt = request.token_ids;
   if (prompt.length === 0) throw EngineError.invalidArgument("request.token_ids: empty prompt");
-  const bad = prompt.findIndex((t) => t >= vocabSize);
-  if (bad >= 0) {
-    throw EngineError.invalidArgument(
-      `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${vocabSize}`,
-    );
-  }
+  checkVocab(request, vocabSize);
   if (prompt.length >= context) {
     throw EngineError.invalidArgument(
       `request.token_ids: ${prompt.length} tokens leave no room in the context of ${context}`,
@@ -36,7 +31,9 @@ export function checkRequest(
   const misfit = blocks && kvMisfit(request, blocks);
   if (misfit) {
     const field = misfit.field === "token_ids" ? "token_ids" : "stop_conditions.min_tokens";
-    throw EngineError.invalidArgument(`request.${field}: ${misfit.message}`);
+    throw new EngineError("InvalidArgument", `request.${field}: ${misfit.message}`, {
+      param: field,
+    });
   }
   const n = request.sampling_options.n ?? 1;
   if (n !== 1) {
@@ -47,6 +44,35 @@ export function checkRequest(
     throw EngineError.invalidArgument(
       `request.output_options.logprobs: at most ${MAX_TOP_LOGPROBS}`,
     );
+  }
+}
+
+/**
+ * Every token id the request names (prompt, EOS, stop tokens, allowed and banned tokens) is one
+ * of the model's: an id past the vocabulary could never be sampled, so the condition it sets
+ * would silently never hold (or, for a prompt, read past the embedding table).
+ */
+function checkVocab(request: PreprocessedRequest, vocabSize: number): void {
+  const s = request.sampling_options, stop = request.stop_conditions;
+  const lists: [string, readonly number[] | undefined][] = [
+    ["token_ids", request.token_ids],
+    ["eos_token_ids", request.eos_token_ids],
+    ["stop_conditions.stop_token_ids", stop.stop_token_ids],
+    ["stop_conditions.stop_token_ids_hidden", stop.stop_token_ids_hidden],
+    ["sampling_options.allowed_token_ids", s.allowed_token_ids],
+    ...(s.bad_words_token_ids ?? []).map((ids, i) =>
+      [`sampling_options.bad_words_token_ids[${i}]`, ids] as [string, number[]]
+    ),
+  ];
+  for (const [field, ids] of lists) {
+    const bad = ids?.findIndex((t) => t >= vocabSize) ?? -1;
+    if (bad >= 0) {
+      throw new EngineError(
+        "InvalidArgument",
+        `request.${field}[${bad}]: ${ids![bad]} >= vocab size ${vocabSize}`,
+        { param: field },
+      );
+    }
   }
 }
 

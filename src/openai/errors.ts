@@ -62,3 +62,32 @@ export function openAIError(e: unknown): OpenAIError {
       return of(500, "internal_error");
   }
 }
+
+/** Sections of the engine's request whose fields the OpenAI body names without the section. */
+const SECTIONS = ["sampling_options.", "stop_conditions.", "output_options."];
+
+/**
+ * An engine's refusal of a request the OpenAI layer built, about the OpenAI field the client
+ * sent: the engine names the contract's fields (`sampling_options.top_p`, `token_ids`), which an
+ * OpenAI client never wrote. `token_ids` is the prompt (`messages` for chat), a stop-token list
+ * either way is `stop_token_ids`, `output_options.logprobs` is `top_logprobs` for chat, any other
+ * sectioned field is the body's field of the same name, and `eos_token_ids` (the model's own) is
+ * no field of the client's (`param` dropped). Any other error is returned as it is.
+ */
+export function clientError(e: EngineError, chat: boolean): EngineError {
+  const param = e.param;
+  if (param === undefined) return e;
+  const path = param.replace(/\[\d+\]$/, "");
+  const section = SECTIONS.find((s) => path.startsWith(s));
+  let field: string | undefined;
+  if (path === "token_ids") field = chat ? "messages" : "prompt";
+  else if (path === "eos_token_ids") field = undefined;
+  else if (path === "output_options.logprobs") field = chat ? "top_logprobs" : "logprobs";
+  else if (path === "stop_conditions.stop_token_ids_hidden") field = "stop_token_ids";
+  else if (section !== undefined) field = path.slice(section.length);
+  else return e;
+  return new EngineError(e.type, e.message, {
+    cause: e,
+    ...(field === undefined ? {} : { param: field }),
+  });
+}

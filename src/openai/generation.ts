@@ -5,6 +5,7 @@
  */
 import { RequestContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
+import { clientError } from "./errors.ts";
 import type { LLMEngine } from "../contract/engine.ts";
 import type { FinishReason } from "../contract/types.ts";
 import { IncrementalDetokenizer } from "../text/detokenizer.ts";
@@ -179,7 +180,7 @@ async function* textPieces(
         e,
       );
     }
-    throw e;
+    throw e instanceof EngineError ? clientError(e, job.chat) : e;
   } finally {
     ctx.stop();
   }

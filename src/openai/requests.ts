@@ -69,6 +69,16 @@ const num = (b: Body, k: string, lo: number, hi: number, int = false): number | 
   return v;
 };
 
+/**
+ * `top_p` in (0, 1], as the engine takes it (vLLM's range): 0 would keep no token at all, so it
+ * is refused here, naming the field, rather than by the engine under its own name.
+ */
+const topP = (b: Body): number | undefined => {
+  const v = num(b, "top_p", 0, 1);
+  if (v === 0) throw badRequest(`top_p: expected a number in (0, 1], got 0`, "top_p");
+  return v;
+};
+
 const bool = (b: Body, k: string): boolean | undefined => {
   const v = b[k];
   if (v === undefined || v === null) return undefined;
@@ -192,7 +202,7 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
     if (v !== undefined) sampling[k] = v;
   };
   set("temperature", num(b, "temperature", 0, 2));
-  set("top_p", num(b, "top_p", 0, 1));
+  set("top_p", topP(b));
   set("top_k", num(b, "top_k", -1, Infinity, true));
   set("min_p", num(b, "min_p", 0, 1));
   set("presence_penalty", num(b, "presence_penalty", -2, 2));

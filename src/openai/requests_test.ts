@@ -82,3 +82,9 @@ Deno.test("non-finite numbers are quoted as themselves, not as JSON's null", () 
   throws(() => job({ prompt: "Hi", temperature: NaN }), /got NaN/);
   throws(() => job({ prompt: "Hi", top_p: Infinity }), /got Infinity/);
 });
+
+Deno.test("top_p 0, which would keep no token, is refused here as the engine refuses it", () => {
+  refused({ top_p: 0 }, "top_p");
+  refused({ top_p: 0 }, "top_p", true);
+  ok(job({ prompt: "Hi", top_p: 1e-9 }));
+});

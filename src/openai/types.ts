@@ -16,7 +16,7 @@ export interface SamplingFields {
   max_tokens?: number;
   /** Softmax temperature in [0, 2]; 0 is greedy. */
   temperature?: number;
-  /** Nucleus sampling: the smallest set of tokens whose probability reaches `top_p`, in [0, 1]. */
+  /** Nucleus sampling: the smallest set of tokens whose probability reaches `top_p`, in (0, 1]. */
   top_p?: number;
   /** Keep only the `top_k` most likely tokens, an integer >= -1; -1 or 0 disables the cut. */
   top_k?: number;
