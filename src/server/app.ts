@@ -42,8 +42,8 @@ const COMPLETIONS: Record<string, boolean> = {
 };
 const GET_ROUTES = new Set(["/health", "/metrics", "/v1/models"]);
 
-let counter = 0;
-const newId = (prefix: string) => `${prefix}-${Date.now().toString(36)}${(counter++).toString(36)}`;
+/** An id no client can guess or repeat: every request's own, never one a client chose. */
+const newId = (prefix: string) => `${prefix}-${crypto.randomUUID().replaceAll("-", "")}`;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Whether a completion request has been counted in `dynamo_frontend_requests_total` yet. */
@@ -158,13 +158,31 @@ export class KilnServer {
         throw e;
       }
     }
+    if (pathname === ENGINE_GENERATE) {
+      // Counted as the completions are: refusals (auth, a bad body, 429) included.
+      const state: Counted = { counted: false };
+      try {
+        if (key !== undefined && !(await keyMatches(authorization, key))) {
+          throw unauthorized(authorization !== null);
+        }
+        return await this.#engineGenerate(req, state);
+      } catch (e) {
+        const error = engineError(e);
+        if (!state.counted) countRefused(this.options.requests, this.modelName ?? "", error.type);
+        throw error;
+      }
+    }
     if (key !== undefined && !(await keyMatches(authorization, key))) {
       throw unauthorized(authorization !== null);
     }
-    if (pathname === ENGINE_GENERATE || pathname === ENGINE_CONFIG) {
-      return await this.#engineRoute(req, pathname, get).catch((e) => {
+    if (pathname === ENGINE_CONFIG) {
+      if (!get) throw engineError(HttpError.notAllowed(pathname, "GET, HEAD"));
+      try {
+        this.#checkServing();
+      } catch (e) {
         throw engineError(e);
-      });
+      }
+      return configResponse(this.#config!);
     }
     if (!GET_ROUTES.has(pathname)) {
       throw new HttpError(404, `no route ${pathname}`, "invalid_request_error", null, "not_found");
@@ -182,21 +200,32 @@ export class KilnServer {
     return Response.json({ object: "list", data });
   }
 
-  /** The token-level engine endpoint (`engine_routes.ts`), under the same limits as completions. */
-  async #engineRoute(req: Request, pathname: string, get: boolean): Promise<Response> {
-    if (pathname === ENGINE_CONFIG) {
-      if (!get) throw HttpError.notAllowed(pathname, "GET, HEAD");
-      this.#checkServing();
-      return configResponse(this.#config!);
-    }
-    const body = await this.#body(req, pathname);
+  /**
+   * `POST /v1/engine/generate` (`engine_routes.ts`), under the same limits as completions, and
+   * counted in `dynamo_frontend_*` from the moment its body parses (`state.counted`).
+   */
+  async #engineGenerate(req: Request, state: Counted): Promise<Response> {
+    const body = await this.#body(req, ENGINE_GENERATE);
     this.#checkRoom();
-    const id = req.headers.get("x-request-id") ?? newId("engine");
+    // The client's `x-request-id` is a label (echoed back), never the request's key: the engine
+    // tells requests apart by their context, and the server names each one itself.
+    const id = newId("engine");
+    const label = req.headers.get("x-request-id") ?? id;
     this.#active++;
     let run: Promise<void> = Promise.resolve();
     try {
       const signal = AbortSignal.any([req.signal, this.#shutdown.signal]);
-      const { response, done } = await generateResponse(this.options.engine, body, id, signal);
+      const track = (promptTokens: number) => {
+        state.counted = true;
+        return this.options.requests.startRequest(this.modelName ?? "", promptTokens);
+      };
+      const { response, done } = await generateResponse(
+        this.options.engine,
+        body,
+        label,
+        signal,
+        track,
+      );
       run = done;
       return response;
     } finally {

@@ -7,63 +7,22 @@
  * engine; the API key and the methods are enforced as on the OpenAI routes.
  */
 import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
-import type { LLMEngine } from "../contract/engine.ts";
-import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
+import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import { validateStream } from "../contract/validate.ts";
-import { parseOutput, requestToWire } from "../contract/wire.ts";
-import type { WebGpuEngine } from "../engines/webgpu/engine.ts";
-import { bytes, collect, fortuneEngine, request } from "../../test/support/fortune_engine.ts";
-import { testServer } from "../../test/support/server.ts";
-import { loadText } from "../text/load.ts";
-import { specFiles } from "../adapters/deno/file_source.ts";
+import { requestToWire } from "../contract/wire.ts";
+import { bytes, collect, request } from "../../test/support/fortune_engine.ts";
+import {
+  ndjsonLines,
+  postGenerate,
+  type Served,
+  serveFortune,
+} from "../../test/support/engine_route.ts";
 import { ENGINE_CONFIG, ENGINE_GENERATE } from "./engine_routes.ts";
 
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-
-interface Served {
-  url: URL;
-  engine: WebGpuEngine;
-  config: EngineConfig;
-  close(): Promise<void>;
-}
-
-async function serve(apiKey?: string): Promise<Served> {
-  const engine = await fortuneEngine();
-  const config = await engine.start(0n);
-  const server = testServer(engine as LLMEngine, apiKey ? { apiKey } : {});
-  server.ready(config, await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" })));
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
-  return {
-    url: new URL(`http://127.0.0.1:${http.addr.port}/`),
-    engine,
-    config,
-    async close() {
-      server.abortAll();
-      await http.shutdown();
-      await engine.cleanup();
-    },
-  };
-}
-
+const serve = (apiKey?: string): Promise<Served> => serveFortune(apiKey ? { apiKey } : {});
 const post = (s: Served, body: string, headers: Record<string, string> = {}) =>
-  fetch(new URL(ENGINE_GENERATE, s.url), {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body,
-  });
-
-/** The NDJSON lines of a response, each parsed as Dynamo's wire output. */
-async function* lines(res: Response): AsyncGenerator<LLMEngineOutput> {
-  let buf = "";
-  for await (const part of res.body!.pipeThrough(new TextDecoderStream())) {
-    buf += part;
-    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
-      yield parseOutput(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-    }
-  }
-  equal(buf, "", "every line ends with a newline");
-}
+  postGenerate(s.url, body, headers);
+const lines = ndjsonLines;
 
 Deno.test("engine endpoint: the engine's own tokens as NDJSON chunks, and its EngineConfig", async () => {
   const s = await serve();
@@ -118,6 +77,57 @@ Deno.test("engine endpoint: bad input is a typed 400, and the server goes on ser
       const { error } = await res.json();
       equal(error.code, "InvalidArgument", body);
       match(error.message, why, body);
+    }
+    // Conditions that could never hold are refused naming their field, each sent twice.
+    const base = { token_ids: [1, 2] };
+    const named: [Record<string, unknown>, string][] = [
+      [
+        { ...base, stop_conditions: { max_tokens: 2, min_tokens: 3 } },
+        "stop_conditions.min_tokens",
+      ],
+      [{ ...base, eos_token_ids: [vocab + 5] }, "eos_token_ids"],
+      [
+        { ...base, stop_conditions: { stop_token_ids: [3, vocab] } },
+        "stop_conditions.stop_token_ids",
+      ],
+      [
+        { ...base, stop_conditions: { stop_token_ids_hidden: [vocab] } },
+        "stop_conditions.stop_token_ids_hidden",
+      ],
+      [
+        { ...base, sampling_options: { allowed_token_ids: [vocab] } },
+        "sampling_options.allowed_token_ids",
+      ],
+      [
+        { ...base, sampling_options: { bad_words_token_ids: [[1], [vocab, 2]] } },
+        "sampling_options.bad_words_token_ids[1]",
+      ],
+      [{ ...base, sampling_options: { top_p: 0 } }, "sampling_options.top_p"],
+    ];
+    for (const [body, param] of named) {
+      for (let twice = 0; twice < 2; twice++) {
+        const res = await post(s, JSON.stringify(body));
+        equal(res.status, 400, JSON.stringify(body));
+        const { error } = await res.json();
+        equal(error.code, "InvalidArgument", error.message);
+        equal(error.param, param, error.message);
+      }
+    }
+    // The same refusals through the OpenAI route name the OpenAI body's fields.
+    const openai: [Record<string, unknown>, string][] = [
+      [{ prompt: [1, vocab] }, "prompt"],
+      [{ prompt: "Hi", stop_token_ids: [vocab] }, "stop_token_ids"],
+      [{ prompt: "Hi", top_p: 0 }, "top_p"],
+    ];
+    for (const [body, param] of openai) {
+      const res = await fetch(new URL("/v1/completions", s.url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "fortune", max_tokens: 2, ...body }),
+      });
+      equal(res.status, 400, JSON.stringify(body));
+      const { error } = await res.json();
+      equal(error.param, param, error.message);
     }
     const wrongMethod = await fetch(new URL(ENGINE_GENERATE, s.url));
     equal(wrongMethod.status, 405);
@@ -188,6 +198,43 @@ Deno.test("engine endpoint: the API key guards it as it guards completions", asy
     );
     equal(ok200.status, 200);
     await ok200.body?.cancel();
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("engine endpoint: every request is counted in dynamo_frontend_requests_total", async () => {
+  const s = await serveFortune({ maxQueued: 1 });
+  const requests = async () =>
+    (await (await fetch(new URL("/metrics", s.url))).text()).split("\n")
+      .filter((l) => l.startsWith("dynamo_frontend_requests_total{")).sort();
+  try {
+    const good = JSON.stringify({ token_ids: bytes("ok"), stop_conditions: { max_tokens: 2 } });
+    const res = await post(s, good);
+    for await (const _ of lines(res));
+    (await post(s, JSON.stringify({ token_ids: [1, s.engine.vocabSize] }))).body?.cancel();
+    (await post(s, "{")).body?.cancel();
+    // One long request holds the only place; the next is refused 429, then the long one left.
+    const long = await post(
+      s,
+      JSON.stringify({ token_ids: [1], stop_conditions: { max_tokens: 500, ignore_eos: true } }),
+    );
+    const reader = lines(long);
+    await reader.next();
+    const busy = await post(s, good);
+    equal(busy.status, 429);
+    await busy.body?.cancel();
+    await reader.return(undefined);
+    await long.body?.cancel().catch(() => {});
+    for (let i = 0; i < 100 && s.server.inFlight > 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    deepStrictEqual(await requests(), [
+      'dynamo_frontend_requests_total{model="fortune",status="cancelled",error_type=""} 1',
+      'dynamo_frontend_requests_total{model="fortune",status="error",error_type="invalid_request_error"} 2',
+      'dynamo_frontend_requests_total{model="fortune",status="error",error_type="rate_limit_error"} 1',
+      'dynamo_frontend_requests_total{model="fortune",status="success",error_type=""} 1',
+    ]);
   } finally {
     await s.close();
   }
