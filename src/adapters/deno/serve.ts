@@ -4,9 +4,10 @@
  * flag, `serve_flags.ts` declares them): a `WorkerEngine` (the WebGPU engine, or with
  * `--engine ort` onnxruntime-web on an ONNX export folder, in a Deno Worker) behind the
  * OpenAI-compatible server, with `/metrics` for Prometheus and `/health`. Before loading it prints
- * whether authentication is on, the bind address and the limits in force. SIGINT/SIGTERM drain
- * (`/health` 503, requests in flight finish or are cut at `--drain-timeout` seconds), then clean
- * up; a second signal cuts at once.
+ * whether authentication is on, the bind address and the limits in force. Connections come
+ * through `http_front.ts`, which closes one whose request head is late (`--header-timeout`) or
+ * that idles past `--keepalive-timeout`. SIGINT/SIGTERM drain (`/health` 503, requests in flight
+ * finish or are cut at `--drain-timeout` seconds), then clean up; a second signal cuts at once.
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
@@ -22,6 +23,7 @@ import { modelName } from "../../model/source.ts";
 import { runCli } from "./flags.ts";
 import { kernelPathsOption } from "./kernel_paths.ts";
 import { SERVE, startupLines } from "./serve_flags.ts";
+import { serveFront } from "./http_front.ts";
 import type { LoadPhase } from "../../model/gpu_model.ts";
 import { speculativeConfig, type SpeculativeOptions } from "../../engines/speculation.ts";
 import type { LLMEngine } from "../../contract/engine.ts";
@@ -146,9 +148,12 @@ try {
 }
 const drainSeconds = flags["drain-timeout"];
 
-const http = Deno.serve({
+// Deno.serve has no header-read nor keep-alive idle deadline: the front gives it both.
+const http = serveFront({
   hostname: flags.host,
   port: flags.port,
+  headerTimeoutMs: flags["header-timeout"] * 1000,
+  idleTimeoutMs: flags["keepalive-timeout"] * 1000,
   onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
 }, (req) => server.fetch(req));
 

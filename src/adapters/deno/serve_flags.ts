@@ -46,6 +46,24 @@ export const SERVE_FLAGS = {
     default: 64,
     help: "requests in progress beyond this get 429",
   },
+  "header-timeout": {
+    type: "number",
+    min: 0.1,
+    max: DAY_S,
+    default: 10,
+    arg: "SECONDS",
+    help: "a request head (request line and headers) not received whole within this of its " +
+      "first byte, or of the connect for a connection's first request, gets 408 and a close",
+  },
+  "keepalive-timeout": {
+    type: "number",
+    min: 0.1,
+    max: DAY_S,
+    default: 75,
+    arg: "SECONDS",
+    help: "a keep-alive connection with no request since its last response ended is closed " +
+      "after this (a response in flight, a stream included, is never cut)",
+  },
   "body-timeout": {
     type: "number",
     min: 0.1,
@@ -137,7 +155,9 @@ export function startupLines(
       ? "serve: authentication OFF: every route answers without a key (set --api-key or KILN_API_KEY)"
       : `serve: authentication on: a bearer key from ${source} on every route but /health`,
     `serve: bind ${flags.host} port ${flags.port}${flags.port === 0 ? " (a free one)" : ""}`,
-    `serve: limits: max queued ${flags["max-queued"]}, body timeout ${
+    `serve: limits: max queued ${flags["max-queued"]}, header timeout ${
+      flags["header-timeout"]
+    } s, keep-alive timeout ${flags["keepalive-timeout"]} s, body timeout ${
       flags["body-timeout"]
     } s, drain timeout ${flags["drain-timeout"]} s, kv blocks ${
       flags["kv-blocks"] ?? "from the model's context"

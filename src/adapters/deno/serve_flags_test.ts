@@ -2,7 +2,7 @@
  * `deno task serve`'s startup lines: authentication on or off (never the key), the bind address
  * and the limits, printed before the model loads; and the flags reaching their typed values.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
 import { parseCli } from "./flags.ts";
 import { isLoopback, SERVE, startupLines } from "./serve_flags.ts";
 
@@ -33,6 +33,14 @@ Deno.test("serve flags: typed values and defaults, the new host and CORS lists",
   equal(parsed.flags.port, 8080);
   equal(parsed.flags.host, "127.0.0.1");
   equal(parsed.flags["drain-timeout"], 30);
+  equal(parsed.flags["header-timeout"], 10);
+  equal(parsed.flags["keepalive-timeout"], 75);
+  const set = lines(["--header-timeout", "0.5", "--keepalive-timeout", "5"]).parsed.flags;
+  equal(set["header-timeout"], 0.5);
+  equal(set["keepalive-timeout"], 5);
+  for (const bad of [["--header-timeout", "0"], ["--keepalive-timeout", "100000"]]) {
+    throws(() => lines(bad), new RegExp(bad[0]!), bad.join(" "));
+  }
 });
 
 Deno.test("serve startup lines: authentication on from either source, never the key", () => {
@@ -55,6 +63,10 @@ Deno.test("serve startup lines: bind address, limits, allowed hosts and CORS ori
     "5",
     "--body-timeout",
     "3",
+    "--header-timeout",
+    "4",
+    "--keepalive-timeout",
+    "60",
     "--drain-timeout",
     "7",
     "--kv-blocks",
@@ -69,7 +81,8 @@ Deno.test("serve startup lines: bind address, limits, allowed hosts and CORS ori
   ok(all.includes("bind 0.0.0.0 port 9000"), all);
   ok(
     all.includes(
-      "max queued 5, body timeout 3 s, drain timeout 7 s, kv blocks 99, max num seqs 6",
+      "max queued 5, header timeout 4 s, keep-alive timeout 60 s, body timeout 3 s, " +
+        "drain timeout 7 s, kv blocks 99, max num seqs 6",
     ),
     all,
   );
@@ -115,7 +128,8 @@ Deno.test("serve prints its startup lines before loading, without the key", asyn
     // on this path here). Only after the whole output above; any other exit fails.
     if (r.signal !== "SIGSEGV" && r.signal !== "SIGABRT") equal(r.code, 1, r.stderr);
     ok(r.stderr.includes("serve: bind 127.0.0.1 port 0"), r.stderr);
-    ok(r.stderr.includes("serve: limits: max queued 64"), r.stderr);
+    ok(r.stderr.includes("serve: limits: max queued 64, header timeout 10 s"), r.stderr);
+    ok(r.stderr.includes("keep-alive timeout 75 s"), r.stderr);
     ok(!r.stderr.includes(KEY), "the key is never printed");
   }
   ok(env.stderr.includes("from KILN_API_KEY"), env.stderr);
