@@ -10,7 +10,9 @@
  * (200) is read whole from zero. Integrity: the size always; the SHA-256 where the server gave
  * one, hashed as the bytes arrive (the stored prefix rehashed on resume); a mismatch deletes the
  * entry and fetches it once more, then is an `InvalidArgument`. The entry is marked complete
- * only once verified.
+ * only once verified, and its sidecar then records the XXH32 of each 4 MiB chunk
+ * (`EntryMeta.chunks`), hashed as the bytes are written (on resume, over the stored prefix
+ * first), which every later read checks (`checked.ts`).
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../contract/errors.ts";
@@ -26,7 +28,8 @@ import {
   statusError,
   validatorOf,
 } from "./remote.ts";
-import type { EntryMeta, EntryStorage } from "./storage.ts";
+import { type EntryMeta, type EntryStorage, HASH_CHUNK_BYTES } from "./storage.ts";
+import { ChunkHasher } from "./xxh32.ts";
 
 /** How a download runs. */
 export interface DownloadOptions {
@@ -38,6 +41,8 @@ export interface DownloadOptions {
   retries: number;
   /** The first retry's wait, doubled each time up to 30 s (default 500 ms). */
   backoffMs?: number;
+  /** Bytes per hashed chunk recorded in the sidecar (default `HASH_CHUNK_BYTES`, 4 MiB). */
+  hashChunkBytes?: number;
   /**
    * Bytes now present: called as bytes are stored (after a restart from zero, with fewer than
    * before).
@@ -154,10 +159,14 @@ async function attempt(
   };
   await storage.setMeta(key, meta);
   let hash = expected === undefined ? undefined : sha256.create();
-  if (hash && from > 0) {
+  const chunkBytes = options.hashChunkBytes ?? HASH_CHUNK_BYTES;
+  let chunks = new ChunkHasher(chunkBytes);
+  if (from > 0) {
     const stored = await storage.source(key, url);
     for (let at = 0; at < from; at += options.chunkBytes) {
-      hash.update(await stored!.read(at, Math.min(options.chunkBytes, from - at)));
+      const piece = await stored!.read(at, Math.min(options.chunkBytes, from - at));
+      hash?.update(piece);
+      chunks.update(piece);
     }
   }
   options.onLoaded?.(from, size);
@@ -211,6 +220,7 @@ async function attempt(
       if (from > 0) {
         from = 0;
         hash = expected === undefined ? undefined : sha256.create();
+        chunks = new ChunkHasher(chunkBytes);
         options.onLoaded?.(0, size);
       }
       want = size;
@@ -224,7 +234,7 @@ async function attempt(
         })`,
       );
     }
-    const got = await store(storage, key, from, want, res, hash, (n) => {
+    const got = await store(storage, key, from, want, res, [hash, chunks], (n) => {
       options.onLoaded?.(from + n, size);
     });
     from += got.bytes;
@@ -257,14 +267,20 @@ async function attempt(
       throw new Mismatch(`${url}: SHA-256 mismatch: expected ${expected}, got ${got}`);
     }
   }
-  const done = { ...meta, complete: true, updated: Date.now() };
+  const done: EntryMeta = {
+    ...meta,
+    complete: true,
+    chunks: { bytes: chunkBytes, xxh32: chunks.finish() },
+    updated: Date.now(),
+  };
   await storage.setMeta(key, done);
   return done;
 }
 
 /**
- * Stream `res`'s body into the entry from `from`, hashing it: at most `want` bytes (more is an
- * `InvalidArgument`). Returns the bytes stored and, if the body broke, why.
+ * Stream `res`'s body into the entry from `from`, hashing it with each of `hashes`: at most
+ * `want` bytes (more is an `InvalidArgument`). Returns the bytes stored and, if the body broke,
+ * why.
  */
 async function store(
   storage: EntryStorage,
@@ -272,7 +288,7 @@ async function store(
   from: number,
   want: number,
   res: Response,
-  hash: ReturnType<typeof sha256.create> | undefined,
+  hashes: ({ update(bytes: Uint8Array): unknown } | undefined)[],
   onBytes: (n: number) => void,
 ): Promise<{ bytes: number; error?: string }> {
   const writer = await storage.writer(key, from);
@@ -293,7 +309,7 @@ async function store(
       } catch (e) {
         throw writeError(key, e, from + bytes, res.url);
       }
-      hash?.update(value);
+      for (const h of hashes) h?.update(value);
       bytes += value.length;
       onBytes(bytes);
     }

@@ -24,6 +24,12 @@ export interface EntryMeta {
   /** Every byte is present and verified (size, and SHA-256 where known). */
   complete: boolean;
   /**
+   * The XXH32 of each `bytes`-byte chunk of the content (the last may be shorter), 8 hex digits
+   * each, joined: recorded as the bytes are stored, checked as they are read (`checked.ts`).
+   * Absent in entries stored before Kiln recorded them.
+   */
+  chunks?: { bytes: number; xxh32: string };
+  /**
    * The server has no such file (404), or answered an HTML page in its place: remembered so
    * that a reload asks nothing. `"html"` for the page.
    */
@@ -36,6 +42,14 @@ export interface EntryMeta {
   /** When the entry last changed (ms since the epoch). */
   updated: number;
 }
+
+/**
+ * Bytes per hashed chunk of a stored entry (`EntryMeta.chunks`): 4 MiB keeps the sidecar small
+ * (8 hex digits a chunk: 4 KiB for a 2 GB file), puts about half of each 8 MiB upload read in
+ * whole chunks (hashed where they land), and bounds what a read of a few bytes brings in whole
+ * (one chunk) and what a check holds (two chunks).
+ */
+export const HASH_CHUNK_BYTES = 4 * 1024 * 1024;
 
 /** Writes an entry's bytes in order, from where it was opened. */
 export interface EntryWriter {

@@ -6,8 +6,21 @@
  * that a reload asks nothing. `prepare` downloads the weights (resumably, verified; see
  * `download.ts`) after a quota check, reporting progress, and from then on every read of them
  * comes from the store.
+ *
+ * What is verified, when:
+ * - Downloading: the size, and the SHA-256 where the server gives one (HF's `x-linked-etag`),
+ *   before the entry is marked complete; the sidecar records the XXH32 of each 4 MiB chunk.
+ * - Opening a complete entry: its size (a short one is fetched again); with `verify: "sha256"`,
+ *   its SHA-256 too where known (a whole pass, every open).
+ * - Reading: each chunk, the first time any of its bytes are read from a copy this store handed
+ *   out, before they are handed on (`checked.ts`). A mismatch drops the entry (the next open
+ *   fetches it again) and serves the load under way from the network, checked against the
+ *   same hashes; if that fails too, the read is an `EngineError` saying the store's copy was
+ *   corrupt (chunk i of n) and was dropped.
+ * - An entry stored before chunk hashes were recorded is hashed whole when first opened and its
+ *   hashes recorded: checked against its SHA-256 where the sidecar has one (dropped if wrong),
+ *   else trusted as it is (the same trust the old size check gave it). One pass, once.
  */
-import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../contract/errors.ts";
 import { htmlMessage } from "../model/html.ts";
 import {
@@ -18,10 +31,11 @@ import {
   readInto,
 } from "../model/source.ts";
 import { openUrl, urlLayout } from "../model/url_source.ts";
+import { hashEntry, storedEntry, validChunks } from "./checked.ts";
 import { download, type DownloadOptions } from "./download.ts";
 import { Meter } from "./progress.ts";
 import { describeRemote } from "./remote.ts";
-import { entryKey, type EntryMeta, type EntryStorage } from "./storage.ts";
+import { entryKey, type EntryMeta, type EntryStorage, HASH_CHUNK_BYTES } from "./storage.ts";
 
 /** How a `ModelStore` downloads and checks. */
 export interface ModelStoreOptions {
@@ -41,9 +55,12 @@ export interface ModelStoreOptions {
   smallBytes?: number;
   /**
    * How a complete entry is checked when opened: `"size"` (default: its length) or
-   * `"sha256"` (rehash it where the hash is known; a GB file takes seconds).
+   * `"sha256"` (rehash it where the hash is known; a GB file takes seconds). Either way each
+   * chunk is checked against its recorded hash when first read.
    */
   verify?: "size" | "sha256";
+  /** Bytes per hashed chunk of the entries it stores (default `HASH_CHUNK_BYTES`, 4 MiB). */
+  hashChunkBytes?: number;
 }
 
 /** One file of a stored model. */
@@ -79,6 +96,8 @@ export class ModelStore {
   #persisted: Promise<boolean> | undefined;
   /** Downloads under way, by key (one per entry at a time). */
   readonly #running = new Map<string, Promise<EntryMeta>>();
+  /** Whole-entry hashing passes under way, by key. */
+  readonly #hashing = new Map<string, Promise<EntryMeta | undefined>>();
 
   /**
    * A store over `storage`.
@@ -96,6 +115,7 @@ export class ModelStore {
       fetch: this.#fetch,
       chunkBytes: this.#options.chunkBytes ?? 16 * 1024 * 1024,
       retries: this.#options.retries ?? 6,
+      hashChunkBytes: this.#options.hashChunkBytes ?? HASH_CHUNK_BYTES,
       ...(this.#options.backoffMs === undefined ? {} : { backoffMs: this.#options.backoffMs }),
       ...(onLoaded ? { onLoaded } : {}),
     };
@@ -111,16 +131,48 @@ export class ModelStore {
     return p;
   }
 
-  /** The stored copy of a complete entry, checked; undefined (and the entry dropped) if bad. */
+  /**
+   * The stored copy of a complete entry, checked as it is read (`checked.ts`); undefined (and
+   * the entry dropped) if its size is wrong, or its SHA-256 where that is checked here.
+   */
   async #stored(key: string, meta: EntryMeta): Promise<ByteSource | undefined> {
     const src = await this.storage.source(key, meta.url);
-    let good = src !== undefined && src.size === meta.size;
-    if (good && this.#options.verify === "sha256" && meta.sha256 !== undefined) {
-      good = await hashOf(src!) === meta.sha256;
+    let checked = src !== undefined && src.size === meta.size ? meta : undefined;
+    const sha = this.#options.verify === "sha256" && meta.sha256 !== undefined;
+    if (checked && (sha || !validChunks(meta.chunks, meta.size))) {
+      let pass = this.#hashing.get(key);
+      if (!pass) {
+        pass = this.#hashAll(key, meta, src!).finally(() => this.#hashing.delete(key));
+        this.#hashing.set(key, pass);
+      }
+      checked = await pass;
     }
-    if (good) return src;
+    if (checked) return this.#checked(key, checked, src!);
     await this.storage.delete(key);
     return undefined;
+  }
+
+  /**
+   * One pass over a complete entry: its SHA-256 checked where known and asked for, or where the
+   * entry has no chunk hashes (stored by an older Kiln), and those recorded (see the module's
+   * notes). The sidecar to serve it by, or undefined when its SHA-256 is wrong.
+   */
+  async #hashAll(key: string, meta: EntryMeta, src: ByteSource): Promise<EntryMeta | undefined> {
+    const bytes = this.#options.hashChunkBytes ?? HASH_CHUNK_BYTES;
+    const got = await hashEntry(src, bytes, meta.sha256 !== undefined);
+    if (got.sha256 !== meta.sha256) return undefined;
+    if (validChunks(meta.chunks, meta.size)) return meta;
+    const recorded = { ...meta, chunks: got.chunks };
+    await this.storage.setMeta(key, recorded);
+    return recorded;
+  }
+
+  /** `src`, the bytes of complete entry `key`, checked as it is read where it can be. */
+  #checked(key: string, meta: EntryMeta, src: ByteSource): ByteSource {
+    const { chunks } = meta;
+    return validChunks(chunks, meta.size)
+      ? storedEntry(this.storage, key, { ...meta, chunks }, src, this.#fetch)
+      : src;
   }
 
   /** A checkpoint at `base` (as `urlFiles` takes it) read through this store. */
@@ -159,7 +211,10 @@ export class ModelStore {
         // Stored as it is read, best effort: where the store cannot take it (another realm
         // writing the same entry holds its lock), it is read over the network as before.
         const stored = await this.#once(key, () => download(this.storage, key, e, this.#download()))
-          .then(async (done) => done.absent ? undefined : await this.storage.source(key, e.url))
+          .then(async (done) => {
+            const src = done.absent ? undefined : await this.storage.source(key, e.url);
+            return src && this.#checked(key, done, src);
+          })
           .catch(() => undefined);
         if (stored) return stored;
       }
@@ -221,7 +276,7 @@ export class ModelStore {
         report(true);
         if (done.absent !== undefined) continue;
         const src = await this.storage.source(t.key, t.entry.url);
-        if (src) local.set(t.key, src);
+        if (src) local.set(t.key, this.#checked(t.key, done, src));
       }
       // The model loaded this far without its absent files: their marks hold.
       for (const key of await this.storage.keys()) {
@@ -321,14 +376,4 @@ export class ModelStore {
     }
     return any;
   }
-}
-
-/** The SHA-256 of a source's bytes (hex), read 16 MiB at a time. */
-async function hashOf(src: ByteSource): Promise<string> {
-  const h = sha256.create();
-  const step = 16 * 1024 * 1024;
-  for (let at = 0; at < src.size; at += step) {
-    h.update(await src.read(at, Math.min(step, src.size - at)));
-  }
-  return [...h.digest()].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

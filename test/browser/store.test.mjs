@@ -1,7 +1,8 @@
 // The model store in Chromium: OPFS (writable streams on the page, sync access handles in a
 // dedicated worker) and Cache Storage, each through a download cut at 40% and resumed from
-// there, a reload with no request, a truncated and a flipped entry fetched again, and a quota
-// refusal; the fortune model's weights, served by the Vite server over the repository.
+// there, a reload with no request, a truncated and a flipped entry fetched again, a byte
+// flipped at rest caught by its chunk hash on read (no SHA-256 given), and a quota refusal;
+// the fortune model's weights, served by the Vite server over the repository.
 import { test } from "node:test";
 import { ok } from "node:assert/strict";
 import { useBrowser } from "../support/browser.mjs";
@@ -14,7 +15,7 @@ test("model store: OPFS and Cache Storage, page and dedicated worker", async () 
     console.log(`${r.passed ? "ok  " : "FAIL"} ${r.name}${r.message ? `: ${r.message}` : ""}`);
   }
   const failed = results.filter((r) => !r.passed);
-  ok(results.length >= 14, `${results.length} checks\n${logs.join("\n")}`);
+  ok(results.length >= 16, `${results.length} checks\n${logs.join("\n")}`);
   ok(
     failed.length === 0,
     failed.map((r) => `${r.name}: ${r.message}`).join("\n") + logs.join("\n"),

@@ -25,7 +25,7 @@ const checks: Check[] = [
     );
     worker.terminate();
     const bad = results.filter((r) => !r.passed);
-    if (results.length < 13 || bad.length > 0) throw new Error(JSON.stringify(results, null, 1));
+    if (results.length < 15 || bad.length > 0) throw new Error(JSON.stringify(results, null, 1));
     return results.map((r) => `${r.name}${r.message ? ` (${r.message})` : ""}`).join("; ");
   }],
 ];

@@ -2,10 +2,14 @@
  * The model store's checks on one backend, in a page or a worker: a download cut at 40% keeps
  * its bytes, a new store resumes it from there (asking `Range: bytes=<stored>-`) and verifies it
  * (SHA-256 given as HF gives it, `x-linked-etag`), a reload reads it with no request, a truncated
- * or flipped entry is fetched again, a quota too small is refused naming the bytes.
+ * or flipped entry is fetched again, a byte flipped at rest in an entry stored with no SHA-256
+ * is caught by its chunk hash as the default store reads it (the load getting the true bytes from
+ * the network, the entry dropped and fetched again), a quota too small is refused naming the
+ * bytes.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../../../src/contract/errors.ts";
+import { readInto } from "../../../src/model/source.ts";
 import { entryKey, type EntryStorage } from "../../../src/store/storage.ts";
 import { ModelStore, type ModelStoreOptions } from "../../../src/store/store.ts";
 
@@ -28,10 +32,10 @@ interface Log {
 }
 
 /**
- * `fetch` that logs, gives the weights' SHA-256 as `x-linked-etag`, and (when `cutAt` is set)
- * breaks the first body that reaches byte `cutAt` of the weights there.
+ * `fetch` that logs, gives the weights' SHA-256 as `x-linked-etag` (unless `sha` is undefined),
+ * and (when `cutAt` is set) breaks the first body that reaches byte `cutAt` of the weights there.
  */
-function faulty(log: Log, sha: string, cutAt?: number): typeof fetch {
+function faulty(log: Log, sha: string | undefined, cutAt?: number): typeof fetch {
   let cut = cutAt !== undefined;
   return async (input, init) => {
     const url = String(input);
@@ -40,7 +44,7 @@ function faulty(log: Log, sha: string, cutAt?: number): typeof fetch {
     const res = await fetch(input, init);
     if (url !== URL_) return res;
     const h = new Headers(res.headers);
-    h.set("x-linked-etag", `"${sha}"`);
+    if (sha !== undefined) h.set("x-linked-etag", `"${sha}"`);
     const from = Number(/^bytes (\d+)-/.exec(res.headers.get("content-range") ?? "")?.[1] ?? 0);
     let at = from;
     const reader = res.body?.getReader();
@@ -73,9 +77,9 @@ export async function storeChecks(label: string, storage: EntryStorage): Promise
   const sha = hex(sha256(whole));
   const size = whole.length;
   const key = entryKey(URL_);
-  const store = (log: Log, o: ModelStoreOptions = {}, cutAt?: number) =>
+  const store = (log: Log, o: ModelStoreOptions = {}, cutAt?: number, given: boolean = true) =>
     new ModelStore(storage, {
-      fetch: faulty(log, sha, cutAt),
+      fetch: faulty(log, given ? sha : undefined, cutAt),
       chunkBytes: 1 << 20,
       backoffMs: 1,
       ...o,
@@ -144,6 +148,43 @@ export async function storeChecks(label: string, storage: EntryStorage): Promise
       await store(log, { verify: "sha256" }).files(BASE).prepare!([FILE]);
       assert(log.bytes >= size, `refetched ${log.bytes}`);
       await same("refetched");
+    }],
+    [`${label}: a byte flipped at rest is caught on read by default, with no SHA-256`, async () => {
+      await storage.delete(key);
+      await store(newLog(), {}, undefined, false).files(BASE).prepare!([FILE]);
+      const meta = await storage.meta(key);
+      assert(meta?.complete && meta.sha256 === undefined, `stored ${JSON.stringify(meta)}`);
+      const chunks = meta.chunks?.xxh32.length ?? 0;
+      assert(chunks / 8 === Math.ceil(size / (4 << 20)), `${chunks / 8} chunk hashes`);
+      // Flip a byte in the middle of the second chunk (as a disk might).
+      const at = (4 << 20) + 123_457;
+      const rest = await (await storage.source(key, FILE))!.read(at, size - at);
+      rest[0] = rest[0]! ^ 0x20;
+      const w = await storage.writer(key, at);
+      await w.write(rest);
+      await w.close();
+      const log = newLog();
+      const files = store(log, {}, undefined, false).files(BASE);
+      const src = await files.open(FILE);
+      await files.prepare!([FILE]);
+      assert(log.bytes === 0, `downloaded ${log.bytes} bytes before reading`);
+      // As the upload reads: 8 MiB pieces from an offset inside a chunk.
+      const got = new Uint8Array(size);
+      got.set(await src!.read(0, 1000));
+      for (let from = 1000; from < size; from += 8 << 20) {
+        await readInto(src!, from, got.subarray(from, Math.min(size, from + (8 << 20))));
+      }
+      src!.release?.();
+      assert(hex(sha256(got)) === sha, "the bytes read are not the file's");
+      const ranges = log.calls.filter((c) => c.url === URL_ && c.range !== null);
+      assert(ranges.length > 0 && log.bytes > 0, `no network read: ${JSON.stringify(log.calls)}`);
+      assert(log.bytes <= size, `${log.bytes} bytes read from the network for ${size}`);
+      assert(await storage.meta(key) === undefined, "the entry was not dropped");
+      const again = newLog();
+      await store(again, {}, undefined, false).files(BASE).prepare!([FILE]);
+      assert(again.bytes >= size, `fetched again: ${again.bytes}`);
+      await same("fetched again");
+      return `${log.bytes} bytes read from the network, ${again.bytes} fetched again`;
     }],
     [`${label}: a quota too small is refused, naming the bytes`, async () => {
       await storage.delete(key);
