@@ -4,10 +4,11 @@
  * to `WorkerEngine` as if it were a dedicated worker, exactly as `connectShared` does with a
  * `SharedWorker`'s port. While connected, the page posts a heartbeat to the service worker
  * itself every `heartbeatMs`, so that the browser does not stop it as idle, and holds a Web Lock
- * that the service worker is granted once the page has gone.
+ * that the service worker is granted once the page has gone. A service worker that ends (stopped,
+ * crashed, replaced by a new version) is heard at once, as a shared worker is (`portWorker`).
  */
 import { installErrorTransfer } from "./protocol.ts";
-import { attachTab, holdLock, type Locks, portWorker } from "./shared_client.ts";
+import { attachTab, holdLock, pageLocks, portWorker } from "./shared_client.ts";
 import type { ServiceMessage } from "./service_host.ts";
 
 /** What Kiln uses of a `ServiceWorker` (typed here: Deno's lib has none). */
@@ -80,7 +81,7 @@ export async function connectService(
   const active = reg.active;
   if (!active) return undefined;
   installErrorTransfer();
-  const locks = (globalThis.navigator as { locks?: Locks } | undefined)?.locks;
+  const locks = pageLocks();
   const name = `kiln-tab-${crypto.randomUUID()}`;
   const release = locks ? await holdLock(locks, name) : () => {};
   const { port1, port2 } = new MessageChannel();
@@ -95,11 +96,14 @@ export async function connectService(
   const beat = setInterval(() => {
     try {
       (reg.active ?? active).postMessage({ kiln: "heartbeat" });
-    } catch { /* the worker is gone: the engine's liveness check notices */ }
+    } catch { /* the worker is gone: its port or its lifetime lock says so */ }
   }, heartbeatMs);
-  const worker = portWorker(port1, () => {
-    clearInterval(beat);
-    release();
+  const worker = portWorker(port1, {
+    onTerminate: () => {
+      clearInterval(beat);
+      release();
+    },
+    locks,
   });
   return await attachTab(worker, locks ? name : undefined, timeoutMs);
 }

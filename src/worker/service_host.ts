@@ -6,13 +6,17 @@
  * {@linkcode TabHost} over comlink. A browser stops an idle service worker (Chromium after ~30 s)
  * and messages on a port may not count as activity, so each connected tab also posts
  * `{ kiln: "heartbeat" }` to the worker itself every few seconds; the worker has nothing to do
- * with it but receive it.
+ * with it but receive it. A worker that ends anyway (stopped, crashed, replaced) is heard by its
+ * tabs at once, as a shared worker is: by their ports and its lifetime lock.
  */
-import * as Comlink from "comlink";
 import type { FilesFor } from "./host.ts";
 import { installErrorTransfer } from "./protocol.ts";
-import { SharedEngineHost, type SharedHostOptions } from "./shared_host.ts";
-import { SHARED_LOST } from "./shared_tab.ts";
+import {
+  holdLifetimeLock,
+  serveTab,
+  SharedEngineHost,
+  type SharedHostOptions,
+} from "./shared_host.ts";
 
 /** What a tab posts to the service worker: a connection (with its port), or a heartbeat. */
 export interface ServiceMessage {
@@ -22,21 +26,22 @@ export interface ServiceMessage {
 
 /**
  * Handle a message the service worker received: a `connect` exposes a new {@linkcode TabHost} of
- * `shared` on `ports[0]`. Returns whether the message was Kiln's (an app's own service worker
+ * `shared` on `ports[0]`, which learns the worker's lifetime lock `lifetime` (see
+ * `holdLifetimeLock`). Returns whether the message was Kiln's (an app's own service worker
  * importing this may handle the rest).
  */
 export function serviceMessage(
   shared: SharedEngineHost,
   data: unknown,
   ports: readonly MessagePort[],
+  lifetime?: Promise<string | undefined>,
 ): boolean {
   const kiln = (data as Partial<ServiceMessage> | null | undefined)?.kiln;
   if (kiln === "heartbeat") return true;
   if (kiln !== "connect") return false;
   const port = ports[0];
   if (!port) return true;
-  const tab = shared.connect((e) => port.postMessage({ [SHARED_LOST]: e.message }));
-  Comlink.expose(tab, port);
+  serveTab(shared, port, lifetime);
   return true;
 }
 
@@ -57,6 +62,7 @@ export function exposeServiceHost(
 ): SharedEngineHost {
   installErrorTransfer();
   const shared = new SharedEngineHost(filesFor, options);
+  const lifetime = holdLifetimeLock(shared.locks);
   const scope = globalThis as unknown as ServiceScope;
   scope.addEventListener("install", () => void scope.skipWaiting());
   scope.addEventListener("activate", (event) => {
@@ -64,7 +70,7 @@ export function exposeServiceHost(
   });
   scope.addEventListener("message", (event) => {
     const e = event as MessageEvent;
-    serviceMessage(shared, e.data, e.ports);
+    serviceMessage(shared, e.data, e.ports, lifetime);
   });
   return shared;
 }

@@ -3,7 +3,8 @@
  * and hands it to `WorkerEngine` as if it were a dedicated worker, so everything above it (the
  * `LLMEngine` calls, streams, aborts, heartbeat) is the same. While connected the page holds a
  * Web Lock of its own name; the shared worker asks for that lock too, and is granted it when the
- * page has gone (closed, crashed, navigated away) or the engine was cleaned up.
+ * page has gone (closed, crashed, navigated away) or the engine was cleaned up. The other way
+ * round, the page hears at once that the shared worker has gone (`portWorker`).
  */
 import * as Comlink from "comlink";
 import { installErrorTransfer } from "./protocol.ts";
@@ -29,35 +30,84 @@ export interface Locks {
 export type Sharing = "origin" | "service-worker" | "none";
 
 /**
- * A `Worker`-shaped endpoint over a shared worker's `port`, for `WorkerEngine`: `terminate`
- * closes the port and calls `onTerminate`; `error` listeners hear the shared worker's `error`
- * event (its script failed) and the host's word that the engine's device was lost.
+ * The key of the message a shared host posts on a tab's port with the name of the Web Lock it
+ * holds for as long as it lives (see `holdLifetimeLock` in `shared_host.ts`).
  */
-export function portWorker(
-  port: MessagePort,
-  onTerminate: () => void = () => {},
-  errors?: EventTarget,
-): Worker {
+export const SHARED_HOST_LOCK = "kilnHostLock";
+
+/** Web Locks whose wait can be given up, as `navigator.locks` has them. */
+export interface WaitingLocks {
+  /**
+   * Wait for `name`, then hold it while `callback`'s promise is pending; rejects (an
+   * `AbortError`) if `signal` fires while still waiting.
+   */
+  request(
+    name: string,
+    options: { signal: AbortSignal },
+    callback: () => Promise<void> | void,
+  ): Promise<unknown>;
+}
+
+/** How a `portWorker` hears that its host is gone, and what its `terminate` does besides. */
+export interface PortWorkerOptions {
+  /** Called once `terminate` has closed the port. */
+  onTerminate?: () => void;
+  /** The `SharedWorker` object: its `error` event (the worker failed) ends the connection. */
+  errors?: EventTarget | undefined;
+  /** The Web Locks to wait on the host's lifetime lock with (without them, it is not watched). */
+  locks?: WaitingLocks | undefined;
+}
+
+/**
+ * A `Worker`-shaped endpoint over a shared host's `port`, for `WorkerEngine`: `terminate` closes
+ * the port and calls `onTerminate`. Its `error` listeners hear the host's word that the engine's
+ * device was lost, and the host's end, at once, however it ended (killed, crashed, out of
+ * memory): the port's `close` event (the port at the host's end went with its worker), the
+ * host's lifetime lock granted here (the browser released it when the worker ended), or the
+ * `SharedWorker`'s `error` event. Once the host has ended, an `error` listener added later hears
+ * it too.
+ */
+export function portWorker(port: MessagePort, options: PortWorkerOptions = {}): Worker {
+  const { onTerminate = () => {}, errors, locks } = options;
   const onError = new Set<unknown>();
-  const fire = (e: unknown) => {
-    for (const l of onError) {
-      if (typeof l === "function") (l as (e: unknown) => void)(e);
-      else (l as { handleEvent(e: unknown): void }).handleEvent(e);
-    }
+  const call = (l: unknown, e: ErrorEvent) => {
+    if (typeof l === "function") (l as (e: unknown) => void)(e);
+    else (l as { handleEvent(e: unknown): void }).handleEvent(e);
+  };
+  const fire = (e: ErrorEvent) => {
+    for (const l of onError) call(l, e);
+  };
+  let ended = false;
+  let gone: ErrorEvent | undefined;
+  const watch = new AbortController();
+  const hostEnded = (why: string) => {
+    if (ended || gone) return;
+    gone = new ErrorEvent("error", { message: `its shared host ended (${why})` });
+    watch.abort();
+    fire(gone);
   };
   port.addEventListener("message", (e: MessageEvent) => {
-    const lost = (e.data as Record<string, unknown> | null)?.[SHARED_LOST];
+    const data = e.data as Record<string, unknown> | null;
+    const lost = data?.[SHARED_LOST];
     if (typeof lost === "string") fire(new ErrorEvent("error", { message: lost }));
+    const lock = data?.[SHARED_HOST_LOCK];
+    if (typeof lock === "string" && locks && !watch.signal.aborted) {
+      locks.request(lock, { signal: watch.signal }, () => hostEnded("its lifetime lock released"))
+        .catch(() => {});
+    }
   });
-  errors?.addEventListener("error", fire);
+  port.addEventListener("close", () => hostEnded("its connection closed"));
+  const failed = (e: unknown) => hostEnded(`error: ${(e as ErrorEvent).message || "no message"}`);
+  errors?.addEventListener("error", failed);
   port.start();
-  let ended = false;
   const endpoint = {
     postMessage: (message: unknown, transfer: Transferable[] = []) =>
       port.postMessage(message, transfer),
     addEventListener(type: string, listener: EventListenerOrEventListenerObject) {
-      if (type === "error") onError.add(listener);
-      else port.addEventListener(type, listener);
+      if (type !== "error") return port.addEventListener(type, listener);
+      onError.add(listener);
+      const was = gone;
+      if (was) queueMicrotask(() => onError.has(listener) && call(listener, was));
     },
     removeEventListener(type: string, listener: EventListenerOrEventListenerObject) {
       if (type === "error") onError.delete(listener);
@@ -66,7 +116,8 @@ export function portWorker(
     terminate() {
       if (ended) return;
       ended = true;
-      errors?.removeEventListener("error", fire);
+      watch.abort();
+      errors?.removeEventListener("error", failed);
       port.close();
       onTerminate();
     },
@@ -87,6 +138,11 @@ export async function holdLock(locks: Locks, name: string): Promise<() => void> 
   return release;
 }
 
+/** This page's Web Locks (`navigator.locks`), where it has them. */
+export function pageLocks(): (Locks & WaitingLocks) | undefined {
+  return (globalThis.navigator as { locks?: Locks & WaitingLocks } | undefined)?.locks;
+}
+
 /**
  * Connect to the shared engine host started by `makeSharedWorker`; resolves to a `Worker`-shaped
  * endpoint for `WorkerEngine`, or undefined where the page cannot share (no `SharedWorker`, no
@@ -99,7 +155,7 @@ export async function connectShared(
 ): Promise<Worker | undefined> {
   if (!("SharedWorker" in globalThis)) return undefined;
   installErrorTransfer();
-  const locks = (globalThis.navigator as { locks?: Locks } | undefined)?.locks;
+  const locks = pageLocks();
   const name = `kiln-tab-${crypto.randomUUID()}`;
   const release = locks ? await holdLock(locks, name) : () => {};
   let shared: SharedWorkerLike;
@@ -109,11 +165,8 @@ export async function connectShared(
     release();
     return undefined;
   }
-  return await attachTab(
-    portWorker(shared.port, release, shared),
-    locks ? name : undefined,
-    timeoutMs,
-  );
+  const worker = portWorker(shared.port, { onTerminate: release, errors: shared, locks });
+  return await attachTab(worker, locks ? name : undefined, timeoutMs);
 }
 
 /** Each attached connection's first proxy, kept alive with it (see `attachTab`). */

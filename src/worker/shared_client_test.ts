@@ -1,5 +1,6 @@
-import { equal, ok } from "node:assert/strict";
+import { equal, ok, rejects } from "node:assert/strict";
 import * as Comlink from "comlink";
+import { RequestContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
@@ -7,10 +8,17 @@ import { rangeServer } from "../../test/support/range_server.ts";
 import { WorkerEngine } from "./client.ts";
 import { openModel } from "./open.ts";
 import { installErrorTransfer } from "./protocol.ts";
-import { connectShared, portWorker, type SharedWorkerLike } from "./shared_client.ts";
-import { SharedEngineHost } from "./shared_host.ts";
+import {
+  connectShared,
+  holdLock,
+  pageLocks,
+  portWorker,
+  type SharedWorkerLike,
+} from "./shared_client.ts";
+import { serveTab, SharedEngineHost } from "./shared_host.ts";
 import { SHARED_LOST } from "./shared_tab.ts";
-import { FORTUNE } from "../../test/support/fortune_engine.ts";
+import { FORTUNE, request } from "../../test/support/fortune_engine.ts";
+import { watch } from "../../test/support/streams.ts";
 import { checkTwoModelsShare } from "../../test/support/shared_models.ts";
 
 /**
@@ -105,6 +113,110 @@ Deno.test("a shared engine's device lost: every tab's WorkerEngine dies with Dis
   } finally {
     for (const e of engines) await e.cleanup();
     fake.close();
+    await shared.close();
+  }
+});
+
+const fortune = { model: { kind: "dir" as const, path: FORTUNE, name: "fortune" }, kvBlocks: 64 };
+
+/** A request long enough to be mid-stream whenever the test acts. */
+const long = (i: number) => request([256, 65 + i], { stop_conditions: { max_tokens: 900 } });
+
+/** Whether `err` is the `Disconnected` error of a shared host that ended for `why`. */
+function hostEnded(err: unknown, why: RegExp): boolean {
+  ok(err instanceof EngineError && err.type === "Disconnected", String(err));
+  ok(/its shared host ended/.test(err.message) && why.test(err.message), err.message);
+  return true;
+}
+
+Deno.test("a shared host's worker killed mid-stream: the tabs' streams end with Disconnected at once (not at the 30 s heartbeat); later calls are refused with the same error", async () => {
+  const host = new Worker(new URL("../../test/support/shared_host_worker.ts", import.meta.url), {
+    type: "module",
+  });
+  const connect = () => {
+    const { port1, port2 } = new MessageChannel();
+    host.postMessage(null, [port2]);
+    return portWorker(port1, { locks: pageLocks() });
+  };
+  // The default liveness (30 s): only the port or the host's lifetime lock can tell in time.
+  const tabs = [0, 1].map(() => new WorkerEngine(connect, fortune));
+  try {
+    await Promise.all(tabs.map((e) => e.start(0n)));
+    const streams = tabs.map((e, i) => watch(e.generate(long(i), new RequestContext())));
+    await Promise.all(streams.map((s) => s.first));
+    const t0 = performance.now();
+    host.terminate();
+    const errors = await Promise.all(streams.map((s) => s.done.then(() => undefined, (e) => e)));
+    const ms = performance.now() - t0;
+    ok(ms < 2000, `streams ended ${ms.toFixed(0)} ms after the kill`);
+    for (const [i, e] of tabs.entries()) {
+      // Deno fires the port's close event here, or the lock is granted first: either will do.
+      hostEnded(errors[i], /connection closed|lifetime lock released/);
+      await rejects(watch(e.generate(long(0), new RequestContext())).done, (err) => {
+        equal((err as EngineError).message, errors[i].message, "the stream's error");
+        return hostEnded(err, /./);
+      });
+    }
+  } finally {
+    for (const e of tabs) await e.cleanup();
+    host.terminate();
+  }
+});
+
+Deno.test("portWorker hears its host end three ways, each ending a stream with Disconnected at once: its lifetime lock granted, its port's close event, the SharedWorker's error (heard by a listener added later too)", async () => {
+  const shared = new SharedEngineHost(specFiles);
+  const locks = pageLocks()!;
+  installErrorTransfer();
+  /** A tab of `shared` mid-stream; `end` ends its host one way. */
+  async function tab(end: "lock" | "close" | "error") {
+    const { port1, port2 } = new MessageChannel();
+    // This test holds the host's lifetime lock, standing in for the host's worker.
+    const name = `kiln-host-${crypto.randomUUID()}`;
+    const release = await holdLock(locks, name);
+    serveTab(shared, port1, Promise.resolve(name));
+    const errors = new EventTarget();
+    let released = 0;
+    const engine = new WorkerEngine(
+      () => portWorker(port2, { errors, locks, onTerminate: () => released++ }),
+      fortune,
+    );
+    await engine.start(0n);
+    const stream = watch(engine.generate(long(0), new RequestContext()));
+    await stream.first;
+    const t0 = performance.now();
+    if (end === "lock") release();
+    // What a browser with the event does when the host's worker goes (Chromium 156: only with
+    // the MessagePortCloseEvent feature; Deno when a Worker holding the other port ends).
+    if (end === "close") port2.dispatchEvent(new Event("close"));
+    if (end === "error") errors.dispatchEvent(new ErrorEvent("error", { message: "it failed" }));
+    const why = { lock: /lifetime lock/, close: /connection closed/, error: /it failed/ }[end];
+    await rejects(stream.done, (e) => hostEnded(e, why));
+    const ms = performance.now() - t0;
+    ok(ms < 1000, `${end}: the stream ended ${ms.toFixed(0)} ms after`);
+    await rejects(
+      watch(engine.generate(long(1), new RequestContext())).done,
+      (e) => hostEnded(e, why),
+    );
+    equal(released, 1, "the dead engine terminated its endpoint: the page's lock released");
+    await engine.cleanup();
+    release();
+    port1.close();
+  }
+  try {
+    await tab("lock");
+    await tab("close");
+    await tab("error");
+
+    // A connection whose shared worker failed before anyone listened: a later listener hears it.
+    const errors = new EventTarget();
+    const late = portWorker(new MessageChannel().port1, { errors });
+    errors.dispatchEvent(new ErrorEvent("error", { message: "script failed" }));
+    const heard = await new Promise<ErrorEvent>((r) =>
+      late.addEventListener("error", (e) => r(e as ErrorEvent))
+    );
+    ok(/script failed/.test(heard.message), heard.message);
+    late.terminate();
+  } finally {
     await shared.close();
   }
 });

@@ -7,7 +7,9 @@
  * first tab win (the returned config says what they are). A tab naming another model gets an
  * engine of its own, on the same device budget. The last tab of an engine detaching (its
  * `cleanup`, or its Web Lock released because it closed) releases that engine after `graceMs`,
- * unless a tab joins it again first.
+ * unless a tab joins it again first. The other way round, the worker holds a Web Lock of its own
+ * for as long as it lives and tells each tab its name: a tab waiting for it hears at once that
+ * the worker has ended, however it ended.
  */
 import * as Comlink from "comlink";
 import type { EngineError } from "../contract/errors.ts";
@@ -22,7 +24,7 @@ import {
   installErrorTransfer,
   type ModelSpec,
 } from "./protocol.ts";
-import type { Locks } from "./shared_client.ts";
+import { holdLock, type Locks, SHARED_HOST_LOCK } from "./shared_client.ts";
 import { SHARED_LOST, TabHost } from "./shared_tab.ts";
 
 export { TabHost };
@@ -231,16 +233,43 @@ export class SharedEngineHost {
 }
 
 /**
+ * Hold a Web Lock of a new name for as long as this worker lives: the browser releases it when the
+ * worker ends, however it ends, and a tab waiting for it is then granted it (see `portWorker`).
+ * Resolves to the name once held; undefined without Web Locks.
+ */
+export async function holdLifetimeLock(locks: Locks | undefined): Promise<string | undefined> {
+  if (!locks) return undefined;
+  const name = `kiln-host-${crypto.randomUUID()}`;
+  return await holdLock(locks, name).then(() => name, () => undefined);
+}
+
+/**
+ * Serve a new {@linkcode TabHost} of `shared` on `port`, a tab's connection, over comlink: the
+ * tab hears on the port that its engine's device was lost, and the name of this worker's
+ * lifetime lock (`lifetime`, from `holdLifetimeLock`) once held.
+ */
+export function serveTab(
+  shared: SharedEngineHost,
+  port: MessagePort,
+  lifetime?: Promise<string | undefined>,
+): TabHost {
+  const tab = shared.connect((e) => port.postMessage({ [SHARED_LOST]: e.message }));
+  Comlink.expose(tab, port);
+  void lifetime?.then((name) => name && port.postMessage({ [SHARED_HOST_LOCK]: name }));
+  return tab;
+}
+
+/**
  * Serve a {@linkcode SharedEngineHost} from this `SharedWorker`: every connecting tab gets its own
- * {@linkcode TabHost} over comlink on its port. The shared worker file calls only this.
+ * {@linkcode TabHost} over comlink on its port (`serveTab`), and learns this worker's lifetime
+ * lock. The shared worker file calls only this.
  */
 export function exposeSharedHost(filesFor: FilesFor, options: SharedHostOptions = {}): void {
   installErrorTransfer();
   const shared = new SharedEngineHost(filesFor, options);
+  const lifetime = holdLifetimeLock(shared.locks);
   globalThis.addEventListener("connect", (event) => {
     const port = (event as MessageEvent).ports[0];
-    if (!port) return;
-    const tab = shared.connect((e) => port.postMessage({ [SHARED_LOST]: e.message }));
-    Comlink.expose(tab, port);
+    if (port) serveTab(shared, port, lifetime);
   });
 }

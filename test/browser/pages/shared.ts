@@ -1,17 +1,21 @@
 /**
  * A tab of test/browser/shared_worker.test.mjs: `openModel({ share: true })` on the fortune
  * model (or, in test/browser/service_worker.test.mjs, `share: "service-worker"` with the
- * registration service.ts made, `globalThis.kilnRegistration`), and runs the test drives from outside (`globalThis.tab`): start one, read how far it
- * got, abort it, wait for its end, read the shared engine's stats.
+ * registration service.ts made, `globalThis.kilnRegistration`), and runs the test drives from
+ * outside (`globalThis.tab`): start one, read how far it got, abort it, wait for its end (with the
+ * `EngineError` type it ended with, if any), read the shared engine's stats.
  */
 import { type KilnModel, openModel } from "../../../src/worker/open.ts";
 import type { SharedHostStats } from "../../../src/worker/shared_host.ts";
+import { EngineError } from "../../../src/contract/errors.ts";
 
 interface Run {
   text: string;
   tokens: number;
   finish: string | undefined;
   error: string | undefined;
+  /** The `EngineError` type the stream ended with, if it ended with one. */
+  type: string | undefined;
   controller: AbortController;
   done: Promise<void>;
 }
@@ -19,7 +23,13 @@ interface Run {
 let model: KilnModel | undefined;
 const runs = new Map<string, Run>();
 
-const summary = (r: Run) => ({ text: r.text, tokens: r.tokens, finish: r.finish, error: r.error });
+const summary = (r: Run) => ({
+  text: r.text,
+  tokens: r.tokens,
+  finish: r.finish,
+  error: r.error,
+  type: r.type,
+});
 
 Object.assign(globalThis, {
   tab: {
@@ -43,6 +53,7 @@ Object.assign(globalThis, {
         tokens: 0,
         finish: undefined,
         error: undefined,
+        type: undefined,
         controller,
         done: Promise.resolve(),
       };
@@ -61,6 +72,7 @@ Object.assign(globalThis, {
           }
         } catch (e) {
           run.error = String(e);
+          run.type = e instanceof EngineError ? e.type : undefined;
         }
       })();
       runs.set(id, run);
