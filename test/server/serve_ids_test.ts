@@ -11,6 +11,7 @@ import type { LLMEngineOutput } from "../../src/contract/types.ts";
 import { bytes } from "../support/fortune_engine.ts";
 import { ndjsonLines, postGenerate } from "../support/engine_route.ts";
 import { type RunningServer, startServer } from "./server.ts";
+import { rng } from "../support/random.ts";
 
 type Served = RunningServer;
 
@@ -135,16 +136,6 @@ Deno.test("request ids: a request whose id a later, shorter one reused still sto
     await s.stop();
   }
 });
-
-/** Seeded PRNG (mulberry32), so a failure can be replayed. */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Plan = { kind: "read"; tokens: number } | { kind: "before" } | { kind: "midway" };
 

@@ -10,6 +10,7 @@ import { RequestContext } from "../../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../../src/contract/types.ts";
 import { type KilnModel, openModel } from "../../../src/worker/open.ts";
 import { runChecks } from "./report.ts";
+import { rng } from "../../support/random.ts";
 
 function assert(cond: unknown, message: string): asserts cond {
   if (!cond) throw new Error(message);
@@ -80,16 +81,6 @@ async function reused(model: KilnModel): Promise<string> {
   assert(end.last.finish_reason === "cancelled", `first ended ${end.last.finish_reason}`);
   await idle(model, "the first request's blocks freed");
   return `first cancelled after ${end.tokens} tokens`;
-}
-
-/** Seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** One request under the constant id, stopped as `plan` says; a problem, or undefined. */
