@@ -3,7 +3,11 @@
 //   banned / allowed masks → repetition penalty (tokens seen in prompt or output) →
 //   frequency and presence penalties (output counts) → temperature → top-k → top-p → min-p →
 //   draw (inverse CDF over token ids with a uniform u) or greedy argmax (temperature 0 / top_k 1).
-// Logprobs are those of the raw distribution (log_softmax of the unprocessed logits).
+// Logprobs (the chosen token's and the top alternatives') are those of the distribution the token
+// is drawn from (vLLM's `processed_logprobs`): log(kept / total) over the tokens every mask and
+// truncation keeps, after penalties and temperature. Temperature 0 reports the distribution at
+// temperature 1 after masks and penalties (no truncation); top_k 1, the argmax alone (logprob 0).
+// A token that cannot be drawn is never listed: a shorter list ends with NONE.
 // top-k and top-p keep {key >= t} over the order-preserving u32 keys of the f32 values, so ties
 // are kept as HF keeps them and nothing needs sorting. t is found by a radix select: four rounds
 // of 256-bucket histograms over the key's bytes, high to low, each narrowing to the bucket where
@@ -12,10 +16,10 @@
 // does not depend on the order the atomics land in (four passes where a 32-step bisection took
 // 32, each with an exp per token for top-p).
 // Guided decoding (TOKEN_MASK): each sequence's token bitmask row (lib/token_mask) is applied to
-// the logits as they are read, so a forbidden token is -inf for every step below, greedy and
-// logprobs included (logprobs are then the constrained distribution's). The same mask may
-// instead be applied by the `token_mask` pass before this kernel, with TOKEN_MASK off. A row
-// that leaves no token (masks, bans and the bitmask together) yields NONE as its token.
+// the logits as they are read, so a forbidden token is -inf for every step below, greedy, draws
+// and logprobs alike, as every other mask. The same mask may instead be applied by the
+// `token_mask` pass before this kernel, with TOKEN_MASK off. A row that leaves no token (masks,
+// bans and the bitmask together) yields NONE as its token.
 
 //! import lib/token_mask
 
@@ -164,12 +168,11 @@ fn sum_f(lid: u32, v: f32) -> f32 {
   return r;
 }
 
-// Reduce each invocation's (best value, its id) to the row's argmax (ties: lowest id), and the
-// max of `extra` alongside. Returns (id, value bits, extra max bits).
-fn argmax_reduce(lid: u32, best: f32, best_id: u32, extra: f32) -> vec3<u32> {
+// Reduce each invocation's (best value, its id) to the row's argmax (ties: lowest id; NONE when
+// no invocation has one). Returns (id, value bits), uniform across the workgroup.
+fn argmax_reduce(lid: u32, best: f32, best_id: u32) -> vec2<u32> {
   red_f[lid] = best;
   red_u[lid] = best_id;
-  red_g[lid] = extra;
   workgroupBarrier();
   for (var s = WG / 2u; s > 0u; s >>= 1u) {
     if (lid < s) {
@@ -179,32 +182,12 @@ fn argmax_reduce(lid: u32, best: f32, best_id: u32, extra: f32) -> vec3<u32> {
         red_f[lid] = ov;
         red_u[lid] = oi;
       }
-      red_g[lid] = max(red_g[lid], red_g[lid + s]);
     }
     workgroupBarrier();
   }
-  let r = vec3<u32>(red_u[0], bitcast<u32>(red_f[0]), bitcast<u32>(red_g[0]));
+  let r = vec2<u32>(workgroupUniformLoad(&red_u[0]), bitcast<u32>(workgroupUniformLoad(&red_f[0])));
   workgroupBarrier();
   return r;
-}
-
-// argmax of the raw logits with the first `skip_count` ids of top[skip_from..] left out.
-fn argmax_raw(lid: u32, s: u32, base: u32, skip_from: u32, skip_count: u32) -> vec2<u32> {
-  var best = NEG_INF;
-  var best_id = NONE;
-  for (var i = lid; i < g.vocab; i += WG) {
-    var v = logit(s, base, i);
-    for (var j = 0u; j < skip_count; j++) {
-      if (top[skip_from + j] == i) {
-        v = NEG_INF;
-      }
-    }
-    if (best_id == NONE || v > best) {
-      best = v;
-      best_id = i;
-    }
-  }
-  return argmax_reduce(lid, best, best_id, 0.0).xy;
 }
 
 fn bit(map_base: u32, i: u32, from_allowed: bool) -> bool {
@@ -361,38 +344,40 @@ fn radix_select(lid: u32, base: u32, k: u32, top_p: f32, floor_key: u32, m: f32)
   return prefix;
 }
 
-// A processed logit's unnormalised probability in the final distribution: 0 unless it survives
-// the masks (> NEG_INF), top-k and top-p (key >= t) and min-p (v - m >= cut).
-fn kept(v: f32, t: u32, m: f32, use_min_p: bool, cut: f32) -> f32 {
-  let keep = v > NEG_INF && key(v) >= t && !(use_min_p && v - m < cut);
-  return select(0.0, exp(v - m), keep);
+// The tokens a row's distribution holds: those that survive the masks (> NEG_INF), top-k and top-p
+// (key >= t) and min-p (v - m >= cut); `only` != NONE keeps that token alone (top_k 1).
+struct Keep {
+  t: u32,
+  m: f32, // the row's largest processed logit
+  min_p: bool,
+  cut: f32, // ln(min_p)
+  only: u32,
 }
 
-@compute @workgroup_size(WG)
-fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let s = wid.x;
-  if (s >= g.seqs) {
-    return;
-  }
-  let p = params[s];
+fn keeps(k: Keep, i: u32, v: f32) -> bool {
+  return v > NEG_INF && key(v) >= k.t && !(k.min_p && v - k.m < k.cut) &&
+    (k.only == NONE || i == k.only);
+}
+
+// Token `i`'s unnormalised probability in the distribution: exp(v - m), or 0 when not kept.
+fn kept(k: Keep, i: u32, v: f32) -> f32 {
+  return select(0.0, exp(v - k.m), keeps(k, i, v));
+}
+
+// 1. masks and penalties, then temperature, into work[]; (top-k) the histogram of the keys' high
+//    bytes. Returns the argmax of work[] as (id, value bits).
+fn process_row(lid: u32, s: u32, p: SeqParams, greedy: bool, use_top_k: bool) -> vec2<u32> {
   let base = s * g.vocab;
   let map_base = s * 2u * g.words;
-  let greedy = p.temperature == 0.0 || p.top_k == 1u;
   let inv_t = select(1.0 / p.temperature, 1.0, greedy);
-  let use_top_k = !greedy && p.top_k > 1u && p.top_k < g.vocab;
   if (use_top_k) {
     clear_hist(lid);
     workgroupBarrier();
   }
-
-  // 1. masks and penalties, then temperature, into work[]; the argmax and max of work[], the
-  //    max of the raw logits, and (top-k) the histogram of the keys' high bytes.
   var best = NEG_INF;
   var best_id = NONE;
-  var rm = NEG_INF;
   for (var i = lid; i < g.vocab; i += WG) {
     let raw = logit(s, base, i);
-    rm = max(rm, raw);
     var l = raw;
     let c = counts[base + i];
     if ((c & 0x80000000u) != 0u && p.repetition_penalty != 1.0) {
@@ -416,125 +401,178 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index
       atomicAdd(&hist_lo[key(l) >> 24u], 1u);
     }
   }
-  let am = argmax_reduce(lid, best, best_id, rm);
-  rm = bitcast<f32>(am.z);
-  let m = max(bitcast<f32>(am.y), NEG_INF);
-  // Nothing left to draw: every token masked (a finite logit is always above NEG_INF).
-  let none_left = !(bitcast<f32>(am.y) > NEG_INF);
+  return argmax_reduce(lid, best, best_id);
+}
 
+// 5. the draw by inverse CDF in token-id order with the row's uniform u: each invocation owns a
+//    contiguous chunk. Returns (the token, the bits of the kept mass's total).
+fn draw(lid: u32, base: u32, p: SeqParams, k: Keep) -> vec2<u32> {
   let chunk = (g.vocab + WG - 1u) / WG;
   let begin = min(g.vocab, lid * chunk);
   let end = min(g.vocab, begin + chunk);
-  var rz = 0.0; // sum of exp(raw - rm) over this invocation's chunk
-  var chosen = am.x;
-  if (greedy) {
-    for (var i = begin; i < end; i++) {
-      rz += exp(logit(s, base, i) - rm);
-    }
-  } else {
-    // 2. top-k: keep key >= the k-th largest key (ties kept).
-    var t = 0u;
-    if (use_top_k) {
-      t = radix_select(lid, base, p.top_k, -1.0, 0u, m);
-    }
-    // 3. top-p: keep a token when the mass strictly above it is below top_p, i.e. keep
-    //    {key >= t} for the smallest t with mass(key > t) < top_p.
-    if (p.top_p < 1.0) {
-      t = max(t, radix_select(lid, base, 0u, p.top_p, t, m));
-    }
-    // 4. min-p: drop p < min_p * p_max, i.e. l - l_max < ln(min_p).
-    let use_min_p = p.min_p > 0.0;
-    var cut = 0.0;
-    if (use_min_p) {
-      cut = log(p.min_p);
-    }
-    // 5. draw by inverse CDF in token-id order: each invocation owns a contiguous chunk.
-    var local = 0.0;
-    var last_nonzero = NONE;
-    for (var i = begin; i < end; i++) {
-      let e = kept(work[base + i], t, m, use_min_p, cut);
-      local += e;
-      if (e > 0.0) {
-        last_nonzero = i;
-      }
-      rz += exp(logit(s, base, i) - rm);
-    }
-    red_f[lid] = local;
-    workgroupBarrier();
-    // Inclusive scan of the chunk sums (Hillis-Steele).
-    for (var off = 1u; off < WG; off <<= 1u) {
-      let v = select(0.0, red_f[lid - off], lid >= off);
-      workgroupBarrier();
-      red_f[lid] += v;
-      workgroupBarrier();
-    }
-    let total = red_f[WG - 1u];
-    let before = select(0.0, red_f[lid - 1u], lid > 0u);
-    var u = p.u;
-    if ((p.flags & FLAG_GIVEN_U) == 0u) {
-      u = rng_uniform(p.seed_lo, p.seed_hi, p.step);
-    }
-    let goal = u * total;
-    // The owner of the goal: the first chunk whose inclusive sum exceeds it; rounding may put
-    // the goal past every chunk: then the last chunk with mass.
-    red_u[lid] = select(NONE, lid, red_f[lid] > goal && local > 0.0);
-    red_g[lid] = select(0.0, f32(lid + 1u), local > 0.0);
-    workgroupBarrier();
-    for (var st = WG / 2u; st > 0u; st >>= 1u) {
-      if (lid < st) {
-        red_u[lid] = min(red_u[lid], red_u[lid + st]);
-        red_g[lid] = max(red_g[lid], red_g[lid + st]);
-      }
-      workgroupBarrier();
-    }
-    var owner = red_u[0];
-    if (owner == NONE) {
-      owner = u32(red_g[0]) - 1u;
-    }
-    workgroupBarrier();
-    if (lid == owner) {
-      var acc = before;
-      var pick = last_nonzero;
-      for (var i = begin; i < end; i++) {
-        let e = kept(work[base + i], t, m, use_min_p, cut);
-        acc += e;
-        if (e > 0.0 && acc > goal) {
-          pick = i;
-          break;
-        }
-      }
-      red_u[0] = pick;
-    }
-    workgroupBarrier();
-    chosen = select(red_u[0], 0u, red_u[0] == NONE); // nothing kept: token 0, as before
-    workgroupBarrier();
-    if (g.write_probs != 0u) {
-      for (var i = lid; i < g.vocab; i += WG) {
-        work[base + i] = kept(work[base + i], t, m, use_min_p, cut) / total;
-      }
+  var local = 0.0;
+  var last_nonzero = NONE;
+  for (var i = begin; i < end; i++) {
+    let e = kept(k, i, work[base + i]);
+    local += e;
+    if (e > 0.0) {
+      last_nonzero = i;
     }
   }
-
-  // 6. raw logprobs of the chosen token and of the top alternatives.
-  let lse = rm + log(sum_f(lid, rz));
-  let top_base = s * 2u * MAX_TOP;
-  let n_top = min(p.logprobs, MAX_TOP);
-  for (var j = 0u; j < n_top; j++) {
-    let r = argmax_raw(lid, s, base, top_base, j);
-    if (lid == 0u) {
-      top[top_base + j] = r.x;
-      top[top_base + MAX_TOP + j] = bitcast<u32>(bitcast<f32>(r.y) - lse);
-    }
-    storageBarrier();
+  red_f[lid] = local;
+  workgroupBarrier();
+  // Inclusive scan of the chunk sums (Hillis-Steele).
+  for (var off = 1u; off < WG; off <<= 1u) {
+    let v = select(0.0, red_f[lid - off], lid >= off);
     workgroupBarrier();
+    red_f[lid] += v;
+    workgroupBarrier();
+  }
+  let total = red_f[WG - 1u];
+  let before = select(0.0, red_f[lid - 1u], lid > 0u);
+  var u = p.u;
+  if ((p.flags & FLAG_GIVEN_U) == 0u) {
+    u = rng_uniform(p.seed_lo, p.seed_hi, p.step);
+  }
+  let goal = u * total;
+  // The owner of the goal: the first chunk whose inclusive sum exceeds it; rounding may put
+  // the goal past every chunk: then the last chunk with mass.
+  red_u[lid] = select(NONE, lid, red_f[lid] > goal && local > 0.0);
+  red_g[lid] = select(0.0, f32(lid + 1u), local > 0.0);
+  workgroupBarrier();
+  for (var st = WG / 2u; st > 0u; st >>= 1u) {
+    if (lid < st) {
+      red_u[lid] = min(red_u[lid], red_u[lid + st]);
+      red_g[lid] = max(red_g[lid], red_g[lid + st]);
+    }
+    workgroupBarrier();
+  }
+  var owner = red_u[0];
+  if (owner == NONE) {
+    owner = u32(red_g[0]) - 1u;
+  }
+  workgroupBarrier();
+  if (lid == owner) {
+    var acc = before;
+    var pick = last_nonzero;
+    for (var i = begin; i < end; i++) {
+      let e = kept(k, i, work[base + i]);
+      acc += e;
+      if (e > 0.0 && acc > goal) {
+        pick = i;
+        break;
+      }
+    }
+    red_u[0] = pick;
+  }
+  workgroupBarrier();
+  let chosen = select(red_u[0], 0u, red_u[0] == NONE); // nothing kept: token 0, as before
+  workgroupBarrier();
+  return vec2<u32>(chosen, bitcast<u32>(total));
+}
+
+// The next kept token in (value descending, id ascending) order after (`after_v`, `after_i`)
+// (`after_i` NONE: the first), as (id, value bits); id NONE when no kept token is left.
+fn next_top(lid: u32, base: u32, k: Keep, after_v: f32, after_i: u32) -> vec2<u32> {
+  var best = NEG_INF;
+  var best_id = NONE;
+  for (var i = lid; i < g.vocab; i += WG) {
+    let v = work[base + i];
+    let later = after_i == NONE || v < after_v || (v == after_v && i > after_i);
+    if (later && keeps(k, i, v) && (best_id == NONE || v > best)) {
+      best = v;
+      best_id = i;
+    }
+  }
+  return argmax_reduce(lid, best, best_id);
+}
+
+// 6. logprobs of the chosen token and of the top alternatives under the distribution: log(kept /
+//    total) = v - m - log(total) for a kept token. The list stops at the last kept token, NONE
+//    after it.
+fn report(lid: u32, s: u32, p: SeqParams, k: Keep, chosen: u32, total: f32, none_left: bool) {
+  let base = s * g.vocab;
+  let lz = k.m + log(total);
+  let top_base = s * 2u * MAX_TOP;
+  let n_top = select(min(p.logprobs, MAX_TOP), 0u, none_left);
+  var after = vec2<u32>(NONE, 0u);
+  var listed = 0u;
+  for (; listed < n_top; listed++) {
+    let r = next_top(lid, base, k, bitcast<f32>(after.y), after.x);
+    if (r.x == NONE) {
+      break;
+    }
+    if (lid == 0u) {
+      top[top_base + listed] = r.x;
+      top[top_base + MAX_TOP + listed] = bitcast<u32>(bitcast<f32>(r.y) - lz);
+    }
+    after = r;
   }
   if (lid == 0u) {
+    for (var j = listed; j < MAX_TOP; j++) {
+      top[top_base + j] = NONE;
+    }
     if (none_left) {
       result[2u * s] = NONE;
       result[2u * s + 1u] = bitcast<u32>(NEG_INF);
     } else {
       result[2u * s] = chosen;
-      result[2u * s + 1u] = bitcast<u32>(logit(s, base, chosen) - lse);
+      result[2u * s + 1u] = bitcast<u32>(work[base + chosen] - lz);
+    }
+  }
+}
+
+@compute @workgroup_size(WG)
+fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let s = wid.x;
+  if (s >= g.seqs) {
+    return;
+  }
+  let p = params[s];
+  let base = s * g.vocab;
+  let greedy = p.temperature == 0.0 || p.top_k == 1u;
+  let use_top_k = !greedy && p.top_k > 1u && p.top_k < g.vocab;
+  let am = process_row(lid, s, p, greedy, use_top_k);
+  let m = max(bitcast<f32>(am.y), NEG_INF);
+  // Nothing left to draw: every token masked (a finite logit is always above NEG_INF).
+  let none_left = !(bitcast<f32>(am.y) > NEG_INF);
+  var k = Keep(0u, m, false, 0.0, NONE);
+  var chosen = am.x;
+  var total = 1.0;
+  if (greedy && p.temperature != 0.0) {
+    k.only = chosen; // top_k 1: the argmax alone
+  } else if (greedy) {
+    // temperature 0: every token the masks leave, at temperature 1.
+    var local = 0.0;
+    for (var i = lid; i < g.vocab; i += WG) {
+      local += kept(k, i, work[base + i]);
+    }
+    total = sum_f(lid, local);
+  } else {
+    // 2. top-k: keep key >= the k-th largest key (ties kept).
+    if (use_top_k) {
+      k.t = radix_select(lid, base, p.top_k, -1.0, 0u, m);
+    }
+    // 3. top-p: keep a token when the mass strictly above it is below top_p, i.e. keep
+    //    {key >= t} for the smallest t with mass(key > t) < top_p.
+    if (p.top_p < 1.0) {
+      k.t = max(k.t, radix_select(lid, base, 0u, p.top_p, k.t, m));
+    }
+    // 4. min-p: drop p < min_p * p_max, i.e. l - l_max < ln(min_p).
+    if (p.min_p > 0.0) {
+      k.min_p = true;
+      k.cut = log(p.min_p);
+    }
+    let d = draw(lid, base, p, k);
+    chosen = d.x;
+    total = bitcast<f32>(d.y);
+  }
+  report(lid, s, p, k, chosen, total, none_left);
+  if (!greedy && g.write_probs != 0u) {
+    // The final distribution, once `report` has read work[].
+    storageBarrier();
+    for (var i = lid; i < g.vocab; i += WG) {
+      work[base + i] = select(0.0, kept(k, i, work[base + i]) / total, total > 0.0);
     }
   }
 }

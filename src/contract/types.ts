@@ -145,7 +145,10 @@ export interface LLMEngineOutput {
   cum_log_probs?: number;
   /** Natural-log probability of each token of `token_ids`. */
   log_probs?: number[];
-  /** Per token of `token_ids`, the most likely alternatives (`output_options.logprobs` of them). */
+  /**
+   * Per token of `token_ids`, the most likely alternatives: `output_options.logprobs` of them, or
+   * fewer when fewer tokens could be drawn (Kiln's engines list none that could not).
+   */
   top_logprobs?: TopLogprob[][];
   /** Present on the terminal chunk only: why the stream ended. */
   finish_reason?: FinishReason;

@@ -342,8 +342,11 @@ export class Sequence {
           log_probs: [logprob],
           ...(top
             ? {
+              // Fewer when fewer tokens could be drawn (the sampler lists no other).
               top_logprobs: [
-                Array.from({ length: this.request.output_options.logprobs ?? 0 }, (_, r) => ({
+                Array.from({
+                  length: Math.min(this.request.output_options.logprobs ?? 0, top.ids.length),
+                }, (_, r) => ({
                   rank: r,
                   token_id: top.ids[r]!,
                   logprob: top.logprobs[r]!,

@@ -19,9 +19,9 @@ import {
 import {
   bannedByBadWords,
   processedLogits,
-  rawLogprobs,
-  referenceDistribution,
   referenceDraw,
+  referenceStep,
+  referenceTop,
   rngUniform,
 } from "../../gpu/reference/sampling.ts";
 import { allows } from "../../gpu/reference/token_mask.ts";
@@ -96,7 +96,9 @@ export function cpuRow(logits: Ort.Tensor, row: number, vocab: number): Float64A
 /**
  * The sampler's semantics in float64 on the CPU: the reference distribution (masks, penalties,
  * temperature, top-k, top-p, min-p), the draw with `rngUniform(seed, step)` (argmax when
- * greedy), raw logprobs of the chosen token and of the top alternatives.
+ * greedy), and the logprobs of the distribution drawn from (`referenceLogprobs`: the GPU
+ * sampler's rule) for the chosen token and the top alternatives, which list no token that
+ * cannot be drawn.
  */
 export function cpuSample(raw: Float64Array, p: SeqSampling): SampledToken {
   // The reference computes on f32 values as the GPU reads them.
@@ -109,21 +111,15 @@ export function cpuSample(raw: Float64Array, p: SeqSampling): SampledToken {
   if (!processedLogits(logits, params, p.history).some((l) => l > -Infinity)) {
     return { token: NO_TOKEN, logprob: NaN };
   }
-  const probs = referenceDistribution(logits, params, p.history);
+  const { probs, logprobs: lp } = referenceStep(logits, params, p.history);
   const seed = p.seed ?? 0;
   const u = p.u ?? rngUniform(seed >>> 0, Math.floor(seed / 2 ** 32) >>> 0, p.step ?? 0);
   const token = referenceDraw(probs, u);
-  const lp = rawLogprobs(logits);
   const out: SampledToken = { token, logprob: lp[token]! };
-  const n = Math.min(p.logprobs ?? 0, MAX_TOP_LOGPROBS, logits.length);
+  const n = Math.min(p.logprobs ?? 0, MAX_TOP_LOGPROBS);
   if (n > 0) {
-    const order = [...lp.keys()].sort((a, b) => lp[b]! - lp[a]! || a - b).slice(0, n);
-    const ids = new Uint32Array(MAX_TOP_LOGPROBS), lps = new Float32Array(MAX_TOP_LOGPROBS);
-    order.forEach((id, r) => {
-      ids[r] = id;
-      lps[r] = lp[id]!;
-    });
-    out.top = { ids, logprobs: lps };
+    const top = referenceTop(lp, n);
+    out.top = { ids: Uint32Array.from(top.ids), logprobs: Float32Array.from(top.logprobs) };
   }
   return out;
 }

@@ -3,7 +3,8 @@
  * one workgroup per sequence applies masks, penalties, temperature, top-k, top-p and min-p and
  * draws (or takes the argmax). Tokens stay on the GPU (`tokens` can feed the next step). A
  * sequence may carry guided decoding's token bitmask (`tokenMask`), applied to its logits before
- * anything else, inside the sampling kernel or by a pass before it (`TokenMaskPath`).
+ * anything else, inside the sampling kernel or by a pass before it (`TokenMaskPath`). Logprobs
+ * are those of the distribution each token is drawn from (`referenceLogprobs`).
  */
 import { EngineError } from "../../contract/errors.ts";
 import { readBuffer, storageBuffer } from "../buffers.ts";
@@ -48,12 +49,17 @@ export interface SeqSampling extends SamplingParams {
   step?: number;
   /** The uniform draw itself (tests): overrides seed/step. */
   u?: number;
-  /** Top alternatives whose logprobs to report (0..20). */
+  /**
+   * Top alternatives whose logprobs to report (0..20); fewer when fewer tokens can be drawn.
+   * Logprobs, the chosen token's too, are those of the distribution it is drawn from, as
+   * `referenceLogprobs` computes them.
+   */
   logprobs?: number;
   /**
    * Guided decoding's bitmask for this step: `ceil(vocab / 32)` words, bit `i % 32` of word
    * `i / 32` set when token `i` may be drawn. Forbidden tokens are -inf in the logits the sampler
-   * reads (greedy, draws and logprobs alike); none left gives {@linkcode NO_TOKEN}.
+   * reads (greedy, draws and logprobs alike, as with `allowed`); none left gives
+   * {@linkcode NO_TOKEN}.
    */
   tokenMask?: Uint32Array;
   /** `bad_words_token_ids`: banned at this step as `bannedByBadWords` says. */
@@ -82,7 +88,7 @@ export class Sampler {
   readonly work: GPUBuffer;
   /** Per sequence: token id, then the bits of its f32 logprob. `result[2s]` feeds the next step. */
   readonly result: GPUBuffer;
-  /** Per sequence: 20 ids, then 20 logprob bits. */
+  /** Per sequence: 20 ids (a shorter list ends with {@linkcode NO_TOKEN}), then 20 logprob bits. */
   readonly top: GPUBuffer;
   /** Per sequence: where its tokens lie in the history buffer (4 u32). */
   readonly ranges: GPUBuffer;

@@ -3,13 +3,19 @@
 /** The most alternatives a step reports logprobs for. */
 export const MAX_TOP_LOGPROBS = 20;
 
+/** The id that ends a shorter list of alternatives (and the token of a row left none). */
+const END = 0xffffffff;
+
 /** One sequence's sampled token. */
 export interface SampledToken {
   /** The token id. */
   token: number;
-  /** Its natural-log probability under the final distribution. */
+  /** Its natural-log probability under the distribution it was drawn from. */
   logprob: number;
-  /** The most likely alternatives and their logprobs, when asked for. */
+  /**
+   * The most likely alternatives and their logprobs, when asked for: as many as were asked for,
+   * or fewer when fewer tokens could be drawn (never one that could not).
+   */
   top?: { ids: Uint32Array; logprobs: Float32Array };
 }
 
@@ -19,7 +25,10 @@ export interface SampleResult {
   tokens: Uint32Array;
   /** Natural-log probability of each sampled token. */
   logprobs: Float32Array;
-  /** Per sequence, `MAX_TOP_LOGPROBS` alternative ids. */
+  /**
+   * Per sequence, `MAX_TOP_LOGPROBS` alternative ids; a shorter list is followed by 0xffffffff
+   * (`NO_TOKEN`) to the end.
+   */
   topIds: Uint32Array;
   /** Per sequence, the logprobs of `topIds`. */
   topLogprobs: Float32Array;
@@ -56,7 +65,10 @@ export function decodeResults(
   return out;
 }
 
-/** The chosen tokens (and top alternatives) of `n` sequences from `result` (and `top`) bytes. */
+/**
+ * The chosen tokens (and top alternatives, each list cut where it ends) of `n` sequences from
+ * `result` (and `top`) bytes.
+ */
 export function decodeSampled(
   result: ArrayBuffer,
   top: ArrayBuffer | undefined,
@@ -68,9 +80,11 @@ export function decodeSampled(
     const out: SampledToken = { token: u[2 * s]!, logprob: f[2 * s + 1]! };
     if (tu && tf) {
       const base = s * 2 * MAX_TOP_LOGPROBS;
+      const ids = tu.subarray(base, base + MAX_TOP_LOGPROBS);
+      const n = ids.indexOf(END) < 0 ? MAX_TOP_LOGPROBS : ids.indexOf(END);
       out.top = {
-        ids: tu.subarray(base, base + MAX_TOP_LOGPROBS),
-        logprobs: tf.subarray(base + MAX_TOP_LOGPROBS, base + 2 * MAX_TOP_LOGPROBS),
+        ids: ids.subarray(0, n),
+        logprobs: tf.subarray(base + MAX_TOP_LOGPROBS, base + MAX_TOP_LOGPROBS + n),
       };
     }
     return out;

@@ -1,20 +1,21 @@
 /**
  * Guided decoding's token bitmask on the GPU over odd vocab sizes (not multiples of 32 or of the
  * 256-wide workgroup), on both paths (`fused` in the sampling kernel, `pass` before it): the pass
- * writes what the TS reference gives, and the sampler's tokens, logprobs, top alternatives and
- * distributions are the float64 reference's over the masked logits, the same on both paths, with
- * given draws. Free rows sampled beside constrained ones are as sampled alone; a row left no
+ * writes what the TS reference gives, and the sampler's tokens, logprobs, top alternatives (only
+ * tokens that can be drawn) and distributions are the float64 reference's over the masked logits,
+ * the same on both paths, with given draws. Free rows sampled beside constrained ones are as sampled alone; a row left no
  * token yields NO_TOKEN and no other row is affected.
  */
 import { deepStrictEqual, equal, ok } from "node:assert/strict";
 import { readF32 } from "../buffers.ts";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { assertReported, reportedRow } from "../../../test/support/logprobs.ts";
 import {
-  rawLogprobs,
   referenceArgmax,
   referenceDistribution,
   referenceDraw,
+  referenceLogprobs,
   type SamplingParams,
 } from "../reference/sampling.ts";
 import {
@@ -125,16 +126,15 @@ Deno.test("token bitmask, fused and pass: the float64 reference over the masked 
             ? referenceArgmax(processedArgmaxInput(masked, seq))
             : referenceDraw(probs, seq.u!);
           equal(token, want, `${what}: token`);
-          const lp = rawLogprobs(masked);
-          assertClose([r.logprobs[s]!], [lp[token]!], LOGPROB_TOL, 0, `${what}: logprob`);
-          const n = Math.min(seq.logprobs ?? 0, vocab);
-          if (n > 0) {
-            const order = [...lp.keys()].sort((a, b) => lp[b]! - lp[a]! || a - b).slice(0, n);
-            const top = r.topIds.subarray(s * 20, s * 20 + n);
-            // Past the allowed tokens the order among equal -inf entries is the GPU's own.
-            const legal = order.filter((t) => allows(mask, t));
-            deepStrictEqual([...top.subarray(0, legal.length)], legal, `${what}: top ids`);
-          }
+          // Logprobs of the distribution drawn from; the top list holds allowed tokens only.
+          const lp = referenceLogprobs(
+            masked,
+            clamped(seq, vocab),
+            seq.history,
+          );
+          const got = reportedRow(r, s);
+          assertReported(got, lp, seq.logprobs ?? 0, what, { tol: LOGPROB_TOL, eps: 1e-6 });
+          ok(Array.from(got.ids).every((t) => allows(mask, t)), `${what}: top ids allowed`);
           if (!greedy) {
             assertClose(
               r.probs!.subarray(s * vocab, (s + 1) * vocab),
@@ -152,6 +152,11 @@ Deno.test("token bitmask, fused and pass: the float64 reference over the masked 
     }
   });
 });
+
+/** The row's parameters as the sampler takes them (top_k clamped to the vocab). */
+function clamped(seq: SeqSampling, vocab: number): SamplingParams {
+  return seq.top_k === undefined ? seq : { ...seq, top_k: Math.min(seq.top_k, vocab) };
+}
 
 /** Greedy: the argmax of the masked logits after masks and penalties (no temperature). */
 function processedArgmaxInput(masked: Float64Array, seq: SeqSampling): Float64Array {

@@ -1,8 +1,10 @@
 /**
- * Float64 reference of the sampler, written plainly (real sorts, no bisection), and the
- * counter-based RNG the GPU uses, bit for bit.
+ * Float64 reference of the sampler, written plainly (real sorts, no bisection), the logprobs it
+ * reports, and the counter-based RNG the GPU uses, bit for bit.
  */
+import { MASKED_LOGIT } from "./token_mask.ts";
 
+/** One sequence's sampling settings, as the reference reads them. */
 export interface SamplingParams {
   /** Softmax temperature; 0 is greedy. */
   temperature?: number;
@@ -56,14 +58,17 @@ export function isGreedy(p: SamplingParams): boolean {
   return (p.temperature ?? 1) < MIN_TEMPERATURE || p.top_k === 1;
 }
 
-/** Logits after masks, penalties and temperature (greedy: no temperature). */
+/**
+ * Logits after masks, penalties and temperature (greedy: no temperature). A logit at or below
+ * {@linkcode MASKED_LOGIT} (guided decoding's bitmask, or -inf) stays -inf, as on the GPU.
+ */
 export function processedLogits(
   logits: ArrayLike<number>,
   p: SamplingParams,
   h: History,
 ): Float64Array {
   const V = logits.length;
-  const l = Float64Array.from(logits);
+  const l = Float64Array.from(logits, (v) => (v <= MASKED_LOGIT ? -Infinity : v));
   const seen = new Set(h.tokens);
   const outCount = new Map<number, number>();
   for (const t of h.tokens.slice(h.outputStart)) outCount.set(t, (outCount.get(t) ?? 0) + 1);
@@ -98,23 +103,20 @@ function softmax(l: Float64Array): Float64Array {
 }
 
 /**
- * The distribution the next token is drawn from (HF order: top-k, top-p, min-p). Ties are kept
- * whole: top-k keeps every token equal to the k-th largest (as HF's `scores < kth`), and top-p
- * keeps every token equal to the one where the mass crosses `top_p` (HF sorts without a stable
- * order there; whole tie groups make the result independent of token order).
+ * The processed logits with every token top-k, top-p and min-p drop set to -inf (HF order: top-k,
+ * top-p, min-p; not for greedy). Ties are kept whole: top-k keeps every token equal to the k-th
+ * largest (as HF's `scores < kth`), and top-p keeps every token equal to the one where the mass
+ * crosses `top_p` (HF sorts without a stable order there; whole tie groups make the result
+ * independent of token order).
  */
-export function referenceDistribution(
+export function truncatedLogits(
   logits: ArrayLike<number>,
   p: SamplingParams,
   h: History,
 ): Float64Array {
   const l = processedLogits(logits, p, h);
   const V = l.length;
-  if (isGreedy(p)) {
-    const out = new Float64Array(V);
-    out[referenceArgmax(l)] = 1;
-    return out;
-  }
+  if (isGreedy(p)) return l;
   const k = p.top_k ?? 0;
   if (k > 1 && k < V) {
     const kth = [...l].sort((a, b) => b - a)[k - 1]!;
@@ -133,7 +135,64 @@ export function referenceDistribution(
     const top = maxOf(probs);
     for (let i = 0; i < V; i++) if (probs[i]! < p.min_p! * top) l[i] = -Infinity;
   }
-  return softmax(l);
+  return l;
+}
+
+/** The distribution the next token is drawn from (greedy: all on the argmax). */
+export function referenceDistribution(
+  logits: ArrayLike<number>,
+  p: SamplingParams,
+  h: History,
+): Float64Array {
+  return referenceStep(logits, p, h).probs;
+}
+
+/**
+ * What logprobs report, for the sampled token and the top alternatives alike (vLLM's
+ * `processed_logprobs`): the log-probabilities of the distribution the token is drawn from,
+ * i.e. the log-softmax of the logits after masks, penalties and temperature, over the tokens
+ * top-k, top-p and min-p keep (-inf for every other). Temperature 0 draws from a point mass, so
+ * it reports the distribution at temperature 1 after masks and penalties, untruncated; top_k 1
+ * (at a temperature above 0) the argmax alone (0 there). Every token -inf when none is left.
+ */
+export function referenceLogprobs(
+  logits: ArrayLike<number>,
+  p: SamplingParams,
+  h: History,
+): Float64Array {
+  return referenceStep(logits, p, h).logprobs;
+}
+
+/** {@linkcode referenceDistribution} and {@linkcode referenceLogprobs} at once. */
+export function referenceStep(
+  logits: ArrayLike<number>,
+  p: SamplingParams,
+  h: History,
+): { probs: Float64Array; logprobs: Float64Array } {
+  const l = truncatedLogits(logits, p, h);
+  if (!isGreedy(p)) return { probs: softmax(l), logprobs: logSoftmax(l) };
+  const best = referenceArgmax(l);
+  const probs = new Float64Array(l.length);
+  probs[best] = 1;
+  if ((p.temperature ?? 1) < MIN_TEMPERATURE) return { probs, logprobs: logSoftmax(l) };
+  const logprobs = new Float64Array(l.length).fill(-Infinity);
+  if (l[best]! > -Infinity) logprobs[best] = 0;
+  return { probs, logprobs };
+}
+
+/**
+ * The `n` most likely tokens of `logprobs` (ties to the lowest id), leaving out every -inf one:
+ * fewer than `n` when fewer can be drawn.
+ */
+export function referenceTop(
+  logprobs: ArrayLike<number>,
+  n: number,
+): { ids: number[]; logprobs: number[] } {
+  const ids = [...Array(logprobs.length).keys()]
+    .filter((i) => logprobs[i]! > -Infinity)
+    .sort((a, b) => logprobs[b]! - logprobs[a]! || a - b)
+    .slice(0, Math.max(0, n));
+  return { ids, logprobs: ids.map((i) => logprobs[i]!) };
 }
 
 /** Argmax, ties to the lowest id. */
@@ -158,9 +217,10 @@ export function referenceDraw(probs: ArrayLike<number>, u: number): number {
   return last;
 }
 
-/** log_softmax of the raw logits (what logprobs report). */
-export function rawLogprobs(logits: ArrayLike<number>): Float64Array {
+/** log_softmax of `logits`; -inf stays -inf, and every entry is -inf when all are. */
+export function logSoftmax(logits: ArrayLike<number>): Float64Array {
   const m = maxOf(logits);
+  if (m === -Infinity) return new Float64Array(logits.length).fill(-Infinity);
   let z = 0;
   for (let i = 0; i < logits.length; i++) z += Math.exp(logits[i]! - m);
   const lse = m + Math.log(z);
