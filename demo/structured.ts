@@ -1,16 +1,12 @@
 /**
  * The demo's structured modes, both on `openModel`'s OpenAI-shaped helpers: JSON output held to a
  * JSON Schema (`response_format: {type: "json_schema", ...}`, streamed, then pretty-printed and
- * checked), and a tool-call example (`tools` and `tool_choice`, answered whole with
- * `message.tool_calls`). A bad schema or body is refused by the request with an `EngineError`
- * (`InvalidArgument` naming the field), which the page shows as it shows any error.
+ * checked), and a tool-call example (`tools` and `tool_choice`, the calls streamed as
+ * `tool_calls` deltas, a cut by `max_tokens` said). A bad schema or body is refused by the
+ * request with an `EngineError` (`InvalidArgument` naming the field), which the page shows as it
+ * shows any error.
  */
-import type {
-  ChatCompletionTool,
-  ChatCompletionToolCall,
-  FinishReasonText,
-  SamplingFields,
-} from "../src/openai/types.ts";
+import type { ChatCompletionTool, FinishReasonText, SamplingFields } from "../src/openai/types.ts";
 import type { KilnModel } from "../src/worker/open.ts";
 import { checkSchema } from "./schema_check.ts";
 
@@ -162,44 +158,71 @@ export async function runJson(run: StructuredRun, schemaText: string): Promise<R
 }
 
 /** A call as the panel shows it: the name, and the arguments parsed from their JSON text. */
-function shown(call: ChatCompletionToolCall): { name: string; arguments: unknown } {
+function shown(call: { name: string; arguments: string }): { name: string; arguments: unknown } {
   let args: unknown;
   try {
-    args = JSON.parse(call.function.arguments);
+    args = JSON.parse(call.arguments);
   } catch {
-    args = call.function.arguments; // shown as the text it is
+    args = call.arguments; // shown as the text it is
   }
-  return { name: call.function.name, arguments: args };
+  return { name: call.name, arguments: args };
+}
+
+/**
+ * What the check line says when `max_tokens` cut the reply (finish `length`): the calls complete
+ * before the cut are kept, the one it cut is dropped. Undefined when the reply was not cut.
+ */
+export function cutNote(finish: FinishReasonText | null, kept: number): string | undefined {
+  if (finish !== "length") return undefined;
+  return kept === 0
+    ? "the reply was cut at max_tokens before any call was complete"
+    : `the reply was cut at max_tokens; ${kept} complete call(s) kept`;
 }
 
 /**
  * The tool-call example: a chat request offering `TOOLS` with `tool_choice` (`required`, or the
- * name of one function), answered whole; the panel shows `message.tool_calls` as JSON and the
- * check line whether each call's arguments fit its function's parameters.
+ * name of one function), streamed; the panel shows the calls as JSON, each as soon as the model
+ * completes it, and the check line whether each call's arguments fit its function's parameters,
+ * and when `max_tokens` cut the reply, how many complete calls were kept.
  */
 export async function runToolCall(run: StructuredRun, choice: string): Promise<RunEnd> {
   const tool_choice = choice === "required"
     ? ("required" as const)
     : { type: "function" as const, function: { name: choice } };
   run.output.textContent = "";
-  const reply = await run.model.chat.completions.create({
+  const chunks = await run.model.chat.completions.create({
     ...run.sampling,
     messages: [{ role: "user", content: run.prompt || TOOL_QUESTION }],
     tools: TOOLS,
     tool_choice,
-    stream: false,
+    stream: true,
+    stream_options: { include_usage: true },
   }, { signal: run.signal });
-  const first = reply.choices[0];
-  const calls = (first?.message.tool_calls ?? []).map(shown);
+  const raw: { name: string; arguments: string }[] = [];
+  let finish: FinishReasonText | null = null, tokens = 0;
+  for await (const c of chunks) {
+    const delta = c.choices[0]?.delta;
+    for (const d of delta?.tool_calls ?? []) {
+      const call = raw[d.index] ??= { name: "", arguments: "" };
+      call.name += d.function.name ?? "";
+      call.arguments += d.function.arguments;
+    }
+    if (delta?.tool_calls) run.output.textContent = JSON.stringify(raw.map(shown), null, 2);
+    finish = c.choices[0]?.finish_reason ?? finish;
+    tokens = c.usage?.completion_tokens ?? tokens;
+  }
+  const calls = raw.map(shown);
   run.output.textContent = JSON.stringify(calls, null, 2);
-  const problems = calls.length === 0 ? ["no call in the reply"] : calls.flatMap((c, i) => {
+  const cut = cutNote(finish, calls.length);
+  const problems = calls.length === 0 ? [cut ?? "no call in the reply"] : calls.flatMap((c, i) => {
     const fn = TOOLS.find((t) => t.function.name === c.name);
     return fn === undefined
       ? [`call ${i}: no function ${JSON.stringify(c.name)}`]
       : checkSchema(fn.function.parameters, c.arguments, `call ${i} (${c.name}) arguments`);
   });
   if (problems.length === 0) {
-    showCheck(run.check, "valid", `✓ ${calls.length} call(s), arguments fit the parameters`);
+    const fit = `✓ ${calls.length} call(s), arguments fit the parameters`;
+    showCheck(run.check, "valid", cut === undefined ? fit : `${fit} (${cut})`);
   } else showCheck(run.check, "invalid", `✗ ${problems.join("; ")}`);
-  return { finish: first?.finish_reason ?? null, tokens: reply.usage.completion_tokens };
+  return { finish, tokens };
 }

@@ -8,7 +8,15 @@ import type { LLMEngine } from "../contract/engine.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
 import { APIUserAbortError } from "./abort_error.ts";
-import { type Choice, chunkBody, responseBody, textAfter, usage, usageChunk } from "./format.ts";
+import {
+  type Choice,
+  chunkBody,
+  responseBody,
+  textAfter,
+  usage,
+  usageChunk,
+  worthSending,
+} from "./format.ts";
 import type { Piece } from "./generation.ts";
 import { type Job, parseJob } from "./requests.ts";
 import { TrackedRequest } from "./tracking.ts";
@@ -80,6 +88,7 @@ async function* streamed<T>(
       finish: p.finish ?? null,
     };
     if (p.toolCalls) choice.toolCalls = p.toolCalls;
+    if (!worthSending(choice, first, job.chat)) continue;
     yield chunkBody(job, id, created, choice, first, offset) as T;
     first = false;
     offset = textAfter(offset, p.logprobs);

@@ -137,6 +137,16 @@ export function responseBody(
   };
 }
 
+/**
+ * Whether a streamed part of a choice is worth a chunk: it has text, call deltas, logprobs or the
+ * finish, or it is chat's first chunk (which carries the role, as OpenAI's stream opens). A part
+ * whose text is held back (a stop string or a multi-byte character pending, a call being read)
+ * sends nothing; its tokens still count in usage.
+ */
+export const worthSending = (c: Choice, first: boolean, chat: boolean): boolean =>
+  (first && chat) || c.text !== "" || c.toolCalls !== undefined || c.finish !== null ||
+  c.logprobs.length > 0;
+
 /** One streamed chunk for one choice; `first` adds the chat role; `offset` is text so far. */
 export function chunkBody(
   job: Job,

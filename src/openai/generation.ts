@@ -72,9 +72,11 @@ function finishOf(reason: FinishReason): FinishText {
  * Stream choice `i` of `job`; `signal` (the client's) cancels it, also when it is already aborted
  * (the engine then ends the request `cancelled` before any token). A consumer that stops pulling
  * (`break`, `return`, `throw` in its loop) cancels the engine request too. With `tools`, calls
- * are read from the text (`toolCalls`; finish `tool_calls` when the model stopped after some). An
- * engine that refuses the request's `guided_decoding` fails it with a `EngineError` (`InvalidArgument`, `param` the field)
- * naming the OpenAI field it came from.
+ * are read from the text (`toolCalls`, each given out as soon as it is complete; finish
+ * `tool_calls` when the model stopped after some; a reply cut by `max_tokens` keeps its complete
+ * calls, drops the one it cut, and ends `length`). An engine that refuses the request's
+ * `guided_decoding` fails it with a `EngineError` (`InvalidArgument`, `param` the field) naming
+ * the OpenAI field it came from.
  */
 export function runChoice(
   engine: LLMEngine,
@@ -97,7 +99,9 @@ async function* withToolCalls(
   let index = 0;
   for await (const p of pieces) {
     const { finish, ...rest } = p;
-    const step = finish === undefined ? parser.push(p.text) : mergeSteps(parser, p.text);
+    const step = finish === undefined
+      ? parser.push(p.text)
+      : mergeSteps(parser, p.text, finish === "length");
     yield { ...rest, text: step.content };
     for (const call of step.calls) {
       const header = { index, id: parser.convention.callId(), type: "function" as const };
@@ -118,8 +122,8 @@ const piece = (toolCalls: ToolCallDelta[]): Piece => ({
   ...(toolCalls.length > 0 ? { toolCalls } : {}),
 });
 
-function mergeSteps(parser: ToolCallParser, text: string) {
-  const a = parser.push(text), b = parser.finish();
+function mergeSteps(parser: ToolCallParser, text: string, cut: boolean) {
+  const a = parser.push(text), b = parser.finish(cut);
   return { content: a.content + b.content, calls: [...a.calls, ...b.calls] };
 }
 

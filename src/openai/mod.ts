@@ -46,5 +46,5 @@ export {
   ToolCallParser,
   type ToolCallStep,
 } from "./tool_calls.ts";
-export type { Opening, ParsedToolCall, Scan } from "./tool_scan.ts";
+export type { Opening, ParsedToolCall, ReplyEnd, Scan } from "./tool_scan.ts";
 export { countRefused, TrackedRequest } from "./tracking.ts";

@@ -3,7 +3,8 @@
  * parser per convention, found by a marker in the template's text, and a streaming reader that
  * turns text pieces into content and whole calls. A call is given out once its JSON is complete
  * and parses; text that looked like a call but is not one (malformed JSON, a marker with no call
- * after it) is content, never an error.
+ * after it) is content, never an error. A reply cut by `max_tokens` keeps the calls complete
+ * before the cut; the call it cut is dropped, neither content nor a call.
  */
 import {
   callOf,
@@ -14,11 +15,14 @@ import {
   type ParsedToolCall,
   parseJson,
   randomAlnum,
+  type ReplyEnd,
   type Scan,
+  scanConstrained,
   scanJsonCalls,
+  unfinished,
 } from "./tool_scan.ts";
 
-export type { ParsedToolCall } from "./tool_scan.ts";
+export type { ParsedToolCall, ReplyEnd } from "./tool_scan.ts";
 
 /** Where the reader is, for conventions whose calls may only start at some places. */
 export interface ReadState {
@@ -34,8 +38,8 @@ export interface ToolCallConvention {
   readonly marker: string;
   /** Where the next call opens in `text` (see {@linkcode Opening}). */
   open(text: string, state: ReadState): Opening;
-  /** Read the call(s) after an opener; `final`: no more text will come. */
-  scan(text: string, final: boolean): Scan;
+  /** Read the call(s) after an opener, the reply having come as far as `end` says. */
+  scan(text: string, end: ReplyEnd): Scan;
   /** A new call id in the form the convention's templates accept. */
   callId(): string;
 }
@@ -52,13 +56,22 @@ const PYTHON_TAG = "<|python_tag|>";
 const taggedJson: ToolCallConvention = {
   marker: TOOL_CALL_OPEN,
   open: (text) => findMarker(text, TOOL_CALL_OPEN),
-  scan(text, final) {
-    const end = text.indexOf(TOOL_CALL_CLOSE);
-    if (end < 0 && !final) return { more: true };
-    const body = end < 0 ? text : text.slice(0, end);
-    const used = end < 0 ? text.length : end + TOOL_CALL_CLOSE.length;
-    const call = callOf(parseJson(body.trim()));
-    return call ? { calls: [call], used } : { bad: true, used };
+  scan(text, end) {
+    const close = text.indexOf(TOOL_CALL_CLOSE);
+    if (close >= 0) {
+      const call = callOf(parseJson(text.slice(0, close).trim()));
+      const used = close + TOOL_CALL_CLOSE.length;
+      return call ? { calls: [call], used } : { bad: true, used };
+    }
+    if (end === "more") return { more: true };
+    // Unclosed at the end (or with its closing tag cut), a call whose JSON is whole is a call.
+    const i = firstNonSpace(text);
+    const j = text[i] === "{" ? jsonEnd(text, i) : -1;
+    const rest = j < 0 ? undefined : text.slice(j).trim();
+    const call = rest !== undefined && TOOL_CALL_CLOSE.startsWith(rest)
+      ? callOf(parseJson(text.slice(i, j)))
+      : undefined;
+    return call ? { calls: [call], used: text.length } : unfinished(end, text.length);
   },
   callId: openAiId,
 };
@@ -67,22 +80,22 @@ const taggedJson: ToolCallConvention = {
 const namedArgs: ToolCallConvention = {
   marker: ARGS,
   open: (text) => findMarker(text, TOOL_CALLS),
-  scan(text, final) {
+  scan(text, end) {
     const a = text.indexOf(ARGS);
     const head = a < 0 ? text : text.slice(0, a);
     // A name and a call id are word characters; anything else before [ARGS] is not a call.
     if (/[^\w.\-[\]]/.test(head)) return { bad: true, used: 0 };
-    if (a < 0) return final ? { bad: true, used: 0 } : { more: true };
+    if (a < 0) return unfinished(end, text.length, [], 0);
     const name = head.split(CALL_ID)[0]!;
     if (!/^[\w.\-]+$/.test(name)) return { bad: true, used: 0 };
     const rest = text.slice(a + ARGS.length);
     const i = firstNonSpace(rest);
-    if (i < 0) return final ? { bad: true, used: text.length } : { more: true };
+    if (i < 0) return unfinished(end, text.length);
     if (rest[i] !== "{") return { bad: true, used: 0 };
-    const end = jsonEnd(rest, i);
-    if (end < 0) return final ? { bad: true, used: text.length } : { more: true };
-    const args = parseJson(rest.slice(i, end));
-    const used = a + ARGS.length + end;
+    const close = jsonEnd(rest, i);
+    if (close < 0) return unfinished(end, text.length);
+    const args = parseJson(rest.slice(i, close));
+    const used = a + ARGS.length + close;
     return typeof args === "object" && args !== null && !Array.isArray(args)
       ? { calls: [{ name, arguments: JSON.stringify(args) }], used }
       : { bad: true, used };
@@ -94,7 +107,7 @@ const namedArgs: ToolCallConvention = {
 const listedJson: ToolCallConvention = {
   marker: TOOL_CALLS,
   open: (text) => findMarker(text, TOOL_CALLS),
-  scan: (text, final) => scanJsonCalls(text, final, (c) => c === "["),
+  scan: (text, end) => scanJsonCalls(text, end, (c) => c === "["),
   callId: nineAlnum,
 };
 
@@ -117,7 +130,7 @@ const bareJson: ToolCallConvention = {
     }
     return findMarker(text, PYTHON_TAG);
   },
-  scan: (text, final) => scanJsonCalls(text, final, (c) => c === "{"),
+  scan: (text, end) => scanJsonCalls(text, end, (c) => c === "{"),
   callId: openAiId,
 };
 
@@ -139,7 +152,8 @@ export function detectConvention(template: string): ToolCallConvention | undefin
 
 /**
  * Output constrained to be calls (`tool_choice` `required` or a named function): the whole reply
- * is one call object or an array of them; ids in `ids`'s form.
+ * is one call object or an array of them, whose calls are given out one by one as each element
+ * completes (see {@linkcode scanConstrained}); ids in `ids`'s form.
  */
 export function constrainedConvention(ids?: ToolCallConvention): ToolCallConvention {
   return {
@@ -150,7 +164,7 @@ export function constrainedConvention(ids?: ToolCallConvention): ToolCallConvent
       if (i < 0) return { hold: 0 };
       return text[i] === "{" || text[i] === "[" ? { at: i, skip: 0 } : undefined;
     },
-    scan: (text, final) => scanJsonCalls(text, final, (c) => c === "{" || c === "["),
+    scan: scanConstrained,
     callId: ids?.callId ?? openAiId,
   };
 }
@@ -167,15 +181,20 @@ export interface ToolCallStep {
  * Reads a reply piece by piece: `push` each piece of text, `finish` at the end. Text that might
  * still become a call (a cut marker, an open call) is held back until it is decided; whitespace
  * at the end of the content is held until other text follows it, and dropped when the reply made
- * calls. Reading the text whole or cut anywhere gives the same content and calls.
+ * calls. Reading the text whole or cut anywhere gives the same content and calls. A reply that
+ * `finish` is told was cut (`max_tokens`) drops what it held back: the call it cut, and a marker
+ * it cut, are neither content nor calls.
  */
 export class ToolCallParser {
   #text = "";
   /** Characters of opener at the start of `#text` while a call is open. */
   #skip: number | undefined;
+  /** Calls of the open call's list already given out (a constrained list, element by element). */
+  #given = 0;
   #blank = "";
   #contentSeen = false;
   #afterCall = false;
+  #dropped = false;
   #calls = 0;
 
   /** `maxCalls`: calls past it are dropped (`parallel_tool_calls: false` keeps one). */
@@ -189,39 +208,51 @@ export class ToolCallParser {
   /** Read the next piece of text. */
   push(text: string): ToolCallStep {
     this.#text += text;
-    return this.#read(false);
+    return this.#read("more");
   }
 
-  /** The end of the reply: what was held back is decided. */
-  finish(): ToolCallStep {
-    return this.#read(true);
+  /** The end of the reply (`cut`: by `max_tokens`): what was held back is decided. */
+  finish(cut = false): ToolCallStep {
+    return this.#read(cut ? "cut" : "end");
   }
 
-  #read(final: boolean): ToolCallStep {
+  /** Give out the calls of the open call past those given already. */
+  #give(step: ToolCallStep, calls: ParsedToolCall[]): void {
+    const fresh = calls.slice(this.#given);
+    this.#given = calls.length;
+    if (fresh.length === 0) return;
+    const kept = fresh.slice(0, Math.max(0, this.maxCalls - this.#calls));
+    step.calls.push(...kept);
+    this.#calls += kept.length;
+    this.#afterCall = true;
+  }
+
+  #read(end: ReplyEnd): ToolCallStep {
     const step: ToolCallStep = { content: "", calls: [] };
     const content = (s: string) => {
       this.#blank += s;
-      const end = this.#blank.trimEnd().length;
-      if (end > 0) {
-        step.content += this.#blank.slice(0, end);
-        this.#blank = this.#blank.slice(end);
+      const at = this.#blank.trimEnd().length;
+      if (at > 0) {
+        step.content += this.#blank.slice(0, at);
+        this.#blank = this.#blank.slice(at);
         this.#contentSeen = true;
         this.#afterCall = false;
       }
     };
     for (;;) {
       if (this.#skip !== undefined) {
-        const r = this.convention.scan(this.#text.slice(this.#skip), final);
-        if ("more" in r) break;
-        const end = this.#skip + r.used;
-        if ("calls" in r) {
-          const kept = r.calls.slice(0, Math.max(0, this.maxCalls - this.#calls));
-          step.calls.push(...kept);
-          this.#calls += kept.length;
-          this.#afterCall = true;
-        } else content(this.#text.slice(0, end));
-        this.#text = this.#text.slice(end);
+        const r = this.convention.scan(this.#text.slice(this.#skip), end);
+        if ("more" in r) {
+          if (r.calls) this.#give(step, r.calls);
+          break;
+        }
+        const at = this.#skip + r.used;
+        if ("bad" in r) content(this.#text.slice(0, at));
+        else if (r.calls.length > 0) this.#give(step, r.calls);
+        else this.#dropped = true;
+        this.#text = this.#text.slice(at);
         this.#skip = undefined;
+        this.#given = 0;
         continue;
       }
       if (this.#text === "") break;
@@ -237,8 +268,9 @@ export class ToolCallParser {
       if ("hold" in o) {
         content(this.#text.slice(0, o.hold));
         this.#text = this.#text.slice(o.hold);
-        if (final) {
-          content(this.#text);
+        if (end !== "more") {
+          if (end === "end" || this.#text.trim() === "") content(this.#text);
+          else this.#dropped = true;
           this.#text = "";
         }
         break;
@@ -247,7 +279,7 @@ export class ToolCallParser {
       this.#text = this.#text.slice(o.at);
       this.#skip = o.skip;
     }
-    if (final && this.#calls === 0) {
+    if (end !== "more" && this.#calls === 0 && !this.#dropped) {
       step.content += this.#blank;
       this.#blank = "";
     }
@@ -255,13 +287,14 @@ export class ToolCallParser {
   }
 }
 
-/** The content and calls of a whole reply. */
+/** The content and calls of a whole reply (`cut`: by `max_tokens`). */
 export function parseToolCalls(
   convention: ToolCallConvention,
   text: string,
   maxCalls = Infinity,
+  cut = false,
 ): ToolCallStep {
   const parser = new ToolCallParser(convention, maxCalls);
-  const a = parser.push(text), b = parser.finish();
+  const a = parser.push(text), b = parser.finish(cut);
   return { content: a.content + b.content, calls: [...a.calls, ...b.calls] };
 }

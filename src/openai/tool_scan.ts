@@ -1,7 +1,7 @@
 /**
  * Text scanning shared by the tool-call conventions: markers that may arrive split across stream
- * pieces, the end of a JSON object or array whose text is still growing, and the check that a
- * parsed value is a function call.
+ * pieces, the end of a JSON object or array whose text is still growing, the calls of a list
+ * read element by element, and the check that a parsed value is a function call.
  */
 
 /** A function call parsed from a model's output. */
@@ -20,14 +20,38 @@ export interface ParsedToolCall {
 export type Opening = { at: number; skip: number } | { hold: number } | undefined;
 
 /**
- * What a convention read after an opener: `more` (the call's text is not complete yet), the
- * `calls` it holds and the characters they `used`, or `bad` (not a call: the opener and `used`
- * characters are content).
+ * How far the reply has come when it is scanned: `more` (more text may follow), `end` (the model
+ * ended it: EOS, a stop token or string) or `cut` (`max_tokens` ended it mid-text).
+ */
+export type ReplyEnd = "more" | "end" | "cut";
+
+/**
+ * What a convention read after an opener: `more` (the call's text is not complete yet; `calls`:
+ * the calls of a list complete so far, when the convention gives them out one by one), the
+ * `calls` it holds and the characters they `used` (none when a cut reply dropped an incomplete
+ * call), or `bad` (not a call: the opener and `used` characters are content; never after a
+ * `more` that gave calls).
  */
 export type Scan =
-  | { more: true }
+  | { more: true; calls?: ParsedToolCall[] }
   | { calls: ParsedToolCall[]; used: number }
   | { bad: true; used: number };
+
+/**
+ * The scan of a call whose text has not ended: wait for `more`; at a cut, dropped (with the
+ * `kept` calls of a list complete before it); at the model's end, `bad` (content).
+ */
+export const unfinished = (
+  end: ReplyEnd,
+  used: number,
+  kept: ParsedToolCall[] = [],
+  badUsed = used,
+): Scan =>
+  end === "more"
+    ? { more: true }
+    : end === "cut"
+    ? { calls: kept, used }
+    : { bad: true, used: badUsed };
 
 /** Where `marker` is in `text`, or where a prefix of it ends the text (held back). */
 export function findMarker(text: string, marker: string): Opening {
@@ -103,23 +127,87 @@ export function callsOf(value: unknown): ParsedToolCall[] | undefined {
     : undefined;
 }
 
+/** The calls of a list read so far, where reading stopped, and why. */
+export interface ListRead {
+  /** The elements read, each a call. */
+  calls: ParsedToolCall[];
+  /** `closed`: past its `]`; `open`: an element or separator still to come; `bad`: at text that is not a call or a separator. */
+  state: "open" | "closed" | "bad";
+  /** The index just past the list (`closed`), or where the unread or bad text starts. */
+  at: number;
+}
+
+/**
+ * Read the JSON list opening at `start` (`[`) element by element: each element a call object,
+ * then `,` or `]`. Complete elements are read while the list is still growing.
+ */
+export function readList(text: string, start: number): ListRead {
+  const calls: ParsedToolCall[] = [];
+  let at = start + 1;
+  for (;;) {
+    const i = firstNonSpace(text, at);
+    if (i < 0) return { calls, state: "open", at };
+    if (text[i] !== "{") return { calls, state: "bad", at: i };
+    const end = jsonEnd(text, i);
+    if (end < 0) return { calls, state: "open", at: i };
+    const call = callOf(parseJson(text.slice(i, end)));
+    if (call === undefined) return { calls, state: "bad", at: i };
+    calls.push(call);
+    const k = firstNonSpace(text, end);
+    if (k < 0) return { calls, state: "open", at: end };
+    if (text[k] === "]") return { calls, state: "closed", at: k + 1 };
+    if (text[k] !== ",") return { calls, state: "bad", at: end };
+    at = k + 1;
+  }
+}
+
 /**
  * Scan one JSON value (object or array) opening the text after an opener (whitespace first is
  * allowed): its calls, `bad` when it is not calls (or `opens` says the first character cannot
- * open one), `more` while it is still open.
+ * open one), `more` while it is still open. Cut while open, a list keeps the calls complete
+ * before the cut (see {@linkcode readList}); an object is dropped.
  */
 export function scanJsonCalls(
   text: string,
-  final: boolean,
+  end: ReplyEnd,
   opens: (c: string) => boolean,
 ): Scan {
   const i = firstNonSpace(text);
-  if (i < 0) return final ? { bad: true, used: text.length } : { more: true };
+  if (i < 0) return unfinished(end, text.length);
   if (!opens(text[i]!)) return { bad: true, used: 0 };
-  const end = jsonEnd(text, i);
-  if (end < 0) return final ? { bad: true, used: text.length } : { more: true };
-  const calls = callsOf(parseJson(text.slice(i, end)));
-  return calls ? { calls, used: end } : { bad: true, used: end };
+  const close = jsonEnd(text, i);
+  if (close < 0) {
+    return unfinished(end, text.length, text[i] === "[" ? readList(text, i).calls : []);
+  }
+  const calls = callsOf(parseJson(text.slice(i, close)));
+  return calls ? { calls, used: close } : { bad: true, used: close };
+}
+
+/**
+ * Scan a reply constrained to calls: one call object, or a list of them given out element by
+ * element as each completes (`more` with the calls so far). What cannot be read as calls ends
+ * the reading: before any call it is `bad`; after some, the calls read so far are the scan's and
+ * the rest is left. An element the reply ended inside is dropped (a constrained reply is never
+ * content).
+ */
+export function scanConstrained(text: string, end: ReplyEnd): Scan {
+  const i = firstNonSpace(text);
+  if (i < 0) return end === "more" ? { more: true } : { calls: [], used: text.length };
+  if (text[i] === "[") {
+    const list = readList(text, i);
+    if (list.state === "open") {
+      return end === "more"
+        ? { more: true, calls: list.calls }
+        : { calls: list.calls, used: text.length };
+    }
+    if (list.calls.length === 0) return { bad: true, used: list.at };
+    return { calls: list.calls, used: list.at };
+  }
+  if (text[i] !== "{") return { bad: true, used: 0 };
+  const close = jsonEnd(text, i);
+  if (close < 0) return end === "more" ? { more: true } : { calls: [], used: text.length };
+  const call = callOf(parseJson(text.slice(i, close)));
+  return call ? { calls: [call], used: close } : { bad: true, used: close };
 }
 
 const ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";

@@ -15,16 +15,10 @@ import { HttpError, quote } from "./errors.ts";
 import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
 import { Access } from "./access.ts";
 import type { ServerOptions } from "./options.ts";
-import {
-  type Choice,
-  chunkBody,
-  responseBody,
-  textAfter,
-  usage,
-  usageChunk,
-} from "../openai/format.ts";
+import { type Choice, responseBody, usage } from "../openai/format.ts";
 import { type Job, parseJob } from "../openai/requests.ts";
 import { countRefused, TrackedRequest } from "../openai/tracking.ts";
+import { eventStream } from "./streaming.ts";
 import {
   configResponse,
   ENGINE_CONFIG,
@@ -378,63 +372,14 @@ export class KilnServer {
     return Response.json(responseBody(job, id, created, choices, usage(job.prompt.length, tokens)));
   }
 
-  /**
-   * A constrained request (`guided_decoding`) waits for its first piece before the 200: an engine
-   * that refuses the constraint then gets the client a 400 naming the field, not an error event.
-   */
-  async #stream(job: Job, text: ModelText, clientSignal: AbortSignal): Promise<Response> {
-    const cancel = new AbortController();
-    const gone = AbortSignal.any([clientSignal, cancel.signal]);
+  /** The completion as server-sent events (`streaming.ts`). */
+  #stream(job: Job, text: ModelText, clientSignal: AbortSignal): Promise<Response> {
     const id = newId(job.chat ? "chatcmpl" : "cmpl");
-    const created = Math.floor(Date.now() / 1000);
-    const enc = new TextEncoder();
-    const offsets = new Array<number>(job.n).fill(0);
-    const started = new Array<boolean>(job.n).fill(false);
-    const hold = job.structured.guided !== undefined;
-    let opened!: (refused?: HttpError) => void;
-    const open = new Promise<HttpError | undefined>((resolve) => (opened = resolve));
-    const stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        const send = (data: unknown) => {
-          if (gone.aborted) return;
-          controller.enqueue(
-            enc.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`),
-          );
-        };
-        this.#run(job, text, gone, (c) => {
-          opened();
-          send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
-          started[c.index] = true;
-          offsets[c.index] = textAfter(offsets[c.index]!, c.logprobs);
-        }).then((tokens) => {
-          opened();
-          if (job.includeUsage) {
-            send(usageChunk(job, id, created, usage(job.prompt.length, tokens)));
-          }
-          send("[DONE]");
-        }, (e) => {
-          const error = HttpError.from(e);
-          if (hold && !started.some((s) => s)) return opened(error);
-          opened();
-          // An error event, then the end marker clients wait for.
-          send(error.body());
-          send("[DONE]");
-        }).finally(() => {
-          try {
-            controller.close();
-          } catch {
-            // already closed by a cancel
-          }
-        });
-      },
-      cancel: () => cancel.abort(),
-    });
-    if (hold) {
-      const refused = await open;
-      if (refused) throw refused;
-    }
-    return new Response(stream, {
-      headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
-    });
+    return eventStream(
+      job,
+      id,
+      (signal, onPiece) => this.#run(job, text, signal, onPiece),
+      clientSignal,
+    );
   }
 }
