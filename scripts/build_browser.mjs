@@ -10,12 +10,18 @@
 //   replaced here by `browserWorkerModule()`, so copying the folder anywhere keeps the pair found.
 // - `kiln_worker.js`: Kiln's browser worker (the engine host), bundled from the compiled
 //   `adapters/browser/worker.js`; its shaders are already inlined (`gpu/shader_text.js`). What it
-//   loads by dynamic `import()` (XGrammar, for guided decoding) is a `kiln_*.js` file beside it.
+//   loads by dynamic `import()` is a `kiln_*.js` file beside it (XGrammar, for guided decoding
+//   where no grammar worker can be started).
+// - `kiln_grammar_worker.js`: the grammar worker (XGrammar off the engine's thread, guided
+//   decoding), which the engine's worker starts on its first constrained request: one file with
+//   XGrammar inlined; the compiled `engines/guided/grammar_worker_module.js` is replaced in the
+//   engine workers by `browserGrammarWorkerModule()`, which starts it from beside them.
 // - `kiln_shared_worker.js`: Kiln's shared worker (one engine per model for every tab of the
 //   origin, `openModel({ share: true })`), bundled likewise; its chunks are `kiln_shared_*.js`.
 // - `kiln_service_worker.js`: Kiln's service-worker module (the same host, for browsers without
 //   WebGPU in a SharedWorker), which an app copies to its origin and registers itself. A service
-//   worker cannot `import()`, so it is one file: XGrammar is inlined (hence its size).
+//   worker cannot `import()`, so it is one file: XGrammar is inlined (hence its size), and runs on
+//   its thread (a service worker cannot start workers).
 // - `kiln.d.ts`: its types, from the package's `worker/*.d.ts`.
 //
 // `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
@@ -23,7 +29,7 @@
 // `model/gguf/lib.js` (scripts/build_vendor.mjs), so `@huggingface/tasks` is not met here. The
 // bundler is rolldown, the one Vite 8 is built on.
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, sep } from "node:path";
 import { build } from "rolldown";
 
 export const BROWSER_DIR = "browser";
@@ -76,6 +82,38 @@ function browserSharedWorkerModule() {
   ].join("\n");
 }
 
+/**
+ * What replaces `engines/guided/grammar_worker_module.js` in the engine workers: the grammar
+ * worker is kiln_grammar_worker.js beside them, through a same-origin blob module when they come
+ * from another origin (a worker's nested worker must be same-origin with it too). A realm with no
+ * web `Worker` (a service worker, a SharedWorker in Chromium) gets none: XGrammar runs on its
+ * thread. The `Worker` is read when the module is evaluated, as the sources' module does.
+ */
+function browserGrammarWorkerModule() {
+  return [
+    'const WebWorker = typeof Worker === "function" && "onmessage" in Worker.prototype',
+    "  ? Worker",
+    "  : undefined;",
+    "export function grammarWorker() {",
+    "  if (WebWorker === undefined) return undefined;",
+    "  const Worker = WebWorker;",
+    '  const url = new URL("./kiln_grammar_worker.js", import.meta.url);',
+    '  const options = { type: "module", name: "kiln-grammar" };',
+    "  if (globalThis.location === undefined || url.origin === globalThis.location.origin) {",
+    "    return new Worker(url, options);",
+    "  }",
+    '  const shim = new Blob([`import ${JSON.stringify(url.href)};`], { type: "text/javascript" });',
+    "  const blobUrl = URL.createObjectURL(shim);",
+    "  try {",
+    "    return new Worker(blobUrl, options);",
+    "  } finally {",
+    "    setTimeout(() => URL.revokeObjectURL(blobUrl), 60_000);",
+    "  }",
+    "}",
+    "",
+  ].join("\n");
+}
+
 /** Exports of `@kiln/kiln/worker` that run in a worker only: not in kiln.js. */
 const HOST_ONLY = [
   "EngineHost",
@@ -119,6 +157,30 @@ const DTS = [
   "",
 ].join("\n");
 
+/** XGrammar's published file (a UMD bundle). */
+const XGRAMMAR_FILE = /\/@mlc-ai\/web-xgrammar\/lib\/index\.js$/;
+
+/**
+ * XGrammar's UMD bundle as a module that hands over the factory its UMD wrapper is given, as
+ * `kilnXGrammarFactory`: its `exports`, `module` and `define` are the module's own, so the
+ * wrapper takes its AMD path and calls this `define` (where a bundler would otherwise wrap the
+ * file as CommonJS and call the factory once). Kiln's loader (`engines/guided/xgrammar.js`)
+ * calls it for each fresh instance of the library, its own WASM memory: after a fault in
+ * XGrammar the instance is replaced without restarting the worker (or, in the service worker,
+ * at all).
+ */
+function xgrammarFactoryModule(code) {
+  return [
+    "var kilnXGrammarFactory;",
+    "var define = (_deps, factory) => { kilnXGrammarFactory = factory; };",
+    "define.amd = {};",
+    "var exports = undefined, module = undefined;",
+    code,
+    "export { kilnXGrammarFactory };",
+    "",
+  ].join("\n");
+}
+
 /**
  * Bundle `input` into `file` (or only return the chunk, when `file` is null). `split`: modules
  * loaded by dynamic `import()` become files of their own beside `file` (`kiln_<name>.js`).
@@ -137,6 +199,9 @@ async function bundle(input, file, replace = {}, split = false, chunks = "kiln_"
       },
       load(id) {
         return Object.hasOwn(replace, id) ? replace[id] : null;
+      },
+      transform(code, id) {
+        return XGRAMMAR_FILE.test(id.split(sep).join("/")) ? xgrammarFactoryModule(code) : null;
       },
     }],
     output: split
@@ -166,15 +231,27 @@ export async function buildBrowser(outDir) {
   if (JSON.stringify([...main.exports].sort()) !== JSON.stringify(want)) {
     throw new Error(`kiln.js exports ${main.exports.sort()}, not worker/mod.js's ${want}`);
   }
-  // XGrammar (guided decoding's WASM, ~1 MiB) stays a chunk of its own that the worker loads
-  // on its first constrained request only.
-  await bundle(join(outDir, "adapters/browser/worker.js"), join(dir, "kiln_worker.js"), {}, true);
+  // XGrammar (guided decoding's WASM, ~1 MiB) runs in the grammar worker, which the engine's
+  // worker starts on its first constrained request only; where it cannot, a chunk of its own.
+  const grammarSeam = {
+    [join(outDir, "engines/guided/grammar_worker_module.js")]: browserGrammarWorkerModule(),
+  };
+  await bundle(
+    join(outDir, "adapters/browser/worker.js"),
+    join(dir, "kiln_worker.js"),
+    grammarSeam,
+    true,
+  );
+  await bundle(
+    join(outDir, "engines/guided/grammar_worker.js"),
+    join(dir, "kiln_grammar_worker.js"),
+  );
   // The shared worker (`openModel({ share: true })`): the same engine host, one per origin; its
   // lazily loaded chunks are its own (`kiln_shared_*.js`), as they may import from its entry.
   await bundle(
     join(outDir, "adapters/browser/shared_worker.js"),
     join(dir, "kiln_shared_worker.js"),
-    {},
+    grammarSeam,
     true,
     "kiln_shared_",
   );
@@ -185,7 +262,13 @@ export async function buildBrowser(outDir) {
   );
   writeFileSync(join(dir, "kiln.d.ts"), DTS);
   return Object.fromEntries(
-    ["kiln.js", "kiln_worker.js", "kiln_shared_worker.js", "kiln_service_worker.js"].map((
+    [
+      "kiln.js",
+      "kiln_worker.js",
+      "kiln_grammar_worker.js",
+      "kiln_shared_worker.js",
+      "kiln_service_worker.js",
+    ].map((
       f,
     ) => [f, statSync(join(dir, f)).size]),
   );

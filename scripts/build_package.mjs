@@ -44,6 +44,7 @@ const URL_ENTRIES = [
   "./src/adapters/browser/worker.ts",
   "./src/adapters/browser/shared_worker.ts",
   "./src/adapters/browser/service_worker.ts",
+  "./src/engines/guided/grammar_worker.ts",
 ];
 
 const readJson = (name) => JSON.parse(readFileSync(join(ROOT, name), "utf8"));

@@ -264,7 +264,11 @@ export class Sequence {
         );
       }
       if (mask.every((w) => w === 0)) {
-        this.#deadEnd("the guide allows no token");
+        const output = this.tokens.slice(this.promptLength);
+        // A grammar matched whole with no stop token to end on: the output is complete.
+        if (provider.complete?.(output) && this.generated >= this.minTokens) {
+          this.#end("stop", []);
+        } else this.#deadEnd("the guide allows no token");
         return undefined;
       }
       return mask;

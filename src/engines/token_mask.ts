@@ -17,7 +17,7 @@ export interface TokenMaskProvider {
    * leaves the step free; see `tokenBitmask` and `freeMask`). A throw, or a mask of another
    * length, fails this request only (`InvalidArgument`). A mask that allows no token (a dead
    * end), alone or with the request's own bans, ends the request with finish reason
-   * `{error}`. The same output may be asked about again (a preempted
+   * `{error}`, unless the constraint is `complete` there. The same output may be asked about again (a preempted
    * sequence redoes its step), so the answer must depend on `output` alone.
    */
   nextMask(output: readonly number[]): Uint32Array;
@@ -27,6 +27,12 @@ export interface TokenMaskProvider {
    * there, asynchronously, while other sequences' steps run. A rejection fails the request.
    */
   prepare?(output: readonly number[]): Promise<void>;
+  /**
+   * When given: whether the constraint is complete after `output` and nothing may follow it (a
+   * grammar matched whole, with no stop token to end on). A sequence whose mask then allows no
+   * token ends with `stop` (once `min_tokens` are out), not as a dead end.
+   */
+  complete?(output: readonly number[]): boolean;
   /** When given, called once the request has ended (its resources may be released). */
   dispose?(): void;
 }

@@ -4,7 +4,7 @@
  * number ranges, no other properties) parses and validates (ajv); regex, choice and EBNF
  * outputs match; a free greedy request beside guided ones streams what it streams alone; bad
  * options are `InvalidArgument` naming the option; a dead end ends the stream with an error
- * finish reason.
+ * finish reason, and a grammar matched whole with no stop token to end on ends it `stop`.
  */
 import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
@@ -121,21 +121,21 @@ Deno.test("bad guided_decoding is InvalidArgument naming the option", async () =
   });
 });
 
-Deno.test("a dead end ends the stream with an error finish reason, never a hang", async () => {
+Deno.test("a dead end ends the stream with an error finish reason, never a hang; a grammar matched whole with no stop token ends stop", async () => {
   await withEngine(async (e) => {
     // After "yes" only EOS may come, which min_tokens bans: no token is left.
     const banned = await collect(e, guided("Will I? ", { choice: ["yes"] }, 1, { min_tokens: 6 }));
     equal(text(banned.ids), "yes");
     const r1 = banned.last.finish_reason;
     ok(typeof r1 === "object" && r1.error.includes("dead end at output position 3"), `${r1}`);
-    // ignore_eos: nothing may end the grammar, so its end is a dead end too.
-    const endless = await collect(
+    // ignore_eos: no stop token ends the grammar, and matched whole nothing may follow it: the
+    // output is complete, and ends `stop`.
+    const whole = await collect(
       e,
       guided("Will I? ", { choice: ["no"] }, 1, { ignore_eos: true }),
     );
-    equal(text(endless.ids), "no");
-    const r2 = endless.last.finish_reason;
-    ok(typeof r2 === "object" && r2.error.includes("dead end"), `${r2}`);
+    equal(text(whole.ids), "no");
+    equal(whole.last.finish_reason, "stop");
     equal(e.usedBlocks, 0);
   });
 });

@@ -2,30 +2,30 @@
  * Guided decoding for an engine: `sampling_options.guided_decoding` compiled by XGrammar over
  * the model's vocabulary, one {@linkcode GrammarGuide} per request.
  *
- * Everything is loaded on the first guided request, once: XGrammar (see `xgrammar.ts`), the
- * model's tokenizer, and XGrammar's `TokenizerInfo` over the model's vocabulary: each token as
- * its bytes in the byte-level alphabet (whatever the tokenizer's own kind), special tokens and
- * ids past the tokenizer's (padding of the model's vocabulary) as empty strings, which XGrammar
- * never allows, except the request's stop tokens once the grammar is complete.
+ * XGrammar runs in a grammar worker of its own (see `grammar_client.ts`), started on the first
+ * guided request, with the model's tokenizer read once here: each token as its bytes in the
+ * byte-level alphabet (whatever the tokenizer's own kind), special tokens and ids past the
+ * tokenizer's (padding of the model's vocabulary) as empty strings, which XGrammar never allows,
+ * except the request's stop tokens once the grammar is complete.
  *
  * Compiled grammars are cached by the canonical text of `guided_decoding` (the least recently
- * used dropped past `capacity`); compiling is asynchronous and happens before the request is
- * admitted, never in an engine's step loop.
+ * used dropped past `capacity`); refused ones are remembered the same way and refused again at
+ * once. Compiling is asynchronous and happens before the request is admitted, never in an
+ * engine's step loop. A constraint past the size limits is refused before it is compiled; one
+ * whose compile fails in XGrammar or runs past the time budget is refused by name, and the
+ * requests whose matchers shared the worker carry on (see `docs/guided_decoding.md`, Faults and
+ * budgets).
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { maskWords } from "../../gpu/reference/token_mask.ts";
 import type { TextTokenizer } from "../../text/tokenizer.ts";
-import { GrammarGuide } from "./matcher.ts";
-import { choiceGrammar, FIELD, type GuideSpec, parseGuided, specKey } from "./options.ts";
-import { derivesFiniteString } from "./productive.ts";
-import {
-  loadXGrammar,
-  withLibraryErrors,
-  type XCompiledGrammar,
-  type XCompiler,
-  type XGrammar,
-} from "./xgrammar.ts";
+import { GrammarClient, type GrammarCounts, GrammarFailure } from "./grammar_client.ts";
+import { PROBE, type VocabInit } from "./grammar_protocol.ts";
+import { grammarWorker } from "./grammar_worker_module.ts";
+import { checkSize, type GuidedLimits, guidedLimits } from "./limits.ts";
+import { GrammarGuide, RemoteMatcher } from "./matcher.ts";
+import { FIELD, type GuideSpec, parseGuided, specKey } from "./options.ts";
 
 /** GPT-2's byte-level alphabet: byte → the character that stands for it. */
 function byteLevelChars(): string[] {
@@ -65,10 +65,8 @@ export function vocabulary(
   return { encoded, noControl };
 }
 
-interface Loaded {
-  xg: XGrammar;
-  compiler: XCompiler;
-  eos: readonly number[];
+interface Vocabulary {
+  init: VocabInit;
   /** `noControl` of {@linkcode vocabulary}. */
   json: Uint32Array;
 }
@@ -79,76 +77,86 @@ export interface CompileReport {
   cached: boolean;
 }
 
+/** Text (chars) past which a constraint's checks on the engine's thread yield between them. */
+const LARGE_CHARS = 1 << 16;
+
+/** A turn of the event loop later (a macrotask: what is waiting to run runs first). */
+const nextTurn = () => new Promise<void>((r) => setTimeout(r, 0));
+
+/** Milliseconds a grammar worker may take to start XGrammar over the vocabulary. */
+const INIT_TIMEOUT_MS = 120_000;
+
+/** The guided side of one engine: its grammar worker, compiled grammars, refusals. */
 export class Guides {
-  #loaded: Promise<Loaded> | undefined;
-  readonly #cache = new Map<string, Promise<XCompiledGrammar>>();
-  readonly #pinned = new Map<XCompiledGrammar, number>();
-  readonly #evicted = new Set<XCompiledGrammar>();
-  lastCompile: CompileReport | undefined;
+  #vocab: Promise<Vocabulary> | undefined;
+  readonly #client: GrammarClient;
+  readonly #refused = new Map<string, EngineError>();
+  readonly limits: Required<GuidedLimits>;
 
   /**
    * `tokenizer`: loads the model's tokenizer (called once); `vocab`: the model's vocabulary
-   * size (its logits' width), at least the tokenizer's in general.
+   * size (its logits' width), at least the tokenizer's in general; `capacity`: compiled
+   * grammars kept; `limits`: the budgets (see {@linkcode GuidedLimits}).
    */
   constructor(
     readonly tokenizer: () => Promise<TextTokenizer>,
     readonly vocab: number,
-    readonly capacity = 64,
-  ) {}
+    capacity?: number,
+    limits: GuidedLimits = {},
+  ) {
+    this.limits = guidedLimits(
+      capacity === undefined ? limits : { ...limits, cacheCapacity: capacity },
+    );
+    this.#client = new GrammarClient(async () => (await this.#vocabulary()).init, {
+      spawn: this.limits.worker ? grammarWorker : () => undefined,
+      timeoutMs: this.limits.compileTimeoutMs,
+      initTimeoutMs: INIT_TIMEOUT_MS,
+      capacity: this.limits.cacheCapacity,
+    });
+  }
 
-  #load(): Promise<Loaded> {
-    return this.#loaded ??= (async () => {
-      const [xg, tok] = await Promise.all([loadXGrammar(), this.tokenizer()]);
+  /** The last compile (from the cache or not) and how long it took. */
+  get lastCompile(): CompileReport | undefined {
+    return this.#client.lastCompile;
+  }
+
+  /** What went wrong in XGrammar so far (faults, timeouts, restarts, rebuilds). */
+  get counts(): Readonly<GrammarCounts> {
+    return this.#client.counts;
+  }
+
+  #vocabulary(): Promise<Vocabulary> {
+    return this.#vocab ??= (async () => {
+      const tok = await this.tokenizer();
       const eos = [...tok.eosTokenIds].filter((t) => t < this.vocab);
       const { encoded, noControl } = vocabulary(tok, this.vocab);
-      const info = await xg.TokenizerInfo.createTokenizerInfo(
-        encoded,
-        "byte_level",
-        false,
-        this.vocab,
-        eos,
-      );
-      const compiler = await xg.GrammarCompiler.createGrammarCompiler(info, true);
-      return { xg, compiler, eos, json: noControl };
+      return { init: { encoded, size: this.vocab, eos }, json: noControl };
     })().catch((e) => {
-      this.#loaded = undefined;
-      throw new EngineError("Unknown", `guided decoding: XGrammar did not load: ${e}`, {
+      this.#vocab = undefined;
+      throw new EngineError("Unknown", `guided decoding: the tokenizer did not load: ${e}`, {
         cause: e,
       });
     });
   }
 
   /**
-   * The provider of `request`'s masks, or undefined when it is not guided. Bad options, or a
-   * schema, regex or grammar XGrammar refuses or that accepts no finite string, are
+   * The provider of `request`'s masks, or undefined when it is not guided. Bad options, a
+   * constraint past the size limits, one XGrammar refuses or fails on or that takes longer
+   * than the time budget to compile, or one that accepts no finite string, are
    * `InvalidArgument` naming the option.
    */
   async guide(request: PreprocessedRequest): Promise<GrammarGuide | undefined> {
     const g = request.sampling_options.guided_decoding;
     if (g === undefined || g === null) return undefined;
     const spec = parseGuided(g);
-    await this.#load();
-    const compiled = await this.compile(spec);
-    // Pinned until its matcher exists: evicted from the cache meanwhile, it is disposed after.
-    this.#pinned.set(compiled, (this.#pinned.get(compiled) ?? 0) + 1);
-    try {
-      return await this.#guide(request, spec, compiled);
-    } finally {
-      const n = this.#pinned.get(compiled)! - 1;
-      if (n > 0) this.#pinned.set(compiled, n);
-      else {
-        this.#pinned.delete(compiled);
-        if (this.#evicted.delete(compiled)) compiled.dispose();
-      }
-    }
-  }
-
-  async #guide(
-    request: PreprocessedRequest,
-    spec: GuideSpec,
-    compiled: XCompiledGrammar,
-  ): Promise<GrammarGuide> {
-    const { xg, json } = await this.#load();
+    // A large constraint's checks take a few ms each on this (the engine's) thread: they take
+    // turns with the step loop.
+    const large = checkSize(spec, this.limits) > LARGE_CHARS;
+    if (large) await nextTurn();
+    const key = specKey(spec);
+    this.#refusedBefore(key);
+    if (large) await nextTurn();
+    const { json } = await this.#vocabulary();
     const stop = request.stop_conditions;
     // The tokens the sequence ends on: the grammar's end allows them (and only it does).
     const stops = [
@@ -157,12 +165,12 @@ export class Guides {
       ...(stop.stop_token_ids_hidden ?? []),
     ].filter((t) => t < this.vocab);
     // With no stop token, the matcher ends with the grammar: the mask after it allows nothing.
-    const matcher = await xg.GrammarMatcher.createGrammarMatcher(
-      compiled,
-      stops.length > 0 ? [...new Set(stops)] : undefined,
-      stops.length === 0,
-      -1,
-    );
+    const matcher = new RemoteMatcher(this.#client, key, spec, [...new Set(stops)], !stops.length);
+    try {
+      await matcher.build(true);
+    } catch (e) {
+      throw this.#refusal(key, spec, e);
+    }
     const field = `${FIELD}.${spec.key}`;
     return new GrammarGuide(
       matcher,
@@ -172,64 +180,74 @@ export class Guides {
     );
   }
 
-  /** `spec` compiled (from the cache when it was compiled lately). */
-  compile(spec: GuideSpec): Promise<XCompiledGrammar> {
+  /** `spec` compiled (from the cache when it was compiled lately); refusals as in `guide`. */
+  async compile(spec: GuideSpec): Promise<void> {
+    checkSize(spec, this.limits);
     const key = specKey(spec);
-    const hit = this.#cache.get(key);
-    if (hit !== undefined) {
-      this.#cache.delete(key); // most recently used last
-      this.#cache.set(key, hit);
-      this.lastCompile = { ms: 0, cached: true };
-      return hit;
+    this.#refusedBefore(key);
+    try {
+      await this.#client.grammar(key, spec, PROBE);
+    } catch (e) {
+      throw this.#refusal(key, spec, e);
     }
-    const t0 = performance.now();
-    const compiled = this.#compile(spec).then((c) => {
-      this.lastCompile = { ms: performance.now() - t0, cached: false };
-      return c;
-    });
-    this.#cache.set(key, compiled);
-    compiled.catch(() => this.#cache.get(key) === compiled && this.#cache.delete(key));
-    while (this.#cache.size > this.capacity) {
-      const [oldest, p] = this.#cache.entries().next().value!;
-      this.#cache.delete(oldest);
-      p.then((c) => this.#pinned.has(c) ? this.#evicted.add(c) : c.dispose(), () => {});
-    }
-    return compiled;
   }
 
-  async #compile(spec: GuideSpec): Promise<XCompiledGrammar> {
-    const { compiler } = await this.#load();
-    const field = `${FIELD}.${spec.key}`;
-    let compiled: XCompiledGrammar;
-    try {
-      compiled = await withLibraryErrors(() => {
-        switch (spec.key) {
-          case "json":
-            return compiler.compileJSONSchema(spec.schema ?? "{}", false, -1, [", ", ": "], true);
-          case "regex":
-            return compiler.compileStructuralTag({
-              type: "structural_tag",
-              format: { type: "regex", pattern: spec.pattern },
-            });
-          case "choice":
-            return compiler.compileGrammar(choiceGrammar(spec.choices), "root");
-          case "grammar":
-            return compiler.compileGrammar(spec.ebnf, "root");
-        }
-      });
-    } catch (e) {
-      throw EngineError.invalidField(field, `refused by XGrammar: ${(e as Error).message}`, e);
-    }
-    const grammar = compiled.grammar();
-    const finite = derivesFiniteString(grammar.toString());
-    grammar.dispose();
-    if (finite === false) {
-      compiled.dispose();
-      throw EngineError.invalidField(
-        field,
-        "accepts no finite string (its root rule can never end), so the output could never end",
-      );
-    }
-    return compiled;
+  /** End the grammar worker (the engine is shutting down). */
+  close(): void {
+    this.#client.close();
   }
+
+  /** Throw again, at once, what `key` was refused with before. */
+  #refusedBefore(key: string): void {
+    const known = this.#refused.get(key);
+    if (known === undefined) return;
+    this.#refused.delete(key); // most recent last
+    this.#refused.set(key, known);
+    throw new EngineError(known.type, known.message, { param: known.param! });
+  }
+
+  /** `e`, the failure of `spec`'s first compile or matcher, as the request's error. */
+  #refusal(key: string, spec: GuideSpec, e: unknown): EngineError {
+    if (!(e instanceof GrammarFailure)) return EngineError.from(e);
+    const field = `${FIELD}.${spec.key}`;
+    let error: EngineError;
+    switch (e.kind) {
+      case "fault":
+        error = EngineError.invalidField(
+          field,
+          e.reason !== undefined
+            ? `refused by XGrammar: ${plain(e.reason)}`
+            : "the grammar library failed on this constraint",
+        );
+        break;
+      case "timeout":
+        error = EngineError.invalidField(
+          field,
+          `compiling it took longer than the ${this.limits.compileTimeoutMs} ms allowed`,
+        );
+        break;
+      case "refused":
+        error = EngineError.invalidField(field, e.message);
+        break;
+      case "infinite":
+        error = EngineError.invalidField(
+          field,
+          "accepts no finite string (its root rule can never end), so the output could never end",
+        );
+        break;
+      default:
+        return new EngineError("Unknown", `${field}: ${e.message}`);
+    }
+    this.#refused.set(key, error);
+    while (this.#refused.size > this.limits.refusedCapacity) {
+      this.#refused.delete(this.#refused.keys().next().value!);
+    }
+    return error;
+  }
+}
+
+/** XGrammar's reason, printable and at most 400 characters. */
+function plain(reason: string): string {
+  const text = Array.from(reason, (c) => c < " " || c === "\x7f" ? " " : c).join("").trim();
+  return text.length > 400 ? `${text.slice(0, 400)}...` : text;
 }

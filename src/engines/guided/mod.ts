@@ -8,8 +8,12 @@ import type { ModelFiles } from "../../model/source.ts";
 import type { Sequence } from "../sequence.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 import type { Guides } from "./guides.ts";
+import type { GuidedLimits } from "./limits.ts";
+// Evaluated with the engine's module, before any library can replace the realm's `Worker`.
+import "./grammar_worker_module.ts";
 
 export type { Guides } from "./guides.ts";
+export type { GuidedLimits } from "./limits.ts";
 export type { GuideSpec } from "./options.ts";
 
 const FIELD = "request.sampling_options.guided_decoding";
@@ -17,7 +21,13 @@ const FIELD = "request.sampling_options.guided_decoding";
 /** An engine's guides over `files`' tokenizer, made on first use. */
 export class EngineGuides {
   #guides: Promise<Guides> | undefined;
-  constructor(readonly files: ModelFiles, readonly vocab: number) {}
+  #closed = false;
+  /** `limits`: the engine's `guidedLimits` (time and size budgets; see `limits.ts`). */
+  constructor(
+    readonly files: ModelFiles,
+    readonly vocab: number,
+    readonly limits: GuidedLimits = {},
+  ) {}
 
   /**
    * The provider constraining `request`: `given` (a caller's own), or its `guided_decoding`
@@ -34,13 +44,25 @@ export class EngineGuides {
     }
     // The grammar side (and XGrammar, and the tokenizer) is loaded on the first guided request
     // only: an engine that never constrains never loads it.
+    if (this.#closed) throw EngineError.shutdown("guided decoding after the engine's cleanup");
     this.#guides ??= import("./guides.ts").then(({ Guides }) =>
-      new Guides(async () => {
-        const { loadText } = await import("../../text/load.ts");
-        return (await loadText(this.files)).tokenizer;
-      }, this.vocab)
+      new Guides(
+        async () => {
+          const { loadText } = await import("../../text/load.ts");
+          return (await loadText(this.files)).tokenizer;
+        },
+        this.vocab,
+        undefined,
+        this.limits,
+      )
     );
     return await (await this.#guides).guide(request);
+  }
+
+  /** End the grammar worker, if one was started (the engine's `cleanup`). */
+  close(): void {
+    this.#closed = true;
+    void this.#guides?.then((g) => g.close());
   }
 
   /**

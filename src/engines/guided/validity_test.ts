@@ -2,9 +2,9 @@
  * Guided JSON is valid, drawn at temperature 1 on fortune: 20 seeded completions under each
  * schema of `bench/guided_schemas.json` (the schemas `bench/guided_validity.ts` runs by the
  * thousand), beside free requests in the same steps; each is detokenized with the model's
- * tokenizer, parsed and validated by ajv against the whole schema, as it is. (XGrammar alone
- * let through number bounds and raw control characters: see `number_bounds.ts` and
- * `vocabulary`'s `noControl` for what Kiln adds; this test fails without either.)
+ * tokenizer, parsed and validated by ajv against the whole schema, as it is. (XGrammar's own
+ * JSON converter let through number bounds and raw control characters; Kiln's compiler,
+ * `schema/compile.ts`, and `vocabulary`'s `noControl` close both.)
  */
 import { equal, ok } from "node:assert/strict";
 import type { PreprocessedRequest } from "../../contract/types.ts";

@@ -28,7 +28,7 @@ import type { ModelFiles } from "../../model/source.ts";
 import { checkRequest } from "../admission.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "../sequence.ts";
-import { EngineGuides } from "../guided/mod.ts";
+import { EngineGuides, type GuidedLimits } from "../guided/mod.ts";
 import { forcedRunLimit, type GuidedForcing } from "../token_mask.ts";
 import { GpuRowSampler } from "./sampling.ts";
 import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
@@ -68,6 +68,8 @@ export interface OrtEngineOptions {
    * `session.run` feeds them with the last sampled token; `off` samples every token.
    */
   guidedForcing?: GuidedForcing;
+  /** Guided decoding's budgets (as `WebGpuEngineOptions.guidedLimits`). */
+  guidedLimits?: GuidedLimits;
 }
 
 type State = "new" | "starting" | "running" | "draining" | "stopped";
@@ -223,7 +225,7 @@ export class OrtEngine implements LLMEngine {
     const layout = this.#ctx!.layout;
     checkRequest(request, layout.vocab, layout.context);
     // A guided request's grammar compiled and its first mask made before it is queued.
-    this.#guides ??= new EngineGuides(this.options.files, layout.vocab);
+    this.#guides ??= new EngineGuides(this.options.files, layout.vocab, this.options.guidedLimits);
     const made = this.#guides.sequence(
       request,
       undefined,
@@ -356,6 +358,7 @@ export class OrtEngine implements LLMEngine {
     this.#inflight.cancelAll();
     await this.#loop?.catch(() => {});
     this.#prune();
+    this.#guides?.close();
     await this.#release();
   }
 

@@ -20,4 +20,5 @@
 export { OrtEngine, type OrtEngineOptions } from "./engine.ts";
 export type { RequestStats } from "../live_requests.ts";
 export type { GuidedForcing } from "../token_mask.ts";
+export type { GuidedLimits } from "../guided/limits.ts";
 export { type ExecutionProvider, isOnnxExport, VARIANTS } from "./session.ts";

@@ -180,7 +180,7 @@ export class WebGpuEngine implements LLMEngine {
     // model's window lets it drop blocks as it goes), so it can always be readmitted.
     const vocab = this.#model!.config.vocabSize;
     // A guided request's grammar compiled and its first mask made before it is queued.
-    this.#guides ??= new EngineGuides(this.options.files, vocab);
+    this.#guides ??= new EngineGuides(this.options.files, vocab, this.options.guidedLimits);
     const limit = this.#scheduler!.sequenceLimit(context);
     const made = this.#guides.sequence(
       request,
@@ -398,6 +398,7 @@ export class WebGpuEngine implements LLMEngine {
     this.#wake?.();
     await this.#loop?.catch(() => {});
     this.#blocks?.clear();
+    this.#guides?.close();
     await this.#release();
   }
 

@@ -4,6 +4,7 @@
  */
 export { WebGpuEngine, type WebGpuEngineOptions } from "./engine.ts";
 export type { GuidedForcing } from "../token_mask.ts";
+export type { GuidedLimits } from "../guided/limits.ts";
 export type { StepCounts } from "./step_counts.ts";
 export type {
   DraftModelOptions,

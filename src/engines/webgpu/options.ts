@@ -4,6 +4,7 @@ import { acquireGpu, type Gpu } from "../../gpu/device.ts";
 import type { PathKind } from "../../gpu/paths.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import type { GuidedForcing } from "../token_mask.ts";
+import type { GuidedLimits } from "../guided/limits.ts";
 import type { LoadProgress } from "../../model/gpu_model.ts";
 import type { ModelFiles } from "../../model/source.ts";
 import type { UploadOptions } from "../../model/staging.ts";
@@ -80,6 +81,11 @@ export interface WebGpuEngineOptions {
    * every token. The output is the same either way (see `docs/guided_decoding.md`).
    */
   guidedForcing?: GuidedForcing;
+  /**
+   * Guided decoding's budgets: the time one grammar-library call may take (default 20 s), the
+   * size of a constraint's text and choices (see `guided/limits.ts`).
+   */
+  guidedLimits?: GuidedLimits;
   /**
    * Speculative decoding (off by default): `{ method: "ngram" }` drafts each sequence's next
    * tokens from its own prompt and output (prompt lookup), `{ method: "draft_model", model }`

@@ -1,12 +1,24 @@
 /**
  * Guided decoding in Chromium: WebGpuEngine on fortune inside a Web Worker (`WorkerEngine`,
- * SwiftShader WebGPU) loads XGrammar (its WASM, by dynamic import) on the first constrained
- * request; a JSON Schema, a regex and a choice constrain sampled output; a bad regex is
- * `InvalidArgument` naming the option.
+ * SwiftShader WebGPU) starts its grammar worker (XGrammar, nested in the engine's worker) on the
+ * first constrained request; a JSON Schema, a regex and a choice constrain sampled output; a bad
+ * regex is `InvalidArgument` naming the option. Hostile constraints (`hostile_guides.ts`): 200
+ * refused among valid and free requests, and the same refused constraint 20 times, in the
+ * engine's worker; then the same in Kiln's SharedWorker host, which has no `Worker` in Chromium
+ * (checked: XGrammar runs on its thread there, with a fresh instance after each fault).
  */
 import { RequestContext } from "../../../src/contract/engine.ts";
+import type { LLMEngine } from "../../../src/contract/engine.ts";
 import type { PreprocessedRequest } from "../../../src/contract/types.ts";
 import { WorkerEngine } from "../../../src/worker/client.ts";
+import { type KilnModel, openModel } from "../../../src/worker/open.ts";
+import {
+  assertRefusal,
+  hostileRequest,
+  hostileRun,
+  refused,
+  runBounded,
+} from "../../support/hostile_guides.ts";
 import { runChecks } from "./report.ts";
 
 const engine = new WorkerEngine(
@@ -58,6 +70,41 @@ const schema = {
   additionalProperties: false,
 };
 
+/** The same refused constraints `times` times each: refused every time, the later ones at once. */
+async function sameRefused(e: LLMEngine, times: number): Promise<string> {
+  const out: string[] = [];
+  for (const k of [1, 10, 11]) {
+    const { g, key } = refused(k);
+    const t0 = performance.now();
+    for (let i = 0; i < times; i++) {
+      const err = await runBounded(e, hostileRequest("x", g, i), 20_000).then(() => 0, (x) => x);
+      assertRefusal(err, key, `${key} #${k} try ${i}`);
+    }
+    out.push(`${key} #${k}: ${(performance.now() - t0).toFixed(0)} ms for ${times}`);
+  }
+  return out.join("; ");
+}
+
+/** Whether this page's workers can start workers (Kiln's SharedWorker asks the same). */
+function sharedHasWorker(): Promise<string> {
+  const code = "onconnect = (e) => e.ports[0].postMessage(typeof Worker);";
+  const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+  const w = new SharedWorker(url);
+  return new Promise((resolve) => {
+    w.port.onmessage = (e) => resolve(String(e.data));
+    w.port.start();
+  });
+}
+
+let shared: KilnModel | undefined;
+const sharedEngine = async () =>
+  (shared ??= await openModel({
+    model: "/models/fortune/",
+    share: true,
+    cache: false,
+    engine: { kvBlocks: 16 },
+  })).engine;
+
 await runChecks([
   ["json schema", async () => {
     const t0 = performance.now();
@@ -90,5 +137,31 @@ await runChecks([
     }
     throw new Error("not refused");
   }],
+  [
+    "200 refused among valid and free requests (grammar worker nested in the engine's)",
+    async () => {
+      const r = await hostileRun(engine, { refusedTotal: 200, perWave: 50, first: 7000 });
+      if (r.refused !== 200 || r.valid !== 8 || r.free !== 4) throw new Error(JSON.stringify(r));
+      return JSON.stringify(r);
+    },
+  ],
+  ["the same refused constraints 20 times each", () => sameRefused(engine, 20)],
+  ["a SharedWorker has no Worker in Chromium", async () => {
+    await engine.cleanup();
+    const kind = await sharedHasWorker();
+    if (kind !== "undefined") throw new Error(`typeof Worker in a SharedWorker: ${kind}`);
+    return `typeof Worker: ${kind}`;
+  }],
+  ["SharedWorker host: 100 refused among valid and free requests", async () => {
+    const e = await sharedEngine();
+    if (shared!.sharing !== "origin") throw new Error(`sharing ${shared!.sharing}`);
+    const r = await hostileRun(e, { refusedTotal: 100, perWave: 50, first: 9000 });
+    if (r.refused !== 100 || r.valid !== 4 || r.free !== 2) throw new Error(JSON.stringify(r));
+    return JSON.stringify(r);
+  }],
+  [
+    "SharedWorker host: the same refused constraints 20 times each",
+    async () => sameRefused(await sharedEngine(), 20),
+  ],
 ]);
-await engine.cleanup();
+await shared?.close();
