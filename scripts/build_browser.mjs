@@ -39,15 +39,16 @@ export const BROWSER_DIR = "browser";
  */
 const EXTERNAL = /^(onnxruntime-web(\/.*)?|url|module)$/;
 
-/** What replaces `worker/worker_module.js` in `kiln.js`. */
-function browserWorkerModule() {
+/**
+ * The lines of a function body that starts a module worker from `file` beside this module, named
+ * `name`: through a same-origin blob module that imports it when this module comes from another
+ * origin (a CDN, which must serve `file` with CORS, as jsDelivr and unpkg do), since a worker must
+ * be same-origin with the realm that starts it. `Worker` is the constructor in scope.
+ */
+function sameOriginWorker(file, name) {
   return [
-    "// kiln.js's worker is kiln_worker.js beside it. A worker must be same-origin with the page, so",
-    "// when kiln.js is served from another origin (a CDN), the worker is a same-origin blob module",
-    "// that imports kiln_worker.js (which the CDN must serve with CORS, as jsDelivr and unpkg do).",
-    "export function kilnWorker() {",
-    '  const url = new URL("./kiln_worker.js", import.meta.url);',
-    '  const options = { type: "module", name: "kiln-engine" };',
+    `  const url = new URL("./${file}", import.meta.url);`,
+    `  const options = { type: "module", name: "${name}" };`,
     "  if (globalThis.location === undefined || url.origin === globalThis.location.origin) {",
     "    return new Worker(url, options);",
     "  }",
@@ -58,6 +59,14 @@ function browserWorkerModule() {
     "  } finally {",
     "    setTimeout(() => URL.revokeObjectURL(blobUrl), 60_000);",
     "  }",
+  ];
+}
+
+/** What replaces `worker/worker_module.js` in `kiln.js`: kiln_worker.js beside it. */
+function browserWorkerModule() {
+  return [
+    "export function kilnWorker() {",
+    ...sameOriginWorker("kiln_worker.js", "kiln-engine"),
     "}",
     "",
   ].join("\n");
@@ -97,18 +106,7 @@ function browserGrammarWorkerModule() {
     "export function grammarWorker() {",
     "  if (WebWorker === undefined) return undefined;",
     "  const Worker = WebWorker;",
-    '  const url = new URL("./kiln_grammar_worker.js", import.meta.url);',
-    '  const options = { type: "module", name: "kiln-grammar" };',
-    "  if (globalThis.location === undefined || url.origin === globalThis.location.origin) {",
-    "    return new Worker(url, options);",
-    "  }",
-    '  const shim = new Blob([`import ${JSON.stringify(url.href)};`], { type: "text/javascript" });',
-    "  const blobUrl = URL.createObjectURL(shim);",
-    "  try {",
-    "    return new Worker(blobUrl, options);",
-    "  } finally {",
-    "    setTimeout(() => URL.revokeObjectURL(blobUrl), 60_000);",
-    "  }",
+    ...sameOriginWorker("kiln_grammar_worker.js", "kiln-grammar"),
     "}",
     "",
   ].join("\n");

@@ -10,6 +10,7 @@
  * lane's next `init` starts a fresh one (see `xgrammarMaker`). The other lane is untouched.
  */
 import type { FaultReport, GrammarReply, GrammarRequest, VocabInit } from "./grammar_protocol.ts";
+import { onlyAllowed } from "../token_mask.ts";
 import { ConstraintRefusal, specGrammar } from "./options.ts";
 import { derivesFiniteString } from "./productive.ts";
 import {
@@ -181,20 +182,10 @@ async function step(
     // After a stop token the grammar is over: nothing may follow (a dead end).
     if (m.isTerminated()) return { id, terminated: true, forced };
     const mask = await m.getNextTokenBitmask();
-    const only = forced.length < request.ahead ? single(mask) : undefined;
+    const only = forced.length < request.ahead
+      ? onlyAllowed(new Uint32Array(mask.buffer, mask.byteOffset, mask.length), Infinity)
+      : undefined;
     if (only === undefined || !m.acceptToken(only)) return { id, mask, forced };
     forced.push(only);
   }
-}
-
-/** The one token `mask` allows, if it allows exactly one. */
-function single(mask: Int32Array): number | undefined {
-  let found: number | undefined;
-  for (let i = 0; i < mask.length; i++) {
-    const w = mask[i]!;
-    if (w === 0) continue;
-    if (found !== undefined || (w & (w - 1)) !== 0) return undefined;
-    found = i * 32 + (31 - Math.clz32(w));
-  }
-  return found;
 }
