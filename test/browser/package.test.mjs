@@ -67,22 +67,33 @@ after(async () => {
  * fragment it shares with `attention.wgsl`, shaders being text in the bundle; ~3% above), and at
  * issue 26's KV events with Dynamo's router hashes (worker 328.4 KiB, 106.1 gzipped: hash-wasm's
  * XXH3, a WebAssembly module inlined as base64, ~15 KiB of the growth, with the draft model's
- * drafter and the router gauges; ~3% above).
+ * drafter and the router gauges; ~3% above), and at issues 36 and 37 (main chunk 242.9 KiB, 76.7
+ * gzipped, worker 338.2 KiB, 109.3: the model store's per-chunk XXH32 check on read, the shared
+ * host's lifetime lock, tool calls streamed and kept when cut, refusals naming the OpenAI field,
+ * and in the worker the client of the grammar worker; the JSON Schema compiler is not in these
+ * files: it runs in the grammar worker; ~3% above).
+ * The grammar worker (`kiln_grammar_worker.js`, issue 37: XGrammar inlined with Kiln's schema,
+ * regex and choice compilers; 1090.4 KiB, 399.1 gzipped) is loaded on the first constrained
+ * request only, as the XGrammar chunk was before it; budget ~3% above.
  * The shared worker (`openModel({ share: true })`, issue 24) is the same engine host plus the
  * per-tab bookkeeping (297.6 KiB with the store, 309.9 KiB with issue 25's additions, ~332 KiB
- * with issue 26's; ~3% above); the service worker (its fallback, which an app registers) is that host in one file with XGrammar inlined, as a service
- * worker cannot `import()` (1457 KiB, 511 KiB gzipped when its budget was set, ~3% above);
+ * with issue 26's, 342.5 KiB and 110.6 gzipped with issue 36's lifetime lock; ~3% above); the
+ * service worker (its fallback, which an app registers) is that host in one file with XGrammar inlined, as a service
+ * worker cannot `import()` (1457 KiB, 511 KiB gzipped when its budget was set, 1578.6 and 553.1
+ * with issue 37's compilers, which run on its thread: a service worker cannot start a worker;
+ * ~3% above);
  * `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side effects
  * (scripts/build_vendor.mjs), would add ~215 KiB to each file.
  */
 const BUDGET_KIB = {
-  "vite main chunk": [236, 75],
-  "vite worker": [338, 109],
-  "browser/kiln.js": [236, 75],
-  "browser/kiln_worker.js": [338, 109],
-  "vite shared worker": [342, 110],
-  "browser/kiln_shared_worker.js": [342, 110],
-  "browser/kiln_service_worker.js": [1500, 527],
+  "vite main chunk": [250, 79],
+  "vite worker": [349, 113],
+  "browser/kiln.js": [250, 79],
+  "browser/kiln_worker.js": [349, 113],
+  "vite shared worker": [353, 114],
+  "browser/kiln_shared_worker.js": [353, 114],
+  "browser/kiln_service_worker.js": [1626, 570],
+  "browser/kiln_grammar_worker.js": [1123, 411],
 };
 
 test("the Vite build's main chunk and worker, and the browser build, are within their budgets", (t) => {
@@ -105,16 +116,20 @@ test("the Vite build's main chunk and worker, and the browser build, are within 
     "vite shared worker": join(dist, shared),
     "browser/kiln_shared_worker.js": join(browserDir, "kiln_shared_worker.js"),
     "browser/kiln_service_worker.js": join(browserDir, "kiln_service_worker.js"),
+    "browser/kiln_grammar_worker.js": join(browserDir, "kiln_grammar_worker.js"),
   };
   const kib = (n) => Math.round((n / 1024) * 10) / 10;
+  const over = [];
   for (const [name, file] of Object.entries(files)) {
     const bytes = readFileSync(file);
     const [raw, gz] = [kib(bytes.length), kib(gzipSync(bytes, { level: 9 }).length)];
     t.diagnostic(`${name}: ${raw} KiB, ${gz} KiB gzipped`);
     const [maxRaw, maxGz] = BUDGET_KIB[name];
-    ok(raw <= maxRaw, `${name}: ${raw} KiB is over its budget of ${maxRaw} KiB`);
-    ok(gz <= maxGz, `${name}: ${gz} KiB gzipped is over its budget of ${maxGz} KiB`);
+    if (raw > maxRaw) over.push(`${name}: ${raw} KiB is over its budget of ${maxRaw} KiB`);
+    if (gz > maxGz) over.push(`${name}: ${gz} KiB gzipped is over its budget of ${maxGz} KiB`);
   }
+  // Every file measured before any is judged, so one run shows them all.
+  ok(over.length === 0, over.join("; "));
 });
 
 const ready = () => page.waitForSelector("body[data-state=ready]", { timeout: 120_000 });
