@@ -6,7 +6,8 @@
  *
  * Suites:
  * - deno:    every `*_test.ts` under src/ and test/ (`deno test`), GPU tests included
- *            (lavapipe or llvmpipe when there is no GPU).
+ *            (lavapipe or llvmpipe when there is no GPU), in three processes (kernels and
+ *            models, engines, the rest: see `DENO_PARTS`).
  * - node:    every `*.test.mjs` under test/node/ (`node --test`), against a bundle of src/.
  * - browser: every `*.test.mjs` under test/browser/ (`node --test`, Playwright + Chromium).
  * - browser_big: every `*.test.mjs` under test/browser_big/: a 2 GB random-weight model
