@@ -129,6 +129,8 @@ export async function runCorpus(o: CorpusOptions): Promise<CorpusReport> {
     if (res.status >= 500) {
       t.serverErrors++;
       problems.push({ id: e.id, what: `${res.status}: ${await res.text()}` });
+      if (t.serverErrors <= 3) o.log?.(`${e.id}: ${problems.at(-1)!.what}`);
+      if (t.serverErrors === 1) o.log?.(`serve's log, last lines:\n${s.log().slice(-3000)}`);
       return;
     }
     if (res.status !== 200) {
@@ -145,9 +147,16 @@ export async function runCorpus(o: CorpusOptions): Promise<CorpusReport> {
     }
     const bytes: number[] = [];
     let finish: unknown;
-    for await (const c of ndjsonLines(res)) {
-      bytes.push(...c.token_ids.filter((id) => id < 256));
-      if (c.finish_reason !== undefined) finish = c.finish_reason;
+    try {
+      for await (const c of ndjsonLines(res)) {
+        bytes.push(...c.token_ids.filter((id) => id < 256));
+        if (c.finish_reason !== undefined) finish = c.finish_reason;
+      }
+    } catch (err) {
+      // The stream stalled past the request's 60 s (or broke off): a hang, not a completion.
+      t.hangs++;
+      problems.push({ id: e.id, what: `stream broke off: ${(err as Error).message}` });
+      return;
     }
     t.completions++;
     if (finish === "length") return void t.length++;

@@ -78,7 +78,7 @@ async function benchTests(): Promise<string[]> {
  * from the server and browser-side tests.
  */
 const DENO_PARTS: readonly { part: string; paths: string[]; minutes: number }[] = [
-  { part: "kernels", paths: ["src/gpu/", "src/model/"], minutes: 20 },
+  { part: "kernels", paths: ["src/gpu/", "src/model/"], minutes: 30 },
   { part: "engines", paths: ["src/engines/", "src/adapters/", "src/conformance/"], minutes: 25 },
 ];
 
