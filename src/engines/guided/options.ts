@@ -54,7 +54,11 @@ export function parseGuided(value: unknown): GuideSpec {
       `${describe(backend)} is not available (Kiln's backend is "xgrammar")`,
     );
   }
-  const given = KINDS.filter((k) => g[k] !== undefined && g[k] !== null && g[k] !== false);
+  // `json: false` is a schema (the one nothing satisfies, refused below by name); a `false`
+  // for another kind means it is not asked for.
+  const given = KINDS.filter((k) =>
+    g[k] !== undefined && g[k] !== null && (k === "json" || g[k] !== false)
+  );
   if (given.length !== 1) {
     throw EngineError.invalidField(
       FIELD,
@@ -113,7 +117,10 @@ function jsonSchemaText(v: unknown, field: string): string {
       throw EngineError.invalidField(field, `the schema is not JSON: ${(e as Error).message}`);
     }
   }
-  if (schema !== true && (typeof schema !== "object" || schema === null || Array.isArray(schema))) {
+  if (
+    typeof schema !== "boolean" &&
+    (typeof schema !== "object" || schema === null || Array.isArray(schema))
+  ) {
     throw EngineError.invalidField(field, `expected a JSON Schema object, got ${describe(v)}`);
   }
   let text: string;

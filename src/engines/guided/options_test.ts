@@ -37,6 +37,9 @@ Deno.test("a refused schema names the keyword and the pointer in Kiln's words", 
   );
   refused({ $ref: "#/$defs/nope" }, '$ref at "#/$ref": ');
   refused({ type: "integer", minimum: 5, maximum: 3 }, 'schema at "#": no JSON value satisfies it');
+  // The boolean schema false, as a value or as text, is a schema (the corpus's boolean_schema#1).
+  refused(false, 'schema at "#": no JSON value satisfies it');
+  refused("false", 'schema at "#": no JSON value satisfies it');
   // Refused again, from the memo, the same way.
   refused({ type: "number", multipleOf: 0.1 }, 'multipleOf at "#/multipleOf": ');
   // What cannot be read at all is refused as the request is read, naming the field.
