@@ -11,33 +11,32 @@
  * `bench/results/schema-corpus-lavapipe.json`).
  */
 import { runCorpus } from "./schema_corpus_run.ts";
-import { parseArgs } from "node:util";
+import { runCli } from "../src/adapters/deno/flags.ts";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    completions: { type: "string", default: "3" },
-    every: { type: "string", default: "1" },
-    "max-tokens": { type: "string", default: "192" },
-    concurrency: { type: "string", default: "16" },
-    out: { type: "string", default: "bench/results/schema-corpus-lavapipe.json" },
+const { flags } = runCli({
+  name: "schema_corpus",
+  command: "deno task bench:schemas",
+  about: "Issue 37's corpus through a live serve: every schema as guided_decoding.json, " +
+    "seeded completions at temperature 1, each answer validated by ajv; writes a JSON report.",
+  flags: {
+    completions: { type: "integer", min: 1, default: 3, help: "completions per schema" },
+    every: { type: "integer", min: 1, default: 1, help: "every n-th schema of the corpus" },
+    "max-tokens": { type: "integer", min: 1, default: 192, help: "max_tokens of each" },
+    concurrency: { type: "integer", min: 1, default: 16, help: "requests in flight at once" },
+    out: {
+      type: "string",
+      arg: "FILE",
+      default: "bench/results/schema-corpus-lavapipe.json",
+      help: "the JSON report",
+    },
   },
-  strict: true,
 });
-const int = (name: keyof typeof values) => {
-  const v = Number(values[name]);
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`--${name}: expected a positive integer, got ${values[name]}`);
-    Deno.exit(2);
-  }
-  return v;
-};
 const report = await runCorpus({
-  completions: int("completions"),
-  every: int("every"),
-  maxTokens: int("max-tokens"),
-  concurrency: int("concurrency"),
+  completions: flags.completions,
+  every: flags.every,
+  maxTokens: flags["max-tokens"],
+  concurrency: flags.concurrency,
   log: (line) => console.error(line),
 });
-await Deno.writeTextFile(values.out!, JSON.stringify(report, null, 1) + "\n");
+await Deno.writeTextFile(flags.out, JSON.stringify(report, null, 1) + "\n");
 console.log(JSON.stringify(report.totals));

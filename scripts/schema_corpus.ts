@@ -12,6 +12,8 @@
  * the corpus is self-contained.
  */
 
+import { runCli } from "../src/adapters/deno/flags.ts";
+
 const OUT = new URL("../test/fixtures/schemas/corpus.json", import.meta.url);
 /** The largest real-world schema taken (bytes of its JSON). */
 const MAX_BYTES = 8000;
@@ -31,11 +33,20 @@ interface Entry {
   tests?: { data: unknown; valid: boolean }[];
 }
 
-const [suiteDir, benchDir] = Deno.args;
-if (!suiteDir || !benchDir) {
-  console.error("usage: schema_corpus.ts SUITE_GIT_DIR BENCH_GIT_DIR");
-  Deno.exit(2);
-}
+const { args } = runCli({
+  name: "schema_corpus",
+  command: "deno run -A scripts/schema_corpus.ts",
+  about: "Builds test/fixtures/schemas/corpus.json from the JSON Schema Test Suite and " +
+    "JSONSchemaBench (clones or bare mirrors).",
+  flags: {},
+  args: {
+    usage: "SUITE_GIT_DIR BENCH_GIT_DIR",
+    min: 2,
+    max: 2,
+    help: "the JSON-Schema-Test-Suite and jsonschemabench repositories",
+  },
+});
+const [suiteDir, benchDir] = args as [string, string];
 
 async function git(dir: string, ...args: string[]): Promise<string> {
   const out = await new Deno.Command("git", { args: ["--git-dir", gitDir(dir), ...args] }).output();
