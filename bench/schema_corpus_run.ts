@@ -128,8 +128,9 @@ export async function runCorpus(o: CorpusOptions): Promise<CorpusReport> {
     }
     if (res.status >= 500) {
       t.serverErrors++;
-      problems.push({ id: e.id, what: `${res.status}: ${await res.text()}` });
-      if (t.serverErrors <= 3) o.log?.(`${e.id}: ${problems.at(-1)!.what}`);
+      const what = `${res.status}: ${await res.text()}`;
+      problems.push({ id: e.id, what });
+      if (t.serverErrors <= 3) o.log?.(`${e.id}: ${what}`);
       if (t.serverErrors === 1) o.log?.(`serve's log, last lines:\n${s.log().slice(-3000)}`);
       return;
     }

@@ -78,10 +78,10 @@ after(async () => {
  * The shared worker (`openModel({ share: true })`, issue 24) is the same engine host plus the
  * per-tab bookkeeping (297.6 KiB with the store, 309.9 KiB with issue 25's additions, ~332 KiB
  * with issue 26's, 342.5 KiB and 110.6 gzipped with issue 36's lifetime lock; ~3% above); the
- * service worker (its fallback, which an app registers) is that host in one file with XGrammar inlined, as a service
- * worker cannot `import()` (1457 KiB, 511 KiB gzipped when its budget was set, 1578.6 and 553.1
- * with issue 37's compilers, which run on its thread: a service worker cannot start a worker;
- * ~3% above);
+ * service worker (its fallback, which an app registers) is that host in one file with XGrammar
+ * inlined, as a service worker cannot `import()` (1457 KiB, 511 KiB gzipped when its budget was
+ * set, 1578.6 and 553.1 with issue 37's compilers, which run on its thread: a service worker
+ * cannot start a worker; ~3% above);
  * `@huggingface/tasks`'s tables, which a bundler keeps unless told they are free of side effects
  * (scripts/build_vendor.mjs), would add ~215 KiB to each file.
  */
