@@ -6,8 +6,19 @@ server's token-level endpoint (`deno task serve`: `GET /v1/engine/config`,
 frontend and KV router drive Kiln like any other backend. Kiln's KV events reach the router
 through `kv_event_sources()`: a `ZmqSource` on the endpoint given to `serve --kv-events`.
 
+It follows both of Dynamo's Python backend APIs, found by what the installed `dynamo` offers,
+never by its version string:
+
+- 1.3: `EngineConfig` carries the token-pipeline fields itself (`context_length`,
+  `kv_cache_block_size`, `total_kv_blocks`, ...), and the worker calls `drain()` before
+  `cleanup()`.
+- 1.5: those fields live in `EngineConfig(llm=LlmRegistration(...))`; the worker asks
+  `is_quiescent()` instead of calling `drain()`, and calls `health_check_payload()`,
+  `supported_controls()` / `engine_control()` and `on_endpoint_ready()`, each with a default.
+
 It imports Dynamo only where Dynamo is installed; without it the class still works (a plain
-base, a local `EngineConfig`, `KilnError` for typed errors), which is how it is tested.
+base, a local `EngineConfig`, `KilnError` for typed errors), which is how it is tested (and,
+with stand-in `dynamo` modules of each shape, how both APIs are).
 
     python -m kiln_engine --kiln-url http://127.0.0.1:8080 --kv-events tcp://127.0.0.1:5557 \\
         --namespace dynamo --component kiln --endpoint generate --model-name fortune
@@ -16,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import inspect
 import json
 import os
 import uuid
@@ -79,21 +92,63 @@ CONFIG_FIELDS = (
 )
 
 
-def engine_config(wire: dict) -> Any:
-    """Kiln's `EngineConfig` JSON as Dynamo's class (older flat fields, or the `llm` record)."""
-    fields = {k: wire.get(k) for k in CONFIG_FIELDS}
-    if DynamoEngineConfig is None:
-        return KilnEngineConfig(**fields)
+def accepted_fields(cls: Any) -> set:
+    """The keyword arguments `cls` takes: a dataclass's fields, else its signature's names."""
+    if dataclasses.is_dataclass(cls):
+        return {f.name for f in dataclasses.fields(cls)}
     try:
-        return DynamoEngineConfig(**fields)
-    except TypeError:  # newer Dynamo: token-pipeline metadata in `llm=LlmRegistration(...)`
-        from dynamo.common.backend import LlmRegistration  # type: ignore
+        return set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return set()
 
-        llm = LlmRegistration(
-            context_length=fields["context_length"],
-            kv_cache_block_size=fields["kv_cache_block_size"],
-        )
-        return DynamoEngineConfig(model=fields["model"], llm=llm)
+
+def registration_class() -> Any:
+    """Dynamo 1.5's `LlmRegistration`, beside its `EngineConfig` or in the package."""
+    try:
+        from dynamo.common.backend.engine import LlmRegistration  # type: ignore
+    except ImportError:
+        from dynamo.common.backend import LlmRegistration  # type: ignore
+    return LlmRegistration
+
+
+def engine_config(wire: dict) -> Any:
+    """Kiln's `EngineConfig` JSON as the installed Dynamo's class: the token-pipeline facts
+    nested as `llm=LlmRegistration(...)` where that class takes `llm` (1.5), else flat (1.3).
+    Kiln's JSON carries both forms; a fact the nested record lacks is taken from the flat one."""
+    if DynamoEngineConfig is None:
+        return KilnEngineConfig(**{k: wire.get(k) for k in CONFIG_FIELDS})
+    accepted = accepted_fields(DynamoEngineConfig)
+    if "llm" not in accepted:
+        return DynamoEngineConfig(**{k: wire.get(k) for k in CONFIG_FIELDS if k in accepted})
+    registration = registration_class()
+    nested = wire.get("llm") or {}
+    facts = {
+        k: nested.get(k, wire.get(k))
+        for k in accepted_fields(registration)
+        if nested.get(k, wire.get(k)) is not None
+    }
+    extra = {
+        k: wire[k]
+        for k in ("served_model_name", "runtime_data", "model_aliases")
+        if k in accepted and wire.get(k) is not None
+    }
+    return DynamoEngineConfig(model=wire["model"], llm=registration(**facts), **extra)
+
+
+def health_check_payload_for(token_id: int = 0) -> dict:
+    """The canary Dynamo sends through `generate()` to probe an idle worker: one prompt token,
+    one greedy token out, marked `_HEALTH_CHECK`. Built by Dynamo's own helper where it has one
+    (which applies `DYN_HEALTH_CHECK_PAYLOAD`), else in the same shape."""
+    try:
+        from dynamo.common.backend.health_check import build_health_check_payload  # type: ignore
+    except ImportError:
+        return {
+            "token_ids": [token_id],
+            "stop_conditions": {"max_tokens": 1, "ignore_eos": True},
+            "sampling_options": {"temperature": 0.0},
+            "_HEALTH_CHECK": True,
+        }
+    return build_health_check_payload(token_id)
 
 
 def _request_id(context: Any) -> str:
@@ -122,6 +177,7 @@ class KilnEngine(_Base):  # type: ignore[misc, valid-type]
         self.kv_events = kv_events
         self.drain_timeout = drain_timeout
         self.config: Any = None
+        self.endpoint: Any = None
         self._session: Optional[aiohttp.ClientSession] = None
         self._inflight: dict[str, aiohttp.ClientResponse] = {}
 
@@ -215,15 +271,32 @@ class KilnEngine(_Base):  # type: ignore[misc, valid-type]
         if resp is not None:
             resp.close()
 
-    def is_quiescent(self) -> Optional[bool]:
+    async def is_quiescent(self) -> Optional[bool]:
+        """Dynamo 1.5: true when no request is in flight here (Kiln then holds no KV for us)."""
         return not self._inflight
 
     async def drain(self) -> None:
-        """Wait for the requests in flight to end (at most `drain_timeout` seconds)."""
+        """Dynamo 1.3: wait for the requests in flight to end (at most `drain_timeout` s)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.drain_timeout
         while self._inflight and loop.time() < deadline:
             await asyncio.sleep(0.05)
+
+    async def health_check_payload(self) -> Optional[dict]:
+        """Dynamo 1.5: a one-token probe of token 0 (a valid id in every vocabulary)."""
+        return health_check_payload_for(0)
+
+    def supported_controls(self) -> set:
+        """Dynamo 1.5: none (Kiln's HTTP endpoint offers no engine control)."""
+        return set()
+
+    async def engine_control(self, control: str, body: dict) -> dict:
+        """Dynamo 1.5: every control is refused by name, as Dynamo's default refuses it."""
+        return {"status": "error", "message": f"unsupported engine control: {control}"}
+
+    async def on_endpoint_ready(self, endpoint: Any) -> None:
+        """Dynamo 1.5: keep the runtime's serving endpoint (for logs and callers)."""
+        self.endpoint = endpoint
 
     async def kv_event_sources(self) -> list:
         """Kiln's KV events: its `serve --kv-events` socket, for Dynamo's ZMQ listener."""

@@ -10,6 +10,7 @@ import {
   type MetricsContext,
   RequestContext,
 } from "../contract/engine.ts";
+import { probeRequest } from "../contract/engine_hooks.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
 import * as out from "../contract/output.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
@@ -35,12 +36,25 @@ class BrokenEngine implements LLMEngine {
   /** Aborted by cleanup: wakes streams parked for ever. */
   readonly #stopped = new AbortController();
 
-  constructor(readonly kind: FailureKind) {}
+  // Dynamo 1.5's members: present only on the engines that break one of them.
+  declare isQuiescent?: NonNullable<LLMEngine["isQuiescent"]>;
+  declare healthCheckPayload?: NonNullable<LLMEngine["healthCheckPayload"]>;
+  declare supportedControls?: NonNullable<LLMEngine["supportedControls"]>;
+  declare engineControl?: NonNullable<LLMEngine["engineControl"]>;
+  declare onEndpointReady?: NonNullable<LLMEngine["onEndpointReady"]>;
+
+  constructor(readonly kind: FailureKind) {
+    Object.assign(this, brokenMember(kind, this.inner));
+  }
 
   async start(workerId: bigint): Promise<EngineConfig> {
     if (this.kind === "StartFailed") throw fail("start");
     const config = await this.inner.start(workerId);
     this.started = true;
+    if (this.kind === "LlmRegistrationInvalid") {
+      // The nested registration disagrees with the flat field it repeats.
+      return { ...config, llm: { ...config.llm, total_kv_blocks: config.total_kv_blocks! + 1 } };
+    }
     return this.kind === "EmptyModelInConfig" ? { ...config, model: "" } : config;
   }
 
@@ -181,6 +195,27 @@ class BrokenEngine implements LLMEngine {
     return this.kind === "ComponentMetricsNotIdempotent"
       ? { dp_ranks: [...bindings.dp_ranks, this.calls] }
       : bindings;
+  }
+}
+
+/** The Dynamo 1.5 member that breaks the rule `kind` checks (none for other kinds). */
+function brokenMember(kind: FailureKind, inner: MockEngine): Partial<LLMEngine> {
+  switch (kind) {
+    case "EndpointReadyFailed":
+      return { onEndpointReady: () => Promise.reject(fail("onEndpointReady")) };
+    case "ControlsInvalid": // advertises a control it cannot run
+      return { supportedControls: () => Promise.resolve(["clear_kv_blocks"]) };
+    case "UnknownControlAccepted": // answers any name as if it ran it
+      return { engineControl: () => Promise.resolve({ status: "success" }) };
+    case "HealthCheckPayloadInvalid": // a probe of a token past the vocabulary
+      return {
+        healthCheckPayload: () =>
+          Promise.resolve(probeRequest(inner.options.model, inner.options.vocabSize)),
+      };
+    case "QuiescenceInconsistent": // claims to be idle whatever runs
+      return { isQuiescent: () => Promise.resolve(true) };
+    default:
+      return {};
   }
 }
 

@@ -23,6 +23,12 @@ export const FAILURE_KINDS = [
   "ComponentMetricsNotIdempotent",
   "CompletionTokensMismatch",
   "OverloadStalled",
+  "LlmRegistrationInvalid",
+  "EndpointReadyFailed",
+  "ControlsInvalid",
+  "UnknownControlAccepted",
+  "HealthCheckPayloadInvalid",
+  "QuiescenceInconsistent",
 ] as const;
 
 /** One of {@linkcode FAILURE_KINDS}. */
@@ -76,6 +82,22 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
     `given more work than its KV cache holds, the engine did not end every stream: ${d}; ` +
     "a request that outgrows the cache must end (finish_reason length) or be refused, and " +
     "requests that fit must be served in turn, never left waiting for room that cannot come",
+  LlmRegistrationInvalid: (d) =>
+    `the EngineConfig's Dynamo 1.5 registration is wrong: ${d} (llm's fields are counts, and ` +
+    "each one the flat fields also carry must equal theirs)",
+  EndpointReadyFailed: (d) => `onEndpointReady() failed: ${d} (Dynamo stops the worker then)`,
+  ControlsInvalid: (d) =>
+    `the engine's controls are not usable: ${d} (supportedControls() names distinct controls ` +
+    "that engineControl() runs)",
+  UnknownControlAccepted: (d) =>
+    `engineControl() with a name it does not offer was not refused with InvalidArgument naming ` +
+    `it: ${d}`,
+  HealthCheckPayloadInvalid: (d) =>
+    `the health-check payload cannot probe the engine: ${d} (it must be null, or a valid ` +
+    "request marked is_probe that the engine serves to a terminal chunk)",
+  QuiescenceInconsistent: (d) =>
+    `isQuiescent() disagrees with the requests in flight: ${d} (true only when no request is ` +
+    "live, and not false once drain() resolved)",
 };
 
 /** The kit's verdict: exactly one kind, with an explanation. */

@@ -11,6 +11,7 @@ import { collect, type ConformanceOptions, request, type State, within } from ".
 
 export type { ConformanceOptions } from "./support.ts";
 import { checkOverload } from "./overload.ts";
+import { optionalMembers } from "./optional_checks.ts";
 
 /** The outcome of one check. */
 export interface CheckReport {
@@ -148,6 +149,8 @@ const STEPS: readonly Step[] = [
   ["cancellation", cancellation],
   ["cancellation_mid_stream", cancellationMidStream],
   ["cancellation_pre_aborted", cancellationPreAborted],
+  // Dynamo 1.5's members, where the engine has them; ends with drain() where it has both.
+  ["optional_members", optionalMembers],
   ["cleanup", (s) => guard("CleanupFailed", s.opts.stepTimeoutMs, () => s.engine.cleanup())],
   [
     "second_cleanup",

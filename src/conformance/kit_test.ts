@@ -18,13 +18,14 @@ Deno.test("the mock engine passes every check, in the seed's order", async () =>
     "cancellation",
     "cancellation_mid_stream",
     "cancellation_pre_aborted",
+    "optional_members",
     "cleanup",
     "second_cleanup",
     "cleanup_without_start",
     "kv_cache_overload",
   ]);
   ok(report.checks.every((c) => c.passed && c.ms >= 0));
-  ok(formatReport(report).endsWith("conformance: PASS (12 checks)"));
+  ok(formatReport(report).endsWith("conformance: PASS (13 checks)"));
 });
 
 for (const kind of FAILURE_KINDS) {

@@ -36,6 +36,19 @@ export interface MetricsBindings {
 }
 
 /**
+ * Where the runtime serves an engine (Dynamo's `Endpoint`, named by its path
+ * `namespace.component.endpoint`), handed to {@linkcode LLMEngine.onEndpointReady}.
+ */
+export interface ServingEndpoint {
+  /** The Dynamo namespace (`dynamo`). */
+  namespace: string;
+  /** The component (`backend`, `kiln`). */
+  component: string;
+  /** The endpoint (`generate`). */
+  endpoint: string;
+}
+
+/**
  * A token-in, token-out inference engine.
  *
  * Stream rules for {@linkcode LLMEngine.generate}: every stream yields exactly one terminal
@@ -51,7 +64,7 @@ export interface LLMEngine {
   generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput>;
   /** Cancel the request that owns `ctx` (as if its signal had fired). */
   abort?(ctx: GenerateContext): Promise<void>;
-  /** Stop admitting work and wait for in-flight requests. */
+  /** Stop admitting work and wait for in-flight requests (Dynamo 1.3; 1.5 asks `isQuiescent`). */
   drain?(): Promise<void>;
   /** Release everything. Idempotent, and safe on a never-started engine. */
   cleanup(): Promise<void>;
@@ -59,6 +72,35 @@ export interface LLMEngine {
   kvEventSources?(): Promise<KvEventSource[]>;
   /** Register engine gauges; the returned ranks are stable for the engine's lifetime. */
   setupMetrics?(ctx: MetricsContext): Promise<MetricsBindings>;
+
+  // Dynamo 1.5's members (its names in snake_case). Every one is optional; the default an
+  // absent one stands for is Dynamo's.
+
+  /**
+   * `is_quiescent`: whether `cleanup()` may release memory now, i.e. no request is live.
+   * `true`: quiescent; `false`: a request still holds memory; `null`: the engine cannot tell
+   * (the default). Once `drain()` has resolved it is not `false`.
+   */
+  isQuiescent?(): Promise<boolean | null>;
+  /**
+   * `health_check_payload`: a small request the runtime may send through `generate()` to probe
+   * an idle engine, marked `is_probe`; `null` (the default) turns active probing off.
+   */
+  healthCheckPayload?(): Promise<PreprocessedRequest | null>;
+  /** `supported_controls`: the engine-control names `engineControl` accepts (default none). */
+  supportedControls?(): Promise<string[]>;
+  /**
+   * `engine_control`: run one control named by `supportedControls` with its JSON `body`; the
+   * result is a JSON object (`status` and what the control reports). A name not advertised is
+   * refused with `InvalidArgument` naming it (Dynamo's default answers every name with an
+   * error).
+   */
+  engineControl?(control: string, body: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * `on_endpoint_ready`: called once after `start()`, before serving begins, with where the
+   * runtime serves the engine (default: nothing happens). A rejection stops the worker.
+   */
+  onEndpointReady?(endpoint: ServingEndpoint): Promise<void>;
 }
 
 /** A {@linkcode GenerateContext} that owns its AbortController; `stop()` cancels it. */

@@ -6,6 +6,7 @@ export * from "./types.ts";
 export * from "./errors.ts";
 export { describe } from "./describe.ts";
 export * from "./engine.ts";
+export * from "./engine_hooks.ts";
 export * from "./kv_events.ts";
 export * from "./kv_capacity.ts";
 /**

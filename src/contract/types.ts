@@ -164,7 +164,38 @@ export interface LLMEngineOutput {
   unknown_fields?: UnknownFields;
 }
 
-/** What start() reports about the loaded model and its capacity. */
+/**
+ * Dynamo 1.5's token-pipeline registration (its `LlmRegistration`): the KV cache, batch and
+ * data-parallel facts that 1.3 read from `EngineConfig`'s own fields, nested under
+ * `EngineConfig.llm`. Every field is optional; one left out is not advertised (the router
+ * falls back to its defaults).
+ */
+export interface LlmRegistration {
+  /** Most tokens (prompt plus output) one sequence may hold. */
+  context_length?: number;
+  /** Tokens per KV-cache block. */
+  kv_cache_block_size?: number;
+  /** KV-cache blocks the engine allocated. */
+  total_kv_blocks?: number;
+  /** Most sequences generated concurrently. */
+  max_num_seqs?: number;
+  /** Most tokens processed in one forward step. */
+  max_num_batched_tokens?: number;
+  /** Data-parallel ranks this worker hosts (Dynamo's default 1). */
+  data_parallel_size?: number;
+  /** The first data-parallel rank this worker hosts (Dynamo's default 0). */
+  data_parallel_start_rank?: number;
+  /** The address decode peers fetch KV from in disaggregated serving (none in Kiln). */
+  bootstrap_host?: string;
+  /** The port beside `bootstrap_host`. */
+  bootstrap_port?: number;
+}
+
+/**
+ * What start() reports about the loaded model and its capacity. The flat token-pipeline fields
+ * are Dynamo 1.3's; `llm` and `model_aliases` are 1.5's, optional, and where both carry a fact
+ * they agree (the conformance kit checks it).
+ */
 export interface EngineConfig {
   /** The model's name. */
   model: string;
@@ -182,4 +213,11 @@ export interface EngineConfig {
   max_num_batched_tokens?: number;
   /** Engine-specific facts (device, dtype, ...), free-form. */
   runtime_data?: Record<string, unknown>;
+  /**
+   * Dynamo 1.5: the token-pipeline facts nested as 1.5 reads them (default: absent, and a 1.5
+   * reader takes them from the flat fields above). Kiln's engines fill both.
+   */
+  llm?: LlmRegistration;
+  /** Dynamo 1.5: more names clients may use for the model (default: none). */
+  model_aliases?: string[];
 }

@@ -27,6 +27,11 @@ export class LiveRequests {
   /** Counts over every request `stream` has run. */
   readonly stats: RequestStats = { started: 0, finished: 0, cancelled: 0, failed: 0 };
 
+  /** Requests live now (admitted, and their streams not yet ended). */
+  get size(): number {
+    return this.#seqs.size;
+  }
+
   /**
    * A request's stream: track `seq` under its context, hand it to the engine's loop with `enqueue` (not
    * for a request whose signal is already aborted, which ends `cancelled` at once, nor for

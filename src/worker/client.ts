@@ -13,6 +13,7 @@ import type {
   LLMEngine,
   MetricsBindings,
   MetricsContext,
+  ServingEndpoint,
 } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
@@ -282,6 +283,56 @@ export class WorkerEngine implements LLMEngine {
     this.#host = undefined;
     this.#worker?.terminate();
     this.#worker = undefined;
+  }
+
+  /**
+   * Dynamo 1.5's `is_quiescent`: false while a request of this engine streams or is still being
+   * cancelled in the worker, else the worker's answer; true when no worker runs.
+   */
+  async isQuiescent(): Promise<boolean | null> {
+    if (this.#keys.size > 0 || this.#aborting.size > 0) return false;
+    if (this.#state !== "running") return true;
+    return await this.#call((h) => h.isQuiescent());
+  }
+
+  /** The worker engine's health-check probe; null unless running. */
+  async healthCheckPayload(): Promise<PreprocessedRequest | null> {
+    return this.#state === "running" ? await this.#call((h) => h.healthCheckPayload()) : null;
+  }
+
+  /** The worker engine's controls; none unless running. */
+  async supportedControls(): Promise<string[]> {
+    return this.#state === "running" ? await this.#call((h) => h.supportedControls()) : [];
+  }
+
+  /**
+   * Run one of the worker engine's controls. A name it does not offer, or a body that is not a
+   * JSON object, is `InvalidArgument`; `EngineShutdown` unless running.
+   */
+  async engineControl(
+    control: string,
+    body: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    this.#requireRunning("engine_control");
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(JSON.stringify(body ?? null));
+    } catch (e) {
+      throw EngineError.invalidArgument(`engine control ${control}: the body is not JSON`, e);
+    }
+    return await this.#call((h) => h.engineControl(control, json));
+  }
+
+  /** Hand the worker engine where it is served; `EngineShutdown` unless running. */
+  async onEndpointReady(endpoint: ServingEndpoint): Promise<void> {
+    this.#requireRunning("on_endpoint_ready");
+    await this.#call((h) => h.onEndpointReady({ ...endpoint }));
+  }
+
+  #requireRunning(what: string): void {
+    if (this.#state !== "running") {
+      throw this.#dead ?? EngineError.shutdown(`${what} on a ${this.#state} engine`);
+    }
   }
 
   async kvEventSources(): Promise<KvEventSource[]> {

@@ -58,6 +58,55 @@ Deno.test("WorkerEngine: a pre-aborted signal never starts in the worker; a cons
   equal(await e.stats(), undefined, "no stats once cleaned up");
 });
 
+Deno.test("WorkerEngine: Dynamo 1.5's members cross the worker boundary", async () => {
+  const e = new WorkerEngine(hostWorker, options);
+  const typed = (type: string, text: string) => (err: unknown) =>
+    err instanceof EngineError && err.type === type && err.message.includes(text);
+  equal(await e.isQuiescent(), true, "no worker, nothing live");
+  await rejects(e.engineControl("clear_kv_blocks", {}), typed("EngineShutdown", "new engine"));
+  const config = await e.start(0n);
+  try {
+    equal(config.llm?.total_kv_blocks, 64);
+    await e.onEndpointReady({ namespace: "dynamo", component: "kiln", endpoint: "generate" });
+    const probe = (await e.healthCheckPayload())!;
+    equal(probe.is_probe, true);
+    equal(probe.token_ids[0], 256, "fortune's BOS");
+    equal((await collect(e.generate(probe, new RequestContext()))).at(-1)?.finish_reason, "length");
+    equal(JSON.stringify(await e.supportedControls()), '["clear_kv_blocks"]');
+    const answer = await e.engineControl("clear_kv_blocks", {});
+    equal(answer.status, "success");
+    ok((answer.cleared_blocks as number) >= 0);
+    await rejects(e.engineControl("wake_up", {}), typed("InvalidArgument", '"wake_up"'));
+    await rejects(
+      e.engineControl("clear_kv_blocks", { n: 1n } as unknown as Record<string, unknown>),
+      typed("InvalidArgument", "the body is not JSON"),
+    );
+    const ctx = new RequestContext();
+    const it = e.generate(request([256, 1, 2], 500), ctx)[Symbol.asyncIterator]();
+    await it.next();
+    equal(await e.isQuiescent(), false, "a request is streaming");
+    ctx.stop();
+    while (!(await it.next()).done);
+    let quiet = await e.isQuiescent();
+    for (let i = 0; i < 100 && !quiet; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      quiet = await e.isQuiescent();
+    }
+    equal(quiet, true, "quiescent once the worker ended it");
+  } finally {
+    await e.cleanup();
+  }
+  equal(await e.healthCheckPayload(), null);
+  equal((await e.supportedControls()).length, 0);
+  await rejects(
+    e.onEndpointReady({ namespace: "a", component: "b", endpoint: "c" }),
+    typed(
+      "EngineShutdown",
+      "stopped engine",
+    ),
+  );
+});
+
 Deno.test("errors cross the worker boundary with their EngineError type and message", async () => {
   const e = new WorkerEngine(hostWorker, options);
   await e.start(0n);

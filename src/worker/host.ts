@@ -4,7 +4,8 @@
  * each request's chunks over its own `MessagePort`, batching what is ready.
  */
 import * as Comlink from "comlink";
-import { type LLMEngine, RequestContext } from "../contract/engine.ts";
+import { type LLMEngine, RequestContext, type ServingEndpoint } from "../contract/engine.ts";
+import { runControl } from "../contract/engine_hooks.ts";
 import { EngineError, serializeError } from "../contract/errors.ts";
 import type { KvEventPublisher } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
@@ -194,6 +195,40 @@ export class EngineHost {
     const sources = await this.#hosted?.engine.kvEventSources?.() ?? [];
     for (const s of sources) if (s.kind === "push") s.onReady({ publish: (e) => void publish(e) });
     return sources.map((s) => s.dp_rank);
+  }
+
+  /**
+   * Dynamo 1.5's `is_quiescent`: false while a request streams here or the engine says so,
+   * else true (this host knows its streams when the engine cannot tell).
+   */
+  async isQuiescent(): Promise<boolean> {
+    if (this.#requests.size > 0 || this.#aborting.size > 0) return false;
+    return await this.#hosted?.engine.isQuiescent?.() ?? true;
+  }
+
+  /** The engine's health-check probe (null without one, or before `start()`). */
+  async healthCheckPayload(): Promise<PreprocessedRequest | null> {
+    return await this.#hosted?.engine.healthCheckPayload?.() ?? null;
+  }
+
+  /** The engine's controls (none without any, or before `start()`). */
+  async supportedControls(): Promise<string[]> {
+    return await this.#hosted?.engine.supportedControls?.() ?? [];
+  }
+
+  /** Run one of the engine's controls; a name it does not offer is `InvalidArgument`. */
+  async engineControl(
+    control: string,
+    body: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    const engine = this.#hosted?.engine;
+    if (!engine) throw EngineError.shutdown("engine_control before start()");
+    return await (engine.engineControl?.(control, body) ?? runControl({}, control, body));
+  }
+
+  /** Hand the engine where it is served (no-op for an engine without the hook). */
+  async onEndpointReady(endpoint: ServingEndpoint): Promise<void> {
+    await this.#hosted?.engine.onEndpointReady?.(endpoint);
   }
 
   /** Push the engine's KV gauges to the main thread after every step. */

@@ -11,17 +11,18 @@ const run = useBrowser();
 test("conformance kit passes in Chromium: mock engine, WorkerEngine on fortune, ort engine in a worker (SwiftShader)", async (t) => {
   const page = `test/browser/pages/conformance.html?onnx=${encodeURIComponent(onnxFortunePath())}`;
   const { results } = await run(page, 600_000);
-  // Every engine runs the kit's 12 checks (the cancellation ones: before the first pull, in the
-  // middle of a stream, and a signal aborted before generate(); the KV-cache overload) plus its
-  // report line.
+  // Every engine runs the kit's 13 checks (the cancellation ones: before the first pull, in the
+  // middle of a stream, and a signal aborted before generate(); Dynamo 1.5's optional members;
+  // the KV-cache overload) plus its report line.
   for (const label of ["mock", "worker:fortune", "ort-worker:fortune"]) {
     const mine = results.filter((r) => r.name.startsWith(`conformance(${label}): `));
-    assert.equal(mine.length, 13, `${label}: ${mine.map((r) => r.name).join(", ")}`);
+    assert.equal(mine.length, 14, `${label}: ${mine.map((r) => r.name).join(", ")}`);
     for (
       const check of [
         "cancellation",
         "cancellation_mid_stream",
         "cancellation_pre_aborted",
+        "optional_members",
         "kv_cache_overload",
       ]
     ) {
@@ -31,7 +32,7 @@ test("conformance kit passes in Chromium: mock engine, WorkerEngine on fortune, 
       );
     }
   }
-  assert.equal(results.length, 39);
+  assert.equal(results.length, 42);
   for (const r of results) {
     await t.test(r.name, () => assert.ok(r.passed, r.message));
   }

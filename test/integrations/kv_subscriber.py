@@ -4,14 +4,16 @@
 Connects a SUB socket to a Kiln server's `--kv-events` endpoint, asks its replay socket for
 every batch from sequence 0 (so a late subscriber starts from the beginning), then follows the
 live stream. Each batch is vLLM's framing: topic, 8-byte big-endian sequence number, msgpack
-`[ts, [events], dp_rank]`. It rebuilds the set of cached blocks from BlockStored, BlockRemoved
+`[ts, [events], dp_rank]` with each event a tagged array, or with each a map of its field names
+tagged by `type`, or the batch itself such a map (`{ts, events, data_parallel_rank}`). It rebuilds the set of cached blocks from BlockStored, BlockRemoved
 and AllBlocksCleared, and checks every stored block's hash against Dynamo's router hashing
 (XXH3-64, seed 1337, over the block's u32 little-endian tokens, chained with the parent's hash),
 with python3-xxhash.
 
 Prints `ready` once connected; on stdin, `done N` says N batches were published in all (it
 drains to batch N - 1), or `done` alone that the publisher has gone quiet (it drains until no
-batch has come for half a second). Then it prints one JSON line: the block set and what it found.
+batch has come for half a second). Then it prints one JSON line: the block set and what it found
+(with `layouts`, how the batches and their events were laid out: `list/list`, `dict/dict`, ...).
 
     kv_subscriber.py --endpoint tcp://127.0.0.1:5557 --replay tcp://127.0.0.1:5558
                      [--exit-after K]   (leave after K live batches: a subscriber that goes away)
@@ -42,6 +44,32 @@ def chain(parent, tokens):
     return xxhash.xxh3_64_intdigest(struct.pack("<QQ", parent, h), seed=SEED)
 
 
+POSITIONS = {
+    "BlockStored": ("type", "block_hashes", "parent_block_hash", "token_ids", "block_size"),
+    "BlockRemoved": ("type", "block_hashes"),
+}
+
+
+def fields(event):
+    """An event's fields by name, from its tagged map or its tagged array."""
+    if isinstance(event, dict):
+        return event
+    return dict(zip(POSITIONS.get(event[0], ("type",)), event))
+
+
+def unpack_batch(payload, layouts):
+    """A batch's (ts, events, dp_rank), from its positional array or its map; adds to `layouts`
+    how the batch and its events were laid out (`list/list`, `dict/dict`, ...)."""
+    batch = msgpack.unpackb(payload, raw=False)
+    if isinstance(batch, dict):
+        ts, events, dp_rank = batch["ts"], batch["events"], batch.get("data_parallel_rank")
+    else:
+        ts, events, dp_rank = batch[0], batch[1], batch[2] if len(batch) > 2 else None
+    for e in events:
+        layouts.add(f"{type(batch).__name__}/{type(e).__name__}")
+    return ts, events, dp_rank
+
+
 class Rebuilt:
     def __init__(self):
         self.blocks = {}
@@ -49,15 +77,18 @@ class Rebuilt:
         self.mismatches = []
         self.unknown_removals = 0
         self.dp_ranks = set()
+        self.layouts = set()
 
     def apply(self, payload):
-        ts, events, dp_rank = msgpack.unpackb(payload, raw=False)
+        ts, events, dp_rank = unpack_batch(payload, self.layouts)
         self.dp_ranks.add(dp_rank)
-        for e in events:
+        for raw in events:
             self.events += 1
-            tag = e[0]
+            e = fields(raw)
+            tag = e["type"]
             if tag == "BlockStored":
-                hashes, parent, tokens, block_size = e[1], e[2], e[3], e[4]
+                hashes, parent = e["block_hashes"], e["parent_block_hash"]
+                tokens, block_size = e["token_ids"], e["block_size"]
                 for i, h in enumerate(hashes):
                     want = chain(parent, tokens[i * block_size:(i + 1) * block_size])
                     if want != h:
@@ -65,7 +96,7 @@ class Rebuilt:
                     self.blocks[h] = parent
                     parent = h
             elif tag == "BlockRemoved":
-                for h in e[1]:
+                for h in e["block_hashes"]:
                     if h in self.blocks:
                         del self.blocks[h]
                     else:
@@ -169,6 +200,7 @@ def main():
         "live_batches": live,
         "live_seconds": (last_live - first_live) if first_live is not None else 0,
         "dp_ranks": sorted(r for r in state.dp_ranks if r is not None),
+        "layouts": sorted(state.layouts),
     }), flush=True)
     sub.close(0)
     ctx.term()

@@ -23,7 +23,7 @@ before(async () => {
 test("the mock engine passes the conformance kit in Node", async () => {
   const report = await kiln.runConformanceReport(() => new kiln.MockEngine());
   assert.equal(report.passed, true, kiln.formatReport(report));
-  assert.equal(report.checks.length, 12);
+  assert.equal(report.checks.length, 13);
   for (const c of report.checks) {
     assert.equal(typeof c.name, "string");
     assert.equal(typeof c.ms, "number");

@@ -17,6 +17,8 @@ export interface SubscriberResult {
   replayed: number;
   live_batches: number;
   dp_ranks: number[];
+  /** How batches and their events were laid out: `list/list`, `dict/dict`, `list/dict`. */
+  layouts: string[];
 }
 
 export interface Subscriber {

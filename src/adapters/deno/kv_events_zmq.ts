@@ -1,7 +1,7 @@
 /**
- * `serve --kv-events ENDPOINT`: KV events on a ZMQ PUB socket in vLLM's framing
- * (`contract/kv_events_msgpack.ts`), for Dynamo's KV router (its `ZmqSource`) or any subscriber,
- * with vLLM's replay socket (`--kv-events-replay ENDPOINT`, a ROUTER): a subscriber that missed
+ * `serve --kv-events ENDPOINT`: KV events on a ZMQ PUB socket in vLLM's framing and one of its
+ * payload encodings (`--kv-events-encoding`, see `contract/kv_events_msgpack.ts`), for Dynamo's
+ * KV router (its `ZmqSource`) or any subscriber, with vLLM's replay socket (`--kv-events-replay ENDPOINT`, a ROUTER): a subscriber that missed
  * sequence numbers sends the first one it lacks as 8 bytes big-endian and gets every buffered
  * batch from there, each as `[seq, payload]`, then `[-1, ""]`.
  *
@@ -15,7 +15,7 @@
 import * as zmq from "zeromq";
 import { EngineError } from "../../contract/errors.ts";
 import type { KvCacheEvent, KvEventPublisher } from "../../contract/kv_events.ts";
-import { encodeKvBatch, seqFrame } from "../../contract/kv_events_msgpack.ts";
+import { encodeKvBatch, type KvEventEncoding, seqFrame } from "../../contract/kv_events_msgpack.ts";
 
 /** Settings of a {@linkcode ZmqKvPublisher}. */
 export interface ZmqKvOptions {
@@ -29,17 +29,24 @@ export interface ZmqKvOptions {
   dpRank?: number;
   /** Batches kept for replay (default 10,000, as vLLM's). */
   bufferSteps?: number;
+  /**
+   * The payload's encoding (default `positional`; `map` and `map-events` are vLLM's map-encoded
+   * forms, see `contract/kv_events_msgpack.ts`).
+   */
+  encoding?: KvEventEncoding;
 }
 
 /** The END marker a replay ends with: sequence -1. */
 const END = seqFrame(-1n);
 
+/** A {@linkcode KvEventPublisher} on a bound ZMQ PUB socket (and a replay ROUTER), as vLLM's. */
 export class ZmqKvPublisher implements KvEventPublisher {
   readonly #pub: zmq.Publisher;
   readonly #replay: zmq.Router | undefined;
   readonly #topic: Uint8Array;
   readonly #dpRank: number;
   readonly #bufferSteps: number;
+  readonly #encoding: KvEventEncoding;
   readonly #buffer: { seq: bigint; payload: Uint8Array }[] = [];
   #pending: KvCacheEvent[] = [];
   #seq = 0n;
@@ -54,6 +61,7 @@ export class ZmqKvPublisher implements KvEventPublisher {
     this.#topic = new TextEncoder().encode(o.topic ?? "");
     this.#dpRank = o.dpRank ?? 0;
     this.#bufferSteps = o.bufferSteps ?? 10_000;
+    this.#encoding = o.encoding ?? "positional";
     if (replay) void this.#serveReplay(replay);
   }
 
@@ -92,7 +100,7 @@ export class ZmqKvPublisher implements KvEventPublisher {
     this.#pending = [];
     if (events.length === 0 || this.#closed) return;
     const seq = this.#seq++;
-    const payload = encodeKvBatch(Date.now() / 1000, events, this.#dpRank);
+    const payload = encodeKvBatch(Date.now() / 1000, events, this.#dpRank, this.#encoding);
     this.#buffer.push({ seq, payload });
     if (this.#buffer.length > this.#bufferSteps) this.#buffer.shift();
     this.sent.events += events.length;

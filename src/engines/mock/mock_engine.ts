@@ -14,6 +14,7 @@ import type {
   MetricsBindings,
   MetricsContext,
 } from "../../contract/engine.ts";
+import { probeRequest, runControl, withLlm } from "../../contract/engine_hooks.ts";
 import type { KvEventSource } from "../../contract/kv_events.ts";
 import * as out from "../../contract/output.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
@@ -99,7 +100,7 @@ export class MockEngine implements LLMEngine {
     }
     this.#state = "running";
     const o = this.options;
-    return Promise.resolve({
+    return Promise.resolve(withLlm({
       model: o.model,
       context_length: o.contextLength,
       kv_cache_block_size: o.blockSize,
@@ -107,7 +108,7 @@ export class MockEngine implements LLMEngine {
       max_num_seqs: 256,
       max_num_batched_tokens: o.contextLength,
       runtime_data: { engine: "mock" },
-    });
+    }));
   }
 
   generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
@@ -241,6 +242,28 @@ export class MockEngine implements LLMEngine {
     for (const r of this.#inflight.values()) r.controller.abort();
     this.#kv.clear();
     return Promise.resolve();
+  }
+
+  /** True when no request is live (waiting for room or generating). */
+  isQuiescent(): Promise<boolean | null> {
+    return Promise.resolve(this.#inflight.size === 0);
+  }
+
+  /** A one-token probe of token 0 once running; null before `start()` and once stopping. */
+  healthCheckPayload(): Promise<PreprocessedRequest | null> {
+    return Promise.resolve(
+      this.#state === "running" ? probeRequest(this.options.model, 0) : null,
+    );
+  }
+
+  /** None: the mock has no control to offer. */
+  supportedControls(): Promise<string[]> {
+    return Promise.resolve([]);
+  }
+
+  /** Refuses every control (`InvalidArgument`, naming it). */
+  engineControl(control: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return runControl({}, control, body);
   }
 
   kvEventSources(): Promise<KvEventSource[]> {

@@ -304,3 +304,61 @@ Deno.test("fake KV capacity: requests beyond the cache wait their turn, in order
   ok(most <= 8, `at most 8 blocks in use, saw ${most}`);
   equal(e.usedBlocks, 0);
 });
+
+Deno.test("Dynamo 1.5: llm mirrors the flat config; quiescent only when no request is live", async () => {
+  const e = new MockEngine({ delayMs: 5 });
+  equal(await e.isQuiescent(), true, "nothing runs before start()");
+  equal(await e.healthCheckPayload(), null, "no probe before start()");
+  const config = await e.start(0n);
+  deepStrictEqual(config.llm, {
+    context_length: 4096,
+    kv_cache_block_size: 16,
+    total_kv_blocks: 1024,
+    max_num_seqs: 256,
+    max_num_batched_tokens: 4096,
+    data_parallel_size: 1,
+    data_parallel_start_rank: 0,
+  });
+  const c = ctx();
+  const it = e.generate(request({ stop_conditions: { max_tokens: 50 } }), c)
+    [Symbol.asyncIterator]();
+  await it.next();
+  equal(await e.isQuiescent(), false, "a request is streaming");
+  const drained = e.drain();
+  equal(await e.isQuiescent(), false, "drain() waits for it");
+  while (!(await it.next()).done);
+  await drained;
+  equal(await e.isQuiescent(), true, "quiescent once drain() resolved");
+  await e.cleanup();
+});
+
+Deno.test("Dynamo 1.5: the health-check probe is one greedy token, marked is_probe", async () => {
+  const e = await started();
+  const probe = (await e.healthCheckPayload())!;
+  equal(probe.is_probe, true);
+  deepStrictEqual([probe.model, probe.token_ids, probe.stop_conditions], [
+    "kiln-mock",
+    [0],
+    { max_tokens: 1, ignore_eos: true },
+  ]);
+  const { last, ids } = await run(e, probe);
+  equal(ids.length, 1);
+  equal(last.finish_reason, "length");
+  await e.cleanup();
+  equal(await e.healthCheckPayload(), null, "no probe once stopped");
+});
+
+Deno.test("Dynamo 1.5: the mock offers no control and refuses each by name", async () => {
+  const e = await started();
+  deepStrictEqual(await e.supportedControls(), []);
+  for (const name of ["clear_kv_blocks", "constructor", "__proto__"]) {
+    await rejects(
+      e.engineControl(name, {}),
+      (err: unknown) =>
+        err instanceof EngineError && err.type === "InvalidArgument" &&
+        err.message.includes(`"${name}" is not offered (it offers none)`),
+      name,
+    );
+  }
+  await e.cleanup();
+});

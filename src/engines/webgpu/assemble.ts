@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { withLlm } from "../../contract/engine_hooks.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import type { EngineConfig } from "../../contract/types.ts";
 import { type Gpu, runtimeData } from "../../gpu/device.ts";
@@ -158,7 +159,7 @@ export async function assembleEngine(
       ? ngramDrafter(spec)
       : draft && modelDrafter(spec!.numSpeculativeTokens, draft.started, draft.hooks),
   );
-  const config: EngineConfig = {
+  const config: EngineConfig = withLlm({
     model: o.name,
     ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
     context_length: context,
@@ -189,6 +190,6 @@ export async function assembleEngine(
       ...fitRuntimeData(fit),
       gpu_memory_bytes: memoryLedger(device).snapshot(),
     },
-  };
+  });
   return { model, tokens, forward, sampler, readback, blocks, scheduler, config, warmUpReport };
 }

@@ -309,6 +309,23 @@ export class BlockManager {
     return released;
   }
 
+  /**
+   * Evict every cached block no sequence holds (Dynamo's `clear_kv_blocks` control), publishing
+   * one `BlockRemoved` for them; blocks running sequences hold stay cached. Returns how many.
+   */
+  evictIdle(): number {
+    const removed: bigint[] = [];
+    for (const [key, b] of this.#cached) {
+      if (b.refs > 0) continue;
+      this.#cached.delete(key);
+      removed.push(b.prefix!.hash);
+      b.prefix = undefined;
+      this.#free.push(b.id);
+    }
+    if (removed.length > 0) this.#onEvent?.({ type: "BlockRemoved", block_hashes: removed });
+    return removed.length;
+  }
+
   /** Forget every block (cleanup). */
   clear(): void {
     for (const b of this.#blocks) {

@@ -17,6 +17,7 @@ import type {
   MetricsContext,
 } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
+import { type ControlHandler, probeRequest, runControl } from "../../contract/engine_hooks.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import type { Gpu } from "../../gpu/device.ts";
@@ -429,6 +430,44 @@ export class WebGpuEngine implements LLMEngine {
 
   kvEventSources(): Promise<KvEventSource[]> {
     return Promise.resolve([{ kind: "push", dp_rank: 0, onReady: (p) => (this.#publisher = p) }]);
+  }
+
+  /** True when no request is live: none queued, running or still streaming. */
+  isQuiescent(): Promise<boolean | null> {
+    return Promise.resolve(this.#inflight.size === 0);
+  }
+
+  /** A one-token probe of the model's BOS (token 0 without one); null unless running. */
+  healthCheckPayload(): Promise<PreprocessedRequest | null> {
+    const bos = this.#model?.config.bosTokenId ?? 0;
+    return Promise.resolve(
+      this.#state === "running" ? probeRequest(this.#config!.model, bos) : null,
+    );
+  }
+
+  /**
+   * `clear_kv_blocks` (as Dynamo's vLLM worker names it): evict the prefix cache's blocks no
+   * request holds, publishing `BlockRemoved`; answers `{status: "success", cleared_blocks}`.
+   */
+  readonly #controls: Record<string, ControlHandler> = {
+    clear_kv_blocks: () => {
+      if (this.#state !== "running" && this.#state !== "draining") {
+        return Promise.reject(EngineError.shutdown(`clear_kv_blocks on a ${this.#state} engine`));
+      }
+      const cleared = this.#blocks!.evictIdle();
+      this.#report();
+      return Promise.resolve({ status: "success", cleared_blocks: cleared });
+    },
+  };
+
+  /** `clear_kv_blocks`. */
+  supportedControls(): Promise<string[]> {
+    return Promise.resolve(Object.keys(this.#controls));
+  }
+
+  /** Runs a control `supportedControls` names; any other is refused (`InvalidArgument`). */
+  engineControl(control: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    return runControl(this.#controls, control, body);
   }
 
   setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
