@@ -1,4 +1,7 @@
-/** `npm run fortune`: a fortune streamed by the WebGPU engine, then metrics promtool accepts. */
+/**
+ * `npm run fortune`: a fortune streamed by the WebGPU engine, then (`--metrics`, which every run
+ * here passes) metrics promtool accepts.
+ */
 import { equal, ok } from "node:assert/strict";
 import { promtoolCheck } from "./support/promtool.ts";
 import { encodeGguf } from "../src/model/gguf/test_encoder.ts";
@@ -10,7 +13,7 @@ const FORTUNE_DIR = new URL("../models/fortune/", import.meta.url).pathname;
 
 async function fortune(args: string[], env: Record<string, string> = {}) {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", FORTUNE_CLI, ...args],
+    args: ["run", "-A", FORTUNE_CLI, "--metrics", ...args],
     env: { KILN_SEED: "11", KILN_MAX_TOKENS: "48", ...env },
     stdout: "piped",
     stderr: "piped",
@@ -110,5 +113,13 @@ Deno.test("npm run fortune: a request the engine fails, or a model it cannot loa
   );
   const missing = await fortune(["--model", "/nonexistent", "hello"]);
   equal(missing.code, 2, missing.stderr);
-  equal(missing.stderr.trim(), "fortune: InvalidArgument: /nonexistent/: no tokenizer.json");
+  equal(missing.stderr, "fortune: --model /nonexistent does not exist\n");
+  const empty = await Deno.makeTempDir({ prefix: "kiln-fortune-" });
+  try {
+    const none = await fortune(["--model", empty, "hello"]);
+    equal(none.code, 2, none.stderr);
+    equal(none.stderr, `fortune: InvalidArgument: ${empty}/: no tokenizer.json\n`);
+  } finally {
+    await Deno.remove(empty);
+  }
 });

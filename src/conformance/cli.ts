@@ -7,6 +7,7 @@ import { formatReport, runConformanceReport } from "./kit.ts";
 import "../adapters/deno/engines.ts";
 import { runCli } from "../adapters/deno/flags.ts";
 import { KERNEL_PATHS_ENV } from "../adapters/deno/kernel_paths.ts";
+import { requireModelPath } from "../adapters/deno/model_path.ts";
 
 const { flags, env, fail } = runCli({
   name: "conformance",
@@ -33,6 +34,7 @@ const { flags, env, fail } = runCli({
   },
   env: KERNEL_PATHS_ENV,
 });
+if (flags.model !== undefined) requireModelPath("conformance", flags.model);
 // The engine makers read their options as text, as the command line gave them.
 const options: Record<string, string> = {};
 for (const k of ["model", "kv-blocks", "variant", "ep"] as const) {

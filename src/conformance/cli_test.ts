@@ -16,9 +16,9 @@ Deno.test("conformance CLI: mock passes with one line per check and exit 0", asy
   const { code, out } = await run("--engine", "mock");
   equal(code, 0, out);
   const lines = out.trim().split("\n");
-  equal(lines.length, 13);
-  ok(lines.slice(0, 12).every((l) => l.startsWith("ok ")));
-  equal(lines[12], "conformance: PASS (12 checks)");
+  equal(lines.length, 14);
+  ok(lines.slice(0, 13).every((l) => l.startsWith("ok ")));
+  equal(lines[13], "conformance: PASS (13 checks)");
 });
 
 Deno.test("conformance CLI: a broken engine exits 1 and names its kind", async () => {

@@ -25,9 +25,19 @@ export async function engineMetrics(
   return metrics;
 }
 
-/** Drain, then clean up, recording both durations on `metrics`. */
-export async function shutDown(engine: LLMEngine, metrics: EngineMetrics): Promise<void> {
+/**
+ * Drain, then clean up, recording both durations on `metrics`. The drain time runs from this
+ * call (a host makes it when the drain starts, at the signal) to the last request finishing:
+ * `requests` first, when given (a server's own drain, resolving once its requests in flight have
+ * finished or been cut), then the engine's `drain`.
+ */
+export async function shutDown(
+  engine: LLMEngine,
+  metrics: EngineMetrics,
+  requests?: () => Promise<unknown>,
+): Promise<void> {
   let t = performance.now();
+  await requests?.();
   await engine.drain?.();
   metrics.lifecycle.setDrainTime((performance.now() - t) / 1000);
   t = performance.now();

@@ -18,3 +18,18 @@ Deno.test("engineMetrics registers the engine with its load time; shutDown recor
   ok(sample(after, "drain_time_seconds") >= 0, after);
   ok(sample(after, "cleanup_time_seconds") >= 0, after);
 });
+
+Deno.test("shutDown's drain time runs from its call to the end of the host's requests", async () => {
+  const engine = new MockEngine();
+  const config = await engine.start(1n);
+  const metrics = await engineMetrics(engine, testHierarchy(), config, 0);
+  // The host's requests are over 150 ms after its drain begins, within shutDown.
+  let held = 0;
+  await shutDown(engine, metrics, async () => {
+    const begun = performance.now();
+    await new Promise((r) => setTimeout(r, 150));
+    held = (performance.now() - begun) / 1000;
+  });
+  const drain = sample(metrics.render().body, "drain_time_seconds");
+  ok(held >= 0.1 && drain >= held && drain < 5, `drain ${drain} s, requests held ${held} s`);
+});

@@ -25,10 +25,14 @@ export function checkHost(req: Request): void {
   }
 }
 
+/** The longest part of a refused `Content-Type` echoed in the 415's message. */
+const TYPE_SHOWN = 100;
+
 /**
  * Only JSON bodies run a completion (415 otherwise): `text/plain`, form-encoded and multipart
  * bodies, and bodies with no type, are what a web page may send cross-origin without a CORS
- * preflight.
+ * preflight. The 415 names the type expected and the one given: `Content-Type must be
+ * application/json (got text/plain)`.
  */
 export function checkJson(req: Request): void {
   const type = req.headers.get("content-type");
@@ -36,9 +40,15 @@ export function checkJson(req: Request): void {
   const json = media === "application/json" || /^application\/[a-z0-9.+-]+\+json$/.test(media);
   const charset = params.find((p) => p.startsWith("charset="))?.slice(8).replace(/"/g, "");
   if (!json || (charset !== undefined && charset !== "utf-8")) {
+    const got = type === null
+      ? "none"
+      : type.length > TYPE_SHOWN
+      ? `${type.slice(0, TYPE_SHOWN)}…`
+      : type;
+    const want = json ? "application/json with charset=utf-8 or none" : "application/json";
     throw new HttpError(
       415,
-      `Content-Type must be application/json${type === null ? "" : ", not this one"}`,
+      `Content-Type must be ${want} (got ${got})`,
       "invalid_request_error",
       null,
       "unsupported_media_type",

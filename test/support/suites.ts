@@ -210,7 +210,7 @@ export async function runSuites(only: string[]): Promise<number> {
       console.log(
         `suite ${label}: every test reported (${counts.passed} passed, 0 failed), then the ` +
           `process died by ${status.signal ?? `exit code ${status.code}`} as it exited: the ` +
-          `Deno 2.9.6 + lavapipe teardown crash (README, Known issues); not counted as a test`,
+          `Deno 2.9.6 + lavapipe teardown crash (docs/status.md, Known issues); not counted as a test`,
       );
     } else if (!status.success && counts.failed === 0) {
       // The runner failed without reporting a failed test (a crash, a type error): count it.

@@ -4,11 +4,13 @@
  * An unknown flag, a flag given twice, a missing or bad value, a stray argument or a bad
  * environment value is an `InvalidArgument` naming it; {@linkcode runCli} turns that into the
  * usage text on stderr and exit code 2, and `--help` / `-h` into the usage on stdout and exit 0,
- * before the tool loads anything.
+ * before the tool loads anything. Every tool calls `runCli` first, so it is also where the process
+ * gets an `XDG_RUNTIME_DIR` when it has none (`runtime_dir.ts`), before any GPU adapter or Worker.
  */
 import { parseArgs } from "node:util";
 import { EngineError } from "../../contract/errors.ts";
 import { range, usage } from "./flags_usage.ts";
+import { ensureRuntimeDir } from "./runtime_dir.ts";
 
 export { usage };
 
@@ -325,12 +327,14 @@ export interface Cli<T extends FlagTable, E extends FlagTable> extends ParsedCli
 
 /**
  * The tool's command line (`Deno.args`) by `spec`. `--help` prints the usage and exits 0; a bad
- * command line prints what is wrong and the usage to stderr and exits 2.
+ * command line prints what is wrong and the usage to stderr and exits 2. Gives the process an
+ * `XDG_RUNTIME_DIR` when it has none (the GPU stack's message about it is noise).
  */
 export function runCli<const T extends FlagTable, const E extends FlagTable = Record<never, Flag>>(
   spec: CliSpec<T, E>,
   argv: readonly string[] = Deno.args,
 ): Cli<T, E> {
+  ensureRuntimeDir();
   const fail = (message: string): never => {
     console.error(`${spec.name}: ${message}\n\n${usage(spec)}`);
     Deno.exit(2);

@@ -1,12 +1,13 @@
 /**
- * `npm run fortune [-- PROMPT] [--model DIR|FILE.gguf]` (headless; `npm start` is the web demo):
- * start a `WebGpuEngine` on the embedded fortune model (or the checkpoint folder or GGUF file
- * given, with its own tokenizer) and the WebGPU adapter Deno finds, stream a sampled completion
- * to the terminal, drain and clean up, then print the metrics a scraper would read (model load,
- * drain and cleanup times, KV cache gauges, request counters). No prompt: the model's BOS token
- * starts the text (a model without one needs a prompt: exit 2). A model that cannot be loaded
- * ends the run with one line naming the error (exit 2); a request the engine fails (a prompt
- * longer than the context) with that line after the text so far, then the metrics (exit 1).
+ * `npm run fortune [-- PROMPT] [--model DIR|FILE.gguf] [--metrics]` (headless; `npm start` is the
+ * web demo): start a `WebGpuEngine` on the embedded fortune model (or the checkpoint folder or
+ * GGUF file given, with its own tokenizer) and the WebGPU adapter Deno finds, stream a sampled
+ * completion to the terminal, then drain and clean up. With `--metrics` it then prints the metrics
+ * a scraper would read (model load, drain and cleanup times, KV cache gauges, request counters).
+ * No prompt: the model's BOS token starts the text (a model without one needs a prompt: exit 2).
+ * A `--model` path that does not exist, or a model that cannot be loaded, ends the run with one
+ * line naming it (exit 2); a request the engine fails (a prompt longer than the context) with that
+ * line after the text so far (exit 1).
  */
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
@@ -19,17 +20,23 @@ import { IncrementalDetokenizer } from "../../text/detokenizer.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
 import { KERNEL_PATHS_ENV, kernelPathsOption } from "./kernel_paths.ts";
+import { requireModelPath } from "./model_path.ts";
 
 const { flags, args, env, fail } = runCli({
   name: "fortune",
   command: "npm run fortune --",
-  about: "A sampled completion of PROMPT streamed to the terminal by the WebGPU engine, then " +
-    "the metrics a Prometheus scraper would read.",
+  about: "A sampled completion of PROMPT streamed to the terminal by the WebGPU engine " +
+    "(with --metrics, then the metrics a Prometheus scraper would read).",
   flags: {
     model: {
       type: "string",
       arg: "DIR|FILE.gguf",
       help: "a checkpoint folder or GGUF file (default: the embedded fortune model)",
+    },
+    metrics: {
+      type: "boolean",
+      help: "after the text, print the metrics in Prometheus text (load, drain and cleanup " +
+        "times, KV cache gauges, request counters)",
     },
   },
   args: {
@@ -45,6 +52,7 @@ const { flags, args, env, fail } = runCli({
   },
 });
 const modelPath = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
+requireModelPath("fortune", modelPath);
 const promptText = args[0] ?? "";
 const seed = env.KILN_SEED ?? Date.now() % 1_000_000;
 
@@ -113,6 +121,8 @@ else {
   console.log(`\n\n(${n} tokens in ${seconds.toFixed(2)} s, ${(n / seconds).toFixed(1)} tokens/s)`);
 }
 await shutDown(engine, metrics);
-console.log("\n--- metrics (Prometheus text) ---");
-console.log(metrics.render().body);
+if (flags.metrics) {
+  console.log("\n--- metrics (Prometheus text) ---");
+  console.log(metrics.render().body);
+}
 if (failure) Deno.exit(1);

@@ -9,6 +9,7 @@ import { type ConvertReport, readHfCheckpoint, writeHfAsGguf } from "../../model
 import { GGUF_MIXES, type GgufMix } from "../../model/gguf/quant_mix.ts";
 import { dirFiles } from "./file_source.ts";
 import { type CliSpec, type FlagTable, runCli } from "./flags.ts";
+import { requireModelPath } from "./model_path.ts";
 
 /**
  * Convert the checkpoint folder `dir` into `out` (quantized by `mix`, or in its own dtype
@@ -66,6 +67,7 @@ const QUANTIZE = {
 
 if (import.meta.main) {
   const { flags, fail } = runCli(QUANTIZE);
+  requireModelPath("quantize", flags.model);
   if (!flags.out.endsWith(".gguf")) {
     fail(`--out ${JSON.stringify(flags.out)}: expected a .gguf name`);
   }

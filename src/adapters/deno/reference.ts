@@ -13,6 +13,7 @@ import { modelName } from "../../model/source.ts";
 import { parseReference, type Reference } from "../../model/verify.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
+import { requireModelPath } from "./model_path.ts";
 
 const { flags } = runCli({
   name: "reference",
@@ -59,6 +60,7 @@ async function open(path: string) {
 }
 
 const modelPath = flags.model;
+requireModelPath("reference", modelPath);
 const outPath = flags.out;
 const greedy = flags.greedy;
 try {

@@ -4,10 +4,12 @@
  * flag, `serve_flags.ts` declares them): a `WorkerEngine` (the WebGPU engine, or with
  * `--engine ort` onnxruntime-web on an ONNX export folder, in a Deno Worker) behind the
  * OpenAI-compatible server, with `/metrics` for Prometheus and `/health`. Before loading it prints
- * whether authentication is on, the bind address and the limits in force. Connections come
- * through `http_front.ts`, which closes one whose request head is late (`--header-timeout`) or
- * that idles past `--keepalive-timeout`. SIGINT/SIGTERM drain (`/health` 503, requests in flight
- * finish or are cut at `--drain-timeout` seconds), then clean up; a second signal cuts at once.
+ * whether authentication is on, the bind address and the limits in force. A `--model` path that
+ * does not exist, a port in use or a model that cannot load ends it with one line and exit code 2.
+ * Connections come through `http_front.ts`, which closes one whose request head is late
+ * (`--header-timeout`) or that idles past `--keepalive-timeout`. SIGINT/SIGTERM drain (`/health`
+ * 503, requests in flight finish or are cut at `--drain-timeout` seconds), then clean up; a second
+ * signal cuts at once. The drain-time gauge runs from the signal to the last request's end.
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
@@ -22,22 +24,24 @@ import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
 import { modelName } from "../../model/source.ts";
 import { runCli } from "./flags.ts";
 import { kernelPathsOption } from "./kernel_paths.ts";
-import { SERVE, startupLines } from "./serve_flags.ts";
-import { serveFront } from "./http_front.ts";
+import { listenFailure, SERVE, startupLines } from "./serve_flags.ts";
+import { type HttpFront, serveFront } from "./http_front.ts";
 import type { LoadPhase } from "../../model/gpu_model.ts";
 import { speculativeConfig, type SpeculativeOptions } from "../../engines/speculation.ts";
 import type { LLMEngine } from "../../contract/engine.ts";
 import type { ZmqKvPublisher } from "./kv_events_zmq.ts";
+import { isModelUrl, requireModelPath } from "./model_path.ts";
 
 const { flags, env, fail } = runCli(SERVE);
 if (flags.engine !== "ort" && (flags.variant !== undefined || flags.ep !== undefined)) {
   fail("--variant and --ep need --engine ort");
 }
 const dir = flags.model ?? new URL("../../../models/fortune/", import.meta.url).pathname;
+requireModelPath("serve", dir);
 // A checkpoint directory or GGUF file, or a base URL (an HF repo's `resolve/main/`) or a `.gguf`
 // file's URL, read with Range requests.
 const modelSpec = (where: string, name: string): ModelSpec =>
-  /^https?:\/\//.test(where)
+  isModelUrl(where)
     ? {
       kind: "url",
       base: where.endsWith("/") || where.endsWith(".gguf") ? where : `${where}/`,
@@ -47,7 +51,6 @@ const modelSpec = (where: string, name: string): ModelSpec =>
     : { kind: "dir", path: where, name };
 const model = modelSpec(dir, flags.name ?? modelName(dir));
 const apiKey = flags["api-key"] ?? env.KILN_API_KEY;
-for (const line of startupLines(flags, env)) console.error(line);
 const { variant, ep } = flags;
 let speculative: SpeculativeOptions<ModelSpec> | undefined;
 try {
@@ -56,6 +59,9 @@ try {
     if (flags.engine === "ort") fail("--speculative-config needs the webgpu engine");
     const o = speculativeConfig(json);
     // A draft model is named as --model is: a directory, a GGUF file or a URL.
+    if (o.method === "draft_model") {
+      requireModelPath("serve", o.model, "--speculative-config model");
+    }
     speculative = o.method === "draft_model"
       ? { ...o, model: modelSpec(o.model, modelName(o.model)) }
       : o;
@@ -72,6 +78,7 @@ if (flags["kv-events"] !== undefined) {
     kvEvents = await ZmqKvPublisher.bind({
       endpoint: flags["kv-events"],
       topic: flags["kv-events-topic"],
+      encoding: flags["kv-events-encoding"],
       ...(flags["kv-events-replay"] ? { replayEndpoint: flags["kv-events-replay"] } : {}),
     });
     const { pub, replay } = kvEvents.endpoints;
@@ -149,17 +156,26 @@ try {
 const drainSeconds = flags["drain-timeout"];
 
 // Deno.serve has no header-read nor keep-alive idle deadline: the front gives it both.
-const http = serveFront({
-  hostname: flags.host,
-  port: flags.port,
-  headerTimeoutMs: flags["header-timeout"] * 1000,
-  idleTimeoutMs: flags["keepalive-timeout"] * 1000,
-  onListen: ({ hostname, port }) => console.log(`listening on http://${hostname}:${port}`),
-}, (req) => server.fetch(req));
+let http: HttpFront;
+try {
+  http = serveFront({
+    hostname: flags.host,
+    port: flags.port,
+    headerTimeoutMs: flags["header-timeout"] * 1000,
+    idleTimeoutMs: flags["keepalive-timeout"] * 1000,
+  }, (req) => server.fetch(req));
+} catch (e) {
+  console.error(`serve: ${listenFailure(e, flags.host, flags.port)}`);
+  Deno.exit(2);
+}
+for (const line of startupLines(flags, env)) console.error(line);
+console.log(`listening on http://${http.addr.hostname}:${http.addr.port}`);
 
 // A progress bar while the weights reach the GPU (the worker reports bytes per tensor), then
 // while the engine compiles its GPU pipelines (one count per pipeline).
 const t0 = performance.now();
+/** A bar's line is on screen and not ended: another line must start on a new one. */
+let barOpen = false;
 const draw = (end = "") => {
   const { loaded, total, phase } = progress;
   const s = ((performance.now() - t0) / 1000).toFixed(1);
@@ -170,6 +186,7 @@ const draw = (end = "") => {
     ? `compiling ${loaded}/${total} pipelines`
     : `${mb(loaded)}/${mb(total)} MB`;
   const verb = phase === "download" ? "downloading" : "loading";
+  barOpen = !end.endsWith("\n");
   const line = `\r${verb} ${model.name} [${bar}] ${
     (frac * 100).toFixed(0).padStart(3)
   }% ${what} ${s} s`;
@@ -203,10 +220,10 @@ try {
 } catch (e) {
   clearInterval(bar);
   drawing = false;
-  console.error(`\nfailed to load ${dir}: ${(e as Error).message}`);
+  console.error(`${barOpen ? "\n" : ""}serve: failed to load ${dir}: ${(e as Error).message}`);
   await engine.cleanup(); // startModel has, unless what failed came after it
   await http.shutdown();
-  Deno.exit(1);
+  Deno.exit(2);
 }
 
 let stopping = false;
@@ -220,9 +237,13 @@ const stop = async () => {
   supervisor?.stop();
   const inFlight = server.inFlight;
   console.error(`draining ${inFlight} request(s), at most ${drainSeconds} s`);
-  const { cut } = await server.drain(drainSeconds * 1000);
-  if (cut > 0) console.error(`cut ${cut} request(s) at the drain deadline (finish_reason "abort")`);
-  await shutDown(supervisor?.engine ?? engine, metrics);
+  // The drain time runs from here to the last request's end, the server's drain included.
+  await shutDown(supervisor?.engine ?? engine, metrics, async () => {
+    const { cut } = await server.drain(drainSeconds * 1000);
+    if (cut > 0) {
+      console.error(`cut ${cut} request(s) at the drain deadline (finish_reason "abort")`);
+    }
+  });
   await kvEvents?.close();
   console.error(
     metrics.render().body.split("\n").filter((l) => /_time_seconds\{/.test(l)).join("\n"),

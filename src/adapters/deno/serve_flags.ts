@@ -112,6 +112,13 @@ export const SERVE_FLAGS = {
     help: "--kv-events: a ZMQ ROUTER socket bound here answers replay requests for missed batches",
   },
   "kv-events-topic": { type: "string", default: "", help: "--kv-events: the topic frame" },
+  "kv-events-encoding": {
+    type: "enum",
+    choices: ["positional", "map", "map-events"],
+    default: "positional",
+    help: "--kv-events: the payload as vLLM's positional arrays, as maps of field names " +
+      "(batch and events), or map events in a positional batch (docs/dynamo.md)",
+  },
   variant: { type: "string", help: "--engine ort: the graph in onnx/ (e.g. model_fp16)" },
   ep: { type: "enum", choices: ["webgpu", "wasm"], help: "--engine ort: the execution provider" },
 } as const satisfies FlagTable;
@@ -172,7 +179,29 @@ export function startupLines(
     ...(flags["kv-events"] === undefined ? [] : [
       `serve: KV events on ${flags["kv-events"]}${
         flags["kv-events-replay"] ? `, replay on ${flags["kv-events-replay"]}` : ""
+      }${
+        flags["kv-events-encoding"] === "positional"
+          ? ""
+          : `, ${flags["kv-events-encoding"]} encoding`
       }`,
     ]),
   ];
+}
+
+/**
+ * The one line serve ends with when it cannot listen on `host`:`port` (`e`, what `Deno.listen`
+ * threw): a port in use, a port the user may not bind, an address not of this machine.
+ */
+export function listenFailure(e: unknown, host: string, port: number): string {
+  if (e instanceof Deno.errors.AddrInUse) {
+    return `port ${port} is in use (another server?); pick another with --port`;
+  }
+  if (e instanceof Deno.errors.PermissionDenied) {
+    return `port ${port} needs privileges to bind (ports below 1024 do); pick another with --port`;
+  }
+  if (e instanceof Deno.errors.AddrNotAvailable) {
+    return `--host ${host} is not an address of this machine`;
+  }
+  const why = e instanceof Error ? e.message.split("\n")[0] : String(e);
+  return `cannot listen on ${host} port ${port}: ${why}`;
 }

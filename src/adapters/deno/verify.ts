@@ -12,6 +12,7 @@ import { isLogitsManifest, logitsManifestReference } from "../../model/reference
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
 import { KERNEL_PATHS_ENV } from "./kernel_paths.ts";
+import { requireModelPath } from "./model_path.ts";
 
 const { flags, env } = runCli({
   name: "verify",
@@ -31,6 +32,7 @@ const { flags, env } = runCli({
   env: KERNEL_PATHS_ENV,
 });
 const dir = flags.model;
+requireModelPath("verify", dir);
 const kvDtype = flags["kv-dtype"];
 const refPath = flags.reference ?? `${dir}/reference.json`;
 /** A reference.json, or a logits manifest with the logits file it names read from beside it. */
