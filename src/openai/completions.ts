@@ -9,11 +9,13 @@ import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
 import { APIUserAbortError } from "./abort_error.ts";
 import {
+  addPart,
   type Choice,
+  choiceOf,
   chunkBody,
+  jobUsage,
   responseBody,
   textAfter,
-  usage,
   usageChunk,
   worthSending,
 } from "./format.ts";
@@ -78,22 +80,17 @@ async function* streamed<T>(
 ): AsyncGenerator<T> {
   const id = newId(job.chat ? "chatcmpl" : "cmpl");
   const created = Math.floor(Date.now() / 1000);
-  let first = true, offset = 0, tokens = 0;
+  let first = true, offset = 0, tokens = 0, reasoning = 0;
   for await (const p of pieces(target, job, signal)) {
     tokens += p.tokens;
-    const choice: Choice = {
-      index: 0,
-      text: p.text,
-      logprobs: p.logprobs,
-      finish: p.finish ?? null,
-    };
-    if (p.toolCalls) choice.toolCalls = p.toolCalls;
+    reasoning += p.reasoningTokens ?? 0;
+    const choice = choiceOf(0, p, p.finish ?? null);
     if (!worthSending(choice, first, job.chat)) continue;
     yield chunkBody(job, id, created, choice, first, offset) as T;
     first = false;
     offset = textAfter(offset, p.logprobs);
   }
-  if (job.includeUsage) yield usageChunk(job, id, created, usage(job.prompt.length, tokens)) as T;
+  if (job.includeUsage) yield usageChunk(job, id, created, jobUsage(job, tokens, reasoning)) as T;
 }
 
 /**
@@ -122,14 +119,12 @@ async function answerOf<T>(target: OpenAITarget, job: Job, signal: AbortSignal):
   let tokens = 0;
   for await (const p of pieces(target, job, signal)) {
     tokens += p.tokens;
-    choice.text += p.text;
-    if (p.toolCalls) (choice.toolCalls ??= []).push(...p.toolCalls);
-    choice.logprobs.push(...p.logprobs);
-    if (p.finish) choice.finish = p.finish;
+    addPart(choice, choiceOf(0, p, p.finish ?? null));
   }
   const id = newId(job.chat ? "chatcmpl" : "cmpl");
   const created = Math.floor(Date.now() / 1000);
-  return responseBody(job, id, created, [choice], usage(job.prompt.length, tokens)) as T;
+  const u = jobUsage(job, tokens, choice.reasoningTokens ?? 0);
+  return responseBody(job, id, created, [choice], u) as T;
 }
 
 /**

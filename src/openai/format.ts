@@ -1,5 +1,5 @@
 /** OpenAI response bodies and stream chunks for completions and chat completions. */
-import type { TokenLogprob, ToolCallDelta } from "./generation.ts";
+import type { Piece, TokenLogprob, ToolCallDelta } from "./generation.ts";
 import type { Job } from "./requests.ts";
 import { tokenLabel } from "../text/token_bytes.ts";
 
@@ -15,6 +15,31 @@ export interface Choice {
   finish: string | null;
   /** A chunk's call deltas; a whole response's calls, merged (see `addToolCalls`). */
   toolCalls?: ToolCallDelta[];
+  /** Its reasoning text (new reasoning, in a chunk), when the reply has some. */
+  reasoning?: string;
+  /** Tokens of its reasoning (in a chunk: of this part). */
+  reasoningTokens?: number;
+}
+
+/** Choice `index`'s part for a piece of its stream, with the finish reason to report. */
+export function choiceOf(index: number, p: Piece, finish: string | null): Choice {
+  const c: Choice = { index, text: p.text, logprobs: p.logprobs, finish };
+  if (p.toolCalls) c.toolCalls = p.toolCalls;
+  if (p.reasoning) c.reasoning = p.reasoning;
+  if (p.reasoningTokens) c.reasoningTokens = p.reasoningTokens;
+  return c;
+}
+
+/** Add a streamed part to the whole choice it belongs to (text, calls, reasoning, logprobs). */
+export function addPart(whole: Choice, part: Choice): void {
+  whole.text += part.text;
+  if (part.toolCalls) (whole.toolCalls ??= []).push(...part.toolCalls);
+  if (part.reasoning) whole.reasoning = (whole.reasoning ?? "") + part.reasoning;
+  if (part.reasoningTokens) {
+    whole.reasoningTokens = (whole.reasoningTokens ?? 0) + part.reasoningTokens;
+  }
+  whole.logprobs.push(...part.logprobs);
+  if (part.finish) whole.finish = part.finish;
 }
 
 /** A whole call, as a response's `message.tool_calls` entry. */
@@ -39,13 +64,24 @@ export function addToolCalls(calls: ToolCall[], deltas: readonly ToolCallDelta[]
   }
 }
 
-/** A chat reply: content `null` when the reply is only calls, as OpenAI's. */
+/** Reasoning text as Dynamo names it (`reasoning_content`) and as vLLM does (`reasoning`). */
+const reasoningFields = (c: Choice) =>
+  c.reasoning ? { reasoning_content: c.reasoning, reasoning: c.reasoning } : {};
+
+/**
+ * A chat reply: content `null` when the reply is only calls or only reasoning (as OpenAI's and
+ * vLLM's), the reasoning beside it.
+ */
 function message(c: Choice) {
   const calls: ToolCall[] = [];
   addToolCalls(calls, c.toolCalls ?? []);
-  return calls.length === 0
-    ? { role: "assistant", content: c.text }
-    : { role: "assistant", content: c.text === "" ? null : c.text, tool_calls: calls };
+  const content = c.text === "" && (calls.length > 0 || c.reasoning) ? null : c.text;
+  return {
+    role: "assistant",
+    content,
+    ...reasoningFields(c),
+    ...(calls.length === 0 ? {} : { tool_calls: calls }),
+  };
 }
 
 /**
@@ -95,14 +131,32 @@ export interface Usage {
   completion_tokens: number;
   /** `prompt_tokens + completion_tokens`. */
   total_tokens: number;
+  /** Chat whose template teaches a reasoning convention: the tokens that were reasoning. */
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
-/** The usage of a request with `prompt` prompt and `completion` generated tokens. */
-export const usage = (prompt: number, completion: number): Usage => ({
+/**
+ * The usage of a request with `prompt` prompt and `completion` generated tokens, `reasoning` of
+ * them reasoning (given for a reply read for reasoning, see `Job.reasoning`).
+ */
+export const usage = (prompt: number, completion: number, reasoning?: number): Usage => ({
   prompt_tokens: prompt,
   completion_tokens: completion,
   total_tokens: prompt + completion,
+  ...(reasoning === undefined
+    ? {}
+    : { completion_tokens_details: { reasoning_tokens: reasoning } }),
 });
+
+/**
+ * A job's usage: `completion` tokens generated, `reasoning` of them reasoning (reported when the
+ * job's reply is read for reasoning).
+ */
+export const jobUsage = (job: Job, completion: number, reasoning: number): Usage =>
+  usage(job.promptTokens, completion, job.reasoning === undefined ? undefined : reasoning);
+
+/** `service_tier`, in a response to a request that set one (OpenAI's rule). */
+const tier = (job: Job) => job.serviceTier === undefined ? {} : { service_tier: job.serviceTier };
 
 /** A whole response (non-streaming). */
 export function responseBody(
@@ -112,7 +166,7 @@ export function responseBody(
   choices: Choice[],
   u: Usage,
 ): Record<string, unknown> {
-  const common = { id, created, model: job.model, usage: u };
+  const common = { id, created, model: job.model, ...tier(job), usage: u };
   if (job.chat) {
     return {
       ...common,
@@ -138,14 +192,14 @@ export function responseBody(
 }
 
 /**
- * Whether a streamed part of a choice is worth a chunk: it has text, call deltas, logprobs or the
- * finish, or it is chat's first chunk (which carries the role, as OpenAI's stream opens). A part
- * whose text is held back (a stop string or a multi-byte character pending, a call being read)
- * sends nothing; its tokens still count in usage.
+ * Whether a streamed part of a choice is worth a chunk: it has text, reasoning, call deltas,
+ * logprobs or the finish, or it is chat's first chunk (which carries the role, as OpenAI's stream
+ * opens). A part whose text is held back (a stop string or a multi-byte character pending, a call
+ * or a reasoning marker being read) sends nothing; its tokens still count in usage.
  */
 export const worthSending = (c: Choice, first: boolean, chat: boolean): boolean =>
-  (first && chat) || c.text !== "" || c.toolCalls !== undefined || c.finish !== null ||
-  c.logprobs.length > 0;
+  (first && chat) || c.text !== "" || c.reasoning !== undefined || c.toolCalls !== undefined ||
+  c.finish !== null || c.logprobs.length > 0;
 
 /** One streamed chunk for one choice; `first` adds the chat role; `offset` is text so far. */
 export function chunkBody(
@@ -156,7 +210,7 @@ export function chunkBody(
   first: boolean,
   offset: number,
 ): Record<string, unknown> {
-  const common = { id, created, model: job.model };
+  const common = { id, created, model: job.model, ...tier(job) };
   if (job.chat) {
     return {
       ...common,
@@ -166,6 +220,7 @@ export function chunkBody(
         delta: {
           ...(first ? { role: "assistant" } : {}),
           ...(c.text ? { content: c.text } : {}),
+          ...reasoningFields(c),
           ...(c.toolCalls ? { tool_calls: c.toolCalls } : {}),
         },
         logprobs: job.logprobs === undefined ? null : chatLogprobs(c.logprobs),
@@ -196,6 +251,7 @@ export function usageChunk(
     id,
     created,
     model: job.model,
+    ...tier(job),
     object: job.chat ? "chat.completion.chunk" : "text_completion",
     choices: [],
     usage: u,

@@ -12,6 +12,7 @@ import { IncrementalDetokenizer } from "../text/detokenizer.ts";
 import type { ModelText } from "../text/load.ts";
 import { StopStrings } from "../text/stop_strings.ts";
 import { ToolCallParser } from "./tool_calls.ts";
+import type { ReasoningReader, ReasoningStep } from "./reasoning.ts";
 import type { Job } from "./requests.ts";
 
 /** A token's text alone, and its bytes (which the text may not show: see `tokenLabel`). */
@@ -50,8 +51,15 @@ export type FinishText = "stop" | "length" | "cancelled" | "tool_calls";
 
 /** A part of one choice's stream: new text, calls, logprobs, and the finish on the last. */
 export interface Piece {
-  /** New text (empty while a stop string or a multi-byte character is pending). */
+  /**
+   * New text (empty while a stop string or a multi-byte character is pending); for chat whose
+   * template teaches a reasoning convention, the answer's text only.
+   */
   text: string;
+  /** New reasoning text (chat whose template teaches a reasoning convention; see `reasoning.ts`). */
+  reasoning?: string;
+  /** Tokens behind this piece that were reasoning (its markers included). */
+  reasoningTokens?: number;
   /** Parts of function calls read from the output (chat with `tools`). */
   toolCalls?: ToolCallDelta[];
   /** The tokens behind this piece, with logprobs when asked for. */
@@ -74,9 +82,10 @@ function finishOf(reason: FinishReason): FinishText {
  * (`break`, `return`, `throw` in its loop) cancels the engine request too. With `tools`, calls
  * are read from the text (`toolCalls`, each given out as soon as it is complete; finish
  * `tool_calls` when the model stopped after some; a reply cut by `max_tokens` keeps its complete
- * calls, drops the one it cut, and ends `length`). An engine that refuses the request's
- * `guided_decoding` fails it with a `EngineError` (`InvalidArgument`, `param` the field) naming
- * the OpenAI field it came from.
+ * calls, drops the one it cut, and ends `length`). With a reasoning convention (`job.reasoning`),
+ * the reasoning is read out of the text first (`reasoning`; calls are read from the answer only).
+ * An engine that refuses the request's `guided_decoding` fails it with a `EngineError`
+ * (`InvalidArgument`, `param` the field) naming the OpenAI field it came from.
  */
 export function runChoice(
   engine: LLMEngine,
@@ -85,11 +94,47 @@ export function runChoice(
   i: number,
   signal: AbortSignal,
 ): AsyncGenerator<Piece> {
-  const pieces = textPieces(engine, text, job, i, signal);
+  let pieces = textPieces(engine, text, job, i, signal);
+  const r = job.reasoning;
+  if (r !== undefined) pieces = withReasoning(pieces, r.convention.reader(r.start));
   const calls = job.structured.calls;
   return calls
     ? withToolCalls(pieces, new ToolCallParser(calls.convention, calls.maxCalls))
     : pieces;
+}
+
+/**
+ * The pieces with their reasoning read out. A piece's tokens are reasoning when the reader was
+ * inside reasoning before it; tokens read while it was undecided (an opening marker, a header)
+ * are reasoning when it then went into reasoning.
+ */
+async function* withReasoning(
+  pieces: AsyncGenerator<Piece>,
+  reader: ReasoningReader,
+): AsyncGenerator<Piece> {
+  let pending = 0;
+  for await (const p of pieces) {
+    const before = reader.mode;
+    const step: ReasoningStep = reader.push(p.text);
+    if (p.finish !== undefined) {
+      const last = reader.finish();
+      step.reasoning += last.reasoning;
+      step.content += last.content;
+    }
+    let counted = 0;
+    if (before === "reasoning") counted = p.tokens;
+    else if (before === "undecided") {
+      pending += p.tokens;
+      if (reader.mode === "reasoning") counted = pending;
+      if (reader.mode !== "undecided") pending = 0;
+    }
+    yield {
+      ...p,
+      text: step.content,
+      ...(step.reasoning === "" ? {} : { reasoning: step.reasoning }),
+      ...(counted === 0 ? {} : { reasoningTokens: counted }),
+    };
+  }
 }
 
 async function* withToolCalls(
@@ -136,7 +181,10 @@ async function* textPieces(
 ): AsyncGenerator<Piece> {
   const ctx = new RequestContext({ signal });
   const tok = text.tokenizer;
-  const detok = new IncrementalDetokenizer(tok, job.prompt, { skipSpecial: job.skipSpecial });
+  const prompt = Math.floor(i / job.n); // choice `i`'s prompt (see `Job.choices`)
+  const detok = new IncrementalDetokenizer(tok, job.prompts[prompt]!, {
+    skipSpecial: job.skipSpecial,
+  });
   const stops = new StopStrings(job.stop, job.includeStop);
   const tokenText = (id: number): TokenText => ({
     token: tok.decode([id], { skipSpecial: false }),
@@ -145,7 +193,7 @@ async function* textPieces(
   let generated = 0;
   const guidedBy = job.structured.guidedBy;
   try {
-    if (job.echo !== undefined) yield { text: job.echo, logprobs: [], tokens: 0 };
+    if (job.echo !== undefined) yield { text: job.echo[prompt]!, logprobs: [], tokens: 0 };
     for await (const chunk of engine.generate(job.request(i), ctx)) {
       generated += chunk.token_ids.length;
       // `min_tokens` holds back stop strings as the engine holds back EOS and stop tokens.

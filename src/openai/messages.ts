@@ -2,7 +2,8 @@
  * OpenAI chat `messages` as the chat template's messages: text content (a string, `null` for an
  * assistant that only calls functions, or an array of text parts), an assistant's `tool_calls`
  * (their `arguments`, JSON text in OpenAI's form, handed to the template as the object they
- * encode, as Hugging Face templates expect), and a `tool` message's `tool_call_id`.
+ * encode, as Hugging Face templates expect), an assistant's reasoning (`reasoning_content`), and a
+ * `tool` message's `tool_call_id`.
  */
 import { describe } from "../contract/describe.ts";
 import type { ChatMessage, ChatToolCall } from "../text/chat.ts";
@@ -64,6 +65,19 @@ function toolCall(c: unknown, at: string): ChatToolCall {
   };
 }
 
+/**
+ * An assistant's reasoning sent back in the history (`reasoning_content`, or vLLM's `reasoning`),
+ * as the reply gave it: templates read it as `reasoning_content` (Qwen3) or `thinking` (gpt-oss).
+ */
+function priorReasoning(m: Body, at: string): string | undefined {
+  const r = m.reasoning_content ?? m.reasoning;
+  if (r === undefined || r === null || m.role !== "assistant") return undefined;
+  if (typeof r !== "string") {
+    throw EngineError.invalidField("messages", `${at}.reasoning_content: expected text`);
+  }
+  return r;
+}
+
 /** The template's messages for a chat body's `messages`; throws `EngineError` (`InvalidArgument`, `param` the field). */
 export function chatMessages(v: unknown): ChatMessage[] {
   if (!Array.isArray(v) || v.length === 0) {
@@ -94,6 +108,11 @@ export function chatMessages(v: unknown): ChatMessage[] {
       message.tool_call_id = m.tool_call_id;
     }
     if (typeof m.name === "string") message.name = m.name;
+    const reasoning = priorReasoning(m, at);
+    if (reasoning !== undefined) {
+      message.reasoning_content = reasoning;
+      message.thinking = reasoning;
+    }
     return message;
   });
 }

@@ -9,6 +9,8 @@ import { badRequest, quote } from "./errors.ts";
 import { chatMessages } from "./messages.ts";
 import { type StructuredOutput, structuredOutput } from "./structured.ts";
 import { checkFields } from "./request_fields.ts";
+import { type CompletionPrompt, completionPrompts } from "./prompts.ts";
+import { type ReplyReasoning, replyReasoning, templateVariables } from "./reasoning_request.ts";
 
 /** A checked OpenAI request: what the engine runs per choice, and how the text is shaped. */
 export interface Job {
@@ -16,10 +18,21 @@ export interface Job {
   chat: boolean;
   /** The request's `model`. */
   model: string;
-  /** The prompt's token ids (through the chat template, for chat). */
+  /** The prompt's token ids (through the chat template, for chat); the first of `prompts`. */
   prompt: number[];
-  /** Choices to generate. */
+  /** Each prompt's token ids: one for chat, one or more for completions (`prompt` an array). */
+  prompts: number[][];
+  /** Prompt tokens in all, each prompt counted once (usage's `prompt_tokens`). */
+  promptTokens: number;
+  /** Choices to generate per prompt. */
   n: number;
+  /**
+   * Choices in all, `prompts.length × n`: choice `k` is sample `k % n` of prompt `⌊k / n⌋`, as
+   * OpenAI numbers them.
+   */
+  choices: number;
+  /** A choice of the longest prompt (the one a capacity check tries). */
+  longest: number;
   /** Stream chunks rather than answer whole. */
   stream: boolean;
   /** `stream_options.include_usage`: a usage chunk ends the stream. */
@@ -34,17 +47,21 @@ export interface Job {
   logprobs: number | undefined;
   /** Tokens to generate before a stop string may end the text (`min_tokens`). */
   minTokens: number;
-  /** `echo` (completions): the prompt's text, put before each choice's text. */
-  echo?: string;
+  /** `echo` (completions): each prompt's text, put before the text of its choices. */
+  echo?: string[];
+  /** `service_tier` when the request set one: Kiln's only tier, echoed in the response. */
+  serviceTier?: "default";
   /** `response_format`, `tools`, `tool_choice`: the constraint and how calls are read. */
   structured: StructuredOutput;
-  /** The request for choice `i` (seeds differ per choice). */
-  request(i: number): PreprocessedRequest;
+  /** Chat whose template teaches a reasoning convention: how the reply's reasoning is read. */
+  reasoning?: ReplyReasoning;
+  /** The request for choice `k` (its prompt's; seeds differ between a prompt's choices). */
+  request(k: number): PreprocessedRequest;
 }
 
 /** What a request may ask for. */
 export interface Limits {
-  /** Largest `n`. */
+  /** Largest `n`, and of `n` times the number of prompts. */
   maxN: number;
   /** The context length: the prompt and `max_tokens` must fit in it. */
   contextLength: number;
@@ -96,22 +113,14 @@ function stops(b: Body): string[] {
   return list as string[];
 }
 
-function prompt(b: Body, text: ModelText): number[] {
-  const p = b.prompt;
-  if (typeof p === "string") return text.tokenizer.encode(p);
-  if (Array.isArray(p) && p.length === 1 && typeof p[0] === "string") {
-    return text.tokenizer.encode(p[0]);
-  }
-  if (Array.isArray(p) && p.length > 0 && p.every((t) => Number.isInteger(t) && t >= 0)) {
-    return p as number[];
-  }
-  throw badRequest("prompt: expected a string or an array of token ids", "prompt");
-}
-
 function chatPrompt(b: Body, text: ModelText, tools: StructuredOutput["tools"]): number[] {
   const messages = chatMessages(b.messages);
+  const variables = templateVariables(b, text.chat);
   try {
-    return encodeChat(text, messages, tools ? { tools } : {});
+    return encodeChat(text, messages, {
+      ...(tools ? { tools } : {}),
+      ...(variables ? { variables } : {}),
+    });
   } catch (e) {
     // The template's render budget: the same messages always exceed it, so retrying cannot
     // help (400, not the 429 a ResourceExhausted engine error gets).
@@ -140,12 +149,18 @@ function tokenIdList(b: Body, k: string): number[] | undefined {
   return v as number[];
 }
 
-/** The prompt as `echo` shows it: the text given, or the given token ids decoded. */
-function echoText(b: Body, ids: number[], text: ModelText): string {
-  const p = b.prompt;
-  if (typeof p === "string") return p;
-  if (Array.isArray(p) && typeof p[0] === "string") return p[0];
-  return text.tokenizer.decode(ids, { skipSpecial: false });
+/** Token ids as text, special tokens kept (what `echo` shows of a token prompt). */
+const decodeAll = (text: ModelText, ids: number[]) =>
+  text.tokenizer.decode(ids, { skipSpecial: false });
+
+/** `n`, checked: `n` times the number of prompts is at most `maxN`. */
+function choicesPerPrompt(b: Body, prompts: number, maxN: number): number {
+  const n = num(b, "n", 1, Infinity, true) ?? 1;
+  if (n > maxN) throw badRequest(`n: at most ${maxN}`, "n");
+  if (n * prompts > maxN) {
+    throw badRequest(`n: ${n} choices for each of ${prompts} prompts is over ${maxN} in all`, "n");
+  }
+  return n;
 }
 
 /**
@@ -169,9 +184,13 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   checkFields(b, chat);
   if (typeof b.model !== "string") throw badRequest("model: required", "model");
   const structured = structuredOutput(b, chat, text.chat);
-  const ids = chat ? chatPrompt(b, text, structured.tools) : prompt(b, text);
-  const n = num(b, "n", 1, Infinity, true) ?? 1;
-  if (n > limits.maxN) throw badRequest(`n: at most ${limits.maxN}`, "n");
+  const prompts: CompletionPrompt[] = chat
+    ? [{ ids: chatPrompt(b, text, structured.tools) }]
+    : completionPrompts(b.prompt, text.tokenizer, limits.maxN);
+  const n = choicesPerPrompt(b, prompts.length, limits.maxN);
+  const longest = prompts.reduce((at, p, i) => p.ids.length > prompts[at]!.ids.length ? i : at, 0);
+  const ids = prompts[longest]!.ids;
+  const which = prompts.length === 1 ? "the prompt" : `prompt[${longest}]`;
   const bestOf = num(b, "best_of", 1, Infinity, true);
   if (bestOf !== undefined && bestOf !== n) {
     // Ranking candidates by their summed logprobs is not implemented: only best_of = n, which
@@ -181,7 +200,7 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   const room = limits.contextLength - ids.length;
   if (room <= 0) {
     throw badRequest(
-      `the prompt is ${ids.length} tokens; the context is ${limits.contextLength}`,
+      `${which} is ${ids.length} tokens; the context is ${limits.contextLength}`,
       chat ? "messages" : "prompt",
     );
   }
@@ -189,7 +208,7 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
     num(b, "max_tokens", 0, Infinity, true) ?? (chat ? room : 16);
   if (maxTokens > room) {
     throw badRequest(
-      `max_tokens: ${maxTokens} does not fit: the prompt is ${ids.length} tokens of a ${limits.contextLength} context`,
+      `max_tokens: ${maxTokens} does not fit: ${which} is ${ids.length} tokens of a ${limits.contextLength} context`,
       "max_tokens",
     );
   }
@@ -215,6 +234,10 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   const stopTokenIds = tokenIdList(b, "stop_token_ids");
   const includeStop = bool(b, "include_stop_str_in_output") ?? false;
   const echo = !chat && bool(b, "echo") === true;
+  // A constrained reply (`response_format`, a required or named call) has no room to reason.
+  const reasoning = chat && structured.guided === undefined
+    ? replyReasoning(text, prompts[0]!.ids)
+    : undefined;
   if (echo && logprobs !== undefined) {
     // OpenAI then also scores the prompt's tokens, which needs prompt logprobs.
     throw badRequest("echo with logprobs is not supported", "echo");
@@ -222,21 +245,29 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   const job: Job = {
     chat,
     model: b.model,
-    prompt: ids,
+    prompt: prompts[0]!.ids,
+    prompts: prompts.map((p) => p.ids),
+    promptTokens: prompts.reduce((sum, p) => sum + p.ids.length, 0),
     n,
+    choices: prompts.length * n,
+    longest: longest * n,
     stream: bool(b, "stream") ?? false,
     includeUsage: streamOptions?.include_usage === true,
     stop: stops(b),
     includeStop,
-    // Calls are read from the text, and their markers are special tokens in some vocabularies.
-    skipSpecial: bool(b, "skip_special_tokens") ?? structured.calls === undefined,
+    // Calls and reasoning are read from the text, and their markers are special tokens in some
+    // vocabularies (gpt-oss's channels in all).
+    skipSpecial: bool(b, "skip_special_tokens") ?? (structured.calls === undefined && !reasoning),
     logprobs,
     minTokens: minTokens ?? 0,
-    ...(echo ? { echo: echoText(b, ids, text) } : {}),
+    ...(echo ? { echo: prompts.map((p) => p.text ?? decodeAll(text, p.ids)) } : {}),
+    // Checked by `checkFields`; whatever tier was asked for, Kiln's one tier served it.
+    ...(b.service_tier === undefined || b.service_tier === null ? {} : { serviceTier: "default" }),
     structured,
-    request: (i) => ({
+    ...(reasoning ? { reasoning } : {}),
+    request: (k) => ({
       model: b.model as string,
-      token_ids: ids,
+      token_ids: prompts[Math.floor(k / n)]!.ids,
       stop_conditions: {
         max_tokens: maxTokens,
         ...(minTokens === undefined ? {} : { min_tokens: minTokens }),
@@ -247,7 +278,7 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
       },
       sampling_options: {
         ...sampling,
-        ...(seed === undefined ? {} : { seed: choiceSeed(seed, i) }),
+        ...(seed === undefined ? {} : { seed: choiceSeed(seed, k % n) }),
         ...(structured.guided ? { guided_decoding: { ...structured.guided } } : {}),
       },
       output_options: logprobs === undefined ? {} : { logprobs },

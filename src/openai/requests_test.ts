@@ -72,8 +72,10 @@ Deno.test("stop_token_ids reach the engine (hidden unless include_stop_str_in_ou
 });
 
 Deno.test("echo carries the prompt as given; min_tokens is kept for the text layer", () => {
-  equal(job({ prompt: "Hi there", echo: true }).echo, "Hi there");
-  equal(job({ prompt: [72, 105], echo: true }).echo, "Hi");
+  deepStrictEqual(job({ prompt: "Hi there", echo: true }).echo, ["Hi there"]);
+  deepStrictEqual(job({ prompt: [72, 105], echo: true }).echo, ["Hi"]);
+  deepStrictEqual(job({ prompt: ["Hi", "Yo"], echo: true }).echo, ["Hi", "Yo"]);
+  deepStrictEqual(job({ prompt: [[72, 105], [72, 105, 33]], echo: true }).echo, ["Hi", "Hi!"]);
   equal(job({ prompt: "Hi" }).echo, undefined);
   equal(job({ prompt: "Hi", min_tokens: 4, max_tokens: 8 }).minTokens, 4);
 });

@@ -25,7 +25,7 @@ export class TrackedRequest {
 
   /** Counts `job` in flight now. */
   constructor(requests: RequestMetrics | undefined, readonly job: Job) {
-    this.#tracker = requests?.startRequest(job.model, job.prompt.length);
+    this.#tracker = requests?.startRequest(job.model, job.promptTokens);
   }
 
   /** Choice `i`'s pieces (see {@linkcode runChoice}), their tokens counted as they come. */

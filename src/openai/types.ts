@@ -128,6 +128,16 @@ export interface ChatCompletionRequest extends SamplingFields {
   logprobs?: boolean;
   /** With `logprobs`: also the `top_logprobs` most likely alternatives per token, in [0, 20]. */
   top_logprobs?: number;
+  /**
+   * More variables for the chat template, e.g. `{enable_thinking: false}` (Qwen3, SmolLM3: no
+   * reasoning). Not `messages`, `tools`, `documents` or `add_generation_prompt`.
+   */
+  chat_template_kwargs?: Record<string, unknown>;
+  /**
+   * The chat template's `reasoning_effort` variable, for a template that reads one (gpt-oss's);
+   * refused (`InvalidArgument`) for one that does not.
+   */
+  reasoning_effort?: "none" | "minimal" | "low" | "medium" | "high";
 }
 
 /** A `/v1/completions` body (one choice). */
@@ -161,8 +171,17 @@ export interface ChatCompletionChunk {
   choices: {
     /** The choice's index: always 0 (one choice per request). */
     index: number;
-    /** The new text or call parts; `role` only on the first chunk. */
-    delta: { role?: "assistant"; content?: string; tool_calls?: ChatCompletionToolCallDelta[] };
+    /**
+     * The new text, reasoning or call parts; `role` only on the first chunk. `reasoning_content`
+     * (Dynamo's name) and `reasoning` (vLLM's) carry the same new reasoning text.
+     */
+    delta: {
+      role?: "assistant";
+      content?: string;
+      reasoning_content?: string;
+      reasoning?: string;
+      tool_calls?: ChatCompletionToolCallDelta[];
+    };
     /** Log-probabilities in OpenAI's shape when the request asked for them, else `null`. */
     logprobs: unknown;
     /** Set on the last chunk of the choice; `null` before it. */
@@ -186,8 +205,18 @@ export interface ChatCompletion {
   choices: {
     /** The choice's index: always 0 (one choice per request). */
     index: number;
-    /** The generated reply: `content` is `null` when the reply is only calls. */
-    message: { role: "assistant"; content: string | null; tool_calls?: ChatCompletionToolCall[] };
+    /**
+     * The generated reply: `content` is `null` when the reply is only calls or only reasoning;
+     * `reasoning_content` (Dynamo's name) and `reasoning` (vLLM's) hold the same reasoning text,
+     * when the reply has some.
+     */
+    message: {
+      role: "assistant";
+      content: string | null;
+      reasoning_content?: string;
+      reasoning?: string;
+      tool_calls?: ChatCompletionToolCall[];
+    };
     /** Log-probabilities in OpenAI's shape when the request asked for them, else `null`. */
     logprobs: unknown;
     /** How the choice ended. */

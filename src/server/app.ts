@@ -1,9 +1,11 @@
 /**
  * The OpenAI-compatible HTTP surface over any `LLMEngine`, on Web-standard `Request`/`Response`
  * only (the Deno adapter binds it to a port): completions and chat completions (streaming as
- * server-sent events, or whole), `/v1/models`, `/metrics` for a Prometheus scrape and `/health`;
- * and the token-level engine endpoint (`/v1/engine/generate`, `/v1/engine/config`:
- * `engine_routes.ts`) that a Dynamo worker shim drives.
+ * server-sent events, or whole), the Responses API (`/v1/responses`: `responses_route.ts`),
+ * `/v1/models` and `/v1/models/{id}` (`model_routes.ts`), vLLM's `/tokenize` and `/detokenize`
+ * (`token_routes.ts`), `/metrics` for a Prometheus scrape and `/health`; and the token-level
+ * engine endpoint (`/v1/engine/generate`, `/v1/engine/config`: `engine_routes.ts`) that a
+ * Dynamo worker shim drives.
  */
 import type { LLMEngine } from "../contract/engine.ts";
 export type { ServerOptions } from "./options.ts";
@@ -11,14 +13,17 @@ import type { EngineConfig } from "../contract/types.ts";
 import { kvGeometry, kvMisfit } from "../contract/kv_capacity.ts";
 import type { EngineMetrics } from "../metrics/engine_metrics.ts";
 import type { ModelText } from "../text/load.ts";
-import { HttpError, quote } from "./errors.ts";
+import { HttpError } from "./errors.ts";
 import { checkHost, checkJson, keyMatches, readJson, unauthorized } from "./guard.ts";
 import { Access } from "./access.ts";
 import type { ServerOptions } from "./options.ts";
-import { type Choice, responseBody, usage } from "../openai/format.ts";
+import { addPart, type Choice, choiceOf, jobUsage, responseBody } from "../openai/format.ts";
 import { type Job, parseJob } from "../openai/requests.ts";
 import { countRefused, TrackedRequest } from "../openai/tracking.ts";
-import { eventStream } from "./streaming.ts";
+import { eventStream, type RunChoices } from "./streaming.ts";
+import { modelId, modelList, modelNotFound, modelResponse, serves } from "./model_routes.ts";
+import { TOKEN_ROUTES, tokenResponse } from "./token_routes.ts";
+import { RESPONSES, ResponsesRoute } from "./responses_route.ts";
 import {
   configResponse,
   ENGINE_CONFIG,
@@ -33,6 +38,7 @@ export const ABORT_FINISH = "abort";
 const COMPLETIONS: Record<string, boolean> = {
   "/v1/completions": false,
   "/v1/chat/completions": true,
+  [RESPONSES]: true, // the Responses API, run on the chat path (`responses_route.ts`)
 };
 const GET_ROUTES = new Set(["/health", "/metrics", "/v1/models"]);
 
@@ -56,11 +62,13 @@ export class KilnServer {
   #shutdown = new AbortController();
   #metrics: EngineMetrics;
   #access: Access;
+  #responses: ResponsesRoute;
 
   /** Throws `TypeError` for access options that are not valid (see `Access`). */
   constructor(readonly options: ServerOptions) {
     this.#metrics = options.metrics;
     this.#access = new Access(options);
+    this.#responses = new ResponsesRoute(options);
   }
 
   /**
@@ -178,6 +186,16 @@ export class KilnServer {
       }
       return configResponse(this.#config!);
     }
+    if (TOKEN_ROUTES.has(pathname)) {
+      return tokenResponse(pathname, await this.#body(req, pathname), this.#config!, this.#text!);
+    }
+    const kept = this.#responses.retrieve(pathname, get);
+    if (kept) return kept;
+    const id = modelId(pathname);
+    if (id !== undefined) {
+      if (!get) throw HttpError.notAllowed(pathname, "GET, HEAD");
+      return modelResponse(id, this.#config);
+    }
     if (!GET_ROUTES.has(pathname)) {
       throw new HttpError(404, `no route ${pathname}`, "invalid_request_error", null, "not_found");
     }
@@ -188,10 +206,7 @@ export class KilnServer {
       ]);
       return new Response(body, { headers: { "content-type": contentType } });
     }
-    const data = this.#config
-      ? [{ id: this.modelName, object: "model", created: 0, owned_by: "kiln" }]
-      : [];
-    return Response.json({ object: "list", data });
+    return modelList(this.#config);
   }
 
   /**
@@ -277,30 +292,29 @@ export class KilnServer {
     const body = await this.#body(req, path);
     const config = this.#config!, text = this.#text!;
     const model = (body as { model?: unknown } | null)?.model;
-    if (typeof model === "string" && model !== this.modelName && model !== config.model) {
-      throw new HttpError(
-        404,
-        `model ${quote(model)} is not served here (${this.modelName})`,
-        "invalid_request_error",
-        "model",
-        "model_not_found",
-      );
-    }
-    const job = parseJob(body, chat, text, {
+    if (typeof model === "string" && !serves(config, model)) throw modelNotFound(model, config);
+    const limits = {
       maxN: this.options.maxN ?? 8,
       contextLength: config.context_length ?? Infinity,
       maxLogprobs: 20,
-    });
+    };
+    const responses = path === RESPONSES ? this.#responses.parse(body, text, limits) : undefined;
+    const job = responses?.job ?? parseJob(body, chat, text, limits);
     // A prompt the engine's whole KV cache could never hold is refused here, before a stream's
     // 200: retrying cannot help, so it is a 400, not a 429.
     const kv = kvGeometry(config);
-    const misfit = kv && kvMisfit(job.request(0), kv);
+    const misfit = kv && kvMisfit(job.request(job.longest), kv);
     if (misfit) {
-      const param = misfit.field === "min_tokens" ? "min_tokens" : chat ? "messages" : "prompt";
+      const prompt = responses ? "input" : chat ? "messages" : "prompt";
+      const param = misfit.field === "min_tokens" ? "min_tokens" : prompt;
       throw HttpError.badRequest(misfit.message, param);
     }
     this.#checkRoom();
     state.counted = true; // from here on the request's tracker counts it
+    if (responses) {
+      const run: RunChoices = (signal, onPiece) => this.#run(job, text, signal, onPiece);
+      return await this.#responses.answer(responses, run, req.signal);
+    }
     return job.stream
       ? await this.#stream(job, text, req.signal)
       : await this.#whole(job, text, req.signal);
@@ -328,9 +342,7 @@ export class KilnServer {
         let finish: string | null = p.finish ?? null;
         if (finish === "cancelled" && shutdown.aborted) finish = ABORT_FINISH;
         finished ||= finish !== null;
-        const c: Choice = { index: i, text: p.text, logprobs: p.logprobs, finish };
-        if (p.toolCalls) c.toolCalls = p.toolCalls;
-        onPiece(c, p.tokens);
+        onPiece(choiceOf(i, p, finish), p.tokens);
       }
       if (!finished && shutdown.aborted) {
         onPiece({ index: i, text: "", logprobs: [], finish: ABORT_FINISH }, 0);
@@ -338,7 +350,7 @@ export class KilnServer {
     };
     const run = (async () => {
       try {
-        await Promise.all(Array.from({ length: job.n }, (_, i) => choice(i)));
+        await Promise.all(Array.from({ length: job.choices }, (_, i) => choice(i)));
         tracked.succeeded(signal);
         return tokens;
       } catch (e) {
@@ -354,22 +366,18 @@ export class KilnServer {
   }
 
   async #whole(job: Job, text: ModelText, signal: AbortSignal): Promise<Response> {
-    const choices: Choice[] = Array.from({ length: job.n }, (_, index) => ({
+    const choices: Choice[] = Array.from({ length: job.choices }, (_, index) => ({
       index,
       text: "",
       logprobs: [],
       finish: null,
     }));
-    const tokens = await this.#run(job, text, signal, (p) => {
-      const c = choices[p.index]!;
-      c.text += p.text;
-      if (p.toolCalls) (c.toolCalls ??= []).push(...p.toolCalls);
-      c.logprobs.push(...p.logprobs);
-      if (p.finish) c.finish = p.finish;
-    });
+    const tokens = await this.#run(job, text, signal, (p) => addPart(choices[p.index]!, p));
     const id = newId(job.chat ? "chatcmpl" : "cmpl");
     const created = Math.floor(Date.now() / 1000);
-    return Response.json(responseBody(job, id, created, choices, usage(job.prompt.length, tokens)));
+    const reasoning = choices.reduce((sum, c) => sum + (c.reasoningTokens ?? 0), 0);
+    const u = jobUsage(job, tokens, reasoning);
+    return Response.json(responseBody(job, id, created, choices, u));
   }
 
   /** The completion as server-sent events (`streaming.ts`). */

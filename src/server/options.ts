@@ -27,6 +27,13 @@ export interface ServerOptions extends AccessOptions {
   /** Largest `n` (default 8). */
   maxN?: number;
   /**
+   * Responses kept for `previous_response_id` and `GET /v1/responses/{id}` (default 256; 0 keeps
+   * none); the oldest is dropped first.
+   */
+  storedResponses?: number;
+  /** How long a kept response lasts, in milliseconds (default one hour). */
+  storedResponseMs?: number;
+  /**
    * The address the HTTP listener is bound to (`serve --host`), e.g. `127.0.0.1` or `0.0.0.0`.
    * With a loopback address and no {@linkcode ServerOptions.allowedHosts}, only requests whose
    * `Host` is a loopback name are answered.

@@ -106,10 +106,12 @@ Deno.test("a streamed request whose output fills the cache ends with length, the
 });
 
 Deno.test("a streamed failure ends with an error event and then [DONE]", async () => {
-  const s = await mockServer({}, SMALL);
+  // An engine whose vocabulary is smaller than the tokenizer's: the server checks a prompt's ids
+  // against the tokenizer, and the engine refuses 259 only after the 200.
+  const s = await mockServer({}, { ...SMALL, vocabSize: 259 });
   try {
-    // The engine refuses after the 200 (a token id beyond the vocabulary) ...
-    const refused = await post(s.url, "/v1/completions", { prompt: [300], stream: true });
+    // The engine refuses after the 200 (a token id beyond its vocabulary) ...
+    const refused = await post(s.url, "/v1/completions", { prompt: [259], stream: true });
     equal(refused.status, 200);
     const a = await events(refused);
     equal(a.at(-1), "[DONE]");

@@ -7,8 +7,8 @@ import { HttpError } from "./errors.ts";
 import {
   type Choice,
   chunkBody,
+  jobUsage,
   textAfter,
-  usage,
   usageChunk,
   worthSending,
 } from "../openai/format.ts";
@@ -40,8 +40,8 @@ export async function eventStream(
   const gone = AbortSignal.any([clientSignal, cancel.signal]);
   const created = Math.floor(Date.now() / 1000);
   const enc = new TextEncoder();
-  const offsets = new Array<number>(job.n).fill(0);
-  const started = new Array<boolean>(job.n).fill(false);
+  const offsets = new Array<number>(job.choices).fill(0);
+  const started = new Array<boolean>(job.choices).fill(false);
   const hold = job.structured.guided !== undefined;
   let resolve!: (refused?: HttpError) => void;
   const open = new Promise<HttpError | undefined>((r) => (resolve = r));
@@ -58,8 +58,10 @@ export async function eventStream(
           enc.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`),
         );
       };
+      let reasoning = 0;
       run(gone, (c) => {
         opened();
+        reasoning += c.reasoningTokens ?? 0;
         if (!worthSending(c, !started[c.index], job.chat)) return;
         send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
         started[c.index] = true;
@@ -67,7 +69,7 @@ export async function eventStream(
       }).then((tokens) => {
         opened();
         if (job.includeUsage) {
-          send(usageChunk(job, id, created, usage(job.prompt.length, tokens)));
+          send(usageChunk(job, id, created, jobUsage(job, tokens, reasoning)));
         }
         send("[DONE]");
       }, (e) => {

@@ -2,7 +2,8 @@
  * One call from a model to a running engine on the page: `openModel` starts a `WorkerEngine`
  * (the engine in a module Web Worker shipped with Kiln) for a model URL or picked `File`s, with
  * load progress, and returns a `KilnModel`: `generate` with an `AbortSignal`, the OpenAI-shaped
- * `chat.completions.create` and `completions.create`, and the engine's metrics as Prometheus text.
+ * `chat.completions.create`, `completions.create` and `responses.create`, and the engine's
+ * metrics as Prometheus text.
  */
 import type { EngineConfig } from "../contract/types.ts";
 import { shutDown } from "../metrics/engine_lifecycle.ts";
@@ -23,6 +24,7 @@ import {
   type OpenAITarget,
   type TextPiece,
 } from "../openai/completions.ts";
+import { Responses } from "../openai/responses.ts";
 import type { HostOptions, ModelSpec } from "./protocol.ts";
 import { kilnWorker } from "./worker_module.ts";
 import { connectShared, type SharedWorkerLike, type Sharing } from "./shared_client.ts";
@@ -91,6 +93,11 @@ export class KilnModel {
   readonly chat: { completions: ChatCompletions };
   /** `completions.create({ prompt, stream }, { signal })`. */
   readonly completions: Completions;
+  /**
+   * `responses.create({ input, stream }, { signal })`, the Responses API on the chat path; its
+   * `previous_response_id` continues a response kept on this page (256 at most, one hour each).
+   */
+  readonly responses: Responses;
   readonly #target: OpenAITarget;
 
   /** Wraps a started engine; `openModel` builds it (call that instead). */
@@ -118,6 +125,7 @@ export class KilnModel {
     };
     this.chat = { completions: new ChatCompletions(this.#target) };
     this.completions = new Completions(this.#target);
+    this.responses = new Responses(this.#target);
   }
 
   /**

@@ -84,8 +84,9 @@ Deno.test("serve: a streamed request that fills the cache ends with length and [
 });
 
 Deno.test("serve: a streamed failure ends with an error event and [DONE]", async () => {
-  // Token ids are taken as given; the engine refuses one beyond the vocabulary after the 200.
-  const res = await post("/v1/completions", { prompt: [256, 300], stream: true });
+  // Stop token ids are taken as given; the engine refuses one beyond the vocabulary after the
+  // 200 (a prompt's ids are checked before it).
+  const res = await post("/v1/completions", { prompt: "You", stop_token_ids: [300], stream: true });
   equal(res.status, 200);
   const got = await events(res) as (Chunk | string)[];
   equal(got.length, 2, JSON.stringify(got));
