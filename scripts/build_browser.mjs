@@ -4,8 +4,9 @@
 // without a bundler.
 //
 // - `kiln.js`: the main-thread API of `@kiln/kiln/worker` (`openModel`, `WorkerEngine`, the
-//   OpenAI-shaped helpers): every export of the compiled `worker/mod.js` but the engine host's
-//   (`HOST_ONLY`, which would pull the whole engine onto the page; checked here). Its `kilnWorker` starts
+//   OpenAI-shaped helpers, the Prompt API's `LanguageModel`): every export of the compiled
+//   `worker/mod.js` but the engine host's (`HOST_ONLY`, which would pull the whole engine onto
+//   the page; checked here). Its `kilnWorker` starts
 //   `new URL("./kiln_worker.js", import.meta.url)`: the compiled `worker/worker_module.js` is
 //   replaced here by `browserWorkerModule()`, so copying the folder anywhere keeps the pair found.
 // - `kiln_worker.js`: Kiln's browser worker (the engine host), bundled from the compiled
@@ -126,15 +127,20 @@ const ENTRY = "\0kiln-browser-entry";
 const entryModule = (outDir) =>
   [
     `export * from ${JSON.stringify(join(outDir, "openai/completions.js"))};`,
+    `export * from ${JSON.stringify(join(outDir, "openai/responses.js"))};`,
     `export { WorkerEngine } from ${JSON.stringify(join(outDir, "worker/client.js"))};`,
     `export { KilnModel, kilnSharedWorker, kilnWorker, openModel } from ${
       JSON.stringify(join(outDir, "worker/open.js"))
+    };`,
+    `export { bindLanguageModel, CreateMonitor, installLanguageModel, KilnLanguageModel } from ${
+      JSON.stringify(join(outDir, "worker/language_model.js"))
     };`,
     "",
   ].join("\n");
 const DTS = [
   "// The types of kiln.js: @kiln/kiln/worker's, less the engine host's.",
   'export * from "../openai/completions.js";',
+  'export * from "../openai/responses.js";',
   'export { type Liveness, WorkerEngine } from "../worker/client.js";',
   "export {",
   "  type GenerateOptions,",
@@ -145,6 +151,13 @@ const DTS = [
   "  type OpenModelOptions,",
   "  type Sharing,",
   '} from "../worker/open.js";',
+  "export {",
+  "  bindLanguageModel,",
+  "  CreateMonitor,",
+  "  installLanguageModel,",
+  "  KilnLanguageModel,",
+  '} from "../worker/language_model.js";',
+  'export type * from "../worker/language_model_types.js";',
   'export type { SharedWorkerLike } from "../worker/shared_client.js";',
   "export type {",
   "  ServiceRegistrationLike,",

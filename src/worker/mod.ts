@@ -1,6 +1,7 @@
 /**
  * The engine in a Web Worker (or a Deno Worker) behind comlink, and the main-thread
- * `WorkerEngine` with the same `LLMEngine` interface.
+ * `WorkerEngine` with the same `LLMEngine` interface; `openModel` and, over it, the Prompt API's
+ * `LanguageModel` (`KilnLanguageModel`).
  * @module
  */
 export { type Liveness, WorkerEngine } from "./client.ts";
@@ -24,6 +25,36 @@ export {
   type Sharing,
 } from "./open.ts";
 export {
+  bindLanguageModel,
+  CreateMonitor,
+  installLanguageModel,
+  KilnLanguageModel,
+} from "./language_model.ts";
+export type {
+  Availability,
+  CreateMonitorCallback,
+  CreateMonitorLike,
+  KilnLanguageModelAvailabilityOptions,
+  KilnLanguageModelCreateOptions,
+  KilnLanguageModelOptions,
+  KilnModelSource,
+  LanguageModelAppendOptions,
+  LanguageModelCloneOptions,
+  LanguageModelCreateCoreOptions,
+  LanguageModelCreateOptions,
+  LanguageModelExpected,
+  LanguageModelMessage,
+  LanguageModelMessageContent,
+  LanguageModelMessageRole,
+  LanguageModelMessageType,
+  LanguageModelMessageValue,
+  LanguageModelParams,
+  LanguageModelPrompt,
+  LanguageModelPromptOptions,
+  LanguageModelSamplingMode,
+  LanguageModelTool,
+} from "./language_model_types.ts";
+export {
   exposeSharedHost,
   type KvEvent,
   type SharedEngine,
@@ -41,3 +72,4 @@ export type {
   ServiceWorkerSource,
 } from "./service_client.ts";
 export * from "../openai/completions.ts";
+export * from "../openai/responses.ts";
