@@ -1,5 +1,6 @@
 /**
- * The Kiln demo: the embedded fortune model (or one loaded from a URL or local files) opened
+ * The Kiln demo: the embedded fortune model (or one loaded from a URL, a chat model of the
+ * catalog `models/catalog.json` (`catalog.ts`), or local files) opened
  * with `openModel` (the engine in a Web Worker behind `WorkerEngine`), streaming into the page, with a Stop button on an AbortSignal,
  * sampling controls, a chat mode for models with a chat template, JSON output held to a schema and
  * a tool-call example (`structured.ts`), and a live metrics panel drawn from the engine's
@@ -13,6 +14,7 @@ import { type KilnModel, openModel } from "../src/worker/open.ts";
 import { MetricsPanel } from "./metrics_panel.ts";
 import { checkFiles, dropOldCache, onnxFiles, onnxVariant, probeUrl } from "./model_source.ts";
 import { CachePanel, storeApi } from "./cache_panel.ts";
+import { offerCatalog } from "./catalog.ts";
 import { downloadText, readyText } from "./status_text.ts";
 import type { HostOptions } from "../src/worker/protocol.ts";
 import {
@@ -30,6 +32,8 @@ const ui = {
   status: $("status"),
   progress: $<HTMLProgressElement>("progress"),
   error: $("error"),
+  catalogForm: $<HTMLFormElement>("catalog-form"),
+  catalog: $<HTMLFieldSetElement>("catalog-set"),
   urlForm: $<HTMLFormElement>("url-form"),
   url: $<HTMLInputElement>("model-url"),
   files: $<HTMLInputElement>("model-files"),
@@ -68,6 +72,7 @@ function setState(state: State, status: string): void {
   ui.generate.disabled = ui.toolExample.disabled = busy || loaded === undefined;
   ui.stop.disabled = state !== "generating";
   for (const el of [ui.url, ui.files]) el.disabled = busy;
+  ui.catalog.disabled = busy || ui.catalog.querySelector("option") === null;
 }
 
 function showError(message: string | undefined): void {
@@ -337,6 +342,10 @@ function wire(): void {
   });
   ui.toolExample.addEventListener("click", () => {
     void guarded("the tool call", () => structured((r) => runToolCall(r, ui.toolChoice.value)));
+  });
+  offerCatalog(ui.catalogForm, new URL("models/catalog.json", document.baseURI).href, (url) => {
+    ui.chat.checked = true; // a chat model is asked in chat mode (kept if it has a template)
+    void loadUrl(url);
   });
   ui.urlForm.addEventListener("submit", (e) => {
     e.preventDefault();

@@ -180,14 +180,15 @@ export function cutNote(finish: FinishReasonText | null, kept: number): string |
 }
 
 /**
- * The tool-call example: a chat request offering `TOOLS` with `tool_choice` (`required`, or the
- * name of one function), streamed; the panel shows the calls as JSON, each as soon as the model
- * completes it, and the check line whether each call's arguments fit its function's parameters,
- * and when `max_tokens` cut the reply, how many complete calls were kept.
+ * The tool-call example: a chat request offering `TOOLS` with `tool_choice` (`auto`,
+ * `required`, or the name of one function), streamed; the panel shows the calls as JSON, each as
+ * soon as the model completes it, and the check line whether each call's arguments fit its
+ * function's parameters, and when `max_tokens` cut the reply, how many complete calls were kept.
+ * With `auto` the model may answer in text instead: the panel then shows the text.
  */
 export async function runToolCall(run: StructuredRun, choice: string): Promise<RunEnd> {
-  const tool_choice = choice === "required"
-    ? ("required" as const)
+  const tool_choice = choice === "required" || choice === "auto"
+    ? choice
     : { type: "function" as const, function: { name: choice } };
   run.output.textContent = "";
   const chunks = await run.model.chat.completions.create({
@@ -199,9 +200,11 @@ export async function runToolCall(run: StructuredRun, choice: string): Promise<R
     stream_options: { include_usage: true },
   }, { signal: run.signal });
   const raw: { name: string; arguments: string }[] = [];
-  let finish: FinishReasonText | null = null, tokens = 0;
+  let finish: FinishReasonText | null = null, tokens = 0, text = "";
   for await (const c of chunks) {
     const delta = c.choices[0]?.delta;
+    text += delta?.content ?? "";
+    if (delta?.content && raw.length === 0) run.output.textContent = text;
     for (const d of delta?.tool_calls ?? []) {
       const call = raw[d.index] ??= { name: "", arguments: "" };
       call.name += d.function.name ?? "";
@@ -212,8 +215,14 @@ export async function runToolCall(run: StructuredRun, choice: string): Promise<R
     tokens = c.usage?.completion_tokens ?? tokens;
   }
   const calls = raw.map(shown);
-  run.output.textContent = JSON.stringify(calls, null, 2);
   const cut = cutNote(finish, calls.length);
+  if (calls.length === 0 && choice === "auto") {
+    run.output.textContent = text;
+    const said = "✓ a text answer, no call (auto lets the model choose)";
+    showCheck(run.check, "valid", finish === "length" ? `${said}; cut at max_tokens` : said);
+    return { finish, tokens };
+  }
+  run.output.textContent = JSON.stringify(calls, null, 2);
   const problems = calls.length === 0 ? [cut ?? "no call in the reply"] : calls.flatMap((c, i) => {
     const fn = TOOLS.find((t) => t.function.name === c.name);
     return fn === undefined

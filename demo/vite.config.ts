@@ -2,7 +2,8 @@
  * The demo's Vite build: `demo/` is the root, the engine worker is bundled as an ES module
  * worker with every file under `shaders/` inlined as the npm package does (the kernels are
  * composed from fragments in subfolders, which a `new URL` asset glob does not reach), and the
- * embedded fortune model is copied to `models/fortune/` next to the page.
+ * embedded fortune model is copied to `models/fortune/` next to the page, with the list of chat
+ * models offered by URL, `models/catalog.json`.
  */
 import { defineConfig, type Plugin } from "vite";
 import { readdirSync, readFileSync } from "node:fs";
@@ -10,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { shaderModule } from "../scripts/build_package.mjs";
 
 const FORTUNE = fileURLToPath(new URL("../models/fortune/", import.meta.url));
+const CATALOG = fileURLToPath(new URL("../models/catalog.json", import.meta.url));
 const FILES = [
   "config.json",
   "tokenizer.json",
@@ -30,6 +32,11 @@ function embeddedModel(): Plugin {
           source: readFileSync(FORTUNE + name),
         });
       }
+      this.emitFile({
+        type: "asset",
+        fileName: "models/catalog.json",
+        source: readFileSync(CATALOG),
+      });
     },
   };
 }

@@ -20,6 +20,8 @@ const qwen: ModelText = {
   tokenizer: fortune.tokenizer,
   chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
 };
+/** Fortune's tokenizer under the plain default template, which shows no call format. */
+const plain: ModelText = { tokenizer: fortune.tokenizer, chat: ChatTemplate.fromConfig({}) };
 const limits = { maxN: 8, contextLength: 4096, maxLogprobs: 20 };
 const messages = [{ role: "user", content: "Weather in Zürich?" }];
 const chat = (body: Record<string, unknown>, text = qwen) =>
@@ -123,7 +125,7 @@ Deno.test("tool_choice required or named constrains the call to the functions' s
   equal(named.structured.guidedBy, "tool_choice");
   equal(named.structured.calls?.maxCalls, 1);
   // A model whose template shows no call format may still be made to call (constrained).
-  ok(chat({ tools: [time], tool_choice: "required" }, fortune).structured.guided);
+  ok(chat({ tools: [time], tool_choice: "required" }, plain).structured.guided);
 });
 
 Deno.test("what cannot be honoured is a 400 naming the field", () => {
@@ -154,8 +156,8 @@ Deno.test("what cannot be honoured is a 400 naming the field", () => {
   refused({ tools: [{ type: "function", function: { name: "bad name" } }] }, "tools");
   refused({ tools: [{ type: "code_interpreter" }] }, "tools");
   refused({ tools: [weather], parallel_tool_calls: "no" }, "parallel_tool_calls");
-  // `auto` needs a call format the template shows; fortune has no template.
-  refused({ tools: [weather] }, "tools", fortune);
+  // `auto` needs a call format the template shows; the plain default shows none.
+  refused({ tools: [weather] }, "tools", plain);
   refused({ tools: [weather] }, "tools", qwen, false);
   refused({ response_format: { type: "xml" } }, "response_format");
   refused(

@@ -88,6 +88,9 @@ export class ByteTokenizer implements TextTokenizer {
   readonly bosTokenId: number | undefined;
   readonly specialTokens: Readonly<Record<string, string>>;
   readonly #names = new Map<number, string>();
+  readonly #ids = new Map<string, number>();
+  /** Splits text at the special tokens' names, the names kept (at odd indices). */
+  readonly #split: RegExp | undefined;
 
   /**
    * A tokenizer from the fortune model's `tokenizer.json` (`vocab_size`, `bos_token_id`,
@@ -115,16 +118,29 @@ export class ByteTokenizer implements TextTokenizer {
       if (v === undefined) continue;
       special[`${name}_token`] = `<${name}>`;
       this.#names.set(v, `<${name}>`);
+      this.#ids.set(`<${name}>`, v);
     }
     this.specialTokens = special;
+    if (this.#ids.size > 0) this.#split = new RegExp(`(${[...this.#ids.keys()].join("|")})`);
   }
 
-  /** Bytes have no special-token text: `parseSpecial` changes nothing. */
+  /**
+   * The text's UTF-8 bytes; a special token's name in it (`<bos>`, `<eos>`, `<pad>`: what a chat
+   * template writes) is that token unless `parseSpecial` is false.
+   */
   encode(text: string, options: EncodeOptions = {}): number[] {
-    const bytes = [...new TextEncoder().encode(text)];
-    return options.addSpecial !== false && this.bosTokenId !== undefined
-      ? [this.bosTokenId, ...bytes]
-      : bytes;
+    const ids = options.addSpecial !== false && this.bosTokenId !== undefined
+      ? [this.bosTokenId]
+      : [];
+    const encoder = new TextEncoder();
+    const parts = options.parseSpecial === false || this.#split === undefined
+      ? [text]
+      : text.split(this.#split);
+    parts.forEach((part, i) => {
+      if (i % 2 === 1) ids.push(this.#ids.get(part)!);
+      else for (const b of encoder.encode(part)) ids.push(b);
+    });
+    return ids;
   }
 
   decode(ids: readonly number[], options: { skipSpecial?: boolean } = {}): string {

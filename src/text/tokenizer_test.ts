@@ -47,6 +47,13 @@ Deno.test("the fortune model's byte tokenizer: BOS, bytes, special names", async
   deepStrictEqual(tok.eosTokenIds, [257]);
   equal(tok.vocabSize, 260);
   ok(tok.decode([72, 195]).endsWith("\uFFFD"), "half a character decodes to U+FFFD");
+  // A special token's name, as a chat template writes it, is that token; as plain text on request.
+  const text = "<bos>a<eos>\n<pad><bo";
+  deepStrictEqual(tok.encode(text, { addSpecial: false }), [256, 97, 257, 10, 258, 60, 98, 111]);
+  deepStrictEqual(tok.encode(text, { addSpecial: false, parseSpecial: false }), [
+    ...new TextEncoder().encode(text),
+  ]);
+  equal(tok.decode(tok.encode(text, { addSpecial: false })), text);
 });
 
 Deno.test("unsupported or malformed tokenizer files are InvalidArgument naming the problem", () => {

@@ -66,14 +66,24 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
       model.chat.completions.create({ messages: [], max_tokens: 4 }),
       (e) => e instanceof EngineError && e.type === "InvalidArgument",
     );
-    // Refused by name rather than answered as free text: tools because fortune's (default)
-    // template shows no tool-call format; tool_choice with no tools; logit_bias is not honoured.
+    // Tools with `auto`: fortune's template shows the `<tool_call>` format, so the reply is read
+    // for calls; fortune never learnt to make one, and answers with text.
+    const hi = [{ role: "user", content: "Hi" }];
+    const auto = await model.chat.completions.create({
+      messages: hi,
+      max_tokens: 4,
+      tools: [{ type: "function", function: { name: "f" } }],
+    });
+    equal(auto.choices[0]?.message.role, "assistant");
+    equal(auto.choices[0]?.finish_reason, "length");
+    equal(typeof auto.choices[0]?.message.content, "string");
+
+    // Refused by name rather than answered as free text: tool_choice with no tools; logit_bias
+    // is not honoured.
     const naming = (field: string) => (e: unknown) =>
       e instanceof EngineError && e.type === "InvalidArgument" && e.message.startsWith(field);
-    const hi = [{ role: "user", content: "Hi" }];
     for (
       const [field, extra] of [
-        ["tools", { tools: [{ type: "function", function: { name: "f" } }] }],
         ["tool_choice", { tool_choice: "required" }],
         ["logit_bias", { logit_bias: { "65": 5 } }],
       ] as const
@@ -123,7 +133,7 @@ Deno.test("openModel: Kiln's worker module, URL load with progress, generate, ch
       naming("response_format"),
     );
     const scrape = model.metricsText();
-    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 5\n/);
+    match(scrape, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 6\n/);
     match(scrape, /dynamo_frontend_requests_total\{[^}]*status="cancelled"[^}]*\} 1\n/);
     match(scrape, /dynamo_component_total_blocks\{[^}]*\} 64\n/);
     match(model.metricsText("openmetrics"), /# EOF\n$/);

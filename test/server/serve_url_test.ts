@@ -1,9 +1,12 @@
 /**
  * `deno task serve --model URL`: a checkpoint read over HTTP with Range requests, a progress bar
- * that reaches 100%, and a URL that 404s stopping the server with a message naming it.
+ * that reaches 100%, and a URL that 404s stopping the server with a message naming it; a single
+ * `.gguf` file's URL (as the demo's catalog names its chat models) is read the same way into the
+ * cache, its chat template from the file.
  */
 import { equal, ok } from "node:assert/strict";
 import OpenAI from "openai";
+import { fortuneGguf } from "../support/fortune_gguf.ts";
 import { rangeServer } from "../support/range_server.ts";
 import { startServer } from "./server.ts";
 
@@ -73,7 +76,7 @@ Deno.test("serve --no-cache reads a URL model over the network, storing nothing"
   }
 });
 
-Deno.test("a model URL that 404s ends serve with exit 1 and a message naming the URL", async () => {
+Deno.test("a model URL that 404s ends serve with exit 2 and a message naming the URL", async () => {
   const files = rangeServer(FORTUNE);
   try {
     const bad = `${files.base}no-such-model/`;
@@ -83,7 +86,7 @@ Deno.test("a model URL that 404s ends serve with exit 1 and a message naming the
       stderr: "piped",
     }).output();
     const message = new TextDecoder().decode(stderr);
-    equal(code, 1, message);
+    equal(code, 2, message);
     // Weights and tokenizer load side by side: whichever asks first names its file.
     ok(
       message.includes(`${bad}config.json: HTTP 404`) ||
@@ -92,5 +95,35 @@ Deno.test("a model URL that 404s ends serve with exit 1 and a message naming the
     );
   } finally {
     await files.shutdown();
+  }
+});
+
+Deno.test("serve --model a .gguf URL: read by Range requests into the cache, chat with tools", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeFile(`${dir}/fortune-Q8_0.gguf`, await fortuneGguf());
+  const files = rangeServer(`${dir}/`, { etag: "sha256" });
+  const server = await startServer(["--model", `${files.base}fortune-Q8_0.gguf`]);
+  try {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "none", maxRetries: 0 });
+    // The file's own template teaches <tool_call>: tools with auto are answered, not refused.
+    const r = await client.chat.completions.create({
+      model: "fortune",
+      messages: [{ role: "user", content: "What is the weather in Paris?" }],
+      tools: [{ type: "function", function: { name: "get_weather", parameters: {} } }],
+      max_tokens: 8,
+      seed: 1,
+    });
+    const choice = r.choices[0]!;
+    equal(choice.message.role, "assistant");
+    ok(typeof choice.message.content === "string" || choice.message.tool_calls, JSON.stringify(r));
+    ok(r.usage!.prompt_tokens > 100, "the tools are in the prompt");
+    ok(files.ranges.length > 0, "read by Range requests");
+    const stored = [...Deno.readDirSync(`${CACHE}/kiln/models`)].map((e) => e.name);
+    ok(stored.some((n) => n.endsWith(".bin")), stored.join(" "));
+  } finally {
+    const { code, stderr } = await server.stop();
+    await files.shutdown();
+    await Deno.remove(dir, { recursive: true });
+    equal(code, 0, stderr);
   }
 });
