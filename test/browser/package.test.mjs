@@ -71,7 +71,11 @@ after(async () => {
  * gzipped, worker 338.2 KiB, 109.3: the model store's per-chunk XXH32 check on read, the shared
  * host's lifetime lock, tool calls streamed and kept when cut, refusals naming the OpenAI field,
  * and in the worker the client of the grammar worker; the JSON Schema compiler is not in these
- * files: it runs in the grammar worker; ~3% above).
+ * files: it runs in the grammar worker; ~3% above), and at issue 38 (main chunk 266.7 KiB, 83.6
+ * gzipped; kiln.js 280.5, 87.4: `KilnModel.responses` (the Responses API's request mapping, item
+ * and event builders and bounded store), reasoning output's readers, prompt arrays; kiln.js also
+ * carries the Prompt API's `LanguageModel`, which an app that does not import it shakes off;
+ * ~3% above).
  * The grammar worker (`kiln_grammar_worker.js`, issue 37: XGrammar inlined with Kiln's schema,
  * regex and choice compilers; 1090.4 KiB, 399.1 gzipped) is loaded on the first constrained
  * request only, as the XGrammar chunk was before it; budget ~3% above.
@@ -86,9 +90,9 @@ after(async () => {
  * (scripts/build_vendor.mjs), would add ~215 KiB to each file.
  */
 const BUDGET_KIB = {
-  "vite main chunk": [250, 79],
+  "vite main chunk": [275, 86],
   "vite worker": [349, 113],
-  "browser/kiln.js": [250, 79],
+  "browser/kiln.js": [289, 90],
   "browser/kiln_worker.js": [349, 113],
   "vite shared worker": [353, 114],
   "browser/kiln_shared_worker.js": [353, 114],

@@ -121,7 +121,7 @@ test("the Deno example type checks against the package and streams a completion"
   assert.match(out, /dynamo_frontend_requests_total\{[^}]*status="success"[^}]*\} 1\n/);
   // Deno 2.9.6 with Mesa's lavapipe sometimes dies by a signal in libc's exit handlers while a
   // terminated Worker that used WebGPU is still being torn down (about 1 run in 30 here; see
-  // README, Known issues). Everything the script does has happened by then (checked above);
+  // docs/status.md, Known issues). Everything the script does has happened by then (checked above);
   // any other failure, or a non-zero exit code, fails the test.
   if (run.signal === "SIGSEGV" || run.signal === "SIGABRT") {
     t.diagnostic(`deno exited by ${run.signal} after its output (the known exit-time crash)`);
@@ -228,14 +228,15 @@ test("the type check catches a wrong call of the package (the check is not vacuo
   assert.equal(out.trim().split("\n").filter((l) => / error TS/.test(l)).length, 1, out);
 });
 
-test("the README's TypeScript snippets in Embed it type check against the package", () => {
+test("the TypeScript snippets of the README's Embed it and docs/embedding.md type check", () => {
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const start = readme.indexOf("\n## Embed it\n");
-  ok(start >= 0, "README has an Embed it section");
+  const start = readme.indexOf("\n## Embed it in a page\n");
+  ok(start >= 0, "README has an Embed it in a page section");
   const end = readme.indexOf("\n## ", start + 1);
-  const section = readme.slice(start, end < 0 ? undefined : end);
+  const section = readme.slice(start, end < 0 ? undefined : end) +
+    readFileSync(join(ROOT, "docs/embedding.md"), "utf8");
   const snippets = [...section.matchAll(/\n```ts\n([\s\S]*?)\n```\n/g)].map((m) => m[1]);
-  ok(snippets.length >= 1, "Embed it has a ```ts snippet");
+  ok(snippets.length >= 2, "Embed it and docs/embedding.md have ```ts snippets");
   const files = snippets.map((code, i) => {
     const file = `consumer/readme_${i}.ts`;
     // `export {}` makes a snippet without imports a module (top-level await).

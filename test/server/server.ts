@@ -27,15 +27,19 @@ const FORTUNE: ServedModel = {
   files: ["config.json", "model.safetensors", "tokenizer.json"],
 };
 
+/**
+ * `source` `"default"`: serve as a newcomer runs it, with no `--model` and no `--name` (the
+ * embedded fortune model as it ships, its own chat template).
+ */
 export async function startServer(
   extra: string[] = [],
-  source: ServedModel = FORTUNE,
+  source: ServedModel | "default" = FORTUNE,
 ): Promise<RunningServer> {
   const dir = await Deno.makeTempDir({ prefix: "kiln-serve-" });
-  for (const f of source.files) {
+  for (const f of source === "default" ? [] : source.files) {
     const to = `${dir}/${f}`;
     await Deno.mkdir(to.slice(0, to.lastIndexOf("/")), { recursive: true });
-    await Deno.copyFile(`${source.dir.replace(/\/?$/, "/")}${f}`, to);
+    await Deno.copyFile(`${(source as ServedModel).dir.replace(/\/?$/, "/")}${f}`, to);
   }
   await Deno.writeTextFile(
     `${dir}/tokenizer_config.json`,
@@ -48,9 +52,8 @@ export async function startServer(
       "--unstable-no-legacy-abort",
       new URL("src/adapters/deno/serve.ts", ROOT).pathname,
       // `extra` may name its own model (serve refuses a flag given twice).
-      ...(extra.includes("--model") ? [] : ["--model", dir]),
-      "--name",
-      "fortune",
+      ...(extra.includes("--model") || source === "default" ? [] : ["--model", dir]),
+      ...(source === "default" ? [] : ["--name", "fortune"]),
       "--port",
       "0",
       ...extra,

@@ -1,16 +1,17 @@
 /**
  * What Kiln does not honour is refused with a 400 in OpenAI's error shape naming the field,
  * through the official `openai` client, streaming and not: `logit_bias`, the legacy `functions`
- * and `function_call`, `tools` whose calls the model's template gives no format to read (fortune
- * has no template), a `tool_choice` with no tools to choose from; the forms that ask for nothing
+ * and `function_call`, `tools` whose calls the model's template gives no format to read (here
+ * the plain default template, which shows none), a `tool_choice` with no tools to choose from; the forms that ask for nothing
  * (`response_format: {type: "text"}`, `tool_choice: "none"`, empty `tools`, empty `logit_bias`)
  * are answered. What is honoured is in `tools_test.ts`.
  */
 import { equal, ok, rejects } from "node:assert/strict";
 import OpenAI from "openai";
+import { DEFAULT_CHAT_TEMPLATE } from "../../src/text/chat.ts";
 import { mockServer } from "../support/server.ts";
 
-const mock = await mockServer();
+const mock = await mockServer({}, {}, DEFAULT_CHAT_TEMPLATE);
 // Count what reaches the engine: a refused request must not.
 let generated = 0;
 const generate = mock.engine.generate.bind(mock.engine);

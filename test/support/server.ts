@@ -7,6 +7,7 @@ import { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
 import { RequestMetrics } from "../../src/metrics/request_metrics.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import { loadText } from "../../src/text/load.ts";
+import { ChatTemplate } from "../../src/text/chat.ts";
 import type { LLMEngine } from "../../src/contract/engine.ts";
 import { KilnServer, type ServerOptions } from "../../src/server/app.ts";
 
@@ -37,9 +38,14 @@ export function testServer(
   });
 }
 
+/**
+ * `chatTemplate`: the template's text instead of fortune's own (e.g. `DEFAULT_CHAT_TEMPLATE`, which
+ * shows no tool-call convention).
+ */
 export async function mockServer(
   options: Partial<Omit<ServerOptions, "engine" | "metrics" | "requests">> = {},
   engineOptions: MockEngineOptions = {},
+  chatTemplate?: string,
 ): Promise<MockServer> {
   const engine = new MockEngine({ model: "fortune", vocabSize: 260, ...engineOptions });
   const server = testServer(engine, options);
@@ -47,7 +53,10 @@ export async function mockServer(
     engine.start(1n),
     loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" })),
   ]);
-  server.ready(config, text);
+  server.ready(
+    config,
+    chatTemplate === undefined ? text : { ...text, chat: new ChatTemplate(chatTemplate) },
+  );
   const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
   return {
     server,
