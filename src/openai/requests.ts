@@ -3,7 +3,7 @@
  * engine takes (plus the text-side options: stop strings, logprobs, streaming).
  */
 import { EngineError } from "../contract/errors.ts";
-import type { PreprocessedRequest, SamplingOptions } from "../contract/types.ts";
+import type { PreprocessedRequest, SamplingOptions, StopConditions } from "../contract/types.ts";
 import { encodeChat, type ModelText } from "../text/load.ts";
 import { badRequest, quote } from "./errors.ts";
 import { chatMessages } from "./messages.ts";
@@ -153,12 +153,21 @@ function tokenIdList(b: Body, k: string): number[] | undefined {
 const decodeAll = (text: ModelText, ids: number[]) =>
   text.tokenizer.decode(ids, { skipSpecial: false });
 
-/** `n`, checked: `n` times the number of prompts is at most `maxN`. */
+/**
+ * `n`, checked: `n` times the number of prompts is at most `maxN`; and `best_of`, of which only
+ * `n` itself is honoured.
+ */
 function choicesPerPrompt(b: Body, prompts: number, maxN: number): number {
   const n = num(b, "n", 1, Infinity, true) ?? 1;
   if (n > maxN) throw badRequest(`n: at most ${maxN}`, "n");
   if (n * prompts > maxN) {
     throw badRequest(`n: ${n} choices for each of ${prompts} prompts is over ${maxN} in all`, "n");
+  }
+  const bestOf = num(b, "best_of", 1, Infinity, true);
+  if (bestOf !== undefined && bestOf !== n) {
+    // Ranking candidates by their summed logprobs is not implemented: only best_of = n, which
+    // returns every candidate, is honoured.
+    throw badRequest(`best_of: only best_of = n (${n}) is supported`, "best_of");
   }
   return n;
 }
@@ -176,31 +185,47 @@ export function parseJob(body: unknown, chat: boolean, text: ModelText, limits: 
   }
 }
 
-function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
+/** A body that is a JSON object of known fields, with its `model` set. */
+type ModelBody = Body & { model: string };
+
+/** The checks every body passes first: a JSON object, of known fields, naming a `model`. */
+function checkedBody(body: unknown, chat: boolean): ModelBody {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw badRequest("the body must be a JSON object");
   }
   const b = body as Body;
   checkFields(b, chat);
   if (typeof b.model !== "string") throw badRequest("model: required", "model");
-  const structured = structuredOutput(b, chat, text.chat);
-  const prompts: CompletionPrompt[] = chat
+  return b as ModelBody;
+}
+
+/** The prompts: the chat's messages through its template (one), or completions' `prompt`. */
+function jobPrompts(
+  b: Body,
+  chat: boolean,
+  text: ModelText,
+  structured: StructuredOutput,
+  maxN: number,
+): CompletionPrompt[] {
+  return chat
     ? [{ ids: chatPrompt(b, text, structured.tools) }]
-    : completionPrompts(b.prompt, text.tokenizer, limits.maxN);
-  const n = choicesPerPrompt(b, prompts.length, limits.maxN);
+    : completionPrompts(b.prompt, text.tokenizer, maxN);
+}
+
+/** The longest prompt's index, and the tokens to generate, checked to fit beside it. */
+function tokenBudget(
+  b: Body,
+  chat: boolean,
+  prompts: CompletionPrompt[],
+  contextLength: number,
+): { longest: number; maxTokens: number } {
   const longest = prompts.reduce((at, p, i) => p.ids.length > prompts[at]!.ids.length ? i : at, 0);
   const ids = prompts[longest]!.ids;
   const which = prompts.length === 1 ? "the prompt" : `prompt[${longest}]`;
-  const bestOf = num(b, "best_of", 1, Infinity, true);
-  if (bestOf !== undefined && bestOf !== n) {
-    // Ranking candidates by their summed logprobs is not implemented: only best_of = n, which
-    // returns every candidate, is honoured.
-    throw badRequest(`best_of: only best_of = n (${n}) is supported`, "best_of");
-  }
-  const room = limits.contextLength - ids.length;
+  const room = contextLength - ids.length;
   if (room <= 0) {
     throw badRequest(
-      `${which} is ${ids.length} tokens; the context is ${limits.contextLength}`,
+      `${which} is ${ids.length} tokens; the context is ${contextLength}`,
       chat ? "messages" : "prompt",
     );
   }
@@ -208,14 +233,26 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
     num(b, "max_tokens", 0, Infinity, true) ?? (chat ? room : 16);
   if (maxTokens > room) {
     throw badRequest(
-      `max_tokens: ${maxTokens} does not fit: ${which} is ${ids.length} tokens of a ${limits.contextLength} context`,
+      `max_tokens: ${maxTokens} does not fit: ${which} is ${ids.length} tokens of a ${contextLength} context`,
       "max_tokens",
     );
   }
-  let logprobs: number | undefined;
+  return { longest, maxTokens };
+}
+
+/**
+ * Top alternatives per token: chat's `top_logprobs` (0 unless set) when its `logprobs` is true,
+ * completions' `logprobs`; undefined: none asked for.
+ */
+function requestedLogprobs(b: Body, chat: boolean, maxLogprobs: number): number | undefined {
   if (chat) {
-    if (bool(b, "logprobs")) logprobs = num(b, "top_logprobs", 0, limits.maxLogprobs, true) ?? 0;
-  } else logprobs = num(b, "logprobs", 0, limits.maxLogprobs, true);
+    return bool(b, "logprobs") ? num(b, "top_logprobs", 0, maxLogprobs, true) ?? 0 : undefined;
+  }
+  return num(b, "logprobs", 0, maxLogprobs, true);
+}
+
+/** The sampling options the body sets, each checked (`seed` aside: each choice has its own). */
+function samplingOptions(b: Body): SamplingOptions {
   const sampling: SamplingOptions = {};
   const set = <K extends keyof SamplingOptions>(k: K, v: SamplingOptions[K] | undefined) => {
     if (v !== undefined) sampling[k] = v;
@@ -227,22 +264,98 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
   set("presence_penalty", num(b, "presence_penalty", -2, 2));
   set("frequency_penalty", num(b, "frequency_penalty", -2, 2));
   set("repetition_penalty", num(b, "repetition_penalty", 0.01, 10));
-  const seed = num(b, "seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true);
-  const streamOptions = b.stream_options as Body | undefined;
+  return sampling;
+}
+
+/** The token-side stop conditions, checked, and the two the job keeps for the text side. */
+interface Stopping {
+  /** Every choice's `stop_conditions` (copied into each request). */
+  conditions: StopConditions;
+  /** `min_tokens`, 0 unless set. */
+  minTokens: number;
+  /** `include_stop_str_in_output`. */
+  includeStop: boolean;
+}
+
+/** `max_tokens` with the body's `min_tokens`, `ignore_eos` and `stop_token_ids`. */
+function stopping(b: Body, maxTokens: number): Stopping {
   const minTokens = num(b, "min_tokens", 0, maxTokens, true);
   const ignoreEos = bool(b, "ignore_eos");
   const stopTokenIds = tokenIdList(b, "stop_token_ids");
   const includeStop = bool(b, "include_stop_str_in_output") ?? false;
+  const conditions: StopConditions = {
+    max_tokens: maxTokens,
+    ...(minTokens === undefined ? {} : { min_tokens: minTokens }),
+    ...(ignoreEos === undefined ? {} : { ignore_eos: ignoreEos }),
+    ...(stopTokenIds === undefined
+      ? {}
+      : { [includeStop ? "stop_token_ids" : "stop_token_ids_hidden"]: stopTokenIds }),
+  };
+  return { conditions, minTokens: minTokens ?? 0, includeStop };
+}
+
+/**
+ * How the reply's reasoning is read: chat only, and only unconstrained, since a constrained reply
+ * (`response_format`, a required or named call) has no room to reason.
+ */
+function jobReasoning(
+  chat: boolean,
+  structured: StructuredOutput,
+  text: ModelText,
+  prompt: number[],
+): ReplyReasoning | undefined {
+  return chat && structured.guided === undefined ? replyReasoning(text, prompt) : undefined;
+}
+
+/** What every choice's request is built from. */
+interface ChoiceParts {
+  b: ModelBody;
+  text: ModelText;
+  prompts: CompletionPrompt[];
+  n: number;
+  stop: Stopping;
+  sampling: SamplingOptions;
+  seed: number | undefined;
+  structured: StructuredOutput;
+  logprobs: number | undefined;
+}
+
+/** The request for choice `k`: its prompt's tokens, its own seed, the shared options. */
+function choiceRequest(parts: ChoiceParts, k: number): PreprocessedRequest {
+  const { b, n, seed, structured, logprobs } = parts;
+  return {
+    model: b.model,
+    token_ids: parts.prompts[Math.floor(k / n)]!.ids,
+    stop_conditions: { ...parts.stop.conditions },
+    sampling_options: {
+      ...parts.sampling,
+      ...(seed === undefined ? {} : { seed: choiceSeed(seed, k % n) }),
+      ...(structured.guided ? { guided_decoding: { ...structured.guided } } : {}),
+    },
+    output_options: logprobs === undefined ? {} : { logprobs },
+    eos_token_ids: [...parts.text.tokenizer.eosTokenIds],
+    annotations: [],
+  };
+}
+
+function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits): Job {
+  const b = checkedBody(body, chat);
+  const structured = structuredOutput(b, chat, text.chat);
+  const prompts = jobPrompts(b, chat, text, structured, limits.maxN);
+  const n = choicesPerPrompt(b, prompts.length, limits.maxN);
+  const { longest, maxTokens } = tokenBudget(b, chat, prompts, limits.contextLength);
+  const logprobs = requestedLogprobs(b, chat, limits.maxLogprobs);
+  const sampling = samplingOptions(b);
+  const seed = num(b, "seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true);
+  const stop = stopping(b, maxTokens);
   const echo = !chat && bool(b, "echo") === true;
-  // A constrained reply (`response_format`, a required or named call) has no room to reason.
-  const reasoning = chat && structured.guided === undefined
-    ? replyReasoning(text, prompts[0]!.ids)
-    : undefined;
+  const reasoning = jobReasoning(chat, structured, text, prompts[0]!.ids);
   if (echo && logprobs !== undefined) {
     // OpenAI then also scores the prompt's tokens, which needs prompt logprobs.
     throw badRequest("echo with logprobs is not supported", "echo");
   }
-  const job: Job = {
+  const parts: ChoiceParts = { b, text, prompts, n, stop, sampling, seed, structured, logprobs };
+  return {
     chat,
     model: b.model,
     prompt: prompts[0]!.ids,
@@ -252,39 +365,19 @@ function buildJob(body: unknown, chat: boolean, text: ModelText, limits: Limits)
     choices: prompts.length * n,
     longest: longest * n,
     stream: bool(b, "stream") ?? false,
-    includeUsage: streamOptions?.include_usage === true,
+    includeUsage: (b.stream_options as Body | undefined)?.include_usage === true,
     stop: stops(b),
-    includeStop,
+    includeStop: stop.includeStop,
     // Calls and reasoning are read from the text, and their markers are special tokens in some
     // vocabularies (gpt-oss's channels in all).
     skipSpecial: bool(b, "skip_special_tokens") ?? (structured.calls === undefined && !reasoning),
     logprobs,
-    minTokens: minTokens ?? 0,
+    minTokens: stop.minTokens,
     ...(echo ? { echo: prompts.map((p) => p.text ?? decodeAll(text, p.ids)) } : {}),
     // Checked by `checkFields`; whatever tier was asked for, Kiln's one tier served it.
     ...(b.service_tier === undefined || b.service_tier === null ? {} : { serviceTier: "default" }),
     structured,
     ...(reasoning ? { reasoning } : {}),
-    request: (k) => ({
-      model: b.model as string,
-      token_ids: prompts[Math.floor(k / n)]!.ids,
-      stop_conditions: {
-        max_tokens: maxTokens,
-        ...(minTokens === undefined ? {} : { min_tokens: minTokens }),
-        ...(ignoreEos === undefined ? {} : { ignore_eos: ignoreEos }),
-        ...(stopTokenIds === undefined
-          ? {}
-          : { [includeStop ? "stop_token_ids" : "stop_token_ids_hidden"]: stopTokenIds }),
-      },
-      sampling_options: {
-        ...sampling,
-        ...(seed === undefined ? {} : { seed: choiceSeed(seed, k % n) }),
-        ...(structured.guided ? { guided_decoding: { ...structured.guided } } : {}),
-      },
-      output_options: logprobs === undefined ? {} : { logprobs },
-      eos_token_ids: [...text.tokenizer.eosTokenIds],
-      annotations: [],
-    }),
+    request: (k) => choiceRequest(parts, k),
   };
-  return job;
 }

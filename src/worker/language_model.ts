@@ -23,11 +23,13 @@ import {
   apiError,
   canonicalPrompt,
   constraintFormat,
+  createChoices,
   domError,
-  expectedTypes,
   loadError,
+  openOptions,
   PARAMS,
   sampling,
+  unsupported,
 } from "./language_model_input.ts";
 import type {
   Availability,
@@ -59,34 +61,6 @@ const DEFAULTS = new WeakMap<object, KilnLanguageModelOptions>();
 /** The state of the session under construction (the IDL's interface has no constructor). */
 let constructing: State | undefined;
 
-/** The IDL members that are not `openModel`'s options. */
-const API_KEYS = [
-  "signal",
-  "monitor",
-  "initialPrompts",
-  "topK",
-  "temperature",
-  "samplingMode",
-  "expectedInputs",
-  "expectedOutputs",
-  "tools",
-  "model",
-  "maxTokens",
-] as const;
-
-/** What `create` and `availability` refuse or cannot serve: types other than text, tools. */
-function unsupported(o: KilnLanguageModelAvailabilityOptions): string | undefined {
-  const types = [
-    ...expectedTypes(o.expectedInputs, "expectedInputs").map((t) => `expectedInputs: "${t}"`),
-    ...expectedTypes(o.expectedOutputs, "expectedOutputs").map((t) => `expectedOutputs: "${t}"`),
-  ];
-  if (types.length > 0) return `${types.join(", ")}: Kiln's models take and give text only`;
-  if (o.tools !== undefined && (!Array.isArray(o.tools) || o.tools.length > 0)) {
-    return "tools: tool use is not supported";
-  }
-  return undefined;
-}
-
 /** A session of a Kiln model with the Prompt API's `LanguageModel` interface. */
 export class KilnLanguageModel extends EventTarget {
   readonly #s: State;
@@ -113,20 +87,8 @@ export class KilnLanguageModel extends EventTarget {
   static async create(options: KilnLanguageModelCreateOptions = {}): Promise<KilnLanguageModel> {
     const Class = typeof this === "function" ? this : KilnLanguageModel;
     const o: KilnLanguageModelCreateOptions = { ...DEFAULTS.get(Class), ...options };
-    const why = unsupported(o);
-    if (why !== undefined) throw domError("NotSupportedError", why);
-    const chosen = sampling(o);
-    const initial = o.initialPrompts === undefined || o.initialPrompts.length === 0
-      ? { messages: [], prefix: false }
-      : canonicalPrompt(o.initialPrompts, false);
-    if (initial.prefix) {
-      throw domError("NotSupportedError", "initialPrompts: prefix is for prompt() only");
-    }
-    const { model: source, maxTokens, signal } = o;
-    if (source === undefined) throw new TypeError("model: required (a URL, files or a KilnModel)");
-    if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens >= 1)) {
-      throw new RangeError(`maxTokens: expected an integer >= 1, got ${maxTokens}`);
-    }
+    const { sampling: chosen, initial, model: source, maxTokens } = createChoices(o);
+    const signal = o.signal;
     signal?.throwIfAborted();
     let monitor: CreateMonitor | undefined;
     if (o.monitor !== undefined) o.monitor(monitor = new CreateMonitor());
@@ -136,9 +98,7 @@ export class KilnLanguageModel extends EventTarget {
     signal?.throwIfAborted();
     const progress = new DownloadProgress(monitor);
     progress.fire(0);
-    const rest: Record<string, unknown> = { ...o };
-    for (const k of API_KEYS) delete rest[k];
-    const lease = acquire(source, rest, progress.hear);
+    const lease = acquire(source, openOptions(o), progress.hear);
     let model: KilnModel;
     try {
       model = await abortable(lease.ready, signal);
@@ -152,7 +112,7 @@ export class KilnLanguageModel extends EventTarget {
     try {
       constructing = {
         lease,
-        conversation: new Conversation(model, chosen, maxTokens, initial.messages),
+        conversation: new Conversation(model, chosen, maxTokens, initial),
       };
     } catch (e) {
       lease.release();

@@ -1,7 +1,8 @@
 /**
  * The Prompt API's input checks, as its spec words them, for Kiln's `LanguageModel`: prompts
  * validated and canonicalized into chat messages, `expectedInputs`/`expectedOutputs`, the
- * sampling options, `responseConstraint` as a `response_format`; and the `DOMException`s the API
+ * sampling options, `create`'s options in all (and those left for `openModel`),
+ * `responseConstraint` as a `response_format`; and the `DOMException`s the API
  * reports (`NotSupportedError`, `SyntaxError`, `QuotaExceededError`, ...), Kiln's `EngineError`s
  * among them.
  */
@@ -10,6 +11,8 @@ import { EngineError } from "../contract/errors.ts";
 import type { SamplingFields } from "../openai/types.ts";
 import type { ChatMessage } from "../text/chat.ts";
 import type {
+  KilnLanguageModelCreateOptions,
+  KilnModelSource,
   LanguageModelCreateCoreOptions,
   LanguageModelExpected,
   LanguageModelParams,
@@ -243,6 +246,77 @@ export function sampling(options: LanguageModelCreateCoreOptions): Sampling {
       ? PARAMS.defaultTemperature
       : Math.min(number(temperature, "temperature", 0), PARAMS.maxTemperature),
   };
+}
+
+/** What `create` and `availability` refuse or cannot serve: types other than text, tools. */
+export function unsupported(o: LanguageModelCreateCoreOptions): string | undefined {
+  const types = [
+    ...expectedTypes(o.expectedInputs, "expectedInputs").map((t) => `expectedInputs: "${t}"`),
+    ...expectedTypes(o.expectedOutputs, "expectedOutputs").map((t) => `expectedOutputs: "${t}"`),
+  ];
+  if (types.length > 0) return `${types.join(", ")}: Kiln's models take and give text only`;
+  if (o.tools !== undefined && (!Array.isArray(o.tools) || o.tools.length > 0)) {
+    return "tools: tool use is not supported";
+  }
+  return undefined;
+}
+
+/** What a session `create` makes starts with: its sampling, conversation, model, reply limit. */
+export interface CreateChoices {
+  /** The session's sampling. */
+  sampling: Sampling;
+  /** `initialPrompts` as chat messages (none without them). */
+  initial: ChatMessage[];
+  /** The model to open or share. */
+  model: KilnModelSource;
+  /** Most tokens of one reply (undefined: what is left of the context). */
+  maxTokens: number | undefined;
+}
+
+/**
+ * `create`'s options checked, in this order: types other than text, tools (`NotSupportedError`);
+ * the sampling (as `sampling`); `initialPrompts` (canonicalized, no `prefix`:
+ * `NotSupportedError`); `model` (required: `TypeError`); `maxTokens` (an integer >= 1:
+ * `RangeError`).
+ */
+export function createChoices(o: KilnLanguageModelCreateOptions): CreateChoices {
+  const why = unsupported(o);
+  if (why !== undefined) throw domError("NotSupportedError", why);
+  const chosen = sampling(o);
+  const initial = o.initialPrompts === undefined || o.initialPrompts.length === 0
+    ? { messages: [], prefix: false }
+    : canonicalPrompt(o.initialPrompts, false);
+  if (initial.prefix) {
+    throw domError("NotSupportedError", "initialPrompts: prefix is for prompt() only");
+  }
+  const { model, maxTokens } = o;
+  if (model === undefined) throw new TypeError("model: required (a URL, files or a KilnModel)");
+  if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens >= 1)) {
+    throw new RangeError(`maxTokens: expected an integer >= 1, got ${maxTokens}`);
+  }
+  return { sampling: chosen, initial: initial.messages, model, maxTokens };
+}
+
+/** The IDL members that are not `openModel`'s options. */
+const API_KEYS = [
+  "signal",
+  "monitor",
+  "initialPrompts",
+  "topK",
+  "temperature",
+  "samplingMode",
+  "expectedInputs",
+  "expectedOutputs",
+  "tools",
+  "model",
+  "maxTokens",
+] as const;
+
+/** `create`'s options less the IDL's members, `model` and `maxTokens`: `openModel`'s options. */
+export function openOptions(o: KilnLanguageModelCreateOptions): Record<string, unknown> {
+  const rest: Record<string, unknown> = { ...o };
+  for (const k of API_KEYS) delete rest[k];
+  return rest;
 }
 
 /**

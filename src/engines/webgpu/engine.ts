@@ -17,22 +17,18 @@ import type {
   MetricsContext,
 } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
-import { type ControlHandler, probeRequest, runControl } from "../../contract/engine_hooks.ts";
+import { probeRequest, runControl } from "../../contract/engine_hooks.ts";
 import type { KvEventPublisher, KvEventSource } from "../../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import type { Gpu } from "../../gpu/device.ts";
-import { type SampledToken, Sampler } from "../../gpu/kernels/sampling.ts";
 import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { MemoryGauges } from "./memory_gauges.ts";
 import { routerGauges } from "../../metrics/router_gauges.ts";
 import { SpeculationMetrics } from "../speculation_metrics.ts";
-import { Forward } from "../../model/forward.ts";
 import type { GpuModel } from "../../model/gpu_model.ts";
 import { checkRequest } from "../admission.ts";
 import { BlockManager } from "./block_manager.ts";
-import { Readback } from "../readback.ts";
-import { Scheduler, type Step } from "./scheduler.ts";
-import { TokenStore } from "./token_store.ts";
+import type { Scheduler } from "./scheduler.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "../sequence.ts";
 import { PipelineDepth } from "./pipeline_depth.ts";
@@ -42,13 +38,14 @@ import { engineGpu, type WebGpuEngineOptions } from "./options.ts";
 import { startDraft, type StartedDraft } from "./draft_engine.ts";
 import { forcedRunLimit, type TokenMaskProvider } from "../token_mask.ts";
 import { EngineGuides } from "../guided/mod.ts";
-import { countSubmitted, type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
+import { type InFlight, type StepCounts, stepCounts } from "./step_counts.ts";
+import { settleStep, type StepParts, submitStep } from "./engine_steps.ts";
+import { engineControls } from "./engine_controls.ts";
 import {
   type SpeculationCounts,
   speculationCounts,
   type SpeculativeSettings,
   speculativeSettings,
-  takeVerified,
 } from "../speculation.ts";
 
 export type { WebGpuEngineOptions } from "./options.ts";
@@ -64,20 +61,18 @@ export class WebGpuEngine implements LLMEngine {
   #gpu: Gpu | undefined;
   #ownsGpu = false;
   #model: GpuModel | undefined;
-  #forward: Forward | undefined;
-  #sampler: Sampler | undefined;
+  /** What steps run on (once started). */
+  #parts: StepParts | undefined;
   #blocks: BlockManager | undefined;
   #scheduler: Scheduler | undefined;
   #config: EngineConfig | undefined;
   #publisher: KvEventPublisher | undefined;
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
-  #tokens: TokenStore | undefined;
   /** `options.speculative` checked, with its defaults (undefined: off). */
   readonly #spec: SpeculativeSettings | undefined;
   /** The draft model's engine (`speculative.method` `draft_model`). */
   #draft: StartedDraft | undefined;
-  #readback: Readback | undefined;
   #pipe: InFlight[] = [];
   #depth: PipelineDepth;
   #inflight = new LiveRequests();
@@ -131,15 +126,20 @@ export class WebGpuEngine implements LLMEngine {
         },
       );
       this.#model = parts.model;
-      this.#tokens = parts.tokens;
-      this.#forward = parts.forward;
-      this.#sampler = parts.sampler;
-      this.#readback = parts.readback;
       this.#blocks = parts.blocks;
       this.#scheduler = parts.scheduler;
       this.#config = parts.config;
       this.warmUpReport = parts.warmUpReport;
       const device = this.#gpu.device;
+      this.#parts = {
+        ...parts,
+        device,
+        pipe: this.#pipe,
+        depth: this.#depth,
+        steps: this.steps,
+        speculation: this.speculation,
+        wake: () => this.#wake?.(),
+      };
       this.#gpu.lost.then((e) => this.#failAll(e));
       // A validation or out-of-memory error means the results can no longer be trusted: fail
       // the requests in flight loudly instead of streaming garbage.
@@ -240,7 +240,9 @@ export class WebGpuEngine implements LLMEngine {
     try {
       while (this.#state === "running" || this.#state === "draining") {
         this.#prune();
-        while (this.#pipe[0]?.resolvedAt !== undefined) await this.#settle(this.#pipe.shift()!);
+        while (this.#pipe[0]?.resolvedAt !== undefined) {
+          await settleStep(this.#parts!, this.#pipe.shift()!);
+        }
         if (sched.idle && this.#pipe.length === 0) {
           this.#loop = undefined; // synchronously, so a request arriving now starts a new loop
           return;
@@ -248,9 +250,9 @@ export class WebGpuEngine implements LLMEngine {
         sched.maxAhead = this.#depth.depth;
         const step = this.#pipe.length < sched.maxAhead ? sched.next() : undefined;
         if (step !== undefined) {
-          await this.#submit(step);
+          await submitStep(this.#parts!, step);
         } else if (this.#pipe.length > 0) {
-          await this.#settle(this.#pipe.shift()!);
+          await settleStep(this.#parts!, this.#pipe.shift()!);
         } else {
           // Nothing fits (every block held by sequences waiting to grow): wait for a change.
           await new Promise<void>((r) => (this.#wake = r));
@@ -266,95 +268,6 @@ export class WebGpuEngine implements LLMEngine {
       this.#loop = undefined;
       // What is still in flight belongs to failed or cancelled requests.
       await Promise.allSettled(this.#pipe.splice(0).map((p) => p.results));
-    }
-  }
-
-  /**
-   * Encode and submit one step; its sampled tokens are read back later (`#settle`). A step that
-   * cannot be encoded (its plan refused, a pipeline failed) never reaches the GPU: it fails the
-   * requests it carries, typed, and the others go on.
-   */
-  async #submit(step: Step): Promise<void> {
-    const device = this.#gpu!.device;
-    const encoder = device.createCommandEncoder({ label: "engine:step" });
-    const sampled = step.sampled;
-    let read: (() => Promise<SampledToken[]>) | undefined;
-    try {
-      // Tokens the CPU appended (forced by a guide) reach the store before this step reads them.
-      for (const { seq, draft } of step.parts) {
-        this.#tokens!.sync(seq);
-        if (draft) this.#tokens!.writeDraft(seq, draft);
-      }
-      const { logits } = await this.#forward!.encode(encoder, step.batch);
-      const rows = step.rows;
-      if (rows.length > 0) {
-        const store = this.#tokens!;
-        this.#sampler!.write(rows.map(({ seq, offset }) => seq.sampling(store.start(seq), offset)));
-        await this.#sampler!.encode(encoder, logits, rows.length);
-        await store.encodeAppend(encoder, rows, this.#sampler!.result);
-        const withTop = sampled.some((s) => s.request.output_options.logprobs !== undefined);
-        read = this.#readback!.encode(encoder, rows.length, withTop);
-      }
-    } catch (e) {
-      const error = EngineError.from(e);
-      for (const { seq } of step.parts) {
-        seq.fail(error);
-        this.#scheduler!.remove(seq);
-      }
-      return;
-    }
-    device.queue.submit([encoder.finish()]);
-    countSubmitted(this.steps, sampled);
-    for (const { seq, count } of step.parts) {
-      seq.computed += count;
-      this.#commit(seq);
-    }
-    if (read === undefined) return;
-    const drafts = new Map(step.parts.flatMap((p) => p.draft ? [[p.seq, p.draft]] : []));
-    const entry: InFlight = {
-      seqs: sampled.map((seq) => ({ seq, epoch: seq.epoch, draft: drafts.get(seq) })),
-      submitted: performance.now(),
-      resolvedAt: undefined,
-      results: read(),
-    };
-    for (const seq of sampled) seq.ahead++;
-    const resolved = () => (entry.resolvedAt = performance.now());
-    entry.results.then(resolved, resolved);
-    this.#pipe.push(entry);
-    this.steps.maxInFlight = Math.max(this.steps.maxInFlight, this.#pipe.length);
-  }
-
-  /** Hand a step's read-back tokens to their sequences (dropping those no longer wanted). */
-  async #settle(entry: InFlight): Promise<void> {
-    const results = await entry.results;
-    this.#depth.observe(entry.submitted, entry.resolvedAt ?? performance.now());
-    let row = 0;
-    for (const { seq, epoch, draft } of entry.seqs) {
-      const mine = results.slice(row, row += 1 + (draft?.length ?? 0));
-      if (seq.epoch !== epoch || seq.finished) {
-        this.steps.discardedTokens += mine.length; // preempted, or ended by an earlier token
-        continue;
-      }
-      seq.ahead--;
-      const r = mine[0]!;
-      if (seq.signal.aborted) seq.cancel();
-      else if (draft) {
-        const cost = this.#depth.drainCost(entry);
-        takeVerified(seq, draft, mine, this.speculation, this.#scheduler!.drafter, cost);
-      } else seq.accept(r.token, r.logprob, r.top);
-      // Committed before a finished sequence lets its blocks go: a verified step can complete a
-      // block in the step where the sequence ends, and that block is as good as any other.
-      this.#commit(seq);
-      if (seq.finished) this.#scheduler!.remove(seq);
-      // A guided sequence's next mask, made as soon as its token is known.
-      if (!seq.maskReady) void seq.prepareMask().then(() => this.#wake?.());
-    }
-  }
-
-  /** Publish the sequence's full blocks whose tokens are known and whose K/V are written. */
-  #commit(seq: Sequence): void {
-    if (seq.blocks) {
-      this.#blocks!.commit(seq.blocks, seq.tokens, Math.min(seq.computed, seq.tokens.length));
     }
   }
 
@@ -411,17 +324,14 @@ export class WebGpuEngine implements LLMEngine {
 
   async #release(): Promise<void> {
     this.#gpu?.device.removeEventListener("uncapturederror", this.#onGpuError);
-    this.#readback?.destroy();
-    this.#sampler?.destroy();
-    this.#tokens?.destroy();
-    this.#forward?.destroy();
+    this.#parts?.readback.destroy();
+    this.#parts?.sampler.destroy();
+    this.#parts?.tokens.destroy();
+    this.#parts?.forward.destroy();
     this.#model?.destroy();
     await this.#draft?.engine.cleanup();
     this.#draft = undefined;
-    this.#readback = undefined;
-    this.#tokens = undefined;
-    this.#sampler = undefined;
-    this.#forward = undefined;
+    this.#parts = undefined;
     this.#model = undefined;
     if (this.#ownsGpu) this.#gpu?.device.destroy();
     this.#gpu = undefined;
@@ -445,20 +355,12 @@ export class WebGpuEngine implements LLMEngine {
     );
   }
 
-  /**
-   * `clear_kv_blocks` (as Dynamo's vLLM worker names it): evict the prefix cache's blocks no
-   * request holds, publishing `BlockRemoved`; answers `{status: "success", cleared_blocks}`.
-   */
-  readonly #controls: Record<string, ControlHandler> = {
-    clear_kv_blocks: () => {
-      if (this.#state !== "running" && this.#state !== "draining") {
-        return Promise.reject(EngineError.shutdown(`clear_kv_blocks on a ${this.#state} engine`));
-      }
-      const cleared = this.#blocks!.evictIdle();
-      this.#report();
-      return Promise.resolve({ status: "success", cleared_blocks: cleared });
-    },
-  };
+  /** The engine's controls (see `engine_controls.ts`). */
+  readonly #controls = engineControls({
+    state: () => this.#state,
+    blocks: () => this.#blocks,
+    report: () => this.#report(),
+  });
 
   /** `clear_kv_blocks`. */
   supportedControls(): Promise<string[]> {
