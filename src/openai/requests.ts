@@ -4,7 +4,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { PreprocessedRequest, SamplingOptions, StopConditions } from "../contract/types.ts";
-import { encodeChat, type ModelText } from "../text/load.ts";
+import { encodeChat, type EncodeChatOptions, type ModelText } from "../text/load.ts";
 import { badRequest, quote } from "./errors.ts";
 import { chatMessages } from "./messages.ts";
 import { type StructuredOutput, structuredOutput } from "./structured.ts";
@@ -113,11 +113,24 @@ function stops(b: Body): string[] {
   return list as string[];
 }
 
-function chatPrompt(b: Body, text: ModelText, tools: StructuredOutput["tools"]): number[] {
+/**
+ * A chat body's prompt ids, as chat completions run them (and `/tokenize` counts them): its
+ * `messages` through the model's template with `tools` and the body's template variables (see
+ * `templateVariables`), encoded by `encodeChat` with `options`. Throws `EngineError`
+ * (`InvalidArgument`, `param` the field) for bad messages or variables, and for messages the
+ * template's render budget cannot hold (`messages`).
+ */
+export function chatPrompt(
+  b: Body,
+  text: ModelText,
+  tools: StructuredOutput["tools"],
+  options: Pick<EncodeChatOptions, "addGenerationPrompt" | "addSpecial"> = {},
+): number[] {
   const messages = chatMessages(b.messages);
   const variables = templateVariables(b, text.chat);
   try {
     return encodeChat(text, messages, {
+      ...options,
       ...(tools ? { tools } : {}),
       ...(variables ? { variables } : {}),
     });

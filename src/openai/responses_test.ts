@@ -8,23 +8,13 @@
  * `previous_response_id` continuing a kept conversation, `store: false` keeping none.
  */
 import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
-import { specFiles } from "../adapters/deno/file_source.ts";
 import type { GenerateContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
-import { ChatTemplate } from "../text/chat.ts";
-import { loadText, type ModelText } from "../text/load.ts";
+import { qwen } from "../../test/support/qwen_text.ts";
 import { ScriptedEngine, type ScriptedEngineOptions } from "../../test/support/scripted_engine.ts";
 import { APIUserAbortError } from "./abort_error.ts";
 import { type ResponseObject, Responses, type ResponseStreamEvent } from "./responses.ts";
-
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-const QWEN3 = new URL("../../test/fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja", import.meta.url);
-const fortune = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const qwen: ModelText = {
-  tokenizer: fortune.tokenizer,
-  chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
-};
 
 /** Fails the request after `after` tokens. */
 class FailingEngine extends ScriptedEngine {
@@ -244,7 +234,7 @@ Deno.test("responses.create: previous_response_id continues the kept conversatio
   engine.reply = "Ada.";
   const second = await responses.create({ previous_response_id: first.id, input: "My name?" });
   equal(second.previous_response_id, first.id);
-  const prompt = fortune.tokenizer.decode(engine.requests.at(-1)!.token_ids, {
+  const prompt = qwen.tokenizer.decode(engine.requests.at(-1)!.token_ids, {
     skipSpecial: false,
   });
   match(prompt, /My name is Ada\.[\s\S]*Hello Ada\.[\s\S]*My name\?/);
@@ -253,7 +243,7 @@ Deno.test("responses.create: previous_response_id continues the kept conversatio
   // Three turns deep: the whole chain comes back.
   await responses.create({ previous_response_id: second.id, input: "Again?" });
   match(
-    fortune.tokenizer.decode(engine.requests.at(-1)!.token_ids, { skipSpecial: false }),
+    qwen.tokenizer.decode(engine.requests.at(-1)!.token_ids, { skipSpecial: false }),
     /My name is Ada\.[\s\S]*Hello Ada\.[\s\S]*My name\?[\s\S]*Ada\.[\s\S]*Again\?/,
   );
   deepStrictEqual(await responses.retrieve(first.id), first);

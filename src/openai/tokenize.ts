@@ -5,12 +5,11 @@
  * value, is `InvalidArgument` naming the field.
  */
 import { describe } from "../contract/describe.ts";
-import { EngineError } from "../contract/errors.ts";
 import type { ModelText } from "../text/load.ts";
 import { tokenLabel } from "../text/token_bytes.ts";
 import { badRequest } from "./errors.ts";
-import { chatMessages } from "./messages.ts";
 import { checkTokenIds } from "./prompts.ts";
+import { chatPrompt } from "./requests.ts";
 import { structuredOutput } from "./structured.ts";
 
 /** What `/tokenize` answers (vLLM's `TokenizeResponse`). */
@@ -45,9 +44,6 @@ const CHAT_FIELDS = new Set([
   "tools",
 ]);
 
-/** Template variables a request's `chat_template_kwargs` may not replace. */
-const RESERVED = new Set(["messages", "tools", "documents", "add_generation_prompt"]);
-
 function object(body: unknown): Body {
   if (body === null || typeof body !== "object" || Array.isArray(body)) {
     throw badRequest("the body must be a JSON object");
@@ -71,55 +67,22 @@ const bool = (b: Body, k: string): boolean | undefined => {
   return v;
 };
 
-/** `chat_template_kwargs`: more variables for the template, none replacing its own. */
-function templateVariables(v: unknown): Body | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "object" || Array.isArray(v)) {
-    throw badRequest(
-      `chat_template_kwargs: expected an object, got ${describe(v)}`,
-      "chat_template_kwargs",
-    );
-  }
-  const taken = Object.keys(v).find((k) => RESERVED.has(k));
-  if (taken !== undefined) {
-    throw badRequest(
-      `chat_template_kwargs: ${taken} is the template's own`,
-      "chat_template_kwargs",
-    );
-  }
-  return v as Body;
-}
-
-/** The ids of a chat body: the messages through the model's template, as chat completions. */
+/** A chat body's ids: the prompt a chat completion of it runs, but for `add_special_tokens`. */
 function chatTokens(b: Body, text: ModelText): number[] {
   if (bool(b, "continue_final_message")) {
     throw badRequest("continue_final_message: not supported", "continue_final_message");
   }
-  const messages = chatMessages(b.messages);
   const none = b.tools === undefined || b.tools === null ||
     (Array.isArray(b.tools) && b.tools.length === 0);
   // Checked as a chat completion checks them, and offered to the template as it would be.
   const tools = none
     ? undefined
     : structuredOutput({ tools: b.tools, tool_choice: "required" }, true, text.chat).tools;
-  const variables = templateVariables(b.chat_template_kwargs);
-  let rendered: string;
-  try {
-    rendered = text.chat.render(messages, text.tokenizer.specialTokens, {
-      addGenerationPrompt: bool(b, "add_generation_prompt") ?? true,
-      ...(tools ? { tools } : {}),
-      ...(variables ? { variables } : {}),
-    });
-  } catch (e) {
-    // The template's render budget: the same messages always exceed it (see `parseJob`).
-    if (e instanceof EngineError && e.type === "ResourceExhausted") {
-      throw badRequest(e.message, "messages");
-    }
-    throw e;
-  }
-  // A template writes its own special tokens; only the plain default leaves them to the tokenizer.
-  const addSpecial = bool(b, "add_special_tokens") ?? text.chat.isDefault;
-  return text.tokenizer.encode(rendered, { addSpecial });
+  return chatPrompt(b, text, tools, {
+    addGenerationPrompt: bool(b, "add_generation_prompt") ?? true,
+    // vLLM's field; unset, the specials are as a chat completion encodes them (`encodeChat`).
+    addSpecial: bool(b, "add_special_tokens") ?? text.chat.isDefault,
+  });
 }
 
 /**

@@ -7,6 +7,7 @@
  */
 import type { ServerOptions } from "./options.ts";
 import { clip, HttpError } from "./errors.ts";
+import { eventResponse } from "./sse.ts";
 import type { RunChoices } from "./streaming.ts";
 import type { Limits } from "../openai/requests.ts";
 import { keepResponse, responseBuilder, startResponse } from "../openai/responses.ts";
@@ -21,8 +22,6 @@ import type { ModelText } from "../text/load.ts";
 
 /** The route's path. */
 export const RESPONSES = "/v1/responses";
-
-const EVENT_STREAM = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
 /** The Responses routes and the store of kept responses. */
 export class ResponsesRoute {
@@ -78,52 +77,22 @@ export class ResponsesRoute {
    * `text.format` or `tool_choice` (this rejects with that error), not a `response.failed`.
    */
   async #stream(rj: ResponsesJob, run: RunChoices, clientSignal: AbortSignal): Promise<Response> {
-    const cancel = new AbortController();
-    const gone = AbortSignal.any([clientSignal, cancel.signal]);
-    const enc = new TextEncoder();
-    const hold = rj.job.structured.guided !== undefined;
-    let resolve!: (refused?: HttpError) => void;
-    const open = new Promise<HttpError | undefined>((r) => (resolve = r));
-    let isOpen = false;
-    const opened = (refused?: HttpError) => {
-      isOpen ||= refused === undefined;
-      resolve(refused);
-    };
-    const stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        const b = responseBuilder(rj, (e) => {
-          if (gone.aborted) return;
-          controller.enqueue(enc.encode(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`));
-        });
-        b.start();
-        let tokens = 0;
-        run(gone, (c, n) => {
-          opened();
-          tokens += n;
-          b.push({ ...c, tokens: n });
-        }).then((total) => {
-          opened();
-          keepResponse(this.store, rj, b.finish(total));
-        }, (e) => {
-          const error = responsesError(e);
-          if (hold && !isOpen) return opened(HttpError.from(error));
-          opened();
-          b.fail(error, tokens);
-        }).finally(() => {
-          try {
-            controller.close();
-          } catch {
-            // already closed by a cancel
-          }
-        });
-      },
-      cancel: () => cancel.abort(),
+    return await eventResponse(rj.job.structured.guided !== undefined, clientSignal, (sink) => {
+      const b = responseBuilder(rj, (e) => sink.send(e, e.type));
+      b.start();
+      let tokens = 0;
+      return run(sink.signal, (c, n) => {
+        sink.begin();
+        tokens += n;
+        b.push({ ...c, tokens: n });
+      }).then((total) => {
+        sink.begin();
+        keepResponse(this.store, rj, b.finish(total));
+      }, (e) => {
+        const error = responsesError(e);
+        if (sink.failed(HttpError.from(error))) b.fail(error, tokens);
+      });
     });
-    if (hold) {
-      const refused = await open;
-      if (refused) throw refused;
-    }
-    return new Response(stream, { headers: EVENT_STREAM });
   }
 
   /**

@@ -4,6 +4,7 @@
  * event when the run fails after the stream began, and `[DONE]`.
  */
 import { HttpError } from "./errors.ts";
+import { eventResponse } from "./sse.ts";
 import {
   type Choice,
   chunkBody,
@@ -36,64 +37,30 @@ export async function eventStream(
   run: RunChoices,
   clientSignal: AbortSignal,
 ): Promise<Response> {
-  const cancel = new AbortController();
-  const gone = AbortSignal.any([clientSignal, cancel.signal]);
   const created = Math.floor(Date.now() / 1000);
-  const enc = new TextEncoder();
   const offsets = new Array<number>(job.choices).fill(0);
   const started = new Array<boolean>(job.choices).fill(false);
-  const hold = job.structured.guided !== undefined;
-  let resolve!: (refused?: HttpError) => void;
-  const open = new Promise<HttpError | undefined>((r) => (resolve = r));
-  let isOpen = false;
-  const opened = (refused?: HttpError) => {
-    isOpen ||= refused === undefined;
-    resolve(refused);
-  };
-  const stream = new ReadableStream<Uint8Array>({
-    start: (controller) => {
-      const send = (data: unknown) => {
-        if (gone.aborted) return;
-        controller.enqueue(
-          enc.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`),
-        );
-      };
-      let reasoning = 0;
-      run(gone, (c) => {
-        opened();
-        reasoning += c.reasoningTokens ?? 0;
-        if (!worthSending(c, !started[c.index], job.chat)) return;
-        send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
-        started[c.index] = true;
-        offsets[c.index] = textAfter(offsets[c.index]!, c.logprobs);
-      }).then((tokens) => {
-        opened();
-        if (job.includeUsage) {
-          send(usageChunk(job, id, created, jobUsage(job, tokens, reasoning)));
-        }
-        send("[DONE]");
-      }, (e) => {
-        const error = HttpError.from(e);
-        if (hold && !isOpen) return opened(error);
-        opened();
-        // An error event, then the end marker clients wait for.
-        send(error.body());
-        send("[DONE]");
-      }).finally(() => {
-        try {
-          controller.close();
-        } catch {
-          // already closed by a cancel
-        }
-      });
-    },
-    cancel: () => cancel.abort(),
-  });
-  if (hold) {
-    const refused = await open;
-    if (refused) throw refused;
-  }
-  return new Response(stream, {
-    headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+  return await eventResponse(job.structured.guided !== undefined, clientSignal, (sink) => {
+    let reasoning = 0;
+    return run(sink.signal, (c) => {
+      sink.begin();
+      reasoning += c.reasoningTokens ?? 0;
+      if (!worthSending(c, !started[c.index], job.chat)) return;
+      sink.send(chunkBody(job, id, created, c, !started[c.index], offsets[c.index]!));
+      started[c.index] = true;
+      offsets[c.index] = textAfter(offsets[c.index]!, c.logprobs);
+    }).then((tokens) => {
+      sink.begin();
+      if (job.includeUsage) {
+        sink.send(usageChunk(job, id, created, jobUsage(job, tokens, reasoning)));
+      }
+      sink.send("[DONE]");
+    }, (e) => {
+      const error = HttpError.from(e);
+      if (!sink.failed(error)) return;
+      // An error event, then the end marker clients wait for.
+      sink.send(error.body());
+      sink.send("[DONE]");
+    });
   });
 }

@@ -78,15 +78,21 @@ export async function loadText(files: ModelFiles): Promise<ModelText> {
   return { tokenizer, chat: ChatTemplate.fromConfig(config) };
 }
 
+/** How `encodeChat` renders a conversation, and whether the tokenizer adds its special tokens. */
+export interface EncodeChatOptions extends ChatRenderOptions {
+  /** Add the tokenizer's special tokens to the rendered text (default: see `encodeChat`). */
+  addSpecial?: boolean;
+}
+
 /** A conversation as prompt ids: rendered by the model's template (with `options`, see
  * {@linkcode ChatRenderOptions}), which writes its own special tokens (BOS included), so the
  * tokenizer adds none, as `apply_chat_template` tokenizes; only the plain default leaves them to
- * the tokenizer. */
+ * the tokenizer (unless `options.addSpecial` says otherwise). */
 export function encodeChat(
   text: ModelText,
   messages: readonly ChatMessage[],
-  options: ChatRenderOptions = {},
+  options: EncodeChatOptions = {},
 ): number[] {
   const rendered = text.chat.render(messages, text.tokenizer.specialTokens, options);
-  return text.tokenizer.encode(rendered, { addSpecial: text.chat.isDefault });
+  return text.tokenizer.encode(rendered, { addSpecial: options.addSpecial ?? text.chat.isDefault });
 }

@@ -17,21 +17,11 @@ import { generateText, jsonSchema, streamText, tool, type ToolChoice, type ToolS
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ChatOpenAI } from "@langchain/openai";
 import type { AIMessageChunk } from "@langchain/core/messages";
-import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import type { GenerateContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";
-import { ChatTemplate } from "../../src/text/chat.ts";
-import { loadText, type ModelText } from "../../src/text/load.ts";
+import { qwen } from "../support/qwen_text.ts";
+import { serveQwen } from "../support/qwen_server.ts";
 import { ScriptedEngine } from "../support/scripted_engine.ts";
-import { testServer } from "../support/server.ts";
-
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-const QWEN3 = new URL("../fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja", import.meta.url);
-const fortune = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const qwen: ModelText = {
-  tokenizer: fortune.tokenizer,
-  chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
-};
 
 const WEATHER_CALL = '{"name": "get_weather", "arguments": {"city": "Zürich"}}';
 const TIME_CALL = '{"name": "get_time", "arguments": {"timezone": "Europe/Zurich"}}';
@@ -130,14 +120,7 @@ const OPENAI_TOOLS = NAMES.map((name) => ({
 }));
 const PROMPT = "Weather and time in Zürich?";
 
-async function serve() {
-  const engine = new Engine();
-  const server = testServer(engine);
-  server.ready(await engine.start(1n), qwen);
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
-  const baseURL = `http://127.0.0.1:${http.addr.port}/v1`;
-  return { engine, baseURL, close: () => http.shutdown() };
-}
+const serve = () => serveQwen(new Engine());
 
 /** OpenAI's `tool_choice` for a form. */
 const openAIChoice = (form: Form) =>

@@ -13,19 +13,9 @@ import { generateText, streamText } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ChatOpenAI } from "@langchain/openai";
 import type { AIMessageChunk } from "@langchain/core/messages";
-import { specFiles } from "../../src/adapters/deno/file_source.ts";
-import { ChatTemplate } from "../../src/text/chat.ts";
-import { loadText, type ModelText } from "../../src/text/load.ts";
+import { qwen } from "../support/qwen_text.ts";
+import { serveQwen } from "../support/qwen_server.ts";
 import { ScriptedEngine } from "../support/scripted_engine.ts";
-import { testServer } from "../support/server.ts";
-
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-const QWEN3 = new URL("../fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja", import.meta.url);
-const fortune = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const qwen: ModelText = {
-  tokenizer: fortune.tokenizer,
-  chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
-};
 
 const THOUGHT = "The user asks for a sum.\n2 + 2 is 4.";
 const ANSWER = "It is 4.";
@@ -35,14 +25,7 @@ const REASONING_TOKENS = qwen.tokenizer.encode(`<think>\n${THOUGHT}\n</think>`, 
 }).length;
 const PROMPT = "2 + 2?";
 
-async function serve() {
-  const engine = new ScriptedEngine("qwen", qwen.tokenizer, { script: () => REPLY });
-  const server = testServer(engine);
-  server.ready(await engine.start(1n), qwen);
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
-  const baseURL = `http://127.0.0.1:${http.addr.port}/v1`;
-  return { engine, baseURL, close: () => http.shutdown() };
-}
+const serve = () => serveQwen(new ScriptedEngine("qwen", qwen.tokenizer, { script: () => REPLY }));
 
 /** The reasoning fields the `openai` client passes through untyped. */
 type Reasoned = { reasoning_content?: string; reasoning?: string };

@@ -12,23 +12,13 @@
  */
 import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
 import OpenAI from "openai";
-import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import type { GenerateContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";
-import { ChatTemplate } from "../../src/text/chat.ts";
-import { loadText, type ModelText } from "../../src/text/load.ts";
 import { assertValid, SCHEMA } from "../support/json_schema.ts";
+import { qwen } from "../support/qwen_text.ts";
+import { serveQwen } from "../support/qwen_server.ts";
 import { ScriptedEngine } from "../support/scripted_engine.ts";
-import { testServer } from "../support/server.ts";
 import { startServer } from "./server.ts";
-
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-const QWEN3 = new URL("../fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja", import.meta.url);
-const fortune = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const qwen: ModelText = {
-  tokenizer: fortune.tokenizer,
-  chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
-};
 
 const CALL = '{"name": "get_weather", "arguments": {"city": "Bern"}}';
 const WEATHER = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };
@@ -59,15 +49,7 @@ class HoldingEngine extends ScriptedEngine {
   }
 }
 
-async function serve() {
-  const engine = new HoldingEngine("qwen", qwen.tokenizer, { script: reply });
-  const server = testServer(engine);
-  server.ready(await engine.start(1n), qwen);
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
-  const url = `http://127.0.0.1:${http.addr.port}`;
-  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "x", maxRetries: 0 });
-  return { engine, server, url, client, close: () => http.shutdown() };
-}
+const serve = () => serveQwen(new HoldingEngine("qwen", qwen.tokenizer, { script: reply }));
 
 const tools = [{
   type: "function" as const,

@@ -9,32 +9,13 @@
  */
 import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
 import OpenAI from "openai";
-import { specFiles } from "../../src/adapters/deno/file_source.ts";
-import { ChatTemplate } from "../../src/text/chat.ts";
-import { encodeChat, loadText, type ModelText } from "../../src/text/load.ts";
+import { encodeChat } from "../../src/text/load.ts";
+import { qwen } from "../support/qwen_text.ts";
+import { serveQwen } from "../support/qwen_server.ts";
 import { ScriptedEngine, type ScriptedEngineOptions } from "../support/scripted_engine.ts";
-import { testServer } from "../support/server.ts";
 
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-const QWEN3 = new URL("../fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja", import.meta.url);
-const fortune = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const qwen: ModelText = {
-  tokenizer: fortune.tokenizer,
-  chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
-};
-
-async function serve(options: ScriptedEngineOptions = {}) {
-  const engine = new ScriptedEngine("qwen", qwen.tokenizer, options);
-  const server = testServer(engine);
-  server.ready(await engine.start(1n), qwen);
-  const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, server.fetch);
-  const client = new OpenAI({
-    baseURL: `http://127.0.0.1:${http.addr.port}/v1`,
-    apiKey: "x",
-    maxRetries: 0,
-  });
-  return { engine, client, close: () => http.shutdown() };
-}
+const serve = (options: ScriptedEngineOptions = {}) =>
+  serveQwen(new ScriptedEngine("qwen", qwen.tokenizer, options));
 
 const weather = {
   type: "function" as const,
