@@ -1,5 +1,5 @@
 /**
- * The README's peer tables from `deno task bench --peers` results: one row per shape, Kiln's
+ * docs/benchmarks.md's peer tables from `deno task bench --peers` results: one row per shape, Kiln's
  * decode tokens/s and Kiln ÷ each peer at each batch size, then notes: each CPU peer's thread
  * count and the counts it tried, and every ratio withheld with the guard's reasons (a run from
  * before the guard has none, and so publishes no ratio).
@@ -65,7 +65,8 @@ if (import.meta.main) {
   const { args } = runCli({
     name: "readme_rows",
     command: "deno run -A bench/readme_rows.ts",
-    about: "The README's benchmark rows from results files; a withheld comparison prints no ratio.",
+    about:
+      "docs/benchmarks.md's benchmark rows from results files; a withheld comparison prints no ratio.",
     flags: {},
     args: { usage: "RESULTS.json...", min: 1, max: Infinity, help: "bench results to read" },
   });

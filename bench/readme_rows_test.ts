@@ -35,7 +35,7 @@ function report(peers: PeerReport[]): BenchReport {
   };
 }
 
-Deno.test("ratios as the README writes them", () => {
+Deno.test("ratios as docs/benchmarks.md writes them", () => {
   equal(ratioText(3.92), "3.9×");
   equal(ratioText(51.24), "51×");
   equal(ratioText(114 / 680), "0.17×");

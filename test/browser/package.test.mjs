@@ -1,6 +1,6 @@
 // Kiln as an app outside this repository gets it: `npm pack`, the tarball installed offline into
 // a temporary copy of examples/vite-app/, the fortune model copied from the package into the
-// app's public/ as the README says, a Vite build of that app (its sizes checked against budgets),
+// app's public/ as docs/embedding.md says, a Vite build of that app (its sizes checked against budgets),
 // the build served, and the fortune model run in Kiln's Web Worker in Chromium (SwiftShader
 // WebGPU): generate, Stop, the OpenAI-shaped chat helper and the metrics text. A screenshot lands
 // in test/artifacts/.
@@ -18,7 +18,7 @@ const pageErrors = [];
 
 before(async () => {
   app = installExample("vite-app", packKiln());
-  // README, Embed it: `cp -r node_modules/@kiln/kiln/models/fortune public/models/`.
+  // docs/embedding.md: `cp -r node_modules/@kiln/kiln/models/fortune public/models/`.
   mkdirSync(join(app, "public/models"), { recursive: true });
   cpSync(join(app, "node_modules/@kiln/kiln/models/fortune"), join(app, "public/models/fortune"), {
     recursive: true,
@@ -45,7 +45,7 @@ after(async () => {
 /**
  * Budgets in KiB (1024 bytes) for what a page loads to run Kiln, raw and gzipped (level 9): the
  * Vite app's main chunk and Kiln's worker as Vite builds them, and the package's self-contained
- * browser build. About 10% above the sizes measured when they were last set (README, Embed it,
+ * browser build. About 10% above the sizes measured when they were last set (docs/embedding.md
  * quotes them): reset when issue 21's block formats pushed the worker past the first budgets
  * (173 KiB when those were set, 191 KiB with kernel paths, pipeline warm-up, library error
  * classification and three more GGUF formats), and again at 22 formats (219 KiB: each format's

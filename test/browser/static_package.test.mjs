@@ -64,7 +64,7 @@ before(async () => {
   site = join(mkdtempSync(join(tmpdir(), "kiln-static-")), "site");
   cpSync(join(ROOT, "examples/static"), site, { recursive: true });
   cpSync(join(unpacked, "package/dist/pkg/browser"), join(site, "kiln"), { recursive: true });
-  // The fortune model that ships in the package (README, Embed it).
+  // The fortune model that ships in the package (docs/embedding.md).
   cpSync(join(unpacked, "package/models/fortune"), join(site, "models/fortune"), {
     recursive: true,
   });
