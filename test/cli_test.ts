@@ -6,7 +6,7 @@
  * model, listen or write a file would fail differently. A last test finds every file that reads
  * a command line and checks it is in the table.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -48,6 +48,7 @@ const ENTRIES: Entry[] = [
   { path: "bench/peers/tiny_checkpoint.ts", name: "tiny_checkpoint", flag: ["--layers", "1"] },
   { path: "bench/peers/iq_tables.ts", name: "iq_tables", flag: ["--check"] },
   { path: "bench/peers/family_checkpoints.ts", name: "family_checkpoints", flag: ["--out", "/x"] },
+  { path: "bench/peers/phi3_longrope.ts", name: "phi3_longrope", flag: ["--out", "/x"] },
   {
     path: "bench/peers/family_quantized.ts",
     name: "family_quantized",

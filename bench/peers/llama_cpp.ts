@@ -139,13 +139,14 @@ export async function llamaCppGreedyEach(
 /**
  * llama.cpp's teacher-forced logits for `promptIds` on each file (CPU build): one row per
  * position, the logits after that prefix, for the whole vocabulary. `f32`: an F32 KV cache and
- * no flash attention (llama.cpp's default context keeps K and V in F16).
+ * no flash attention (llama.cpp's default context keeps K and V in F16). `contextSize`: the
+ * context llama.cpp is given (default: the prompt's, rounded up to 256).
  */
 export async function llamaCppLogitsEach(
   files: readonly string[],
   promptIds: number[],
   vocab: number,
-  { f32 = false }: { f32?: boolean } = {},
+  { f32 = false, contextSize }: { f32?: boolean; contextSize?: number } = {},
 ): Promise<number[][][]> {
   await ensurePeerDeps();
   const driver = new Driver({});
@@ -159,6 +160,7 @@ export async function llamaCppLogitsEach(
           ids: promptIds,
           vocab,
           f32,
+          contextSize,
         })).logits,
       );
     }

@@ -129,10 +129,14 @@ async function prefill({ ids, threads }) {
 
 /**
  * Teacher-forced logits: the raw next-token logits llama.cpp computes after each prefix of `ids`
- * (one row per position, the whole vocabulary, indexed by token id).
+ * (one row per position, the whole vocabulary, indexed by token id), in a context of
+ * `contextSize` tokens when given (else the prompt's, rounded up to 256).
  */
-async function logits({ ids, vocab, f32 }) {
-  const ctx = await context(ids.length, 1, undefined, f32 ? F32_CONTEXT : {});
+async function logits({ ids, vocab, f32, contextSize }) {
+  const ctx = await context(ids.length, 1, undefined, {
+    ...(f32 ? F32_CONTEXT : {}),
+    ...(contextSize === undefined ? {} : { contextSize }),
+  });
   try {
     const want = { generateNext: { logits: true } };
     const out = await ctx.getSequence().controlledEvaluate(

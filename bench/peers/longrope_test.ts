@@ -2,7 +2,7 @@
  * Phi-3's LongRoPE as Kiln writes and reads it, against llama.cpp (the family fixture has none):
  * the phi3 fixture's HF folder with LongRoPE added (2 short and 2 long factors for its 4 rotated
  * dims, an original context of 64; llama.cpp's context here is 256, so it takes the long
- * factors, as Kiln does for a model whose context exceeds the original one), converted by Kiln
+ * factors, as Kiln does at its default engine context, the model's 256), converted by Kiln
  * to a GGUF (factor tensors, `rope.scaling.attn_factor`, `original_context_length`) and run by
  * llama.cpp; Kiln's float64 reference on the same model must agree. Also with the short factors
  * (an original context of 256).

@@ -111,6 +111,13 @@ export class GpuModel {
   readonly ropeFrequencies: GPUBuffer;
   /** Those of sliding-window layers with a RoPE base of their own (`ropeLocalTheta`). */
   readonly ropeLocalFrequencies?: GPUBuffer;
+  /**
+   * The engine's context: the model's, or the whole KV cache's when that is smaller (the most
+   * positions one sequence can reach, but for a window on every layer, which releases blocks).
+   * LongRoPE chooses its factors by it (`ropeFactorList`), as llama.cpp by its context, so that
+   * the same cache size gives the same rotation in the engine and in verify.
+   */
+  readonly context: number;
   /** The format the weights came in, and the dtype that holds most of their bytes. */
   readonly format: "safetensors" | "gguf";
   /** The dtype holding most of the weights' bytes. */
@@ -124,6 +131,7 @@ export class GpuModel {
     readonly kvDtype: KvDtype,
   ) {
     this.format = checkpoint.format;
+    this.context = Math.min(checkpoint.config.maxPositionEmbeddings, kvBlocks * blockSize);
     this.dtype = dominantDtype(weightList(checkpoint.weights));
     this.ropeFrequencies = this.own(
       uploadRopeFrequencies(
@@ -133,6 +141,7 @@ export class GpuModel {
           this.config.rotaryDim ?? this.config.headDim,
           this.config.ropeTheta,
           this.config.ropeScaling,
+          this.context,
         ),
       ),
     );

@@ -81,8 +81,26 @@ function unstack(c: ModelConfig, out: { [R in LayerRole]?: Float64Array }): void
   }
 }
 
+/** `context` checked: a whole number of positions from 1 to the model's context. */
+function referenceContext(config: ModelConfig, context: number | undefined): number {
+  const max = config.maxPositionEmbeddings;
+  if (context === undefined) return max;
+  if (!Number.isInteger(context) || context < 1 || context > max) {
+    throw EngineError.invalidArgument(
+      `reference model: context ${context} is not a whole number from 1 to the model's ${max}`,
+    );
+  }
+  return context;
+}
+
 /** Options of {@linkcode ReferenceModel.load}. */
 export interface ReferenceOptions {
+  /**
+   * The most positions one sequence may reach (default, and at most: the model's context): the
+   * engine's context this reference stands for (`GpuModel.context`); LongRoPE chooses its
+   * factors by it (`ropeFactorList`).
+   */
+  context?: number;
   /** TEST ONLY: plant a {@linkcode TestMutation}; never set outside tests. */
   testMutation?: TestMutation;
   /**
@@ -113,11 +131,14 @@ export class ReferenceModel {
     private readonly mutation: TestMutation | undefined,
     recipe: readonly LayerStep[] | undefined,
     private readonly rounded: ReadonlySet<RoundedInput> = new Set(),
+    /** The most positions one sequence may reach ({@linkcode ReferenceOptions.context}). */
+    readonly context: number = config.maxPositionEmbeddings,
   ) {
     this.invFreq = ropeInvFreq(
       config.rotaryDim ?? config.headDim,
       config.ropeTheta,
       config.ropeScaling,
+      context,
     );
     this.localInvFreq = config.ropeLocalTheta === undefined
       ? this.invFreq
@@ -162,6 +183,7 @@ export class ReferenceModel {
       options.testMutation,
       options.testRecipe,
       options.testLlamaCppRounding ? llamaCppRoundedInputs(weights) : undefined,
+      referenceContext(config, options.context),
     );
   }
 
@@ -218,12 +240,24 @@ export class ReferenceModel {
     return { prompt: rows.slice(0, T), steps: rows.slice(T - 1, T - 1 + steps) };
   }
 
+  /**
+   * An incremental run: each call runs `tokens` after those of the calls before it (one KV cache
+   * kept between calls) and returns their logits, so a sampled loop costs one token a step.
+   */
+  session(): (tokens: readonly number[]) => Float64Array[] {
+    const cache = this.#cache();
+    return (tokens) => {
+      cache.reserve(cache.length + tokens.length);
+      return this.#forward(tokens, cache);
+    };
+  }
+
   #cache(): KvCache {
     return new KvCache(this.config.numLayers, this.config.numKvHeads * this.config.headDim);
   }
 
   #check(tokens: readonly number[], cache: KvCache): void {
-    const { vocabSize, maxPositionEmbeddings } = this.config;
+    const { vocabSize } = this.config;
     if (tokens.length === 0) throw EngineError.invalidArgument("reference model: no tokens");
     for (const id of tokens) {
       if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
@@ -232,11 +266,11 @@ export class ReferenceModel {
         );
       }
     }
-    if (cache.length + tokens.length > maxPositionEmbeddings) {
+    if (cache.length + tokens.length > this.context) {
       throw EngineError.invalidArgument(
         `reference model: ${
           cache.length + tokens.length
-        } positions exceed the model's ${maxPositionEmbeddings}`,
+        } positions exceed the context ${this.context}`,
       );
     }
   }

@@ -3,9 +3,9 @@
  * `linear` (positions divided by a factor, i.e. inv_freq / factor) and `llama3` (a smooth blend
  * between scaled low frequencies and unscaled high frequencies); and `factors`, per-frequency
  * divisors as a GGUF stores them (`rope_freqs.weight`), used as stored; and `longrope`
- * (Phi-3's LongRoPE, `su`): per-frequency divisors, the short ones for a model whose context
- * is within the original one, the long ones beyond it (llama.cpp chooses by its context the
- * same way), and an attention factor multiplying the rotated elements; `yarn` (YaRN: a per-frequency
+ * (Phi-3's LongRoPE, `su`): per-frequency divisors, the short ones for an engine whose context
+ * is within the original one, the long ones beyond it (`ropeFactorList`), and an attention factor
+ * multiplying the rotated elements; `yarn` (YaRN: a per-frequency
  * blend of interpolated and extrapolated frequencies, and an attention factor), as llama.cpp
  * computes it (where HF's differs, `yarnInvFreq` says how); and `dynamic` (dynamic NTK),
  * computed once for the scaled context as vLLM does (`dynamicNtkTheta`).
@@ -28,7 +28,10 @@ export type RopeScaling =
     shortFactor: readonly number[];
     longFactor: readonly number[];
     originalMaxPositionEmbeddings: number;
-    /** The model's context: above the original one, the long factors apply. */
+    /**
+     * The model's context (`max_position_embeddings`): the default attention factor's scale, and
+     * the engine context `ropeFactorList` assumes when given none.
+     */
     maxPositionEmbeddings: number;
     attentionFactor: number;
   }
@@ -74,11 +77,23 @@ export function ropeAttentionFactor(scaling: RopeScaling): number {
   return scaling.type === "longrope" || scaling.type === "yarn" ? scaling.attentionFactor : 1;
 }
 
-/** The per-frequency divisors a scaling applies as a list (`factors`, `longrope`), if any. */
-export function ropeFactorList(scaling: RopeScaling): readonly number[] | undefined {
+/**
+ * The per-frequency divisors a scaling applies as a list (`factors`, `longrope`), if any.
+ * LongRoPE's are chosen by `context`, the most positions one sequence of the engine can reach
+ * (`GpuModel.context`, `ReferenceModel.context`; default the model's whole context): the long
+ * factors when it exceeds the original context, else the short ones, as llama.cpp chooses by
+ * the context it was given (`n_ctx_per_seq > n_ctx_orig_yarn`). So a 128k Phi-3 run with a 4k
+ * context rotates as the model was trained at 4k. The choice is per engine, not per request (as
+ * HF's, by the current length, would be): switching at a request's length would re-rotate the
+ * keys already in the cache, and prefix-cached blocks would differ by who computed them.
+ */
+export function ropeFactorList(
+  scaling: RopeScaling,
+  context?: number,
+): readonly number[] | undefined {
   if (scaling.type === "factors") return scaling.factors;
   if (scaling.type !== "longrope") return undefined;
-  const long = scaling.maxPositionEmbeddings > scaling.originalMaxPositionEmbeddings;
+  const long = (context ?? scaling.maxPositionEmbeddings) > scaling.originalMaxPositionEmbeddings;
   return long ? scaling.longFactor : scaling.shortFactor;
 }
 
@@ -141,11 +156,15 @@ export function yarnInvFreq(
   });
 }
 
-/** inv_freq[i] = 1 / theta^(2i / dim) for i < dim/2, then scaled. Float64. */
+/**
+ * inv_freq[i] = 1 / theta^(2i / dim) for i < dim/2, then scaled. Float64. `context` is the
+ * engine's (see `ropeFactorList`); only LongRoPE depends on it.
+ */
 export function ropeInvFreq(
   headDim: number,
   theta: number,
   scaling: RopeScaling = { type: "default" },
+  context?: number,
 ): Float64Array {
   const half = headDim / 2;
   const out = new Float64Array(half);
@@ -155,7 +174,7 @@ export function ropeInvFreq(
   if (scaling.type === "linear") {
     for (let i = 0; i < half; i++) out[i] = out[i]! / scaling.factor;
   } else if (scaling.type === "factors" || scaling.type === "longrope") {
-    const factors = ropeFactorList(scaling)!;
+    const factors = ropeFactorList(scaling, context)!;
     for (let i = 0; i < half; i++) out[i] = out[i]! / factors[i]!;
   } else if (scaling.type === "llama3") {
     const { factor, lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: old } = scaling;

@@ -1,9 +1,10 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { GgufMetadata } from "./gguf/metadata.ts";
 import {
   dynamicNtkTheta,
   ropeAttentionFactor,
+  ropeFactorList,
   ropeInvFreq,
   type RopeScaling,
   yarnAttentionFactor,
@@ -185,4 +186,27 @@ Deno.test("GGUF YaRN keys: llama.cpp's defaults, betas and attention factors, wr
     () => ggufRopeMetadata({ type: "dynamic", factor: 2 }, "llama", []),
     (e: unknown) => e instanceof EngineError && e.message.includes("rope_type"),
   );
+});
+
+Deno.test("LongRoPE: the factors follow the engine's context, the long ones only past the original", () => {
+  const s: RopeScaling = {
+    type: "longrope",
+    shortFactor: [1, 2],
+    longFactor: [5, 7],
+    originalMaxPositionEmbeddings: 4096,
+    maxPositionEmbeddings: 131072,
+    attentionFactor: 1.19,
+  };
+  // llama.cpp: long when n_ctx_per_seq > n_ctx_orig_yarn.
+  deepStrictEqual(ropeFactorList(s, 256), [1, 2]);
+  deepStrictEqual(ropeFactorList(s, 4096), [1, 2]);
+  deepStrictEqual(ropeFactorList(s, 4097), [5, 7]);
+  // No context given: the model's whole context (an engine whose cache holds it).
+  deepStrictEqual(ropeFactorList(s), [5, 7]);
+  const plain = ropeInvFreq(4, 10000);
+  deepStrictEqual([...ropeInvFreq(4, 10000, s, 4096)], [plain[0]! / 1, plain[1]! / 2]);
+  deepStrictEqual([...ropeInvFreq(4, 10000, s, 8192)], [plain[0]! / 5, plain[1]! / 7]);
+  // Only LongRoPE depends on the context.
+  const linear: RopeScaling = { type: "linear", factor: 4 };
+  deepStrictEqual(ropeInvFreq(8, 10000, linear, 16), ropeInvFreq(8, 10000, linear, 1 << 20));
 });

@@ -4,7 +4,7 @@
  * logits, the GPU forward with the float64 reference, full rotary moves the logits, and the
  * config's sliding window is ignored as llama.cpp ignores it.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
@@ -63,10 +63,11 @@ Deno.test("phi3: full rotary moves the float64 logits", async () => {
 });
 
 /**
- * The fixture with LongRoPE (not in llama.cpp's fixture: Kiln's float64 reference, written from
- * transformers' LongRoPE, is the ground truth here): 2 factors each for the 4 rotated dims, an
- * original context of 64 in a context of 256 (so the long factors apply), the attention factor
- * computed (sqrt(1 + ln 4 / ln 64)).
+ * The fixture with LongRoPE (the frequencies are held against transformers' in
+ * `rope_expectations_test.ts`, the logits against llama.cpp's in `phi3_longrope_test.ts`): 2
+ * factors each for the 4 rotated dims, an original context of 64 in a context of 256 (so the long
+ * factors apply at the default engine context, the model's), the attention factor computed
+ * (sqrt(1 + ln 4 / ln 64)).
  */
 const LONGROPE = {
   rope_scaling: { type: "longrope", short_factor: [1, 1.7], long_factor: [2.5, 9] },
@@ -111,7 +112,7 @@ Deno.test("phi3 LongRoPE: config, GGUF round trip, and each part moves the logit
   );
   const variants: Record<string, ModelConfig["ropeScaling"]> = {
     "no LongRoPE": { type: "default" },
-    "short factors": { ...s, maxPositionEmbeddings: 64 },
+    "short factors": { ...s, longFactor: s.shortFactor },
     "attention factor 1": { ...s, attentionFactor: 1 },
   };
   for (const [name, ropeScaling] of Object.entries(variants)) {
