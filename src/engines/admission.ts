@@ -91,4 +91,28 @@ function refuseUnhonoured(request: PreprocessedRequest): void {
   if (o.prompt_logprobs !== undefined) {
     throw refuse("output_options.prompt_logprobs", "prompt logprobs are not supported");
   }
+  const sections = [
+    ["stop_conditions", request.stop_conditions.unknown_fields],
+    ["sampling_options", s.unknown_fields],
+    ["output_options", o.unknown_fields],
+  ] as const;
+  for (const [section, fields] of sections) {
+    for (const [key, value] of Object.entries(fields ?? {})) {
+      if (!noEffect(value)) {
+        throw refuse(`${section}.${key}`, "not a field this engine knows, so it cannot honour it");
+      }
+    }
+  }
+}
+
+/**
+ * A value that asks for nothing: what Dynamo's frontend sends for an option it leaves unset
+ * (`null`), a switch left off (`false`), or an empty list or object. Any other value of a field
+ * the engine does not know (a newer Dynamo's `logit_bias`, say) would be silently ignored, so it
+ * is refused by name instead.
+ */
+function noEffect(value: unknown): boolean {
+  if (value === null || value === undefined || value === false) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  return typeof value === "object" && Object.keys(value).length === 0;
 }
