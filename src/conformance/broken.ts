@@ -157,6 +157,24 @@ class BrokenEngine implements LLMEngine {
         }
         return;
       }
+      case "OverloadUnserved":
+        // Gives up on the overload check's requests (ignore_eos, not a probe) as if cancelled.
+        if (request.stop_conditions.ignore_eos && !request.is_probe) {
+          yield out.withUsage(out.cancelled(), out.usage(request.token_ids.length, 0));
+          return;
+        }
+        yield* stream();
+        return;
+      case "CheckCrashed": // a chunk that is not an object
+        yield null as unknown as LLMEngineOutput;
+        return;
+      case "MaxTokensExceeded": {
+        // One token past max_tokens (and counted in the usage, so only the bound is broken).
+        const stop = request.stop_conditions;
+        const over = { ...stop, max_tokens: (stop.max_tokens ?? 16) + 1 };
+        yield* this.inner.generate({ ...request, stop_conditions: over }, ctx);
+        return;
+      }
       case "CompletionTokensMismatch":
         for await (const c of stream()) {
           const u = c.completion_usage;

@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 
 const cli = new URL("./cli.ts", import.meta.url).pathname;
 

@@ -22,13 +22,16 @@ export const FAILURE_KINDS = [
   "SetupMetricsFailed",
   "ComponentMetricsNotIdempotent",
   "CompletionTokensMismatch",
+  "MaxTokensExceeded",
   "OverloadStalled",
+  "OverloadUnserved",
   "LlmRegistrationInvalid",
   "EndpointReadyFailed",
   "ControlsInvalid",
   "UnknownControlAccepted",
   "HealthCheckPayloadInvalid",
   "QuiescenceInconsistent",
+  "CheckCrashed",
 ] as const;
 
 /** One of {@linkcode FAILURE_KINDS}. */
@@ -44,10 +47,13 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
   StartFailed: (d) => `start() failed: ${d}`,
   EmptyModelInConfig: () => "start() returned an EngineConfig whose model is empty",
   GenerateFailed: (d) => `generate() failed before yielding anything: ${d}`,
-  NoChunksYielded: () => "the generate() stream ended without yielding a single chunk",
-  ChunkAfterTerminal: () =>
-    "a chunk was yielded after a terminal chunk (one with finish_reason); the terminal chunk must be last",
-  NoTerminalChunk: () => "the stream ended without a terminal chunk (none carried finish_reason)",
+  NoChunksYielded: (d) =>
+    `the generate() stream ended without yielding a single chunk${d ? ` (${d})` : ""}`,
+  ChunkAfterTerminal: (d) =>
+    "a chunk was yielded after a terminal chunk (one with finish_reason); the terminal chunk " +
+    `must be last${d ? ` (${d})` : ""}`,
+  NoTerminalChunk: (d) =>
+    `the stream ended without a terminal chunk (none carried finish_reason)${d ? `: ${d}` : ""}`,
   StreamYieldedError: (d) => `the stream threw after yielding chunks: ${d}`,
   ConcurrentGenerateFailed: (d) => `concurrent generate() calls failed (shared state?): ${d}`,
   CancellationNotObserved: (d) =>
@@ -78,10 +84,16 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
   CompletionTokensMismatch: (d) =>
     `the terminal completion_usage.completion_tokens disagrees with the tokens streamed (${d}); ` +
     "the engine's bookkeeping diverges from its output",
+  MaxTokensExceeded: (d) =>
+    `the stream yielded more tokens than the request's stop_conditions.max_tokens (${d})`,
   OverloadStalled: (d) =>
     `given more work than its KV cache holds, the engine did not end every stream: ${d}; ` +
     "a request that outgrows the cache must end (finish_reason length) or be refused, and " +
     "requests that fit must be served in turn, never left waiting for room that cannot come",
+  OverloadUnserved: (d) =>
+    `given more work than its KV cache holds, the engine ended a request it should have served: ` +
+    `${d} (nothing cancelled it, so it must not end cancelled, and the short request that fits ` +
+    "beside the others must end without an error)",
   LlmRegistrationInvalid: (d) =>
     `the EngineConfig's Dynamo 1.5 registration is wrong: ${d} (llm's fields are counts, and ` +
     "each one the flat fields also carry must equal theirs)",
@@ -98,15 +110,21 @@ const EXPLAIN: Record<FailureKind, (detail: string) => string> = {
   QuiescenceInconsistent: (d) =>
     `isQuiescent() disagrees with the requests in flight: ${d} (true only when no request is ` +
     "live, and not false once drain() resolved)",
+  CheckCrashed: (d) =>
+    `the check could not run to its end: ${d} (the engine gave the kit something none of its ` +
+    "assertions expects, e.g. a chunk that is not an object)",
 };
 
 /** The kit's verdict: exactly one kind, with an explanation. */
 export class ConformanceFailure extends Error {
   /** Always `"ConformanceFailure"`. */
   override readonly name = "ConformanceFailure";
-  /** A failure of `kind`; the message explains the rule, with `detail` (what the engine did). */
-  constructor(readonly kind: FailureKind, readonly detail = "") {
-    super(`${kind}: ${EXPLAIN[kind](detail)}`);
+  /**
+   * A failure of `kind`; the message explains the rule, with `detail` (what the engine did), and
+   * ends with the id of the kit's assertion that failed (`[assertion single_generate/usage]`).
+   */
+  constructor(readonly kind: FailureKind, readonly detail = "", readonly assertion?: string) {
+    super(`${kind}: ${EXPLAIN[kind](detail)}${assertion ? ` [assertion ${assertion}]` : ""}`);
   }
 }
 

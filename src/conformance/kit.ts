@@ -3,11 +3,18 @@
  * `LLMEngine`. It uses Web-standard APIs only, so it runs in Node, Deno and browsers.
  */
 import { type LLMEngine, RequestContext } from "../contract/engine.ts";
-import type { LLMEngineOutput } from "../contract/types.ts";
 import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
 import { cancellation, cancellationMidStream, cancellationPreAborted } from "./cancel_checks.ts";
+import { type AssertionId, failAt } from "./assertions.ts";
 import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
-import { collect, type ConformanceOptions, request, type State, within } from "./support.ts";
+import {
+  checkShape,
+  collect,
+  type ConformanceOptions,
+  request,
+  type State,
+  within,
+} from "./support.ts";
 
 export type { ConformanceOptions } from "./support.ts";
 import { checkOverload } from "./overload.ts";
@@ -23,22 +30,24 @@ export interface CheckReport {
   ms: number;
   /** The failure's explanation, on a failed check. */
   message?: string;
+  /** The id of the assertion that failed (one of `ASSERTIONS`), on a failed check. */
+  assertion?: string;
 }
 
 /** The outcome of a conformance run: the checks that ran, in order. */
 export interface ConformanceReport {
   /** Whether every check passed. */
   passed: boolean;
-  /** The checks that ran; the run stops after the first failure. */
+  /** The checks that ran; the run stops after the first failure unless `keepGoing`. */
   checks: CheckReport[];
   /** The first broken rule and its explanation, when a check failed. */
-  failure?: { kind: FailureKind; message: string };
+  failure?: { kind: FailureKind; message: string; assertion?: string };
 }
 
 const CONCURRENT = 8;
 
-/** Run `fn`, mapping a throw or a timeout to `kind`. */
-async function guard<T>(kind: FailureKind, ms: number, fn: () => Promise<T>): Promise<T> {
+/** Run `fn`, mapping a throw or a timeout to a failure of assertion `id`. */
+async function guard<T>(id: AssertionId, ms: number, fn: () => Promise<T>): Promise<T> {
   try {
     return await within(
       Promise.resolve().then(fn),
@@ -47,7 +56,7 @@ async function guard<T>(kind: FailureKind, ms: number, fn: () => Promise<T>): Pr
     );
   } catch (e) {
     if (e instanceof ConformanceFailure) throw e;
-    throw new ConformanceFailure(kind, describe(e));
+    throw failAt(id, describe(e));
   }
 }
 
@@ -60,114 +69,120 @@ const same = (a: readonly number[], b: readonly number[]) =>
 
 type Step = readonly [name: string, run: (s: State) => Promise<void>];
 
+/** `max_tokens` of single_generate's request. */
+const SINGLE_MAX_TOKENS = 8;
+
+async function singleGenerate(s: State): Promise<void> {
+  const req = request(s.config!.model, s.opts.prompt, SINGLE_MAX_TOKENS);
+  const chunks = await within(
+    collect(() => s.engine.generate(req, new RequestContext()), {
+      before: "single_generate/no-error-before-chunk",
+      after: "single_generate/no-error-after-chunk",
+    }),
+    s.opts.stepTimeoutMs,
+    () => failAt("single_generate/ends", `no terminal chunk within ${s.opts.stepTimeoutMs} ms`),
+  );
+  checkShape(chunks, {
+    chunks: "single_generate/chunks",
+    terminal: "single_generate/terminal",
+    last: "single_generate/terminal-last",
+  });
+  const usage = chunks[chunks.length - 1]!.completion_usage;
+  const streamed = chunks.reduce((n, c) => n + c.token_ids.length, 0);
+  if (streamed > SINGLE_MAX_TOKENS) {
+    throw failAt(
+      "single_generate/max-tokens",
+      `it streamed ${streamed} tokens with max_tokens ${SINGLE_MAX_TOKENS}`,
+    );
+  }
+  if (usage !== undefined && usage.completion_tokens !== streamed) {
+    throw failAt(
+      "single_generate/usage",
+      `streamed ${streamed}, reported ${usage.completion_tokens}`,
+    );
+  }
+}
+
+/** Eight requests at once: each must succeed and be a whole stream. */
+async function concurrentGenerates(s: State): Promise<void> {
+  const one = async (i: number) => {
+    const req = request(s.config!.model, s.opts.prompt, 8);
+    const label = `stream ${i + 1} of ${CONCURRENT}`;
+    const chunks = await collect(() => s.engine.generate(req, new RequestContext()), {
+      before: "concurrent_generates/no-error-before-chunk",
+      after: "concurrent_generates/no-error-after-chunk",
+    }, label);
+    checkShape(chunks, {
+      chunks: "concurrent_generates/chunks",
+      terminal: "concurrent_generates/terminal",
+      last: "concurrent_generates/terminal-last",
+    }, label);
+  };
+  await within(
+    Promise.all(Array.from({ length: CONCURRENT }, (_, i) => one(i))).then(() => undefined),
+    s.opts.stepTimeoutMs,
+    () => failAt("concurrent_generates/ends", `not done within ${s.opts.stepTimeoutMs} ms`),
+  );
+}
+
 const STEPS: readonly Step[] = [
   ["start", async (s) => {
-    const config = await guard("StartFailed", s.opts.stepTimeoutMs, () => s.engine.start(0n));
+    const config = await guard("start/resolves", s.opts.stepTimeoutMs, () => s.engine.start(0n));
+    // Kept even without a model, so that keepGoing checks the rest with it.
+    if (config && typeof config === "object") s.config = config;
     if (!config || typeof config.model !== "string" || config.model.length === 0) {
-      throw new ConformanceFailure("EmptyModelInConfig");
+      throw failAt("start/model");
     }
-    s.config = config;
   }],
   ["kv_event_sources", async (s) => {
     const call = () =>
       guard(
-        "KvEventSourcesFailed",
+        "kv_event_sources/resolves",
         s.opts.stepTimeoutMs,
         async () => ranks(await s.engine.kvEventSources?.() ?? []),
       );
     const [a, b] = [await call(), await call()];
-    if (!same(a, b)) {
-      throw new ConformanceFailure("KvEventSourcesNotIdempotent", `[${a}] then [${b}]`);
-    }
+    if (!same(a, b)) throw failAt("kv_event_sources/idempotent", `[${a}] then [${b}]`);
   }],
   ["setup_metrics", async (s) => {
     const metrics = EngineMetrics.fromHierarchy(testHierarchy());
     const ctx = { model: "test-model", component: "test", model_load_time_seconds: 0, metrics };
     const call = () =>
       guard(
-        "SetupMetricsFailed",
+        "setup_metrics/resolves",
         s.opts.stepTimeoutMs,
         async () => (await s.engine.setupMetrics?.(ctx))?.dp_ranks ?? [],
       );
     const [a, b] = [await call(), await call()];
-    if (!same(a, b)) {
-      throw new ConformanceFailure("ComponentMetricsNotIdempotent", `[${a}] then [${b}]`);
-    }
+    if (!same(a, b)) throw failAt("setup_metrics/idempotent", `[${a}] then [${b}]`);
   }],
-  ["single_generate", async (s) => {
-    const req = request(s.config!.model, s.opts.prompt, 8);
-    const chunks = await within(
-      collect(() => s.engine.generate(req, new RequestContext())),
-      s.opts.stepTimeoutMs,
-      () =>
-        new ConformanceFailure(
-          "GenerateFailed",
-          `no terminal chunk within ${s.opts.stepTimeoutMs} ms`,
-        ),
-    );
-    if (chunks.length === 0) throw new ConformanceFailure("NoChunksYielded");
-    const terminals = chunks.flatMap((c, i) => (c.finish_reason !== undefined ? [i] : []));
-    if (terminals.length === 0) throw new ConformanceFailure("NoTerminalChunk");
-    if (terminals.length > 1 || terminals[0] !== chunks.length - 1) {
-      throw new ConformanceFailure("ChunkAfterTerminal");
-    }
-    const usage = chunks[chunks.length - 1]!.completion_usage;
-    const streamed = chunks.reduce((n, c) => n + c.token_ids.length, 0);
-    if (usage !== undefined && usage.completion_tokens !== streamed) {
-      throw new ConformanceFailure(
-        "CompletionTokensMismatch",
-        `streamed ${streamed}, reported ${usage.completion_tokens}`,
-      );
-    }
-  }],
-  ["concurrent_generates", async (s) => {
-    const one = async () => {
-      const req = request(s.config!.model, s.opts.prompt, 8);
-      let chunks: LLMEngineOutput[];
-      try {
-        chunks = await collect(() => s.engine.generate(req, new RequestContext()));
-      } catch (e) {
-        throw new ConformanceFailure(
-          "ConcurrentGenerateFailed",
-          e instanceof ConformanceFailure ? e.detail : describe(e),
-        );
-      }
-      if (chunks.length === 0) {
-        throw new ConformanceFailure("ConcurrentGenerateFailed", "stream was empty");
-      }
-    };
-    await within(
-      Promise.all(Array.from({ length: CONCURRENT }, one)).then(() => undefined),
-      s.opts.stepTimeoutMs,
-      () =>
-        new ConformanceFailure(
-          "ConcurrentGenerateFailed",
-          `not done within ${s.opts.stepTimeoutMs} ms`,
-        ),
-    );
-  }],
+  ["single_generate", singleGenerate],
+  ["concurrent_generates", concurrentGenerates],
   ["cancellation", cancellation],
   ["cancellation_mid_stream", cancellationMidStream],
   ["cancellation_pre_aborted", cancellationPreAborted],
   // Dynamo 1.5's members, where the engine has them; ends with drain() where it has both.
   ["optional_members", optionalMembers],
-  ["cleanup", (s) => guard("CleanupFailed", s.opts.stepTimeoutMs, () => s.engine.cleanup())],
+  ["cleanup", (s) => guard("cleanup/resolves", s.opts.stepTimeoutMs, () => s.engine.cleanup())],
   [
     "second_cleanup",
-    (s) => guard("SecondCleanupFailed", s.opts.stepTimeoutMs, () => s.engine.cleanup()),
+    (s) => guard("second_cleanup/resolves", s.opts.stepTimeoutMs, () => s.engine.cleanup()),
   ],
   [
     "cleanup_without_start",
     (s) =>
-      guard("CleanupWithoutStartFailed", s.opts.stepTimeoutMs, async () => {
+      guard("cleanup_without_start/resolves", s.opts.stepTimeoutMs, async () => {
         const fresh = s.factory();
         await fresh.cleanup();
       }),
   ],
   // More work than the KV cache holds, on a fresh engine: every stream must still end.
   ["kv_cache_overload", async (s) => {
-    const engine = s.engine = s.factory();
-    const config = await guard("StartFailed", s.opts.stepTimeoutMs, () => engine.start(0n));
+    const config = await guard("kv_cache_overload/start", s.opts.stepTimeoutMs, () => {
+      s.engine = s.factory();
+      return s.engine.start(0n);
+    });
+    const engine = s.engine;
     try {
       await checkOverload(engine, config, s.opts.prompt, s.opts.stepTimeoutMs);
     } finally {
@@ -190,33 +205,40 @@ async function execute(
       cancelDeadlineMs: options.cancelDeadlineMs ?? 2000,
       stepTimeoutMs: options.stepTimeoutMs ?? 120_000,
       prompt: options.prompt ?? [1, 2, 3],
+      keepGoing: options.keepGoing ?? false,
     },
   };
   const checks: CheckReport[] = [];
+  let first: ConformanceFailure | undefined;
   for (const [name, run] of STEPS) {
     const t0 = performance.now();
     try {
       await run(state);
       checks.push({ name, passed: true, ms: performance.now() - t0 });
-    } catch (e) {
-      const failure = e instanceof ConformanceFailure
-        ? e
-        : new ConformanceFailure("StartFailed", describe(e));
-      checks.push({ name, passed: false, ms: performance.now() - t0, message: failure.message });
-      // Best effort: release what the engine holds; the verdict is already decided.
-      await state.engine.cleanup().catch(() => {});
-      const report = {
-        passed: false,
-        checks,
-        failure: { kind: failure.kind, message: failure.message },
-      };
-      return { report, failure };
+    } catch (thrown) {
+      // Every place the kit calls the engine maps what it does to an assertion; anything else
+      // (a chunk that is not an object, say) still fails this check, as no assertion of its.
+      const e = thrown instanceof ConformanceFailure
+        ? thrown
+        : new ConformanceFailure("CheckCrashed", describe(thrown));
+      const at = e.assertion === undefined ? {} : { assertion: e.assertion };
+      checks.push({ name, passed: false, ms: performance.now() - t0, message: e.message, ...at });
+      first ??= e;
+      if (!state.opts.keepGoing || state.config === undefined) break;
     }
   }
-  return { report: { passed: true, checks } };
+  if (first === undefined) return { report: { passed: true, checks } };
+  // Best effort: release what the engine holds; the verdict is already decided.
+  await state.engine.cleanup().catch(() => {});
+  const at = first.assertion === undefined ? {} : { assertion: first.assertion };
+  const failure = { kind: first.kind, message: first.message, ...at };
+  return { report: { passed: false, checks, failure }, failure: first };
 }
 
-/** Run every check and report each; stops at the first failure, as the seed does. */
+/**
+ * Run every check and report each; stops at the first failure, as the seed does, unless
+ * `options.keepGoing`.
+ */
 export async function runConformanceReport(
   factory: () => LLMEngine,
   options: ConformanceOptions = {},

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { MockEngine } from "../engines/mock/mock_engine.ts";
 import { brokenEngine } from "./broken.ts";
 import { ConformanceFailure, FAILURE_KINDS } from "./failure.ts";

@@ -12,5 +12,6 @@ export {
   runConformanceReport,
 } from "./kit.ts";
 export { ConformanceFailure, FAILURE_KINDS, type FailureKind, isFailureKind } from "./failure.ts";
+export { type Assertion, type AssertionId, ASSERTIONS } from "./assertions.ts";
 export { brokenEngine } from "./broken.ts";
 export { engineFactory, type EngineMaker, engineNames, registerEngine } from "./engines.ts";

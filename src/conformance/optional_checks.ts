@@ -18,7 +18,8 @@ import { FLAT_LLM_FIELDS } from "../contract/engine_hooks.ts";
 import type { EngineConfig, LLMEngineOutput } from "../contract/types.ts";
 import { validateRequest } from "../contract/validate.ts";
 import { describe as show } from "../contract/describe.ts";
-import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";
+import { type AssertionId, failAt } from "./assertions.ts";
+import { ConformanceFailure, describe } from "./failure.ts";
 import { collect, LONG_MAX_TOKENS, request, type State, within } from "./support.ts";
 
 /** The control name the kit asks for, which no engine offers. */
@@ -32,45 +33,53 @@ const COUNTS = [
   "bootstrap_port",
 ];
 
-/** Run `fn`, mapping a throw or a timeout past `ms` to a failure of `kind`. */
-async function guarded<T>(kind: FailureKind, ms: number, what: string, fn: () => Promise<T>) {
+/** Run `fn`, mapping a throw or a timeout past `ms` to a failure of assertion `id`. */
+async function guarded<T>(id: AssertionId, ms: number, what: string, fn: () => Promise<T>) {
   try {
     return await within(Promise.resolve().then(fn), ms, () => new Error(`no answer in ${ms} ms`));
   } catch (e) {
     if (e instanceof ConformanceFailure) throw e;
-    throw new ConformanceFailure(kind, `${what}: ${describe(e)}`);
+    throw failAt(id, `${what}: ${describe(e)}`);
   }
 }
 
 /** `config.llm` and `config.model_aliases`: typed, and agreeing with the flat fields. */
 export function checkLlm(config: EngineConfig): void {
-  const fail = (why: string) => new ConformanceFailure("LlmRegistrationInvalid", why);
   const aliases: unknown = config.model_aliases;
   if (
     aliases !== undefined &&
     !(Array.isArray(aliases) && aliases.every((a) => typeof a === "string" && a.length > 0))
   ) {
-    throw fail(`model_aliases is ${show(aliases)}, not a list of names`);
+    throw failAt(
+      "optional_members/aliases",
+      `model_aliases is ${show(aliases)}, not a list of names`,
+    );
   }
   const llm: unknown = config.llm;
   if (llm === undefined) return;
   if (typeof llm !== "object" || llm === null || Array.isArray(llm)) {
-    throw fail(`llm is ${show(llm)}, not an object`);
+    throw failAt("optional_members/llm-object", `llm is ${show(llm)}, not an object`);
   }
   const reg = llm as Record<string, unknown>;
   for (const field of COUNTS) {
     const v = reg[field];
     if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) {
-      throw fail(`llm.${field} is ${show(v)}, not a count`);
+      throw failAt("optional_members/llm-counts", `llm.${field} is ${show(v)}, not a count`);
     }
   }
   if (reg.bootstrap_host !== undefined && typeof reg.bootstrap_host !== "string") {
-    throw fail(`llm.bootstrap_host is ${show(reg.bootstrap_host)}, not a string`);
+    throw failAt(
+      "optional_members/llm-bootstrap-host",
+      `llm.bootstrap_host is ${show(reg.bootstrap_host)}, not a string`,
+    );
   }
   for (const field of FLAT_LLM_FIELDS) {
     const [nested, flat] = [reg[field], config[field]];
     if (nested !== undefined && flat !== undefined && nested !== flat) {
-      throw fail(`llm.${field} is ${show(nested)} but ${field} is ${show(flat)}`);
+      throw failAt(
+        "optional_members/llm-agrees",
+        `llm.${field} is ${show(nested)} but ${field} is ${show(flat)}`,
+      );
     }
   }
 }
@@ -80,7 +89,7 @@ async function checkControls(s: State): Promise<void> {
   const ms = s.opts.stepTimeoutMs;
   if (e.supportedControls) {
     const list: unknown = await guarded(
-      "ControlsInvalid",
+      "optional_members/controls-resolve",
       ms,
       "supportedControls()",
       () => e.supportedControls!(),
@@ -89,14 +98,14 @@ async function checkControls(s: State): Promise<void> {
     const ok = Array.isArray(list) && names.every((n) => typeof n === "string" && n.length > 0) &&
       new Set(names).size === names.length;
     if (!ok) {
-      throw new ConformanceFailure(
-        "ControlsInvalid",
+      throw failAt(
+        "optional_members/controls-distinct",
         `supportedControls() gave ${show(list)}, not distinct names`,
       );
     }
     if (names.length > 0 && !e.engineControl) {
-      throw new ConformanceFailure(
-        "ControlsInvalid",
+      throw failAt(
+        "optional_members/controls-runnable",
         `it advertises ${names.join(", ")} but has no engineControl()`,
       );
     }
@@ -115,16 +124,15 @@ async function checkControls(s: State): Promise<void> {
     if (type === "InvalidArgument" && String(message).includes(UNKNOWN_CONTROL)) return;
     outcome = `it failed with ${describe(err)}`;
   }
-  throw new ConformanceFailure("UnknownControlAccepted", `${UNKNOWN_CONTROL}: ${outcome}`);
+  throw failAt("optional_members/unknown-control-refused", `${UNKNOWN_CONTROL}: ${outcome}`);
 }
 
 async function checkHealthCheck(s: State): Promise<void> {
   const e = s.engine;
   if (!e.healthCheckPayload) return;
   const ms = s.opts.stepTimeoutMs;
-  const fail = (why: string) => new ConformanceFailure("HealthCheckPayloadInvalid", why);
   const probe = await guarded(
-    "HealthCheckPayloadInvalid",
+    "optional_members/health-payload-resolves",
     ms,
     "healthCheckPayload()",
     () => e.healthCheckPayload!(),
@@ -133,58 +141,64 @@ async function checkHealthCheck(s: State): Promise<void> {
   try {
     validateRequest(probe);
   } catch (err) {
-    throw fail(`the payload is not a valid request: ${describe(err)}`);
-  }
-  if (probe.is_probe !== true) throw fail("the payload is not marked is_probe");
-  let chunks: LLMEngineOutput[];
-  try {
-    chunks = await within(
-      collect(() => e.generate(probe, new RequestContext())),
-      ms,
-      () => new Error(`no terminal chunk in ${ms} ms`),
-    );
-  } catch (err) {
-    throw fail(
-      `generating it failed: ${err instanceof ConformanceFailure ? err.detail : describe(err)}`,
+    throw failAt(
+      "optional_members/health-payload-valid",
+      `the payload is not a valid request: ${describe(err)}`,
     );
   }
+  if (probe.is_probe !== true) {
+    throw failAt("optional_members/health-payload-probe", "the payload is not marked is_probe");
+  }
+  const served = "optional_members/health-probe-served";
+  const chunks: LLMEngineOutput[] = await within(
+    collect(() => e.generate(probe, new RequestContext()), { before: served, after: served }),
+    ms,
+    () => failAt(served, `no terminal chunk in ${ms} ms`),
+  );
   const reason = chunks.at(-1)?.finish_reason;
   if (reason === undefined || typeof reason === "object") {
-    throw fail(`generating it ended with ${show(reason ?? "no terminal chunk")}`);
+    throw failAt(
+      "optional_members/health-probe-ends",
+      `generating it ended with ${show(reason ?? "no terminal chunk")}`,
+    );
   }
 }
 
 /** Whether the engine is quiescent now, typed (a boolean or null). */
 async function quiescent(s: State): Promise<boolean | null> {
   const v: unknown = await guarded(
-    "QuiescenceInconsistent",
+    "optional_members/quiescent-resolves",
     s.opts.stepTimeoutMs,
     "isQuiescent()",
     () => s.engine.isQuiescent!(),
   );
   if (v === true || v === false || v === null) return v;
-  throw new ConformanceFailure("QuiescenceInconsistent", `isQuiescent() gave ${show(v)}`);
+  throw failAt("optional_members/quiescent-typed", `isQuiescent() gave ${show(v)}`);
 }
 
 async function checkQuiescence(s: State): Promise<void> {
   const e = s.engine;
   if (!e.isQuiescent) return;
-  const fail = (why: string) => new ConformanceFailure("QuiescenceInconsistent", why);
+  const watch = "optional_members/quiescent-watch-streams";
   const ctx = new RequestContext();
   const req = request(s.config!.model, s.opts.prompt, LONG_MAX_TOKENS);
-  const it = e.generate(req, ctx)[Symbol.asyncIterator]();
+  let it: AsyncIterator<LLMEngineOutput> | undefined;
   try {
-    const first = await within(it.next(), s.opts.stepTimeoutMs, () => fail("no first chunk"));
+    it = e.generate(req, ctx)[Symbol.asyncIterator]();
+    const first = await within(it.next(), s.opts.stepTimeoutMs, () => failAt(watch, "no chunk"));
     if (!first.done && first.value.finish_reason === undefined && await quiescent(s) === true) {
-      throw fail("isQuiescent() was true while a request was streaming");
+      throw failAt(
+        "optional_members/quiescent-busy",
+        "isQuiescent() was true while a request was streaming",
+      );
     }
   } catch (err) {
     if (err instanceof ConformanceFailure) throw err;
-    throw fail(`the request it watches failed: ${describe(err)}`);
+    throw failAt(watch, `the request it watches failed: ${describe(err)}`);
   } finally {
     ctx.stop();
     const rest = (async () => {
-      while (!(await it.next()).done);
+      while (it && !(await it.next()).done);
     })().catch(() => {});
     // A stream that ignores its cancel fails the quiescence wait below, not here.
     await within(rest, s.opts.cancelDeadlineMs, () => new Error("still streaming")).catch(
@@ -194,15 +208,26 @@ async function checkQuiescence(s: State): Promise<void> {
   const deadline = performance.now() + s.opts.cancelDeadlineMs;
   while (await quiescent(s) === false) {
     if (performance.now() > deadline) {
-      throw fail(
+      throw failAt(
+        "optional_members/quiescent-settles",
         `isQuiescent() still false ${s.opts.cancelDeadlineMs} ms after the last request ended`,
       );
     }
     await new Promise((r) => setTimeout(r, 10));
   }
   if (!e.drain) return;
-  await guarded("QuiescenceInconsistent", s.opts.stepTimeoutMs, "drain()", () => e.drain!());
-  if (await quiescent(s) === false) throw fail("isQuiescent() was false after drain() resolved");
+  await guarded(
+    "optional_members/drain-resolves",
+    s.opts.stepTimeoutMs,
+    "drain()",
+    () => e.drain!(),
+  );
+  if (await quiescent(s) === false) {
+    throw failAt(
+      "optional_members/quiescent-after-drain",
+      "isQuiescent() was false after drain() resolved",
+    );
+  }
 }
 
 /** The `optional_members` check (see the module's description). */
@@ -211,7 +236,7 @@ export async function optionalMembers(s: State): Promise<void> {
   if (s.engine.onEndpointReady) {
     const endpoint = { namespace: "dynamo", component: "conformance", endpoint: "generate" };
     await guarded(
-      "EndpointReadyFailed",
+      "optional_members/endpoint-ready",
       s.opts.stepTimeoutMs,
       "onEndpointReady()",
       () => s.engine.onEndpointReady!(endpoint),

@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { LLMEngine } from "../contract/engine.ts";
 import { probeRequest } from "../contract/engine_hooks.ts";
 import type { EngineConfig } from "../contract/types.ts";

@@ -10,7 +10,9 @@
  * - enough half-length requests that together they need more than the whole cache (up to
  *   {@linkcode MAX_FILL}): each fits alone, so each must end too (served in turn, or refused);
  * - then a short request, which must be served: a head of the queue that cannot fit now must
- *   not block it forever.
+ *   not block it forever, and it must end without an error finish.
+ *
+ * No stream may end `cancelled`: nothing cancels them before the step's bound has passed.
  *
  * An engine that reports no paged cache (no `total_kv_blocks` or `kv_cache_block_size`: one that
  * keeps each sequence's K/V apart, as the ONNX Runtime engine does) has none to overload: only
@@ -23,7 +25,9 @@
 import { type LLMEngine, RequestContext } from "../contract/engine.ts";
 import { kvGeometry } from "../contract/kv_capacity.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
-import { ConformanceFailure, describe } from "./failure.ts";
+import { failAt } from "./assertions.ts";
+import { describe } from "./failure.ts";
+import { checkShape } from "./support.ts";
 
 /** Most half-length requests the check starts (so a huge cache is not filled for ever). */
 export const MAX_FILL = 32;
@@ -35,6 +39,8 @@ interface Plan {
   request: PreprocessedRequest;
   /** Whether the engine may refuse it instead of serving it. */
   mayRefuse: boolean;
+  /** Whether it must end without an error (the short request, which fits beside the rest). */
+  mustServe?: boolean;
 }
 
 /** `n` prompt tokens drawn from `alphabet` (a distinct sequence per `salt`: no shared prefix). */
@@ -58,7 +64,12 @@ function plans(config: EngineConfig, prompt: readonly number[]): Plan[] {
     eos_token_ids: [],
     annotations: [],
   });
-  const short = { label: "the short request", request: request([...prompt], 8), mayRefuse: false };
+  const short = {
+    label: "the short request",
+    request: request([...prompt], 8),
+    mayRefuse: false,
+    mustServe: true,
+  };
   if (kv === undefined) return [short];
   const cache = kv.numBlocks * kv.blockSize;
   const longest = Math.min(config.context_length ?? cache, cache);
@@ -99,18 +110,30 @@ async function run(
       status.text = `refused (${type})`;
       return;
     }
-    throw new ConformanceFailure(
-      chunks.length === 0 ? "GenerateFailed" : "StreamYieldedError",
+    throw failAt(
+      chunks.length === 0
+        ? "kv_cache_overload/no-error-before-chunk"
+        : "kv_cache_overload/no-error-after-chunk",
       `${plan.label}, beside more work than the KV cache holds: ${describe(e)}`,
     );
   }
-  if (chunks.length === 0) throw new ConformanceFailure("NoChunksYielded");
-  const terminals = chunks.flatMap((c, i) => (c.finish_reason !== undefined ? [i] : []));
-  if (terminals.length === 0) throw new ConformanceFailure("NoTerminalChunk", plan.label);
-  if (terminals.length > 1 || terminals[0] !== chunks.length - 1) {
-    throw new ConformanceFailure("ChunkAfterTerminal", plan.label);
+  checkShape(chunks, {
+    chunks: "kv_cache_overload/chunks",
+    terminal: "kv_cache_overload/terminal",
+    last: "kv_cache_overload/terminal-last",
+  }, plan.label);
+  const reason = chunks[chunks.length - 1]!.finish_reason!;
+  // The kit cancels only once the step's bound has passed, and then no longer listens.
+  if (reason === "cancelled" && !ctx.signal.aborted) {
+    throw failAt("kv_cache_overload/not-cancelled", `${plan.label} ended cancelled`);
   }
-  status.text = `ended (${JSON.stringify(chunks[chunks.length - 1]!.finish_reason)})`;
+  if (plan.mustServe && typeof reason === "object") {
+    throw failAt(
+      "kv_cache_overload/short-served",
+      `${plan.label} ended with ${JSON.stringify(reason)}`,
+    );
+  }
+  status.text = `ended (${JSON.stringify(reason)})`;
 }
 
 /**
@@ -141,8 +164,8 @@ export async function checkOverload(
     );
     const kv = kvGeometry(config);
     const size = kv ? `${kv.numBlocks} blocks of ${kv.blockSize}` : "size not reported";
-    throw new ConformanceFailure(
-      "OverloadStalled",
+    throw failAt(
+      "kv_cache_overload/ends",
       `${all.length} requests against a KV cache of ${size}, context ${
         config.context_length ?? "not reported"
       }: after ${timeoutMs} ms ${open.length} stream(s) had not ended (${open.join("; ")})`,
