@@ -5,7 +5,7 @@
  * constraint reaches the engine as `guided_decoding`, and an engine that refuses it rejects
  * `create` with an `InvalidArgument` naming the field, streaming or not.
  */
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { ChatTemplate } from "../text/chat.ts";
@@ -120,4 +120,40 @@ Deno.test("openModel: an engine that refuses guided_decoding rejects create, nam
     t.chat.create({ ...body, tool_choice: { type: "function", function: { name: "nope" } } }),
     (e) => e instanceof EngineError && e.message.startsWith("tool_choice: "),
   );
+});
+
+Deno.test("openModel chat: a call to a function not offered, or with arguments not an object, is content", async () => {
+  const t = target();
+  const replies = [
+    '[TOOL_CALLS][{"name": "get_stock", "arguments": {"symbol": "X"}}]',
+    '[TOOL_CALLS][{"name": "get_time", "arguments": [1, 2]}]',
+    '[TOOL_CALLS][{"name": "get_time", "arguments": "UTC"}]',
+    '[TOOL_CALLS][{"name": "get_time"}]',
+  ];
+  for (const reply of replies) {
+    t.engine.reply = reply;
+    const whole = await t.chat.create(body);
+    equal(whole.choices[0]!.message.content, reply);
+    equal(whole.choices[0]!.message.tool_calls, undefined, reply);
+    equal(whole.choices[0]!.finish_reason, "stop");
+    const chunks: ChatCompletionChunk[] = [];
+    for await (const c of await t.chat.create({ ...body, stream: true })) chunks.push(c);
+    equal(chunks.flatMap((c) => c.choices[0]!.delta.tool_calls ?? []).length, 0, reply);
+    equal(chunks.map((c) => c.choices[0]!.delta.content ?? "").join(""), reply);
+    equal(chunks.at(-1)!.choices[0]!.finish_reason, "stop");
+  }
+});
+
+Deno.test("openModel chat: the same call twice is two calls with their own ids", async () => {
+  const t = target();
+  t.engine.reply = '[TOOL_CALLS][{"name": "get_time", "arguments": {"tz": "UTC"}}, ' +
+    '{"name": "get_time", "arguments": {"tz": "UTC"}}]';
+  const calls = (await t.chat.create(body)).choices[0]!.message.tool_calls ?? [];
+  deepStrictEqual(calls.map((c) => c.function), [
+    { name: "get_time", arguments: '{"tz":"UTC"}' },
+    { name: "get_time", arguments: '{"tz":"UTC"}' },
+  ]);
+  ok(calls[0]!.id !== calls[1]!.id, "distinct ids");
+  const one = await t.chat.create({ ...body, parallel_tool_calls: false });
+  equal(one.choices[0]!.message.tool_calls?.length, 1);
 });

@@ -99,7 +99,10 @@ export function runChoice(
   if (r !== undefined) pieces = withReasoning(pieces, r.convention.reader(r.start));
   const calls = job.structured.calls;
   return calls
-    ? withToolCalls(pieces, new ToolCallParser(calls.convention, calls.maxCalls))
+    ? withToolCalls(
+      pieces,
+      new ToolCallParser(calls.convention, calls.maxCalls, { names: calls.names }),
+    )
     : pieces;
 }
 

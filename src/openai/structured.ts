@@ -28,8 +28,11 @@ export interface StructuredOutput {
   guidedBy?: "response_format" | "tool_choice";
   /** The template's `tools` (OpenAI's `tools` entries), when the prompt offers functions. */
   tools?: Record<string, unknown>[];
-  /** How to read calls from the reply, when calls may come. */
-  calls?: { convention: ToolCallConvention; maxCalls: number };
+  /**
+   * How to read calls from the reply, when calls may come (`names`: the functions a call may
+   * name; a call to another is not one).
+   */
+  calls?: { convention: ToolCallConvention; maxCalls: number; names: ReadonlySet<string> };
 }
 
 /** `response_format` as `guided_decoding` (undefined for text or none). */
@@ -148,6 +151,7 @@ export function structuredOutput(
     throw EngineError.invalidField("tool_choice", "no tools given to choose from");
   }
   const maxCalls = parallel === false || named ? 1 : Infinity;
+  const names = new Set(named ? [named.name] : fns.map((f) => f.name));
   const convention = template.isDefault ? undefined : detectConvention(template.source);
   out.tools = (b.tools as Body[]).map((t) => ({ ...t }));
   if (choice === "auto") {
@@ -158,7 +162,7 @@ export function structuredOutput(
           '"required" or a named function, whose output is constrained)',
       );
     }
-    out.calls = { convention, maxCalls };
+    out.calls = { convention, maxCalls, names };
     return out;
   }
   if (format) {
@@ -172,6 +176,6 @@ export function structuredOutput(
     json: maxCalls === 1 ? one : { type: "array", items: one, minItems: 1 },
   };
   out.guidedBy = "tool_choice";
-  out.calls = { convention: constrainedConvention(convention), maxCalls };
+  out.calls = { convention: constrainedConvention(convention), maxCalls, names };
   return out;
 }

@@ -3,14 +3,19 @@
  * parser per convention, found by a marker in the template's text, and a streaming reader that
  * turns text pieces into content and whole calls. A call is given out once its JSON is complete
  * and parses; text that looked like a call but is not one (malformed JSON, a marker with no call
- * after it) is content, never an error. A reply cut by `max_tokens` keeps the calls complete
- * before the cut; the call it cut is dropped, neither content nor a call.
+ * after it, arguments that are not an object, a function the request did not offer: one rule for
+ * every convention, {@linkcode CallCheck}) is content, never an error. The same call twice is two
+ * calls. A reply cut by `max_tokens` keeps the calls complete before the cut; the call it cut is
+ * dropped, neither content nor a call.
  */
 import {
+  type CallCheck,
+  callFrom,
   callOf,
   findMarker,
   firstNonSpace,
   jsonEnd,
+  jsonStringEnd,
   type Opening,
   type ParsedToolCall,
   parseJson,
@@ -22,7 +27,7 @@ import {
   unfinished,
 } from "./tool_scan.ts";
 
-export type { ParsedToolCall, ReplyEnd } from "./tool_scan.ts";
+export type { CallCheck, ParsedToolCall, ReplyEnd } from "./tool_scan.ts";
 
 /** Where the reader is, for conventions whose calls may only start at some places. */
 export interface ReadState {
@@ -39,7 +44,7 @@ export interface ToolCallConvention {
   /** Where the next call opens in `text` (see {@linkcode Opening}). */
   open(text: string, state: ReadState): Opening;
   /** Read the call(s) after an opener, the reply having come as far as `end` says. */
-  scan(text: string, end: ReplyEnd): Scan;
+  scan(text: string, end: ReplyEnd, check: CallCheck): Scan;
   /** A new call id in the form the convention's templates accept. */
   callId(): string;
 }
@@ -56,10 +61,10 @@ const PYTHON_TAG = "<|python_tag|>";
 const taggedJson: ToolCallConvention = {
   marker: TOOL_CALL_OPEN,
   open: (text) => findMarker(text, TOOL_CALL_OPEN),
-  scan(text, end) {
+  scan(text, end, check) {
     const close = text.indexOf(TOOL_CALL_CLOSE);
     if (close >= 0) {
-      const call = callOf(parseJson(text.slice(0, close).trim()));
+      const call = callOf(parseJson(text.slice(0, close).trim()), check);
       const used = close + TOOL_CALL_CLOSE.length;
       return call ? { calls: [call], used } : { bad: true, used };
     }
@@ -69,7 +74,7 @@ const taggedJson: ToolCallConvention = {
     const j = text[i] === "{" ? jsonEnd(text, i) : -1;
     const rest = j < 0 ? undefined : text.slice(j).trim();
     const call = rest !== undefined && TOOL_CALL_CLOSE.startsWith(rest)
-      ? callOf(parseJson(text.slice(i, j)))
+      ? callOf(parseJson(text.slice(i, j)), check)
       : undefined;
     return call ? { calls: [call], used: text.length } : unfinished(end, text.length);
   },
@@ -80,7 +85,7 @@ const taggedJson: ToolCallConvention = {
 const namedArgs: ToolCallConvention = {
   marker: ARGS,
   open: (text) => findMarker(text, TOOL_CALLS),
-  scan(text, end) {
+  scan(text, end, check) {
     const a = text.indexOf(ARGS);
     const head = a < 0 ? text : text.slice(0, a);
     // A name and a call id are word characters; anything else before [ARGS] is not a call.
@@ -91,14 +96,14 @@ const namedArgs: ToolCallConvention = {
     const rest = text.slice(a + ARGS.length);
     const i = firstNonSpace(rest);
     if (i < 0) return unfinished(end, text.length);
-    if (rest[i] !== "{") return { bad: true, used: 0 };
-    const close = jsonEnd(rest, i);
+    // The arguments are the JSON after [ARGS]: an object, array or string (a template given
+    // arguments as OpenAI's JSON text writes them quoted) is read whole, then checked.
+    if (!'{["'.includes(rest[i]!)) return { bad: true, used: 0 };
+    const close = rest[i] === '"' ? jsonStringEnd(rest, i) : jsonEnd(rest, i);
     if (close < 0) return unfinished(end, text.length);
-    const args = parseJson(rest.slice(i, close));
+    const call = callFrom(name, parseJson(rest.slice(i, close)), check);
     const used = a + ARGS.length + close;
-    return typeof args === "object" && args !== null && !Array.isArray(args)
-      ? { calls: [{ name, arguments: JSON.stringify(args) }], used }
-      : { bad: true, used };
+    return call ? { calls: [call], used } : { bad: true, used };
   },
   callId: nineAlnum,
 };
@@ -107,7 +112,7 @@ const namedArgs: ToolCallConvention = {
 const listedJson: ToolCallConvention = {
   marker: TOOL_CALLS,
   open: (text) => findMarker(text, TOOL_CALLS),
-  scan: (text, end) => scanJsonCalls(text, end, (c) => c === "["),
+  scan: (text, end, check) => scanJsonCalls(text, end, (c) => c === "[", check),
   callId: nineAlnum,
 };
 
@@ -130,7 +135,7 @@ const bareJson: ToolCallConvention = {
     }
     return findMarker(text, PYTHON_TAG);
   },
-  scan: (text, end) => scanJsonCalls(text, end, (c) => c === "{"),
+  scan: (text, end, check) => scanJsonCalls(text, end, (c) => c === "{", check),
   callId: openAiId,
 };
 
@@ -197,8 +202,15 @@ export class ToolCallParser {
   #dropped = false;
   #calls = 0;
 
-  /** `maxCalls`: calls past it are dropped (`parallel_tool_calls: false` keeps one). */
-  constructor(readonly convention: ToolCallConvention, readonly maxCalls: number = Infinity) {}
+  /**
+   * `maxCalls`: calls past it are dropped (`parallel_tool_calls: false` keeps one); `check`: what
+   * a call must be (the request's function names; arguments an object), see {@linkcode CallCheck}.
+   */
+  constructor(
+    readonly convention: ToolCallConvention,
+    readonly maxCalls: number = Infinity,
+    readonly check: CallCheck = {},
+  ) {}
 
   /** Calls given out so far. */
   get calls(): number {
@@ -241,7 +253,7 @@ export class ToolCallParser {
     };
     for (;;) {
       if (this.#skip !== undefined) {
-        const r = this.convention.scan(this.#text.slice(this.#skip), end);
+        const r = this.convention.scan(this.#text.slice(this.#skip), end, this.check);
         if ("more" in r) {
           if (r.calls) this.#give(step, r.calls);
           break;
@@ -293,8 +305,9 @@ export function parseToolCalls(
   text: string,
   maxCalls = Infinity,
   cut = false,
+  check: CallCheck = {},
 ): ToolCallStep {
-  const parser = new ToolCallParser(convention, maxCalls);
+  const parser = new ToolCallParser(convention, maxCalls, check);
   const a = parser.push(text), b = parser.finish(cut);
   return { content: a.content + b.content, calls: [...a.calls, ...b.calls] };
 }

@@ -2,6 +2,13 @@
  * Text scanning shared by the tool-call conventions: markers that may arrive split across stream
  * pieces, the end of a JSON object or array whose text is still growing, the calls of a list
  * read element by element, and the check that a parsed value is a function call.
+ *
+ * One rule for every convention ({@linkcode CallCheck}): a call is one only if its name is a
+ * non-empty string among the request's functions and its arguments are a JSON object (or the JSON
+ * text of one, as OpenAI's own messages write them). Arguments missing, `null`, an array, a
+ * number, a string that is not an object's JSON text, or a name the request did not offer: not a
+ * call, and its text stays content (as vLLM's parsers leave what they cannot read). The same call
+ * written twice is two calls.
  */
 
 /** A function call parsed from a model's output. */
@@ -10,6 +17,14 @@ export interface ParsedToolCall {
   name: string;
   /** Its arguments: the JSON text of an object. */
   arguments: string;
+}
+
+/** What makes a parsed value a call (see the file's header); injectable so tests can break it. */
+export interface CallCheck {
+  /** The names a call may have (the request's functions); undefined: any name. */
+  readonly names?: { has(name: string): boolean };
+  /** The JSON text of a call's arguments object from its arguments value, else undefined. */
+  readonly args?: (value: unknown) => string | undefined;
 }
 
 /**
@@ -92,6 +107,18 @@ export function jsonEnd(text: string, start: number): number {
   return -1;
 }
 
+/** The index just past the JSON string opening at `start` (`"`), or -1 while it is open. */
+export function jsonStringEnd(text: string, start: number): number {
+  let escaped = false;
+  for (let k = start + 1; k < text.length; k++) {
+    const c = text[k];
+    if (escaped) escaped = false;
+    else if (c === "\\") escaped = true;
+    else if (c === '"') return k + 1;
+  }
+  return -1;
+}
+
 const NOT_JSON = Symbol("not JSON");
 
 /** `JSON.parse`, or `NOT_JSON` for text that is not JSON. */
@@ -106,22 +133,40 @@ export function parseJson(text: string): unknown {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** Arguments that are a JSON object, or the JSON text of one: that object's JSON text. */
+export function objectArguments(value: unknown): string | undefined {
+  const v = typeof value === "string" ? parseJson(value) : value;
+  return isObject(v) ? JSON.stringify(v) : undefined;
+}
+
+/** Whether `name` may name a call under `check`: a non-empty string among its names. */
+export const nameOk = (name: unknown, check: CallCheck): name is string =>
+  typeof name === "string" && name !== "" && (check.names?.has(name) ?? true);
+
+/** A call from `name` and its arguments value under `check`, else undefined. */
+export function callFrom(
+  name: unknown,
+  args: unknown,
+  check: CallCheck,
+): ParsedToolCall | undefined {
+  if (!nameOk(name, check)) return undefined;
+  const text = (check.args ?? objectArguments)(args);
+  return text === undefined ? undefined : { name, arguments: text };
+}
+
 /**
- * A call from `{"name": ..., "arguments": {...}}` (or `"parameters"`, the bare-JSON convention's key; arguments given
- * as the JSON text of an object are accepted too), else undefined.
+ * A call from `{"name": ..., "arguments": {...}}` (or `"parameters"`, the bare-JSON convention's
+ * key) under `check`, else undefined.
  */
-export function callOf(value: unknown): ParsedToolCall | undefined {
-  if (!isObject(value) || typeof value.name !== "string" || value.name === "") return undefined;
-  let args = value.arguments ?? value.parameters;
-  if (typeof args === "string") args = parseJson(args);
-  if (!isObject(args)) return undefined;
-  return { name: value.name, arguments: JSON.stringify(args) };
+export function callOf(value: unknown, check: CallCheck = {}): ParsedToolCall | undefined {
+  if (!isObject(value)) return undefined;
+  return callFrom(value.name, value.arguments ?? value.parameters, check);
 }
 
 /** Calls from a parsed object or array of objects; undefined unless every entry is a call. */
-export function callsOf(value: unknown): ParsedToolCall[] | undefined {
+export function callsOf(value: unknown, check: CallCheck = {}): ParsedToolCall[] | undefined {
   const list = Array.isArray(value) ? value : [value];
-  const calls = list.map(callOf);
+  const calls = list.map((v) => callOf(v, check));
   return calls.length > 0 && calls.every((c) => c !== undefined)
     ? calls as ParsedToolCall[]
     : undefined;
@@ -141,7 +186,7 @@ export interface ListRead {
  * Read the JSON list opening at `start` (`[`) element by element: each element a call object,
  * then `,` or `]`. Complete elements are read while the list is still growing.
  */
-export function readList(text: string, start: number): ListRead {
+export function readList(text: string, start: number, check: CallCheck = {}): ListRead {
   const calls: ParsedToolCall[] = [];
   let at = start + 1;
   for (;;) {
@@ -150,7 +195,7 @@ export function readList(text: string, start: number): ListRead {
     if (text[i] !== "{") return { calls, state: "bad", at: i };
     const end = jsonEnd(text, i);
     if (end < 0) return { calls, state: "open", at: i };
-    const call = callOf(parseJson(text.slice(i, end)));
+    const call = callOf(parseJson(text.slice(i, end)), check);
     if (call === undefined) return { calls, state: "bad", at: i };
     calls.push(call);
     const k = firstNonSpace(text, end);
@@ -171,15 +216,16 @@ export function scanJsonCalls(
   text: string,
   end: ReplyEnd,
   opens: (c: string) => boolean,
+  check: CallCheck = {},
 ): Scan {
   const i = firstNonSpace(text);
   if (i < 0) return unfinished(end, text.length);
   if (!opens(text[i]!)) return { bad: true, used: 0 };
   const close = jsonEnd(text, i);
   if (close < 0) {
-    return unfinished(end, text.length, text[i] === "[" ? readList(text, i).calls : []);
+    return unfinished(end, text.length, text[i] === "[" ? readList(text, i, check).calls : []);
   }
-  const calls = callsOf(parseJson(text.slice(i, close)));
+  const calls = callsOf(parseJson(text.slice(i, close)), check);
   return calls ? { calls, used: close } : { bad: true, used: close };
 }
 
@@ -190,11 +236,11 @@ export function scanJsonCalls(
  * the rest is left. An element the reply ended inside is dropped (a constrained reply is never
  * content).
  */
-export function scanConstrained(text: string, end: ReplyEnd): Scan {
+export function scanConstrained(text: string, end: ReplyEnd, check: CallCheck = {}): Scan {
   const i = firstNonSpace(text);
   if (i < 0) return end === "more" ? { more: true } : { calls: [], used: text.length };
   if (text[i] === "[") {
-    const list = readList(text, i);
+    const list = readList(text, i, check);
     if (list.state === "open") {
       return end === "more"
         ? { more: true, calls: list.calls }
@@ -206,7 +252,7 @@ export function scanConstrained(text: string, end: ReplyEnd): Scan {
   if (text[i] !== "{") return { bad: true, used: 0 };
   const close = jsonEnd(text, i);
   if (close < 0) return end === "more" ? { more: true } : { calls: [], used: text.length };
-  const call = callOf(parseJson(text.slice(i, close)));
+  const call = callOf(parseJson(text.slice(i, close)), check);
   return call ? { calls: [call], used: close } : { bad: true, used: close };
 }
 

@@ -56,19 +56,61 @@ export function checkJson(req: Request): void {
   }
 }
 
-const digest = async (s: string) =>
-  new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
+/** The length of the digests compared: SHA-256's, whatever the keys' lengths. */
+export const DIGEST_BYTES = 32;
+
+/** A compare of two key digests (injectable, so tests can run a weakened one through the checks). */
+export type DigestCompare = (a: Uint8Array, b: Uint8Array) => boolean;
 
 /**
- * Whether `Authorization` carries `Bearer <key>`, in time that does not depend on where the
- * given key first differs (both sides are hashed, then every byte is compared).
+ * Whether two digests are equal, reading all {@linkcode DIGEST_BYTES} bytes of both whatever
+ * they hold: the differences are OR-ed together with no early exit, so the time taken does not
+ * depend on where they first differ. A digest of any other length is unequal.
  */
-export async function keyMatches(authorization: string | null, key: string): Promise<boolean> {
-  const given = authorization?.match(/^Bearer +(.*)$/i)?.[1] ?? "";
-  const [a, b] = await Promise.all([digest(given), digest(key)]);
-  let diff = authorization === null ? 1 : 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ b[i]!;
+export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = (a.length ^ DIGEST_BYTES) | (b.length ^ DIGEST_BYTES);
+  for (let i = 0; i < DIGEST_BYTES; i++) diff |= (a[i] ?? 0) ^ (b[i] ?? 0);
   return diff === 0;
+}
+
+const digest = async (bytes: Uint8Array) =>
+  new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as BufferSource));
+
+/**
+ * The bytes a header value arrived as: Deno hands each byte of a header as the character of that
+ * code (a key sent as UTF-8 arrives as its UTF-8 bytes, one character each); a character past
+ * 0xFF (only from an in-process `Request`) makes the value unusable (`undefined`).
+ */
+function headerBytes(value: string): Uint8Array | undefined {
+  const bytes = new Uint8Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c > 0xff) return undefined;
+    bytes[i] = c;
+  }
+  return bytes;
+}
+
+/**
+ * Whether `Authorization` carries exactly `Bearer <key>` (the scheme in any case, then spaces),
+ * the key compared as its UTF-8 bytes. Both sides are hashed to SHA-256 and the fixed-length
+ * digests compared by `equal` ({@linkcode digestsEqual}: every byte, no early exit), so the time
+ * taken does not depend on the given key's content or where it first differs. No header, another
+ * scheme, a value that is not bytes, and an empty configured key never match.
+ */
+export async function keyMatches(
+  authorization: string | null,
+  key: string,
+  equal: DigestCompare = digestsEqual,
+): Promise<boolean> {
+  const given = authorization?.match(/^Bearer +(.*)$/i)?.[1];
+  const bytes = given === undefined ? undefined : headerBytes(given);
+  const [a, b] = await Promise.all([
+    digest(bytes ?? new Uint8Array()),
+    digest(new TextEncoder().encode(key)),
+  ]);
+  const same = equal(a, b);
+  return same && bytes !== undefined && key !== "";
 }
 
 /** 401 with the challenge RFC 6750 asks for. */
