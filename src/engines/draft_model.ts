@@ -33,6 +33,8 @@ export interface DraftHooks {
   wake(): void;
   /** The target's time per pipelined decode step in ms, once known (to price a draft's wait). */
   stepMs(): number | undefined;
+  /** The clock a draft's time is read from, in ms (default `performance.now`; tests fake it). */
+  now?(): number;
 }
 
 /** A draft in the making, or made, for a sequence of `length` tokens. */
@@ -76,12 +78,13 @@ export function modelDrafter(k: number, draft: DraftEngine, hooks: DraftHooks): 
   const start = (seq: Sequence, n: number) => {
     const job: Job = { length: seq.tokens.length, tokens: undefined, ms: 0 };
     jobs.set(seq, job);
-    const t0 = performance.now();
+    const now = hooks.now ?? (() => performance.now());
+    const t0 = now();
     draftTokens(draft.engine, seq.tokens, n, new RequestContext({ signal: seq.signal }))
       .catch(() => [])
       .then((tokens) => {
         job.tokens = tokens;
-        job.ms = performance.now() - t0;
+        job.ms = now() - t0;
         hooks.wake();
       });
   };

@@ -4,7 +4,7 @@
  * when it is ready, takes it only for the tokens it was made for, and backs off on failures and
  * on drafts whose wait did not pay.
  */
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { GenerateContext, LLMEngine } from "../contract/engine.ts";
 import { RequestContext } from "../contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
@@ -107,29 +107,59 @@ Deno.test("no draft past the draft model's vocabulary or context; a failed draft
   equal(failing.speculates(seq), true);
 });
 
-Deno.test("a draft's wait counts in what it must repay", async () => {
-  // Each draft takes ~30 ms against 10 ms steps: about 3 steps of waiting.
-  const slow: LLMEngine = engine(() => 1);
-  const gen = slow.generate.bind(slow);
-  slow.generate = (req, ctx) =>
+/**
+ * A draft engine that answers when the test says so, on a clock the test moves: `finish(ms)`
+ * moves the clock by `ms` and lets the pending draft through, then resolves once the drafter
+ * has woken the step loop (the draft is ready). No timer: the wait is exactly `ms`.
+ */
+function gatedDrafts() {
+  let clock = 0;
+  let open: (() => void) | undefined;
+  let woken: (() => void) | undefined;
+  const e: LLMEngine = engine(() => 1);
+  const gen = e.generate.bind(e);
+  e.generate = (req, ctx) =>
     (async function* () {
-      await new Promise((r) => setTimeout(r, 30));
+      await new Promise<void>((r) => (open = r));
       yield* gen(req, ctx);
     })();
-  const d = modelDrafter(8, { engine: slow, vocabSize: 50, context: 99 }, {
-    wake: () => {},
-    stepMs: () => 10,
-  });
+  const hooks = { wake: () => woken?.(), stepMs: () => 10, now: () => clock };
+  const finish = async (ms: number) => {
+    const ready = new Promise<void>((r) => (woken = r));
+    clock += ms;
+    equal(typeof open, "function", "a draft is pending");
+    open!();
+    open = undefined;
+    await ready;
+  };
+  return { e, hooks, finish };
+}
+
+Deno.test("a draft's wait counts in what it must repay", async () => {
+  // 10 ms steps (the hook): a draft that took 30 ms cost 3 steps of waiting, 90 ms 9 steps.
+  const { e, hooks, finish } = gatedDrafts();
+  const d = modelDrafter(8, { engine: e, vocabSize: 50, context: 99 }, hooks);
   const seq = sequence([1, 2, 3]);
-  d.propose(seq, 8);
-  await new Promise((r) => setTimeout(r, 60));
-  deepStrictEqual(d.propose(seq, 8), Array(8).fill(1));
-  d.verified(seq, 8, 2, 0);
-  equal(d.speculates(seq), false, "2 accepted after a wait of ~3 steps: a miss");
-  seq.generated++;
-  d.propose(seq, 8);
-  await new Promise((r) => setTimeout(r, 60));
-  d.propose(seq, 8);
-  d.verified(seq, 8, 8, 0);
-  equal(d.speculates(seq), true, "8 accepted repays it (unless the wait took 80 ms)");
+  const round = async (ms: number, accepted: number) => {
+    equal(d.propose(seq, 8), undefined, "being made");
+    await finish(ms);
+    deepStrictEqual(d.propose(seq, 8), Array(8).fill(1));
+    d.verified(seq, 8, accepted, 0);
+    const pays = d.speculates(seq);
+    seq.generated++;
+    return pays;
+  };
+  equal(
+    await round(30, 2),
+    false,
+    "2 accepted after a wait of 3 steps: a miss",
+  );
+  equal(d.speculates(seq), true, "due again after one token");
+  equal(await round(30, 3), true, "3 accepted after 3 steps repays it");
+  equal(await round(30, 8), true, "8 accepted after 3 steps repays it");
+  equal(
+    await round(90, 8),
+    false,
+    "8 accepted after a wait of 9 steps does not",
+  );
 });

@@ -38,7 +38,20 @@ export interface ServiceConnectOptions {
   timeoutMs?: number;
   /** Milliseconds between heartbeats to the worker (default 10 s; Chromium idles at 30 s). */
   heartbeatMs?: number;
+  /** The interval timer the heartbeat runs on (default the global one; tests drive their own). */
+  timers?: IntervalTimers;
 }
+
+/** `setInterval` and `clearInterval`, as the heartbeat uses them. */
+export interface IntervalTimers {
+  setInterval(beat: () => void, ms: number): unknown;
+  clearInterval(id: unknown): void;
+}
+
+const GLOBAL_TIMERS: IntervalTimers = {
+  setInterval: (beat, ms) => setInterval(beat, ms),
+  clearInterval: (id) => clearInterval(id as ReturnType<typeof setInterval>),
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -93,14 +106,15 @@ export async function connectService(
     return undefined;
   }
   // The heartbeat goes to whichever worker is active now (a new version replaces the old one).
-  const beat = setInterval(() => {
+  const timers = options.timers ?? GLOBAL_TIMERS;
+  const beat = timers.setInterval(() => {
     try {
       (reg.active ?? active).postMessage({ kiln: "heartbeat" });
     } catch { /* the worker is gone: its port or its lifetime lock says so */ }
   }, heartbeatMs);
   const worker = portWorker(port1, {
     onTerminate: () => {
-      clearInterval(beat);
+      timers.clearInterval(beat);
       release();
     },
     locks,

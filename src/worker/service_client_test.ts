@@ -1,4 +1,9 @@
-import { equal, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { rangeServer } from "../../test/support/range_server.ts";
@@ -64,16 +69,27 @@ Deno.test("openModel({ share: \"service-worker\" }) runs on the service worker's
     equal(fake.seen.filter((k) => k === "connect").length, 2);
 
     // The heartbeat: posted to the worker itself every heartbeatMs, until the connection ends.
-    const worker = await connectService(fake.reg, { heartbeatMs: 20 });
+    // The interval is the test's own: each tick is one period passing.
+    const ticks: (() => void)[] = [];
+    const cleared: unknown[] = [];
+    const timers = {
+      setInterval(beat: () => void, ms: number) {
+        equal(ms, 20, "every heartbeatMs");
+        ticks.push(beat);
+        return `beat ${ticks.length}`;
+      },
+      clearInterval: (id: unknown) => void cleared.push(id),
+    };
+    const worker = await connectService(fake.reg, { heartbeatMs: 20, timers });
     ok(worker, "connected");
+    equal(ticks.length, 1, "one heartbeat interval per connection");
     const beats = () => fake.seen.filter((k) => k === "heartbeat").length;
     const t0 = beats();
-    await new Promise((r) => setTimeout(r, 150));
-    ok(beats() - t0 >= 3, `${beats() - t0} heartbeats in 150 ms`);
+    for (let i = 0; i < 3; i++) ticks[0]!();
+    equal(beats() - t0, 3, "one heartbeat per period");
+    deepEqual(cleared, [], "not stopped while open");
     worker.terminate();
-    const t1 = beats();
-    await new Promise((r) => setTimeout(r, 100));
-    equal(beats(), t1, "no heartbeat once the connection ended");
+    deepEqual(cleared, ["beat 1"], "the heartbeat stopped once the connection ended");
   } finally {
     fake.close();
     await shared.close();

@@ -37,7 +37,20 @@ export interface SharedHostOptions {
   webgpu?: () => Promise<boolean>;
   /** The Web Locks a tab's liveness is read from (default `navigator.locks`, when there). */
   locks?: Locks;
+  /** The timer the grace period runs on (default the global one; tests drive their own). */
+  timers?: GraceTimers;
 }
+
+/** `setTimeout` and `clearTimeout`, as the grace period uses them. */
+export interface GraceTimers {
+  setTimeout(release: () => void, ms: number): unknown;
+  clearTimeout(id: unknown): void;
+}
+
+const GLOBAL_TIMERS: GraceTimers = {
+  setTimeout: (release, ms) => setTimeout(release, ms),
+  clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
+};
 
 /** `HostStats` as a tab of a shared host sees them. */
 export interface SharedHostStats extends HostStats {
@@ -73,7 +86,7 @@ export interface SharedEngine {
   /** Whether the engine pushes gauges, once asked (asked of the engine once). */
   gaugeRanks?: number[];
   /** The pending release, while no tab uses it. */
-  release?: ReturnType<typeof setTimeout>;
+  release?: unknown;
 }
 
 /** What identifies a model across tabs: its spec and the engine kind. */
@@ -99,6 +112,7 @@ async function release(entry: SharedEngine): Promise<void> {
 export class SharedEngineHost {
   readonly #engines = new Map<string, SharedEngine>();
   readonly #tabs = new Set<TabHost>();
+  readonly #timers: GraceTimers;
   #loads = 0;
   #nextTab = 0;
   /** Milliseconds an engine with no tab stays loaded. */
@@ -117,6 +131,7 @@ export class SharedEngineHost {
     readonly options: SharedHostOptions = {},
   ) {
     this.graceMs = options.graceMs ?? 3000;
+    this.#timers = options.timers ?? GLOBAL_TIMERS;
   }
 
   /**
@@ -164,7 +179,7 @@ export class SharedEngineHost {
     const key = modelKey(options);
     let entry = this.#engines.get(key);
     if (entry) {
-      clearTimeout(entry.release);
+      this.#timers.clearTimeout(entry.release);
       delete entry.release;
     } else {
       const host = new EngineHost(this.filesFor, (e) => this.#lost(key, e));
@@ -207,7 +222,7 @@ export class SharedEngineHost {
     this.#tabs.delete(tab);
     if (!entry || !entry.tabs.delete(tab) || entry.tabs.size > 0) return;
     if (this.#engines.get(entry.key) !== entry) return;
-    entry.release = setTimeout(() => {
+    entry.release = this.#timers.setTimeout(() => {
       if (entry.tabs.size > 0 || this.#engines.get(entry.key) !== entry) return;
       this.#engines.delete(entry.key);
       void release(entry);
@@ -218,7 +233,7 @@ export class SharedEngineHost {
   async close(): Promise<void> {
     const all = [...this.#engines.values()];
     this.#engines.clear();
-    for (const e of all) clearTimeout(e.release);
+    for (const e of all) this.#timers.clearTimeout(e.release);
     await Promise.all(all.map(release));
   }
 

@@ -1,4 +1,4 @@
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import * as Comlink from "comlink";
 import { RequestContext } from "../contract/engine.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";
@@ -42,6 +42,7 @@ function stream(tab: TabHost, id: string, prompt: number[], maxTokens: number) {
   let finish: LLMEngineOutput["finish_reason"];
   let firstToken!: () => void;
   const first = new Promise<void>((r) => (firstToken = r));
+  let chunk: (() => void) | undefined;
   const ended = new Promise<void>((resolve) => {
     port1.onmessage = (e: MessageEvent<StreamMessage>) => {
       const m = e.data;
@@ -51,6 +52,7 @@ function stream(tab: TabHost, id: string, prompt: number[], maxTokens: number) {
           finish = c.finish_reason ?? finish;
         }
         if (tokens.length > 0) firstToken();
+        chunk?.();
       } else {
         firstToken();
         port1.close();
@@ -60,7 +62,31 @@ function stream(tab: TabHost, id: string, prompt: number[], maxTokens: number) {
   });
   const req = request(prompt, { stop_conditions: { max_tokens: maxTokens, ignore_eos: true } });
   tab.generate(req, id, port2);
-  return { tokens, first, ended, finish: () => finish };
+  /** Resolves at the next chunks the stream gets (the engine stepped), or once it ended. */
+  const next = () => Promise.race([new Promise<void>((r) => (chunk = r)), ended]);
+  return { tokens, first, ended, next, finish: () => finish };
+}
+
+/** A grace timer the test runs by hand: `elapse()` is the grace period passing. */
+function fakeTimers() {
+  const pending = new Map<number, { ms: number; run: () => void }>();
+  let next = 0;
+  return {
+    timers: {
+      setTimeout(run: () => void, ms: number) {
+        pending.set(++next, { ms, run });
+        return next;
+      },
+      clearTimeout: (id: unknown) => void pending.delete(id as number),
+    },
+    /** The periods of the timers set and not yet run or cleared. */
+    pending: () => [...pending.values()].map((t) => t.ms),
+    elapse() {
+      const due = [...pending.values()];
+      pending.clear();
+      for (const t of due) t.run();
+    },
+  };
 }
 
 const ids = (chunks: LLMEngineOutput[]) => chunks.flatMap((c) => c.token_ids);
@@ -118,7 +144,8 @@ Deno.test("a shared host: aborting a tab's request leaves another tab's request 
 
 Deno.test("a shared host: a tab gone mid-stream (its lock granted) is cancelled and its KV freed; the last tab leaving releases the engine after the grace", async () => {
   const locks = fakeLocks();
-  const shared = new SharedEngineHost(specFiles, { graceMs: 200, locks });
+  const clock = fakeTimers();
+  const shared = new SharedEngineHost(specFiles, { graceMs: 200, locks, timers: clock.timers });
   const ta = shared.connect(), tb = shared.connect();
   await ta.attach("lock-a");
   await tb.attach("lock-b");
@@ -136,19 +163,15 @@ Deno.test("a shared host: a tab gone mid-stream (its lock granted) is cancelled 
     equal(a.finish(), "cancelled", "the closed tab's stream is cancelled");
     equal(await ta.stats(), undefined, "the closed tab is detached");
     // Its blocks are freed by the engine's next step; B's stream keeps stepping.
+    const bHolds = () => Math.ceil((2 + b.tokens.length + 48) / 16);
     let after = (await tb.stats())!;
-    for (
-      let i = 0;
-      i < 100 && after.usedBlocks > 1 + Math.ceil((2 + b.tokens.length + 48) / 16);
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 20));
+    while (after.usedBlocks > 1 + bHolds() && b.finish() === undefined) {
+      await b.next();
       after = (await tb.stats())!;
     }
-    const bHolds = Math.ceil((2 + b.tokens.length + 48) / 16);
     ok(
-      after.usedBlocks <= bHolds,
-      `used ${after.usedBlocks} > B's ${bHolds} (was ${before.usedBlocks})`,
+      after.usedBlocks <= bHolds(),
+      `used ${after.usedBlocks} > B's ${bHolds()} (was ${before.usedBlocks})`,
     );
     equal(after.tabs, 1);
     equal(b.finish(), undefined, "B's stream runs on");
@@ -157,11 +180,15 @@ Deno.test("a shared host: a tab gone mid-stream (its lock granted) is cancelled 
     equal(b.tokens.length, 400);
     await tb.cleanup();
     equal(shared.engines, 1, "kept for the grace period");
+    deepEqual(clock.pending(), [200], "the grace period runs");
     const tc = shared.connect();
     await tc.start(options, 0n);
     equal(shared.loads, 1, "a tab within the grace joins the loaded engine");
+    deepEqual(clock.pending(), [], "and the release is called off");
     await tc.cleanup();
-    await new Promise((r) => setTimeout(r, 400));
+    deepEqual(clock.pending(), [200], "the last tab gone: the grace period runs again");
+    equal(shared.engines, 1);
+    clock.elapse();
     equal(shared.engines, 0, "released once the grace passed with no tab");
     const td = shared.connect();
     await td.start(options, 0n);

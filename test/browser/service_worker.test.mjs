@@ -10,8 +10,9 @@
 // freed; and with no tab left the engine is released after the grace period (the service worker
 // itself lives on), so a new tab loads it again.
 import { after, before, test } from "node:test";
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { launchBrowser } from "../support/browser.mjs";
+import { graceClock } from "../support/grace_clock.mjs";
 import {
   checkSharedStreams,
   countingServer,
@@ -68,9 +69,13 @@ test("two tabs share one engine in the service worker: one load, the single-tab 
     const alone = await checkSharedStreams(t, a, b);
 
     // The last tab closes; the service worker stays, its engine goes after the grace period
-    // (3 s): a new tab loads it again, in the same service worker.
+    // (on the test's clock: the grace starts when the host hears the tab is gone, and passes
+    // when the test says): a new tab loads it again, in the same service worker.
+    const clock = graceClock(inWorker);
+    await clock.install();
     await b.close();
-    await new Promise((r) => setTimeout(r, 4000));
+    await until("the grace period to start", async () => (await clock.held()) === 1);
+    equal(await clock.elapse(), 1, "the grace period passed");
     const c = await newTab();
     equal(await open(c).then((o) => o.sharing), "service-worker");
     const s = await stats(c);

@@ -11,8 +11,9 @@
 // shared worker. The same for the service worker hosting the engine (`share: "service-worker"`).
 import { after, before, test } from "node:test";
 import { performance } from "node:perf_hooks";
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { launchBrowser } from "../support/browser.mjs";
+import { graceClock } from "../support/grace_clock.mjs";
 import {
   checkSharedStreams,
   countingServer,
@@ -81,13 +82,20 @@ test("two tabs share one engine: one load, concurrent streams, per-tab aborts, a
 
     // In a shared worker that lives on (this page keeps it): a tab that leaves (close()) and
     // comes back within the grace period joins the engine; after it, the engine is gone.
+    // The grace runs on the test's clock: it starts when the host hears the tab left and passes
+    // when the test says.
     const loads = s.loads;
+    const clock = graceClock({ browser, tab: c });
+    await clock.install();
     await c.evaluate(() => globalThis.tab.close());
+    await until("the grace period to start", async () => (await clock.held()) === 1);
     await open(c);
     equal((await stats(c)).loads, loads, "back within the grace: joined, not loaded");
+    equal(await clock.held(), 0, "the join called the release off");
     equal(weightRequests(), reloaded);
     await c.evaluate(() => globalThis.tab.close());
-    await new Promise((r) => setTimeout(r, 4000));
+    await until("the grace period to start again", async () => (await clock.held()) === 1);
+    equal(await clock.elapse(), 1, "the grace period passed");
     await open(c);
     s = await stats(c);
     equal(s.loads, loads + 1, "back after the grace: the engine had been released, loaded again");

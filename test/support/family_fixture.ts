@@ -7,7 +7,7 @@
  * `familyFixtureTests` registers the shared checks; `familyFixture` and the functions below serve
  * the checks a family adds.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type Checkpoint, openCheckpoint } from "../../src/model/checkpoint.ts";
 import type { ModelConfig } from "../../src/model/config.ts";
@@ -23,6 +23,7 @@ import { type Reference, tolerance, verifyModel } from "../../src/model/verify.t
 import { mapWeights, type ModelWeights, type WeightInfo } from "../../src/model/weights.ts";
 import type { PathKind } from "../../src/gpu/paths.ts";
 import { testGpu, withErrorScopes } from "./gpu.ts";
+import { type FixtureManifest, llamaCppBounds } from "./family_bounds.ts";
 
 const DIR = new URL("../fixtures/families/", import.meta.url);
 const ROOT = DIR.pathname;
@@ -30,7 +31,7 @@ const ROOT = DIR.pathname;
 /** One family's fixture, opened lazily (`familyFixture`). */
 export interface FixtureFiles {
   /** The manifest (`tokens`, `ablations`, ...). */
-  manifest: { tokens: number[]; ablations: { feature: string; max_abs_delta: number }[] };
+  manifest: FixtureManifest;
   /** llama.cpp's logits, one row per position. */
   llamaCpp: Float32Array[];
   hf(): Promise<Checkpoint>;
@@ -73,7 +74,8 @@ export function familyFixture(family: string): FixtureFiles {
 
 /**
  * The GPU tests of a fixture opened with `familyFixture`, registered under `family`: llama.cpp's
- * own GGUF on the GPU (cpu paths, f32 KV cache) against llama.cpp's logits, within `llamaCppBound`
+ * own GGUF on the GPU (cpu paths, f32 KV cache) against llama.cpp's logits, within
+ * `llamaCppBounds(manifest, llamaCppBound).gpu`
  * and the same argmax at every position; then the HF folder (F32) and its Q4_K_M conversion on
  * both kernel paths against float64 on the same weights over `prompts` (`verifyOnGpu`).
  */
@@ -98,7 +100,8 @@ export function fixtureGpuTests(
             err.toExponential(2)
           }, top token ${agree}/${tokens.length}`,
         );
-        ok(err < llamaCppBound, `${err}`);
+        const bound = llamaCppBounds(fx.manifest, llamaCppBound).gpu;
+        ok(err < bound, `${err} (bound ${bound})`);
         equal(agree, tokens.length);
       } finally {
         model.destroy();
@@ -121,7 +124,7 @@ export interface FamilyFixture {
   tokens: number[];
   /** llama.cpp's logits, one row per position. */
   logits: Float64Array[];
-  manifest: Record<string, unknown>;
+  manifest: FixtureManifest & Record<string, unknown>;
 }
 
 export async function loadFixture(family: string): Promise<FamilyFixture> {
@@ -321,11 +324,12 @@ export async function checkAblations(
 
 /**
  * Register the shared tests of a family fixture: the float64 reference on the HF folder and on
- * the GGUF agrees with llama.cpp within `llamaCppBound` (and on every argmax), and the GPU
- * forward of the GGUF (F32) and of the HF folder converted to `mix` matches the reference on
- * the cpu and gpu kernel paths.
+ * the GGUF agrees with llama.cpp within `llamaCppBounds(manifest, most).reference` (and on every
+ * argmax), and rejects a planted RMSNorm epsilon x10; the GPU forward of the GGUF (F32) and of
+ * the HF folder converted to `mix` matches the reference on the cpu and gpu kernel paths (the F32
+ * GGUF also llama.cpp, within `llamaCppBounds(...).gpu`). `most`: the bounds' ceiling.
  */
-export function familyFixtureTests(family: string, llamaCppBound: number, mix: GgufMix): void {
+export function familyFixtureTests(family: string, most: number, mix: GgufMix): void {
   Deno.test(`${family}: the GGUF's config is the HF folder's`, async () => {
     const [hf, gguf] = await Promise.all(
       (["hf", "gguf"] as const).map(async (f) => (await fixtureCheckpoint(family, f)).config),
@@ -346,15 +350,33 @@ export function familyFixtureTests(family: string, llamaCppBound: number, mix: G
   for (const format of ["hf", "gguf"] as const) {
     Deno.test(`${family} ${format}: Kiln's float64 reference agrees with llama.cpp`, async () => {
       const fx = await loadFixture(family);
+      const bound = llamaCppBounds(fx.manifest, most).reference;
       const r = await referenceVsLlamaCpp(await fixtureCheckpoint(family, format), fx);
       console.log(
-        `  ${family} ${format}: max |float64 - llama.cpp| ${r.maxErr.toExponential(2)}, ` +
-          `argmax ${r.agree}/${r.positions}`,
+        `  ${family} ${format}: max |float64 - llama.cpp| ${r.maxErr.toExponential(2)} ` +
+          `(bound ${bound.toExponential(2)}), argmax ${r.agree}/${r.positions}`,
       );
-      ok(r.maxErr < llamaCppBound, `max |float64 - llama.cpp| ${r.maxErr}`);
+      ok(r.maxErr < bound, `max |float64 - llama.cpp| ${r.maxErr}`);
       ok(r.agree === r.positions, `argmax agrees at ${r.agree} of ${r.positions} positions`);
     });
   }
+  Deno.test({
+    name:
+      `${family}: the llama.cpp bound rejects the float64 reference with RMSNorm epsilon x10 (the old flat 1e-3 did not)`,
+    // A fixture without a measured error has only the ceiling `most` as its bound.
+    ignore: familyFixture(family).manifest.float64_reference === undefined,
+  }, async () => {
+    const fx = await loadFixture(family);
+    const bound = llamaCppBounds(fx.manifest, most).reference;
+    const ck = await fixtureCheckpoint(family, "hf");
+    const planted = { ...ck, config: { ...ck.config, rmsNormEps: ck.config.rmsNormEps * 10 } };
+    const r = await referenceVsLlamaCpp(planted, fx);
+    console.log(
+      `  ${family} epsilon x10: max |float64 - llama.cpp| ${r.maxErr.toExponential(2)} ` +
+        `(bound ${bound.toExponential(2)})`,
+    );
+    ok(r.maxErr >= bound, `epsilon x10 passed: ${r.maxErr} < ${bound}`);
+  });
   for (const weights of ["f32", mix] as const) {
     for (const paths of ["cpu", "gpu"] as const) {
       Deno.test(`${family} ${weights} on the GPU (${paths} paths) matches float64`, async () => {
@@ -362,7 +384,8 @@ export function familyFixtureTests(family: string, llamaCppBound: number, mix: G
         const ck = weights === "f32"
           ? await fixtureCheckpoint(family, "gguf")
           : await quantizedCheckpoint(family, mix);
-        await gpuMatchesReference(ck, fx, paths, 4, weights === "f32" ? llamaCppBound : undefined);
+        const bound = llamaCppBounds(fx.manifest, most).gpu;
+        await gpuMatchesReference(ck, fx, paths, 4, weights === "f32" ? bound : undefined);
       });
     }
   }
