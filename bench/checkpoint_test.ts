@@ -1,4 +1,9 @@
-import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { EngineError } from "../src/contract/errors.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { decodeWeights } from "../src/gpu/dtype.ts";

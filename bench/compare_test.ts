@@ -1,4 +1,4 @@
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { comparePeers, median } from "./compare.ts";
 import type { Peer } from "./peers/peer.ts";
 import type { LoadProbe } from "./machine_load.ts";

@@ -3,7 +3,7 @@
  * (capped where the model's context ends, and said so), its tokens timed, and the ratio taken to
  * the shortest context.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { testGpu } from "../test/support/gpu.ts";
 import { FORTUNE } from "../test/support/fortune_engine.ts";
 import { contextBench, contextPositions, contextPrompt } from "./contexts.ts";

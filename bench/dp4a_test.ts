@@ -2,7 +2,7 @@
  * `bench/dp4a.ts --quick` end to end (its plumbing on lavapipe): the three products checked
  * against float64 inside the run, and one row of times and ratios in the JSON.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 
 Deno.test("bench/dp4a.ts --quick: every product within its bound, a row of times", async () => {
   const dir = await Deno.makeTempDir({ prefix: "kiln-bench-dp4a-" });

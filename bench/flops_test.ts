@@ -1,5 +1,5 @@
 /** `flops.ts`: prefill FLOPs per token from a shape's config, and the fraction of the FMA probe. */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { parseConfig } from "../src/model/config.ts";
 import { prefillFlopsPerToken, withFlops } from "./flops.ts";
 

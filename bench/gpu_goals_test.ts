@@ -3,7 +3,7 @@
  * row; a GPU goal is judged only on a GPU; a missing run, a failed one or a row not measured
  * gives a value of null and says why; the chart draws every goal.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { evaluateGoals, H100_READ_GB_PER_S, renderGoals, type TableRun } from "./gpu_goals.ts";
 import type { BenchReport, ShapeResult } from "./report.ts";
 

@@ -3,7 +3,7 @@
  * the shapes) each in a process of its own, their reports in one JSON with issue 25's goals read
  * from them (the GPU goals reported but not judged on a CPU adapter), and the chart beside it.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 
 Deno.test("bench:gpu --quick: runs, reports, goals and chart on fortune", async () => {
   const dir = await Deno.makeTempDir();

@@ -1,4 +1,4 @@
-import { deepEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import {
   GUARD,
   judgePeer,

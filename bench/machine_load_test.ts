@@ -1,4 +1,4 @@
-import { equal, ok, throws } from "node:assert/strict";
+import { ok, strictEqual as equal, throws } from "node:assert/strict";
 import {
   type CpuSample,
   foreignShare,

@@ -2,7 +2,7 @@
  * The probes run on lavapipe and report what they did: the read probe its bytes, the FMA probe
  * its threads and rounds (raised until a dispatch takes the time asked), with finite rates.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { testGpu } from "../test/support/gpu.ts";
 import { fmaProbe, readProbe } from "./probe.ts";
 

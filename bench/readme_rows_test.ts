@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { ratioText, readmeRows } from "./readme_rows.ts";
 import type { BenchReport } from "./report.ts";
 import type { PeerReport } from "./compare.ts";

@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { renderBenchChart } from "./bench_chart.ts";
 import { adapterSlug, type BenchReport, formatTable } from "./report.ts";
 

@@ -1,4 +1,4 @@
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { PeerReport } from "./compare.ts";
 import { type BenchReport, formatTable, type ShapeResult } from "./report.ts";
 import { batch1TokensPerS, fitLine, perLayer } from "./slices.ts";

@@ -3,7 +3,7 @@
  * workload's row with speculation off and on (prompt lookup, and the Q2_K draft model), its
  * tokens identical, drafts accepted on the repetitive ones, and the chart drawn beside the JSON.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 
 Deno.test("bench:spec --quick: rows off and on, identical tokens, a chart", async () => {
   const dir = await Deno.makeTempDir({ prefix: "kiln-bench-spec-" });

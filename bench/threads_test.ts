@@ -1,4 +1,10 @@
-import { deepEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+  throws,
+} from "node:assert/strict";
 import {
   bestRate,
   chooseThreads,

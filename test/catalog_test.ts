@@ -6,7 +6,7 @@
  * with fortune's GGUF at every entry's path: downloaded once by Range requests, listed with its
  * size, its chat template read from the file, and a second load asking the server nothing.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import { dirStorage } from "../src/adapters/deno/dir_storage.ts";
 import { openGgufFiles } from "../src/model/gguf/load.ts";
 import { detectConvention, TOOL_CALL_CONVENTIONS } from "../src/openai/tool_calls.ts";

@@ -2,7 +2,7 @@
  * `npm run fortune`: a fortune streamed by the WebGPU engine, then (`--metrics`, which every run
  * here passes) metrics promtool accepts.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { promtoolCheck } from "./support/promtool.ts";
 import { encodeGguf } from "../src/model/gguf/test_encoder.ts";
 import { tinyMetadata, tinyTensors } from "../src/model/gguf/test_model.ts";

@@ -3,7 +3,7 @@
  * with it) holds every file under shaders/, fragments in subfolders included, and composes
  * every quantized kernel variant the way the sources do.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { shaderModule, stripWgslComments } from "../scripts/build_package.mjs";
 import { composeShader } from "../src/gpu/shader_compose.ts";
 import { loadShaderFile } from "../src/gpu/shader_text.ts";

@@ -6,7 +6,7 @@
  * kernels vary by CPU).
  * Needs the peers' packages (node-llama-cpp); `npm test` leaves `bench/peers/` out.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { buildFamily, FAMILIES, llamaCppVersion } from "./family_checkpoints.ts";
 
 const ROOT = new URL("../../test/fixtures/families/", import.meta.url).pathname;

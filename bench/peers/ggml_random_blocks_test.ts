@@ -8,7 +8,7 @@
  *
  *   node_modules/.bin/deno test -A bench/peers/ggml_random_blocks_test.ts
  */
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import { QUANT_FORMATS, QUANT_TYPES } from "../../src/gpu/quant/formats.ts";
 import { loadQuantTable } from "../../src/gpu/quant/tables.ts";
 import { openGgml } from "./ggml.ts";

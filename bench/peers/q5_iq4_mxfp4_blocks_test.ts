@@ -7,7 +7,7 @@
  *
  *   node_modules/.bin/deno test -A bench/peers/q5_iq4_mxfp4_blocks_test.ts
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { QuantFormat } from "../../src/gpu/quant/format.ts";
 import { dequantize, QUANT_FORMATS } from "../../src/gpu/quant/formats.ts";
 import { loadQuantTables } from "../../src/gpu/quant/tables.ts";

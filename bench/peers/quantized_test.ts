@@ -16,7 +16,7 @@
  *
  *   node_modules/.bin/deno test -A bench/peers/quantized_test.ts
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { quantizeToFile } from "../../src/adapters/deno/quantize.ts";
 import { decodeWeights, type WeightDtype } from "../../src/gpu/dtype.ts";

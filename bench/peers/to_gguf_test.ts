@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { gguf } from "@huggingface/gguf";
 import { decodeWeights } from "../../src/gpu/dtype.ts";
 import { openCheckpoint, tensorBytes } from "./read_checkpoint.ts";

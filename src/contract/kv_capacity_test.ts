@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { kvGeometry, kvMisfit, sequenceLimit } from "./kv_capacity.ts";
 
 const kv = { numBlocks: 8, blockSize: 16 };

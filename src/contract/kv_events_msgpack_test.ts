@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { decode, encode } from "@msgpack/msgpack";
 import { EngineError } from "./errors.ts";
 import type { KvCacheEvent } from "./kv_events.ts";

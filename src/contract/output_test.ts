@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import * as output from "./output.ts";
 
 Deno.test("token() is a non-terminal chunk with one token", () => {

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "./errors.ts";
 import * as output from "./output.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "./types.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "./errors.ts";
 import { parseFinishReason, parseOutput, parseRequest, requestToWire, toWire } from "./wire.ts";
 import { usage } from "./output.ts";

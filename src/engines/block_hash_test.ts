@@ -1,4 +1,9 @@
-import { deepStrictEqual, equal, match, notEqual } from "node:assert/strict";
+import {
+  deepStrictEqual,
+  match,
+  notStrictEqual as notEqual,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { blockHashes, blockKey, blockKeys, publishedHash } from "./block_hash.ts";
 import { COLLIDING_A, COLLIDING_B, formerKey } from "../../test/support/colliding_blocks.ts";
 

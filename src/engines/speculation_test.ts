@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { RequestContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { PreprocessedRequest } from "../contract/types.ts";

@@ -1,4 +1,4 @@
-import { equal, ok, rejects } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { acquireGpu, runtimeData } from "./device.ts";
 import { KERNEL_PATHS, kernelPaths, PATH_KINDS, type PathKind } from "./paths.ts";

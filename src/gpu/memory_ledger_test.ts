@@ -5,7 +5,7 @@
  * is taken off again when the model is destroyed. An engine reports the same in `runtime_data`
  * and as `dynamo_component_gpu_memory_bytes{kind}`.
  */
-import { equal, match, ok, rejects } from "node:assert/strict";
+import { match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import type { ModelFiles } from "../model/source.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";

@@ -1,4 +1,9 @@
-import { deepStrictEqual as assertEquals, equal, notEqual, ok } from "node:assert/strict";
+import {
+  deepStrictEqual as assertEquals,
+  notStrictEqual as notEqual,
+  ok,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { testGpu, withErrorScopes } from "../../test/support/gpu.ts";
 import { composeShader, parseVariant, shaderVariant } from "./shader_compose.ts";

@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { MockEngine } from "../engines/mock/mod.ts";
 import { engineMetrics, shutDown } from "./engine_lifecycle.ts";
 import { testHierarchy } from "./engine_metrics.ts";

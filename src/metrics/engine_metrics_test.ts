@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import parse from "parse-prometheus-text-format";
 import { EngineError } from "../contract/errors.ts";
 import { EngineMetrics, modelLabels, testHierarchy } from "./engine_metrics.ts";

@@ -5,7 +5,7 @@
  * idle values (0 running, 0 waiting, 0 active blocks, usage 0) once they end; both families
  * render in the Prometheus text with the labels routers select on.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { EngineMetrics } from "./engine_metrics.ts";
 import { bytes, collect, fortuneEngine, request } from "../../test/support/fortune_engine.ts";
 import type { EngineLoad } from "./router_gauges.ts";

@@ -4,7 +4,7 @@
  * naming the key. (The HF side is in `config_test.ts`; both sides on real files in the Gemma
  * fixtures' tests.)
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { ARCHS } from "./arch/mod.ts";
 import { ggufAttentionKnobs, windowOf } from "./attention_knobs.ts";

@@ -6,7 +6,7 @@
  * register-tiled GEMM above, no split-K) and `gpu` (the staged GEMM for the prompts over 32
  * tokens, 32 threads per row for the rest, split-K decode attention).
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { GpuModel } from "./gpu_model.ts";
 import { parseReference, tolerance, verifyModel } from "./verify.ts";

@@ -6,7 +6,7 @@
  * matrices with the values an independent reading of each layout gives, and the interleaved
  * biases split per expert. Shapes that disagree with the config are refused naming the tensor.
  */
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { encodeWeights } from "../gpu/dtype.ts";
 import { seeded } from "../../test/support/kernel_harness.ts";

@@ -1,4 +1,4 @@
-import { equal, ok, rejects, throws } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { Forward } from "./forward.ts";

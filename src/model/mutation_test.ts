@@ -7,7 +7,7 @@
  * mistakes a port makes: an RMSNorm epsilon 10x too large, a RoPE base 1 % off, one quantized
  * weight off by one step, a causal mask off by one, and a softmax without its max subtraction.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { decodeWeights, encodeWeights, type WeightDtype } from "../gpu/dtype.ts";
 import type { QuantType } from "../gpu/quant/formats.ts";

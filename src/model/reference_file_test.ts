@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { MODELS } from "../../test/support/models.ts";
 import { parseConfig } from "./config.ts";

@@ -3,7 +3,7 @@
  * kernel references of `src/gpu/reference/` composed into a second forward pass, and on a GGUF
  * with a quantized and interleaved q projection (no GPU).
  */
-import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { pagedAttentionRef } from "../gpu/reference/attention.ts";

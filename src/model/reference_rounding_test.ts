@@ -3,7 +3,7 @@
  * round(x / d) · d with d = max |x| / 127 held in f16; rows that are not whole blocks and weight
  * types whose rounding is not modelled are refused. (End to end: gpt-oss's MXFP4_MOE file.)
  */
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { f16ToNumber, numberToF16 } from "../gpu/dtype.ts";
 import { llamaCppRoundedInputs, roundQ8_0 } from "./reference_rounding.ts";

@@ -1,4 +1,4 @@
-import { equal, ok, rejects } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { readCheckpoint, readSafetensorsHeader } from "./safetensors.ts";
 import { blobSource, type ByteSource } from "./source.ts";

@@ -1,4 +1,4 @@
-import { equal, throws } from "node:assert/strict";
+import { strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { ggufEntry, modelName } from "./source.ts";
 import { urlFiles } from "./url_source.ts";

@@ -4,7 +4,7 @@
  * span chunks and chunks that carry several small buffers; and so do the two ways bytes reach a
  * chunk: read straight into it (`ByteSource.readInto`, a file on disk) or read and copied.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { readBuffer } from "../gpu/buffers.ts";
 import { testGpu } from "../../test/support/gpu.ts";

@@ -1,4 +1,4 @@
-import { equal, match, ok, rejects } from "node:assert/strict";
+import { match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { MockEngine } from "../engines/mock/mod.ts";

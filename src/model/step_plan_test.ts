@@ -8,7 +8,7 @@
  * 3 rows, the register-tiled GEMM above, and the rows attention, split into parts of at most 256
  * keys (two for the fixture's context), prefill chunks too.
  */
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { chooseSplits } from "../gpu/kernels/attention.ts";
 import { type PathKind } from "../gpu/paths.ts";

@@ -4,7 +4,7 @@
  * both; a failure on either side fails the load, stops the fills still queued, and frees the
  * model's buffers (fortune on lavapipe, its sources slowed and counted).
  */
-import { equal, ok, rejects } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { memoryLedger } from "../gpu/memory_ledger.ts";

@@ -3,7 +3,13 @@
  * refused or sizeless, and a single-page-app server that answers an HTML page for every missing
  * file. Every read is checked against the file on disk, and the server counts what it sent.
  */
-import { deepEqual, equal, match, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  match,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { rangeServer, type RangeServerOptions } from "../../test/support/range_server.ts";

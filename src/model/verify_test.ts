@@ -3,7 +3,7 @@
  * scaled max |err| bound, the relative L2 bound, greedy agreement where the margin is wide, and
  * non-finite logits.
  */
-import { equal, ok, throws } from "node:assert/strict";
+import { ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { comparePrompt, type PromptLogits, type ReferencePrompt, tolerance } from "./verify.ts";
 

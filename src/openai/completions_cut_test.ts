@@ -5,7 +5,7 @@
  * `length`; the stream sends the call (header, then arguments) and no chunk with nothing in it
  * (the first carries the role, the last the finish).
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { ChatTemplate } from "../text/chat.ts";
 import { loadText, type ModelText } from "../text/load.ts";

@@ -1,5 +1,5 @@
 /** An engine's refusal reaches an OpenAI client naming the field the client sent. */
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { clientError, openAIError } from "./errors.ts";
 

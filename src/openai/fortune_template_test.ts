@@ -7,7 +7,7 @@
  * assistant's call, the tool's result) fits fortune's 1,024-token context with room for the
  * answer.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { loadText } from "../text/load.ts";
 import { parseJob } from "./requests.ts";

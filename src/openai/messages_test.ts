@@ -5,7 +5,7 @@
  * Face's form (`test/fixtures/chat_templates/expected.json`), for Qwen3, Llama 3.1 and both
  * Mistral templates; bad messages are refused naming `messages`.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { ChatTemplate } from "../text/chat.ts";
 import { EngineError } from "../contract/errors.ts";
 import { chatMessages } from "./messages.ts";

@@ -7,7 +7,7 @@
  * reasoning tokens in usage; a reply cut inside its reasoning; a block the generation prompt
  * opened; calls read from the answer only; completions left raw.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { ChatTemplate } from "../text/chat.ts";
 import { loadText, type ModelText } from "../text/load.ts";

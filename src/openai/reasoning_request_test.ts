@@ -6,7 +6,7 @@
  * channels are read whole and streamed, an assistant's reasoning sent back reaches the template,
  * and special tokens stay in the text a reasoning convention reads.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { ChatTemplate } from "../text/chat.ts";

@@ -6,7 +6,7 @@
  * conventions are found in the real templates of `test/fixtures/chat_templates/`, and how each
  * template's rendered prompt leaves the reply is read from its tail.
  */
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import { ChatTemplate } from "../text/chat.ts";
 import {
   detectReasoning,

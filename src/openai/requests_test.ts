@@ -1,5 +1,5 @@
 /** OpenAI bodies: fields honoured or refused by name, per-choice seeds, echo, stop_token_ids. */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { loadText } from "../text/load.ts";
 import { EngineError } from "../contract/errors.ts";

@@ -5,7 +5,7 @@
  * stands for; every field Kiln does not honour, and every bad value, is refused naming the
  * Responses field (never the chat field it became).
  */
-import { deepStrictEqual, equal, match, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { ChatTemplate } from "../text/chat.ts";

@@ -3,7 +3,7 @@
  * none), each for at most `maxAgeMs` on the store's clock; what it keeps is the conversation a
  * continuation starts from (the earlier items, then the output as input items).
  */
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { ResponseStore } from "./responses_store.ts";
 import type { ResponseObject, ResponseOutputItem } from "./responses_types.ts";
 

@@ -7,7 +7,7 @@
  * reaching the engine as `guided_decoding` (and its refusal naming `text.format`); and
  * `previous_response_id` continuing a kept conversation, `store: false` keeping none.
  */
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import type { GenerateContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";

@@ -3,7 +3,7 @@
  * gets: Dynamo's `sampling_options.guided_decoding` for every choice, the functions rendered by
  * the model's template into the prompt, and the 400s naming the field for what cannot be honoured.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { TOOL_CALL_CONVENTIONS } from "./tool_calls.ts";
 import { ChatTemplate } from "../text/chat.ts";

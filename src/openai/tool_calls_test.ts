@@ -4,7 +4,7 @@
  * character (streaming) or fed a character at a time, malformed calls left as content, the
  * convention found from each fixture template's text, and call ids in the form the template takes.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import {
   constrainedConvention,
   detectConvention,

@@ -4,7 +4,7 @@
  * success; a constraint the engine refuses, `invalid_request_error`), and a helper's stream
  * whose reader stops is `cancelled`.
  */
-import { deepStrictEqual, equal, rejects } from "node:assert/strict";
+import { deepStrictEqual, rejects, strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { RequestMetrics } from "../metrics/request_metrics.ts";
 import { loadText } from "../text/load.ts";

@@ -2,7 +2,7 @@
  * Host and Origin checks (DNS rebinding), CORS for listed origins and requests without `Host`,
  * in-process through `KilnServer.fetch` over the mock engine and over real sockets.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { Access, canonicalName, CORS_MAX_AGE, isLoopback } from "./access.ts";
 import { mockServer } from "../../test/support/server.ts";
 import { rawRequest } from "../adapters/deno/raw_http.ts";

@@ -2,7 +2,7 @@
  * The server's drain, its error headers and its key check, over the mock engine (the GPU is not
  * the point here; `probe_test.ts` sends the hostile requests over real sockets).
  */
-import { equal, match, ok } from "node:assert/strict";
+import { match, ok, strictEqual as equal } from "node:assert/strict";
 import { ABORT_FINISH } from "./app.ts";
 import { clip } from "./errors.ts";
 import { keyMatches } from "./guard.ts";

@@ -6,7 +6,7 @@
  * typed 400s and the server goes on serving; closing the response cancels the request in the
  * engine; the API key and the methods are enforced as on the OpenAI routes.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import type { LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import { validateStream } from "../contract/validate.ts";
 import { requestToWire } from "../contract/wire.ts";

@@ -2,7 +2,7 @@
  * The body's media type: JSON (any charset but UTF-8 refused) runs, anything else is a 415 whose
  * message names the type expected and the one given, in-process and through the server.
  */
-import { equal, ok, throws } from "node:assert/strict";
+import { ok, strictEqual as equal, throws } from "node:assert/strict";
 import { checkJson } from "./guard.ts";
 import { HttpError } from "./errors.ts";
 import { mockServer } from "../../test/support/server.ts";

@@ -5,7 +5,7 @@
  * cache (the WebGPU engine's own rules are checked in `engines/webgpu/kv_limits_test.ts` and
  * through `serve` in `test/server/serve_kv_test.ts`).
  */
-import { equal, ok, throws } from "node:assert/strict";
+import { ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import * as out from "../contract/output.ts";
 import type { LLMEngineOutput } from "../contract/types.ts";

@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { EngineMetrics } from "../metrics/engine_metrics.ts";
 import { RequestMetrics } from "../metrics/request_metrics.ts";
 import { specFiles } from "../adapters/deno/file_source.ts";

@@ -5,7 +5,7 @@
  * `bench/peers/chat_templates.py` (see the folder's README). Then the same template read from a
  * GGUF's metadata, through `encodeChat` (what serve's chat completions use).
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../contract/errors.ts";
 import { GgufMetadata } from "../model/gguf/metadata.ts";

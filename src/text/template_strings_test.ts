@@ -2,7 +2,7 @@
  * Python's `str.strip` family in chat templates. Expected values are CPython 3's results for the
  * same calls (`'\n\n x \n'.lstrip('\n') == ' x \n'`, ...), which jinja2 templates get.
  */
-import { equal, throws } from "node:assert/strict";
+import { strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { ChatTemplate } from "./chat.ts";
 import { pythonStrip } from "./template_strings.ts";

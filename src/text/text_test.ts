@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { ChatTemplate, DEFAULT_CHAT_TEMPLATE } from "./chat.ts";

@@ -1,5 +1,5 @@
 /** Issue 12: hostile tokenizer files, configs and chat templates give `EngineError`. */
-import { equal, ok, rejects, throws } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import type { ModelFiles } from "../model/source.ts";
 import { blobSource } from "../model/source.ts";

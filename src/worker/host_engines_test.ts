@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import { MODELS } from "../../test/support/models.ts";

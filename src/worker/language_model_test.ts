@@ -1,4 +1,12 @@
-import { deepStrictEqual, equal, match, notEqual, ok, rejects, throws } from "node:assert/strict";
+import {
+  deepStrictEqual,
+  match,
+  notStrictEqual as notEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+  throws,
+} from "node:assert/strict";
 import { rangeServer } from "../../test/support/range_server.ts";
 import { assertValid } from "../../test/support/json_schema.ts";
 import { encodeChat } from "../text/load.ts";

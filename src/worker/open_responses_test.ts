@@ -4,7 +4,7 @@
  * conversation kept on the page (and one not kept refused by name), and the requests counted in
  * the page's metrics.
  */
-import { equal, match, ok, rejects } from "node:assert/strict";
+import { match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { rangeServer } from "../../test/support/range_server.ts";
 import { openModel } from "./open.ts";

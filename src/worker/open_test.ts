@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
 import { rangeServer } from "../../test/support/range_server.ts";
 import { openModel } from "./open.ts";

@@ -1,4 +1,4 @@
-import { equal, ok, rejects } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal } from "node:assert/strict";
 import * as Comlink from "comlink";
 import { RequestContext } from "../contract/engine.ts";
 import { EngineError } from "../contract/errors.ts";

@@ -3,7 +3,7 @@
 // `openai` client sends); a page of another origin is blocked; and a DNS-rebinding page (a name
 // the browser resolves to 127.0.0.1, so it is same-origin with the server) gets 421.
 import { after, before, test } from "node:test";
-import { equal, match, ok } from "node:assert/strict";
+import { match, ok, strictEqual as equal } from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";

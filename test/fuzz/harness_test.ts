@@ -3,7 +3,12 @@
  * an EngineError, a wrong kind, an input that hangs, a library class the corpus does not stand
  * for, a corpus input whose outcome changed), and the classification and corpus format hold.
  */
-import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { Template } from "@huggingface/jinja";
 import { EngineError } from "../../src/contract/errors.ts";
 import { fromCorpusJson, toCorpusJson } from "./corpus.ts";

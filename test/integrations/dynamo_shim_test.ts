@@ -6,7 +6,7 @@
  * version's worker drives an engine (flat config and `drain()`; `llm` registration, the health
  * probe, the endpoint and control hooks and `is_quiescent()`).
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { startServer } from "../server/server.ts";
 import { PYTHON } from "../support/python.ts";
 

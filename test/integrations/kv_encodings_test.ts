@@ -4,7 +4,7 @@
  * events (`kv_decode.py`), and the independent subscriber (`kv_subscriber.py`) rebuilds the block
  * set from map-encoded batches on a live ZMQ socket, replay included, and from `serve`'s.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { KvCacheEvent } from "../../src/contract/kv_events.ts";
 import { encodeKvBatch, KV_EVENT_ENCODINGS } from "../../src/contract/kv_events_msgpack.ts";
 import { ZmqKvPublisher } from "../../src/adapters/deno/kv_events_zmq.ts";

@@ -8,7 +8,7 @@
  * missing, and a second subscriber that leaves midway takes nothing from the first. Then 20,000
  * synthetic events measure what the subscriber sustains while checking.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../src/contract/engine.ts";
 import { EngineError } from "../../src/contract/errors.ts";
 import type { KvCacheEvent } from "../../src/contract/kv_events.ts";

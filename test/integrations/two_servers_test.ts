@@ -6,7 +6,7 @@
  * blocks, by router hash, the server holds) and finds each prefix on the server that served it.
  * Bad flags stop serve before it loads: an endpoint that cannot bind, a replay socket alone.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import { routerHash, routerHashes } from "../../src/engines/router_hash.ts";
 import { type RunningServer, startServer } from "../server/server.ts";
 import { startSubscriber } from "../support/kv_subscriber.ts";

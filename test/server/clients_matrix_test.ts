@@ -6,7 +6,7 @@
  * fortune never thinks. Every cell must pass; a feature a client has no call for is `n/a`. The
  * table is printed (and written to `test/artifacts/clients_matrix.md`).
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { generateText } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";

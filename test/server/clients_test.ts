@@ -11,7 +11,7 @@
  * stream gives out a call while the engine is still held before the rest of the reply, and sends
  * no chunk with nothing in it. `test/server/tools_fortune_test.ts` runs the real engine.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { generateText, jsonSchema, streamText, tool, type ToolChoice, type ToolSet } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";

@@ -4,7 +4,7 @@
  * `dynamo_component_drain_time_seconds` is at least that time, as `serve` records it on a signal
  * (`shutDown` over the server's own drain).
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { GenerateContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";

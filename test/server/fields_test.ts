@@ -3,7 +3,7 @@
  * strings, echo, streamed text_offset equal to the whole response's, top_logprobs that keep every
  * alternative (byte tokens labelled `bytes:\xNN`), ranks from 0, unsupported engine fields.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../src/contract/engine.ts";
 import { EngineError } from "../../src/contract/errors.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";

@@ -5,7 +5,7 @@
  * schema), with only the server's address replaced by the test's free port. A block that throws,
  * a curl that fails or an answer that is not the JSON its route returns fails the test.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { codeBlocks, shellCommands } from "../support/markdown.ts";
 import { startServer } from "./server.ts";
 

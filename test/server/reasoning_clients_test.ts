@@ -7,7 +7,7 @@
  * `additional_kwargs.reasoning_content`. `chat_template_kwargs` switches thinking off, and
  * `reasoning_effort`, which Qwen3's template does not read, is a 400 naming the field.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { generateText, streamText } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";

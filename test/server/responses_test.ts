@@ -10,7 +10,7 @@
  * on a real `serve` of the fortune model: text, streamed text, and JSON that validates against a
  * schema.
  */
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import type { GenerateContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";

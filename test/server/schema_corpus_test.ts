@@ -5,7 +5,7 @@
  * invalid, no 5xx, no hang, no worker restart; every refusal is a typed 400 naming a keyword of
  * docs/json_schema.md's table.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { runCorpus } from "../../bench/schema_corpus_run.ts";
 
 Deno.test("the schema corpus through serve: nothing accepted then invalid, nothing down", async () => {

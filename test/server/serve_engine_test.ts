@@ -4,7 +4,7 @@
  * whose tokens are the ones `/v1/completions` returns as text for the same prompt; the load
  * gauges routers scrape reach `/metrics` through the worker.
  */
-import { deepStrictEqual, equal, match } from "node:assert/strict";
+import { deepStrictEqual, match, strictEqual as equal } from "node:assert/strict";
 import { parseOutput } from "../../src/contract/wire.ts";
 import { startServer } from "./server.ts";
 

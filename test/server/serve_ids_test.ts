@@ -6,7 +6,7 @@
  * before any byte, some midway, end as each client decided, and leave no block, slot or gauge
  * behind.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { LLMEngineOutput } from "../../src/contract/types.ts";
 import { bytes } from "../support/fortune_engine.ts";
 import { ndjsonLines, postGenerate } from "../support/engine_route.ts";

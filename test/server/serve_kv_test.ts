@@ -5,7 +5,7 @@
  * while a short request sent meanwhile completes, and a streamed failure ends with an error
  * event and `[DONE]`.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { startServer } from "./server.ts";
 
 const server = await startServer(["--kv-blocks", "8"]);

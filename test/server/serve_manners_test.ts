@@ -5,7 +5,7 @@
  * about it; `fortune` prints its metrics only with `--metrics`; and `serve`'s drain-time gauge,
  * after SIGTERM while a stream runs, is at least the time the drain held that stream.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 
 const ROOT = new URL("../../", import.meta.url);
 const tool = (path: string) => new URL(path, ROOT).pathname;

@@ -3,7 +3,7 @@
  * WebGPU EP on the adapter Deno finds) behind the same server, answering a chat request and a
  * seeded completion through the official `openai` client.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { onnxFortune } from "../support/onnx_fortune.ts";
 import { startServer } from "./server.ts";

@@ -4,7 +4,7 @@
  * completion over HTTP is the same text as without it, the worker's speculation counters reach
  * `/metrics`, and a bad config stops serve before it loads anything (exit 2, the flag named).
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { startServer } from "./server.ts";
 
 const CONFIG = '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":1}';

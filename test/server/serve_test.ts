@@ -4,7 +4,7 @@
  * return Kiln's series), `promtool` on a live scrape, DNS rebinding and CORS over raw sockets,
  * and SIGTERM draining before exit.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { promtoolCheck } from "../support/promtool.ts";
 import { rawRequest } from "../../src/adapters/deno/raw_http.ts";

@@ -6,7 +6,7 @@
  * apart is not cut; a stalled body still gets the app's 408 (`--body-timeout`), and a client
  * leaving mid-stream still cancels its request.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { RawConnection } from "../../src/adapters/deno/raw_http.ts";
 import { startServer } from "./server.ts";
 

@@ -4,7 +4,7 @@
  * `.gguf` file's URL (as the demo's catalog names its chat models) is read the same way into the
  * cache, its chat template from the file.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { fortuneGguf } from "../support/fortune_gguf.ts";
 import { rangeServer } from "../support/range_server.ts";

@@ -7,7 +7,7 @@
  * each fitting its function, no content and finish `length`, the same whole and streamed, with no
  * empty chunk in the stream; a named call ends with the stop token: finish `tool_calls`.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import type { PreprocessedRequest } from "../../src/contract/types.ts";

@@ -7,7 +7,7 @@
  * does `response_format`; an engine that refuses `guided_decoding` gets the client a 400 naming
  * the field, streaming or not.
  */
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { encodeChat } from "../../src/text/load.ts";
 import { qwen } from "../support/qwen_text.ts";

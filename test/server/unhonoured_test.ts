@@ -6,7 +6,7 @@
  * (`response_format: {type: "text"}`, `tool_choice: "none"`, empty `tools`, empty `logit_bias`)
  * are answered. What is honoured is in `tools_test.ts`.
  */
-import { equal, ok, rejects } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import { DEFAULT_CHAT_TEMPLATE } from "../../src/text/chat.ts";
 import { mockServer } from "../support/server.ts";

@@ -4,7 +4,7 @@
  * leave their loops early (`break`) cancel their requests, whose KV is free within one step, so
  * a next request finds a slot at once. Event-driven: each wait ends on the engine's own report.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { type LLMEngine, RequestContext } from "../../src/contract/engine.ts";
 import type { RequestStats } from "../../src/engines/live_requests.ts";
 import { bytes, collect, request } from "./fortune_engine.ts";

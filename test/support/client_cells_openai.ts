@@ -2,7 +2,7 @@
  * The `openai` package's cells of the client x feature matrix: each feature called as the
  * package's README and API reference show it, the reply's shape and content checked.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import OpenAI from "openai";
 import {
   type Cell,

@@ -2,7 +2,7 @@
  * The Vercel AI SDK's (over `@ai-sdk/openai-compatible`) and LangChain's (`ChatOpenAI`, `OpenAI`)
  * cells of the client x feature matrix; `null` where the client has no call for the feature.
  */
-import { deepStrictEqual, equal, match, ok } from "node:assert/strict";
+import { deepStrictEqual, match, ok, strictEqual as equal } from "node:assert/strict";
 import { generateObject, generateText, jsonSchema, streamText, tool, type ToolSet } from "ai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ChatOpenAI, OpenAI as LangChainOpenAI } from "@langchain/openai";

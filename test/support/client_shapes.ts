@@ -2,7 +2,7 @@
  * What the client x feature matrix's cells share (`test/support/client_cells.ts`): where a call
  * goes, the prompt, the schemas and tools, and the checks of a reply's shape.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 
 /** Where a cell sends its calls: the server's `/v1` base and the served model's name. */
 export interface Target {

@@ -3,7 +3,7 @@
  * engines' own tests: stop conditions (shown, hidden, EOS, `min_tokens`, `max_tokens: 0`), usage,
  * greedy logprobs, typed errors for bad requests, and other requests unharmed after them.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import type { LLMEngine } from "../../src/contract/engine.ts";
 import { EngineError } from "../../src/contract/errors.ts";
 import { bytes, collect, request } from "./fortune_engine.ts";

@@ -2,7 +2,7 @@
  * For tests of the token-level engine endpoint: a `KilnServer` over fortune's `WebGpuEngine` on a
  * free loopback port, a POST to `/v1/engine/generate`, and the NDJSON lines of its answer.
  */
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import type { LLMEngine } from "../../src/contract/engine.ts";
 import type { EngineConfig, LLMEngineOutput } from "../../src/contract/types.ts";
 import { parseOutput } from "../../src/contract/wire.ts";

@@ -5,7 +5,7 @@
  * stay within the f32 bound of `tolerance`, greedy tokens agreeing where the reference margin is
  * wide.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { Gpu } from "../../src/gpu/device.ts";
 import type { Checkpoint } from "../../src/model/checkpoint.ts";
 import { GpuModel } from "../../src/model/gpu_model.ts";

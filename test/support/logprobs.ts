@@ -3,7 +3,7 @@
  * token's, and a top list that holds exactly the tokens the reference ranks first, no token that
  * cannot be drawn, no duplicate and no padding.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { referenceTop } from "../../src/gpu/reference/sampling.ts";
 import { MAX_TOP_LOGPROBS, NO_TOKEN, type SampleResult } from "../../src/gpu/kernels/sampling.ts";
 import { assertClose } from "./gpu.ts";

@@ -3,7 +3,7 @@
  * service-worker host: two models opened the same way share one engine (one load, two tabs) and
  * give the same greedy text; closing them detaches both.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { KilnModel } from "../../src/worker/open.ts";
 import type { SharedEngineHost, SharedHostStats } from "../../src/worker/shared_host.ts";
 

@@ -3,7 +3,7 @@
  * moment, against a fortune engine: every stream must end validly (`length`, or `cancelled`
  * when cancelled), and afterwards no KV block is held and the request counters balance.
  */
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput } from "../../src/contract/types.ts";
 import { validateStream } from "../../src/contract/validate.ts";

@@ -1,5 +1,5 @@
 /** The fixture models speculative decoding is checked on, with prompts that recur and drafts. */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { RequestContext } from "../../src/contract/engine.ts";
 import type { SpeculativeOptions } from "../../src/engines/speculation.ts";

@@ -4,7 +4,7 @@
 // `globalThis.tab`. A server that counts the weight file's requests, the page calls, and the
 // streams' checks: one tab's greedy text equal to both tabs' at once, an abort in tab A not
 // reaching tab B, and tab A closing mid-stream freeing its KV blocks while B runs to its end.
-import { deepEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual as deepEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { startServer } from "./browser.mjs";
 
 /** A Vite server of the repository counting the requests for `path` (`requests()`). */

@@ -4,7 +4,7 @@
  * none (HEAD, 1xx, 204, 304) or read until the close, the connection's state throughout, and the
  * heads and bodies it refuses.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { type FramingEvent, Http1Framing, MAX_CHUNK_LINE, MAX_HEAD_BYTES } from "./http_framing.ts";
 
 const enc = new TextEncoder();

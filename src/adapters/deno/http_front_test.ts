@@ -4,7 +4,7 @@
  * keep-alive connection at the idle bound, while a response whose chunks are far apart is never
  * cut; pipelined requests, the client's `Host`, refused heads, and a client that goes away.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { RawConnection } from "./raw_http.ts";
 import { type HttpFront, serveFront } from "./http_front.ts";
 

@@ -2,7 +2,7 @@
  * `KILN_KERNEL_PATHS` end to end: `deno task verify` on a reference model, with each kind of
  * kernel paths, passes and says which paths its device took.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { PATH_KINDS } from "../../gpu/paths.ts";
 import { MODELS } from "../../../test/support/models.ts";
 

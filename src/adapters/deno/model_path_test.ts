@@ -3,7 +3,7 @@
  * one line (relative ones with the folder they were looked for in); one that exists, or a URL, is
  * left to the loader.
  */
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import { isModelUrl, missingModelPath } from "./model_path.ts";
 
 Deno.test("missingModelPath: names a path that does not exist; leaves what exists and URLs", async () => {

@@ -4,7 +4,7 @@
  * followed; without write permission nothing changes. (That the tools then print no message
  * about it: `test/server/serve_manners_test.ts`.)
  */
-import { equal, notEqual, ok } from "node:assert/strict";
+import { notStrictEqual as notEqual, ok, strictEqual as equal } from "node:assert/strict";
 
 const MODULE = new URL("./runtime_dir.ts", import.meta.url).href;
 

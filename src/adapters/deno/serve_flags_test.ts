@@ -2,7 +2,7 @@
  * `deno task serve`'s startup lines: authentication on or off (never the key), the bind address
  * and the limits, printed before the model loads; and the flags reaching their typed values.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { parseCli } from "./flags.ts";
 import { isLoopback, listenFailure, SERVE, startupLines } from "./serve_flags.ts";
 

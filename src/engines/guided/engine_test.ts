@@ -6,7 +6,7 @@
  * options are `InvalidArgument` naming the option; a dead end ends the stream with an error
  * finish reason, and a grammar matched whole with no stop token to end on ends it `stop`.
  */
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";

@@ -10,7 +10,7 @@
  * refused schema twice hung, a 100,000-string `choice` compiled for seconds on the engine's
  * thread.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { WorkerEngine } from "../../worker/client.ts";
 import { loadText } from "../../text/load.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";

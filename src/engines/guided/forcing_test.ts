@@ -7,7 +7,7 @@
  * forced run ends it with `length` at exactly that many tokens; the stop token the grammar forces
  * at its end ends the stream as a sampled one does, and stays banned before `min_tokens`.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import {

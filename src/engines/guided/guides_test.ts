@@ -5,7 +5,7 @@
  * compiled grammars are cached; the productive-rule check and choice escaping on their own. The
  * 50-property schema's compile time is printed (measured once, not asserted).
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { allows } from "../../gpu/reference/token_mask.ts";
 import { gpt2Json } from "../../text/test_tokenizers.ts";
 import { parseTokenizer } from "../../text/tokenizer.ts";

@@ -5,7 +5,7 @@
  * over the bytes: each invalid output XGrammar's own converter let through is refused now, and
  * the schemas it refused needlessly compile.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { choiceGrammar, ConstraintRefusal, FIELD, parseGuided, specGrammar } from "./options.ts";
 import { compileSchema } from "./schema/compile.ts";

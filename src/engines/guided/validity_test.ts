@@ -6,7 +6,7 @@
  * JSON converter let through number bounds and raw control characters; Kiln's compiler,
  * `schema/compile.ts`, and `vocabulary`'s `noControl` close both.)
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { loadText } from "../../text/load.ts";
 import { collect, FORTUNE, fortuneEngine } from "../../../test/support/fortune_engine.ts";

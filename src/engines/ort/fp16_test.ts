@@ -4,7 +4,7 @@
  * step whose reference margin (top-1 minus top-2 logit) is under 0.2, past which a near-tie may
  * flip and the continuations part.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { collect, request } from "../../../test/support/fortune_engine.ts";
 import { onnxFortune } from "../../../test/support/onnx_fortune.ts";

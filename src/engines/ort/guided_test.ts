@@ -3,7 +3,7 @@
  * JSON validates against its schema, a regex and a choice hold, the greedy constrained tokens
  * are WebGpuEngine's, and bad options are refused before the request runs.
  */
-import { deepStrictEqual, equal, match, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";

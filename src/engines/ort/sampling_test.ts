@@ -3,7 +3,7 @@
  * same logits: the same tokens, and logprobs by the same rule (the distribution drawn from), with
  * top lists of the same tokens, shorter where masks or truncations leave fewer.
  */
-import { deepStrictEqual, equal } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { reportedRow } from "../../../test/support/logprobs.ts";

@@ -3,7 +3,7 @@
  * WebGpuEngine's greedy and seeded tokens, the conformance kit, stop conditions, logprobs,
  * usage, round-robin interleaving, cancellation, drain and cleanup.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { BlockStored, KvCacheEvent } from "../../contract/kv_events.ts";
 import { blockKey, publishedHash } from "../block_hash.ts";
 import { BlockManager } from "./block_manager.ts";

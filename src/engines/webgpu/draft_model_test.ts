@@ -4,7 +4,7 @@
  * by the model itself) and sampled seed for seed; batches, preemption and cancellation while a
  * draft is being made; a draft model that cannot serve the target refused, typed.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";

@@ -4,7 +4,7 @@
  * evicts the prefix cache's idle blocks (published as `BlockRemoved`) and keeps those a running
  * request holds.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { formatReport, runConformanceReport } from "../../conformance/kit.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "./engine.ts";

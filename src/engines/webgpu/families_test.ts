@@ -5,7 +5,7 @@
  * that row's top-2 margin is wide), and its tokens are the float64 reference's up to the first
  * near-tie.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
 import { ReferenceModel } from "../../model/reference_model.ts";

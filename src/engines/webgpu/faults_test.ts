@@ -5,7 +5,7 @@
  * plan refused, as every prompt past one chunk was on quantized weights once): the request it
  * carries fails, typed, and the engine goes on with the next.
  */
-import { equal, ok, rejects } from "node:assert/strict";
+import { ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";

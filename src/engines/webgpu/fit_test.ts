@@ -3,7 +3,7 @@
  * weight byte is read (naming the bytes needed and available), and the default KV cache sized
  * by what the budget leaves (`kv_blocks_source: "memory"`).
  */
-import { equal, match, ok, rejects, throws } from "node:assert/strict";
+import { match, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";

@@ -3,7 +3,7 @@
  * from its path, its tokenizer read from the file, greedy tokens equal to float64 on the
  * dequantized weights.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { quantizeToFile } from "../../adapters/deno/quantize.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";

@@ -6,7 +6,7 @@
  * every earlier token; a mask that allows nothing ends its request (finish reason `{error}`), a
  * wrong-sized mask or a provider that throws fails it, the others go on; preempted guided sequences stream what they stream with room.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";

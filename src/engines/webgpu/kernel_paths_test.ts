@@ -4,7 +4,12 @@
  * taking the GPU's kernels (a prefill of over 32 tokens through the tiled GEMM, decode through
  * 64-thread products and split-K attention); a device of the other kind with it is refused.
  */
-import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { parseReference } from "../../model/verify.ts";
 import { testGpu } from "../../../test/support/gpu.ts";

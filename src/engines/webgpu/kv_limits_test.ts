@@ -5,7 +5,7 @@
  * readmission still serves requests that fit one at a time but not together. Also how the
  * engine sizes its cache when not told.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { LLMEngineOutput } from "../../contract/types.ts";

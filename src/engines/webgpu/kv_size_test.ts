@@ -1,5 +1,5 @@
 /** The KV cache's size rule, without a GPU: four contexts, the buffer limit, an explicit size. */
-import { equal, throws } from "node:assert/strict";
+import { strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { chooseKvSize, KV_CONTEXTS } from "./kv_size.ts";
 

@@ -8,7 +8,7 @@
  * prompt still hits the prefix cache. The same model with one global layer releases nothing and
  * ends at the cache's size.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import type { EngineConfig } from "../../contract/types.ts";
 import { collect, request } from "../../../test/support/fortune_engine.ts";

@@ -7,7 +7,7 @@
  * of either would turn the logits NaN. Every step's logits stay finite, and each sequence's
  * greedy tokens equal those of the plain loop that keeps every block.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";
 import { Forward } from "../../model/forward.ts";

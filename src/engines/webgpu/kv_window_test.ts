@@ -7,7 +7,7 @@
  * (as the attention kernel does), while other sequences reuse the released blocks, under a
  * cache smaller than one sequence, preemption, recompute and prefix hits.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";

@@ -5,7 +5,7 @@
  * `allowed_token_ids`, `bad_words_token_ids` and `top_k` report by one rule, the float64
  * reference's (`referenceLogprobs`) over the float64 model's logits.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";

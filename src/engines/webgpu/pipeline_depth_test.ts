@@ -1,4 +1,4 @@
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import { MAX_DEPTH, MIN_DEPTH, PipelineDepth } from "./pipeline_depth.ts";
 
 /** Steps `ms` apart on the GPU, each submitted before the previous one resolved. */

@@ -3,7 +3,7 @@
  * seeded sampling with penalties, min_tokens, logprobs, stops found late, multi-token bad words
  * (which run unpipelined) and preemption.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import type { WebGpuEngine } from "./engine.ts";
 import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";

@@ -3,7 +3,7 @@
  * 64-bit FNV-1a keys collided (`block_hash_test.ts` shows it) must not share KV. Before SHA-256
  * keys and checked hits, B run after A generated A's text ("and a ba" where B alone gives spaces).
  */
-import { deepStrictEqual, equal, notDeepStrictEqual } from "node:assert/strict";
+import { deepStrictEqual, notDeepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { BlockStored, KvCacheEvent } from "../../contract/kv_events.ts";
 import type { WebGpuEngine } from "./engine.ts";
 import { routerHash } from "../router_hash.ts";

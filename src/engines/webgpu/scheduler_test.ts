@@ -4,7 +4,7 @@
  * earlier tokens through its block table, through admission, growth, prefix hits, preemption
  * and recompute.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { BlockManager } from "./block_manager.ts";

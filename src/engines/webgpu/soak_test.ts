@@ -5,7 +5,7 @@
  * once the step shapes' plans are built. 400 requests in `npm test`;
  * `KILN_SOAK_REQUESTS=2000` (`deno task soak`) for the full run.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { parseEnv } from "../../adapters/deno/flags.ts";
 import { WebGpuEngine } from "./engine.ts";

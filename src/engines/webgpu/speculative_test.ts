@@ -4,7 +4,7 @@
  * against the float64 reference); stop conditions, logprobs, preemption and cancellation inside
  * verified drafts; the counters in Prometheus text.
  */
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";

@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "./engine.ts";

@@ -5,7 +5,7 @@
  * by wrapping the device's `createComputePipeline(Async)`, so a pipeline made anywhere counts.
  * Each test runs on a device of its own: pipelines are cached per device.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { quantizeToFile } from "../../adapters/deno/quantize.ts";
 import { acquireGpu, type Gpu } from "../../gpu/device.ts";

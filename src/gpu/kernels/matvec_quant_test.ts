@@ -1,4 +1,4 @@
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer, uploadBuffer } from "../buffers.ts";
 import { QUANT_FORMATS, QUANT_TYPES, quantize, type QuantType } from "../quant/formats.ts";

@@ -1,4 +1,4 @@
-import { equal, throws } from "node:assert/strict";
+import { strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { encodeRopeFrequencies } from "./rope_frequencies.ts";
 

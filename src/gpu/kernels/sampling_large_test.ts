@@ -4,7 +4,7 @@
  * the float64 reference, with 20 alternatives' logprobs. The radix select's 64-bit mass sums carry here (a row's masses pass
  * 2^32 fixed-point units many times over).
  */
-import { equal, ok, throws } from "node:assert/strict";
+import { ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";

@@ -4,7 +4,7 @@
  * bitmask, `allowed`, bad words, bans) and truncation (top-k, top-p, min-p), greedy and sampled;
  * top lists shorter than asked for where fewer tokens can be drawn, with no padding.
  */
-import { equal } from "node:assert/strict";
+import { strictEqual as equal } from "node:assert/strict";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {

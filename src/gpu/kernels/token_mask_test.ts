@@ -6,7 +6,7 @@
  * the same on both paths, with given draws. Free rows sampled beside constrained ones are as sampled alone; a row left no
  * token yields NO_TOKEN and no other row is affected.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { readF32 } from "../buffers.ts";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";

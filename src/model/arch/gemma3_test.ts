@@ -6,7 +6,7 @@
  * costs it), each feature moves the logits when turned off there, and the GPU forward (F32 and
  * Q4_K_M, both kernel paths) matches the reference.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import {
   checkAblations,
   familyFixture,

@@ -9,7 +9,7 @@
  * config values are refused naming the key; and the GPU forward matches the reference on both
  * kernel paths (F32 and MXFP4).
  */
-import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { encodeWeights } from "../../gpu/dtype.ts";
 import {

@@ -5,7 +5,7 @@
  * forward (both kernel paths, prefill and decode) matches the windowed reference; the window
  * survives a conversion to GGUF.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { maxAbsDiff, verifyOnGpu } from "../../../test/support/family_fixture.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";

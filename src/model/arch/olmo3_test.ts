@@ -5,7 +5,7 @@
  * logits, the GPU forward with the float64 reference; the window moves the logits; a window
  * longer than the context and a bad `layer_types` are refused naming their keys.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { ReferenceModel } from "../reference_model.ts";

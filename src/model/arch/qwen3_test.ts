@@ -6,7 +6,7 @@
  * checkpoint converted to a Q8_0 GGUF and read back) matches the reference within them: so the
  * GPU plan runs the norm, on q and k at their places in the fused q/k/v output.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";

@@ -8,7 +8,7 @@
  * the float64 reference within verify's bounds on both kernel paths, and the fixture's F32 GGUF
  * matches llama.cpp; the engine serves it. Bad expert counts are refused naming the key.
  */
-import { deepStrictEqual, equal, ok, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";

@@ -7,7 +7,12 @@
  * `InvalidArgument` naming its first unreadable tensor and that tensor's type. A type added to
  * the registry moves its files from the second check to the first.
  */
-import { deepEqual, equal, ok, rejects } from "node:assert/strict";
+import {
+  deepStrictEqual as deepEqual,
+  ok,
+  rejects,
+  strictEqual as equal,
+} from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";
 import { openCheckpoint } from "../checkpoint.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, rejects } from "node:assert/strict";
+import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { fileSource } from "../../adapters/deno/file_source.ts";
 import { parseConfig } from "../config.ts";

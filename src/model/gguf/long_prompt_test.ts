@@ -17,7 +17,7 @@
  * the file, per case 3-5 s for the quantization and the float64 pass, 6-9 s on the GPU, of which
  * the 2048-token prompt takes about 7 s.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import type { TensorDtype } from "../../gpu/dtype.ts";
 import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";

@@ -7,7 +7,7 @@
  * Prompts of 1 to 36 tokens: the prefill runs the quantized product in several 8-row slices,
  * decode in one; the embedding gather reads the low-bit table too.
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import type { QuantType } from "../../gpu/quant/formats.ts";
 import { openCheckpoint } from "../checkpoint.ts";

@@ -7,7 +7,7 @@
  * position, prompts of up to 33 and 36 tokens included (prefill in several 8-row slices), and
  * each greedy step.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { openCheckpoint } from "../checkpoint.ts";
 import { GpuModel } from "../gpu_model.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { hfTensorName, unpermuteQkRows } from "./tensors.ts";
 
 const LLAMA = { arch: "llama" };

@@ -8,7 +8,7 @@
  * the line itself; with `parseSpecial: false` it must encode as llama.cpp does with
  * `parse_special` off (special-token text as plain text).
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
 import { blobSource } from "../source.ts";
 import { readGgufFile } from "./header.ts";

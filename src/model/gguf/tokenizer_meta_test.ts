@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, throws } from "node:assert/strict";
+import { deepStrictEqual, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { gpt2Json, read, TEXTS } from "../../text/test_tokenizers.ts";
 import { parseTokenizer } from "../../text/tokenizer.ts";

@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { encodeChat } from "../../text/load.ts";
 import { GgufMetadata } from "./metadata.ts";

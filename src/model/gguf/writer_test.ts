@@ -1,4 +1,4 @@
-import { deepStrictEqual, equal, rejects, throws } from "node:assert/strict";
+import { deepStrictEqual, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { gguf } from "@huggingface/gguf";
 import { EngineError } from "../../contract/errors.ts";
 import {

@@ -7,7 +7,7 @@
  * some `$dynamicRef` and `unevaluated*` cases wrong). The counts compiled are printed, and held
  * to a floor so that a change that refuses more shows here.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { compileSchema } from "./compile.ts";
 import { SchemaRefusal } from "./refusal.ts";

@@ -6,7 +6,7 @@
  * `SUBSET` predicates, from `formats.ts`'s list). Dates are checked exhaustively over months,
  * days and leap and non-leap years. Formats Kiln does not enforce are refused by name.
  */
-import { equal, ok, throws } from "node:assert/strict";
+import { ok, strictEqual as equal, throws } from "node:assert/strict";
 import { Ajv } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { Rules } from "./ebnf.ts";

@@ -4,7 +4,7 @@
  * must not (and ajv agrees the accepted ones are valid), or the schema is refused naming the
  * keyword and pointer, in Kiln's words (nothing of XGrammar's).
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { Ajv } from "ajv";
 import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";

@@ -8,7 +8,7 @@
  * and decimals near the bounds. `multipleOf`
  * likewise over 1,000 ranges, enumerated.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { compileSchema } from "./compile.ts";
 import { nextDown, nextUp } from "./decimal.ts";
 import { derives, type Ebnf, parseEbnf, sample } from "./test_ebnf.ts";

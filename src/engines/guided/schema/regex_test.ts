@@ -3,7 +3,7 @@
  * runtime's `RegExp` reads them (`\p{...}` against every code point below U+20000), what is
  * refused by name, and the automata's sizes, counted sets and budgets.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { BUDGET, countedSet, regexDfa, withLength } from "./automaton.ts";
 import { ANY, type CharSet, DOT, has, SPACE } from "./charset.ts";
 import { parseRegex, PatternRefusal, type Regex } from "./regex.ts";

@@ -7,7 +7,7 @@
  * grammar accepts over an alphabet of escapes parses to an allowed string, in its canonical form.
  * The guided `regex` grammar is checked the same way on raw strings, whole-match.
  */
-import { deepStrictEqual, equal, ok, throws } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { Rules } from "./ebnf.ts";
 import { SchemaRefusal } from "./refusal.ts";
 import { jsonLiteral, jsonStringExpr, regexGrammar, type StringConstraints } from "./strings.ts";

@@ -6,7 +6,7 @@
  * (overlong, surrogate, past U+10FFFF), no code point outside it, none of it missing. Also pins
  * the XGrammar behaviour the writer relies on (a class is a class of bytes).
  */
-import { deepStrictEqual, equal, ok } from "node:assert/strict";
+import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import {
   type CharSet,
   complement,

@@ -6,7 +6,7 @@
  * (each step a random allowed byte, or the end) never reach a dead end, and what they finish is
  * valid for ajv. And issue 37's integer range: 100 to 120, nothing else.
  */
-import { equal, ok } from "node:assert/strict";
+import { ok, strictEqual as equal } from "node:assert/strict";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { compileSchema } from "./compile.ts";
 import { SchemaRefusal } from "./refusal.ts";
