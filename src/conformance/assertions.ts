@@ -8,14 +8,98 @@ import { ConformanceFailure, type FailureKind } from "./failure.ts";
 
 /** One assertion: the failure kind it reports and the rule it enforces. */
 export interface Assertion {
+  /** The failure kind a break of it reports. */
   kind: FailureKind;
+  /** The rule, in words. */
   rule: string;
 }
 
 const a = (kind: FailureKind, rule: string): Assertion => ({ kind, rule });
 
+/**
+ * The id of one of {@linkcode ASSERTIONS}: `<check>/<rule>`. Written out (not `keyof typeof`), so
+ * the published types are explicit; the table below must name exactly these.
+ */
+export type AssertionId =
+  | "start/resolves"
+  | "start/model"
+  | "kv_event_sources/resolves"
+  | "kv_event_sources/idempotent"
+  | "setup_metrics/resolves"
+  | "setup_metrics/idempotent"
+  | "single_generate/ends"
+  | "single_generate/no-error-before-chunk"
+  | "single_generate/no-error-after-chunk"
+  | "single_generate/chunks"
+  | "single_generate/terminal"
+  | "single_generate/terminal-last"
+  | "single_generate/max-tokens"
+  | "single_generate/usage"
+  | "concurrent_generates/ends"
+  | "concurrent_generates/no-error-before-chunk"
+  | "concurrent_generates/no-error-after-chunk"
+  | "concurrent_generates/chunks"
+  | "concurrent_generates/terminal"
+  | "concurrent_generates/terminal-last"
+  | "cancellation/generate-sync"
+  | "cancellation/ends"
+  | "cancellation/no-error-before-chunk"
+  | "cancellation/no-error-after-chunk"
+  | "cancellation/chunks"
+  | "cancellation/terminal-last"
+  | "cancellation/finish"
+  | "cancellation_mid_stream/generate-sync"
+  | "cancellation_mid_stream/first-chunks"
+  | "cancellation_mid_stream/no-error-before-chunk"
+  | "cancellation_mid_stream/no-error-after-chunk"
+  | "cancellation_mid_stream/not-early"
+  | "cancellation_mid_stream/ends"
+  | "cancellation_mid_stream/no-error-after-cancel"
+  | "cancellation_mid_stream/finish"
+  | "cancellation_pre_aborted/generate-sync"
+  | "cancellation_pre_aborted/no-error-before-chunk"
+  | "cancellation_pre_aborted/no-error-after-chunk"
+  | "cancellation_pre_aborted/ends"
+  | "cancellation_pre_aborted/no-tokens"
+  | "cancellation_pre_aborted/terminal"
+  | "cancellation_pre_aborted/finish"
+  | "optional_members/aliases"
+  | "optional_members/llm-object"
+  | "optional_members/llm-counts"
+  | "optional_members/llm-bootstrap-host"
+  | "optional_members/llm-agrees"
+  | "optional_members/endpoint-ready"
+  | "optional_members/controls-resolve"
+  | "optional_members/controls-distinct"
+  | "optional_members/controls-runnable"
+  | "optional_members/unknown-control-refused"
+  | "optional_members/health-payload-resolves"
+  | "optional_members/health-payload-valid"
+  | "optional_members/health-payload-probe"
+  | "optional_members/health-probe-served"
+  | "optional_members/health-probe-ends"
+  | "optional_members/quiescent-resolves"
+  | "optional_members/quiescent-typed"
+  | "optional_members/quiescent-watch-streams"
+  | "optional_members/quiescent-busy"
+  | "optional_members/quiescent-settles"
+  | "optional_members/drain-resolves"
+  | "optional_members/quiescent-after-drain"
+  | "cleanup/resolves"
+  | "second_cleanup/resolves"
+  | "cleanup_without_start/resolves"
+  | "kv_cache_overload/start"
+  | "kv_cache_overload/ends"
+  | "kv_cache_overload/no-error-before-chunk"
+  | "kv_cache_overload/no-error-after-chunk"
+  | "kv_cache_overload/chunks"
+  | "kv_cache_overload/terminal"
+  | "kv_cache_overload/terminal-last"
+  | "kv_cache_overload/not-cancelled"
+  | "kv_cache_overload/short-served";
+
 /** The assertions, by id; the part before `/` is the check that makes it. */
-export const ASSERTIONS = {
+export const ASSERTIONS: Readonly<Record<AssertionId, Assertion>> = {
   "start/resolves": a("StartFailed", "start() resolves within the step bound"),
   "start/model": a("EmptyModelInConfig", "start()'s EngineConfig names a model"),
   "kv_event_sources/resolves": a("KvEventSourcesFailed", "kvEventSources() resolves"),
@@ -113,10 +197,7 @@ export const ASSERTIONS = {
   "kv_cache_overload/terminal-last": a("ChunkAfterTerminal", "each: one terminal, the last"),
   "kv_cache_overload/not-cancelled": a("OverloadUnserved", "no stream ends cancelled uncancelled"),
   "kv_cache_overload/short-served": a("OverloadUnserved", "the short request ends without error"),
-} as const satisfies Record<string, Assertion>;
-
-/** The id of one of {@linkcode ASSERTIONS}. */
-export type AssertionId = keyof typeof ASSERTIONS;
+};
 
 /** The check that makes assertion `id`. */
 export function checkOf(id: AssertionId): string {

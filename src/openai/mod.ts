@@ -83,5 +83,5 @@ export {
   ToolCallParser,
   type ToolCallStep,
 } from "./tool_calls.ts";
-export type { Opening, ParsedToolCall, ReplyEnd, Scan } from "./tool_scan.ts";
+export type { CallCheck, Opening, ParsedToolCall, ReplyEnd, Scan } from "./tool_scan.ts";
 export { countRefused, TrackedRequest } from "./tracking.ts";

@@ -56,6 +56,7 @@ export type {
 } from "./language_model_types.ts";
 export {
   exposeSharedHost,
+  type GraceTimers,
   type KvEvent,
   type SharedEngine,
   SharedEngineHost,

@@ -43,7 +43,9 @@ export interface SharedHostOptions {
 
 /** `setTimeout` and `clearTimeout`, as the grace period uses them. */
 export interface GraceTimers {
+  /** Calls `release` after `ms` milliseconds; returns what `clearTimeout` takes. */
   setTimeout(release: () => void, ms: number): unknown;
+  /** Calls off a timer `setTimeout` set. */
   clearTimeout(id: unknown): void;
 }
 
