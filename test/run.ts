@@ -1,13 +1,14 @@
 /**
  * `npm test [-- NAME...]`: runs the gate (fmt, lint, type check) and every suite (Deno unit and
- * GPU tests, Node tests, browser tests), or only those named, and ends with one line
- * `N passed, N failed, N skipped`. Each suite writes JUnit XML, which is counted here; each gate step counts
- * as one test.
+ * GPU tests, Node tests, browser tests), or only those named, and ends with each suite's time,
+ * then one line `N passed, N failed, N skipped` (the last). Each suite writes JUnit XML, which is
+ * counted here; each gate step counts as one test. After the gate the suites run in three lanes
+ * side by side (`LANE` in test/support/suites.ts).
  *
  * Suites:
  * - deno:    every `*_test.ts` under src/ and test/ (`deno test`), GPU tests included
- *            (lavapipe or llvmpipe when there is no GPU), in three processes (kernels and
- *            models, engines, the rest: see `DENO_PARTS`).
+ *            (lavapipe or llvmpipe when there is no GPU), in four processes (kernels, models,
+ *            engines, the rest: see `DENO_PARTS`).
  * - node:    every `*.test.mjs` under test/node/ (`node --test`), against a bundle of src/.
  * - browser: every `*.test.mjs` under test/browser/ (`node --test`, Playwright + Chromium).
  * - browser_big: every `*.test.mjs` under test/browser_big/: a 2 GB random-weight model

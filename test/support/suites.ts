@@ -1,5 +1,9 @@
-/** Runs the test suites as subprocesses and counts their JUnit results. */
-import { countJunit, type Counts } from "./junit.ts";
+/**
+ * Runs the test suites as subprocesses, in lanes side by side (test/support/suite_process.ts
+ * runs and judges each), counts their JUnit results and prints each suite's time.
+ */
+import type { Counts } from "./junit.ts";
+import { runSuite, type SuiteResult, type SuiteRun } from "./suite_process.ts";
 
 /** What `npm test -- NAME...` can name: the gate and each suite. */
 export const SUITE_NAMES = ["gate", "deno", "node", "browser", "browser_big"] as const;
@@ -12,6 +16,8 @@ interface Suite {
   command(junit: string): string[] | undefined;
   /** Minutes it may run before it is stopped and counted as one failure (a hung test). */
   minutes: number;
+  /** Suites of one lane run one after another; the lanes run side by side (see `LANES`). */
+  lane: number;
 }
 
 /** The gate's steps; each counts as one test, so a failed gate still ends with the count line. */
@@ -67,15 +73,31 @@ const benchTests = () => testFiles(["bench/"], ["bench/"]);
 
 /**
  * The Deno suite's parts, each `deno test` process of its own. In one process the GPU tests slow
- * down the longer it runs on lavapipe (the whole of `src/gpu/kernels/gemm_quant_test.ts` takes
- * 54 s alone and took 20 minutes as the 85th file, matvec_quant 20 s and 163 s; CPU-only files
- * kept their speed), so the kernel and model tests run in a fresh process, and the engines apart
- * from the server and browser-side tests.
+ * down the longer it runs on lavapipe (the whole of `src/gpu/kernels/gemm_quant_test.ts` took
+ * 54 s alone and 20 minutes as the 85th file, matvec_quant 20 s and 163 s; CPU-only files kept
+ * their speed), so the kernel tests, the model tests and the engines each run in a fresh
+ * process, apart from the server and browser-side tests (the rest).
  */
-const DENO_PARTS: readonly { part: string; paths: string[]; minutes: number }[] = [
-  { part: "kernels", paths: ["src/gpu/", "src/model/"], minutes: 30 },
-  { part: "engines", paths: ["src/engines/", "src/adapters/", "src/conformance/"], minutes: 25 },
+const DENO_PARTS: readonly { part: string; paths: string[]; minutes: number; lane: number }[] = [
+  { part: "kernels", paths: ["src/gpu/"], minutes: 25, lane: 0 },
+  { part: "models", paths: ["src/model/"], minutes: 25, lane: 1 },
+  {
+    part: "engines",
+    paths: ["src/engines/", "src/adapters/", "src/conformance/"],
+    minutes: 25,
+    lane: 0,
+  },
 ];
+
+/**
+ * The lanes. The suites share nothing (each its own processes, ports, temporary folders and
+ * model store; browser_big alone writes .cache/big-model/), so the lanes run side by side, three
+ * at a time on two cores: much of a suite's time is waiting (servers, sockets, pages, each
+ * browser test file's Vite server) rather than computing. Lane 0: the kernels, the engines, then
+ * browser_big; lane 1: the models, the rest of Deno, then Node; lane 2: the browser suite. On a
+ * 2-core machine run one after another they took about 13 + 16 + 14, 15 + 0.4 and 22 minutes.
+ */
+const LANE = { denoRest: 1, node: 1, browser: 2, browserBig: 0 } as const;
 
 /**
  * Every `*_test.ts` under `roots`, sorted, but those in folders under `skip` (prefixes; a root's
@@ -119,17 +141,29 @@ async function suites(): Promise<Suite[]> {
       part: p.part,
       command: deno(p.paths),
       minutes: p.minutes,
+      lane: p.lane,
     })),
     {
       name: "deno",
       part: "rest",
       command: deno([...rest, ...bench]),
       minutes: 30,
+      lane: LANE.denoRest,
     },
-    { name: "node", command: await nodeTests("test/node"), minutes: 10 },
-    { name: "browser", command: await nodeTests("test/browser"), minutes: 30 },
+    { name: "node", command: await nodeTests("test/node"), minutes: 10, lane: LANE.node },
+    {
+      name: "browser",
+      command: await nodeTests("test/browser"),
+      minutes: 30,
+      lane: LANE.browser,
+    },
     // A 2 GB model in Chromium (its file is generated once into .cache/big-model/): slower, last.
-    { name: "browser_big", command: await nodeTests("test/browser_big"), minutes: 30 },
+    {
+      name: "browser_big",
+      command: await nodeTests("test/browser_big"),
+      minutes: 30,
+      lane: LANE.browserBig,
+    },
   ];
 }
 
@@ -138,6 +172,9 @@ function env(): Record<string, string> {
   // so that tests never read or fill the user's cache, nor one another's from an earlier run.
   const out: Record<string, string> = {
     KILN_CACHE_DIR: Deno.makeTempDirSync({ prefix: "kiln-test-cache-" }),
+    // glibc's fatal messages (a heap check's abort) on stderr rather than the terminal, where the
+    // runner reads the last line to tell the known teardown crash from any other.
+    LIBC_FATAL_STDERR_: "1",
   };
   if (!Deno.env.get("XDG_RUNTIME_DIR")) {
     const dir = `${Deno.env.get("TMPDIR") ?? "/tmp"}/kiln-xdg-${Deno.pid}`;
@@ -147,86 +184,71 @@ function env(): Record<string, string> {
   return out;
 }
 
-/**
- * Whether a suite's process died by SIGABRT or SIGSEGV (Deno reports them as 134 and 139) after
- * its JUnit report was written whole with tests passed and none failed: the known crash of a Deno
- * process whose Workers used WebGPU on lavapipe, in libc's exit handlers after all its output. Any
- * other exit without a failed test still counts as one failure.
- */
-export function diedAfterReport(
-  status: { success: boolean; code: number; signal: string | null },
-  counts: Counts,
-  reported: boolean,
-): boolean {
-  const signal = status.signal ?? ({ 134: "SIGABRT", 139: "SIGSEGV" } as Record<number, string>)[
-    status.code
+/** `1m 05s`, `42s`. */
+export function duration(seconds: number): string {
+  const s = Math.round(seconds);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
+}
+
+/** The summary's lines before the count line: each suite's time, then the whole run's. */
+export function timeLines(results: readonly SuiteResult[], wallSeconds: number): string[] {
+  const width = Math.max(...results.map((r) => r.label.length), "total (wall)".length);
+  return [
+    "=== time per suite (suites in different lanes ran side by side)",
+    ...results.map((r) => `${r.label.padEnd(width)}  ${duration(r.seconds)}`),
+    `${"total (wall)".padEnd(width)}  ${duration(wallSeconds)}`,
   ];
-  return !status.success && reported && counts.failed === 0 && counts.passed > 0 &&
-    (signal === "SIGABRT" || signal === "SIGSEGV");
 }
 
 /** Run the named suites (all when `only` is empty); returns the process exit code. */
 export async function runSuites(only: string[]): Promise<number> {
+  const started = performance.now();
   const dir = await Deno.makeTempDir({ prefix: "kiln-test-" });
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
+  const results: SuiteResult[] = [];
   const extraEnv = env();
-  let crashed = false;
   if (only.length === 0 || only.includes("gate")) {
+    const t0 = performance.now();
     const gate = await runGate();
     total.passed += gate.passed;
     total.failed += gate.failed;
+    results.push({
+      label: "gate",
+      counts: gate,
+      seconds: (performance.now() - t0) / 1000,
+      crashed: false,
+    });
   }
+  const runs = new Map<number, SuiteRun[]>();
   for (const suite of await suites()) {
     if (only.length > 0 && !only.includes(suite.name)) continue;
     const label = suite.part === undefined ? suite.name : `${suite.name} (${suite.part})`;
     const junit = `${dir}/${suite.name}${suite.part === undefined ? "" : `_${suite.part}`}.xml`;
     const argv = suite.command(junit);
     if (argv === undefined) continue;
-    console.log(`\n=== suite ${label}: ${argv.join(" ")}`);
-    const [cmd, ...args] = argv as [string, ...string[]];
-    const child = new Deno.Command(cmd, { args, env: extraEnv }).spawn();
-    // A suite past its time (a hung test) is stopped and counted as a failure, so that `npm test`
-    // always ends with its count rather than holding CI until its own limit.
-    let overtime = false;
-    const watchdog = setTimeout(() => {
-      overtime = true;
-      console.log(`suite ${label}: still running after ${suite.minutes} min: stopping it`);
-      child.kill("SIGKILL");
-    }, suite.minutes * 60_000);
-    const status = await child.status;
-    clearTimeout(watchdog);
-    let counts: Counts;
-    let reported = true;
-    try {
-      counts = countJunit(await Deno.readTextFile(junit));
-    } catch {
-      counts = { passed: 0, failed: 0, skipped: 0 };
-      reported = false;
-    }
-    if (overtime) {
-      counts.failed += 1;
-      crashed = true;
-    } else if (diedAfterReport(status, counts, reported)) {
-      console.log(
-        `suite ${label}: every test reported (${counts.passed} passed, 0 failed), then the ` +
-          `process died by ${status.signal ?? `exit code ${status.code}`} as it exited: the ` +
-          `Deno 2.9.6 + lavapipe teardown crash (docs/status.md, Known issues); not counted as a test`,
-      );
-    } else if (!status.success && counts.failed === 0) {
-      // The runner failed without reporting a failed test (a crash, a type error): count it.
-      console.log(`suite ${label} exited ${status.code} with no failed test reported`);
-      counts.failed += 1;
-      crashed = true;
-    }
-    console.log(
-      `=== suite ${label}: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`,
-    );
-    total.passed += counts.passed;
-    total.failed += counts.failed;
-    total.skipped += counts.skipped;
+    const lane = runs.get(suite.lane) ?? [];
+    lane.push({ label, argv, junit, minutes: suite.minutes, env: extraEnv });
+    runs.set(suite.lane, lane);
   }
+  // Each lane runs its suites one after another; the lanes run side by side.
+  const laneResults = await Promise.all(
+    [...runs.values()].map(async (lane) => {
+      const out: SuiteResult[] = [];
+      for (const run of lane) out.push(await runSuite(run));
+      return out;
+    }),
+  );
+  const suiteResults = laneResults.flat();
+  for (const r of suiteResults) {
+    total.passed += r.counts.passed;
+    total.failed += r.counts.failed;
+    total.skipped += r.counts.skipped;
+  }
+  results.push(...suiteResults);
+  console.log("");
+  for (const line of timeLines(results, (performance.now() - started) / 1000)) console.log(line);
   // A test that could not run here (no shader-f16, no shared fixture) is skipped and counted as
   // such, never as passed.
   console.log(`\n${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
-  return total.failed > 0 || crashed ? 1 : 0;
+  return total.failed > 0 || suiteResults.some((r) => r.crashed) ? 1 : 0;
 }
