@@ -84,7 +84,7 @@ function checkVocab(request: PreprocessedRequest, vocabSize: number): void {
 function refuseUnhonoured(request: PreprocessedRequest): void {
   const s = request.sampling_options, o = request.output_options;
   const refuse = (field: string, why: string) =>
-    EngineError.invalidArgument(`request.${field}: ${why}`);
+    new EngineError("InvalidArgument", `request.${field}: ${why}`, { param: field });
   if ((s.best_of ?? 1) !== 1) {
     throw refuse("sampling_options.best_of", `${s.best_of} is not supported (1 only)`);
   }

@@ -23,6 +23,7 @@ function refusedAs(request: ReturnType<typeof wire>, field: string): void {
     const err = e as EngineError;
     strictEqual(err.type, "InvalidArgument");
     strictEqual(err.message.startsWith(`request.${field}: `), true, err.message);
+    strictEqual(err.param, field);
     return true;
   });
 }
