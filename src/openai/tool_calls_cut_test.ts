@@ -14,6 +14,7 @@ import {
   ToolCallParser,
   type ToolCallStep,
 } from "./tool_calls.ts";
+import { readPieces } from "../../test/support/tool_reads.ts";
 
 const convention = (marker: string) => TOOL_CALL_CONVENTIONS.get(marker)!;
 const tagged = convention("<tool_call>"), named = convention("[ARGS]");
@@ -160,13 +161,7 @@ const CASES: Case[] = [
 
 /** Read `pieces` in order with one parser, then finish as the case ended. */
 function read(c: Case, pieces: string[]): ToolCallStep {
-  const parser = new ToolCallParser(c.convention, c.maxCalls);
-  const all: ToolCallStep = { content: "", calls: [] };
-  for (const step of [...pieces.map((p) => parser.push(p)), parser.finish(c.cut)]) {
-    all.content += step.content;
-    all.calls.push(...step.calls);
-  }
-  return all;
+  return readPieces(new ToolCallParser(c.convention, c.maxCalls), pieces, c.cut);
 }
 
 Deno.test("cut replies: complete calls kept, the cut call dropped; whole, split and char by char", () => {

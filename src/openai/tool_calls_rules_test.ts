@@ -20,6 +20,7 @@ import {
   ToolCallParser,
   type ToolCallStep,
 } from "./tool_calls.ts";
+import { readPieces } from "../../test/support/tool_reads.ts";
 
 /** The request's functions. */
 const NAMES = new Set(["get_time", "get_weather"]);
@@ -142,13 +143,7 @@ function cases(w: Writer): Case[] {
 
 /** Read `pieces` in order with one parser; the content and calls of all steps. */
 function stream(w: Writer, c: Case, check: CallCheck, pieces: string[]): ToolCallStep {
-  const parser = new ToolCallParser(w.convention, c.maxCalls, check);
-  const all: ToolCallStep = { content: "", calls: [] };
-  for (const step of [...pieces.map((p) => parser.push(p)), parser.finish()]) {
-    all.content += step.content;
-    all.calls.push(...step.calls);
-  }
-  return all;
+  return readPieces(new ToolCallParser(w.convention, c.maxCalls, check), pieces);
 }
 
 /** The cases each convention gets wrong under `check`: whole, cut anywhere, char by char. */

@@ -14,6 +14,7 @@ import {
   ToolCallParser,
   type ToolCallStep,
 } from "./tool_calls.ts";
+import { readPieces } from "../../test/support/tool_reads.ts";
 
 const TEMPLATES = new URL("../../test/fixtures/chat_templates/", import.meta.url);
 const template = (name: string) => Deno.readTextFileSync(new URL(name, TEMPLATES));
@@ -177,13 +178,7 @@ const CASES: Case[] = [
 
 /** Read `pieces` in order with one parser; the content and calls of all steps. */
 function stream(c: Case, pieces: string[]): ToolCallStep {
-  const parser = new ToolCallParser(c.convention, c.maxCalls);
-  const all: ToolCallStep = { content: "", calls: [] };
-  for (const step of [...pieces.map((p) => parser.push(p)), parser.finish()]) {
-    all.content += step.content;
-    all.calls.push(...step.calls);
-  }
-  return all;
+  return readPieces(new ToolCallParser(c.convention, c.maxCalls), pieces);
 }
 
 Deno.test("tool calls: each convention's replies, whole", () => {
