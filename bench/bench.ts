@@ -47,7 +47,7 @@ import { relative, resolve } from "node:path";
 import { acquireGpu, runtimeData } from "../src/gpu/device.ts";
 import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
-import { modelName } from "../src/model/source.ts";
+import { modelName } from "../src/formats/source.ts";
 import { parseConfig } from "../src/model/config.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { BENCH_FLAGS } from "./bench_flags.ts";

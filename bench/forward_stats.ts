@@ -4,13 +4,13 @@
  * record it (nothing is submitted, so the GPU is never waited on), and the weight bytes it reads.
  * The forward is built as the engine builds it (over a GPU token store), so the counts match.
  */
-import type { ModelFiles } from "../src/model/source.ts";
+import type { ModelFiles } from "../src/formats/source.ts";
 import type { Gpu } from "../src/gpu/device.ts";
 import { storageBuffer } from "../src/gpu/buffers.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
-import { Forward, type StepBatch } from "../src/model/forward.ts";
-import { GpuModel } from "../src/model/gpu_model.ts";
-import { rowBytes } from "../src/model/upload.ts";
+import { Forward, type StepBatch } from "../src/runtime/forward.ts";
+import { GpuModel } from "../src/runtime/gpu_model.ts";
+import { rowBytes } from "../src/runtime/upload.ts";
 import { weightList } from "../src/model/weights.ts";
 
 export interface WeightBytes {

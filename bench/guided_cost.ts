@@ -13,8 +13,8 @@
  */
 import { Guides } from "../src/engines/guided/guides.ts";
 import { parseGuided } from "../src/engines/guided/options.ts";
-import { readText } from "../src/model/source.ts";
-import type { ModelFiles } from "../src/model/source.ts";
+import { readText } from "../src/formats/source.ts";
+import type { ModelFiles } from "../src/formats/source.ts";
 import { loadText } from "../src/text/load.ts";
 import { KilnRunner } from "./kiln_runner.ts";
 import { median } from "./compare.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { modelName } from "../src/model/source.ts";
+import { modelName } from "../src/formats/source.ts";
 import type { Peer } from "./peers/peer.ts";
 
 /** What `loadPeers` reads of the command line. */

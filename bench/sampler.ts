@@ -13,7 +13,7 @@ import { type Dispatch, encodeDispatches } from "../src/gpu/dispatch.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "../src/gpu/kernels/kernel.ts";
 import { Sampler, type SeqSampling } from "../src/gpu/kernels/sampling.ts";
 import { seeded } from "../test/support/kernel_harness.ts";
-import type { SamplingParams } from "../src/gpu/reference/sampling.ts";
+import type { SamplingParams } from "../src/reference/kernels/sampling.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 
 const { flags } = runCli({

@@ -5,7 +5,7 @@
  * on the checkpoint's F16 GGUF), made once and cached beside the checkpoint.
  */
 import { describeReport, quantizeToFile } from "../src/adapters/deno/quantize.ts";
-import { GGUF_MIXES, type GgufMix } from "../src/model/gguf/quant_mix.ts";
+import { GGUF_MIXES, type GgufMix } from "../src/convert/quant_mix.ts";
 import { ensureCheckpoint } from "./checkpoint.ts";
 
 /** Mixes only llama.cpp's quantizer makes here (its file types, lower-cased). */

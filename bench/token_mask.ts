@@ -9,7 +9,7 @@
 import { acquireGpu } from "../src/gpu/device.ts";
 import { uploadBuffer } from "../src/gpu/buffers.ts";
 import { Sampler, type SeqSampling } from "../src/gpu/kernels/sampling.ts";
-import { tokenBitmask } from "../src/gpu/reference/token_mask.ts";
+import { tokenBitmask } from "../src/gpu/token_mask_bits.ts";
 import { seeded } from "../test/support/kernel_harness.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 

@@ -12,8 +12,8 @@ import { dirFiles } from "../src/adapters/deno/file_source.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
-import { GpuModel } from "../src/model/gpu_model.ts";
-import { STAGING_CHUNK_BYTES, type UploadVia } from "../src/model/staging.ts";
+import { GpuModel } from "../src/runtime/gpu_model.ts";
+import { STAGING_CHUNK_BYTES, type UploadVia } from "../src/runtime/staging.ts";
 import { weightList } from "../src/model/weights.ts";
 import { ensureCheckpoint } from "./checkpoint.ts";
 

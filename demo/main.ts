@@ -8,7 +8,7 @@
  * (`loading`, `ready`, `generating`, `error`, `no-webgpu`).
  */
 import type { FinishReasonText, SamplingFields } from "../src/openai/types.ts";
-import { type DownloadProgress, modelName } from "../src/model/source.ts";
+import { type DownloadProgress, modelName } from "../src/formats/source.ts";
 import { encodeChat } from "../src/text/load.ts";
 import { type KilnModel, openModel } from "../src/worker/open.ts";
 import { MetricsPanel } from "./metrics_panel.ts";

@@ -12,7 +12,7 @@
 import { browserStore, storedFiles } from "../src/store/browser.ts";
 import { entryKey } from "../src/store/storage.ts";
 import { splitNames } from "../src/model/gguf/load.ts";
-import { type DownloadProgress, ggufEntry, type ModelFiles } from "../src/model/source.ts";
+import { type DownloadProgress, ggufEntry, type ModelFiles } from "../src/formats/source.ts";
 
 const REQUIRED = ["config.json", "tokenizer.json"];
 const OPTIONAL = ["tokenizer_config.json", "generation_config.json"];

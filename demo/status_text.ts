@@ -4,7 +4,7 @@
  * GPU memory the engine's ledger counts).
  */
 import type { EngineConfig } from "../src/contract/types.ts";
-import type { DownloadProgress, TransferProgress } from "../src/model/source.ts";
+import type { DownloadProgress, TransferProgress } from "../src/formats/source.ts";
 
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
 

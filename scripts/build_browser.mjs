@@ -27,7 +27,7 @@
 //
 // `onnxruntime-web` (the optional peer that only the ONNX Runtime engine loads) stays an external
 // import: it is not inlined. `@huggingface/gguf` comes pre-bundled in the compiled
-// `model/gguf/lib.js` (scripts/build_vendor.mjs), so `@huggingface/tasks` is not met here. The
+// `formats/gguf/lib.js` (scripts/build_vendor.mjs), so `@huggingface/tasks` is not met here. The
 // bundler is rolldown, the one Vite 8 is built on.
 import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, sep } from "node:path";

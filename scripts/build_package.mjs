@@ -15,7 +15,7 @@
 //   the versioned condition `types@>=6`, and `x.ts5.d.ts`, chosen by the plain `types` condition
 //   (older TypeScript, other tools), which re-exports `x.d.ts` and, where its `.d.ts` files name
 //   WebGPU types, references `@webgpu/types` (a dependency of the package).
-// - `model/gguf/lib.js` gets `@huggingface/gguf` bundled in, free of `@huggingface/tasks`'s tables
+// - `formats/gguf/lib.js` gets `@huggingface/gguf` bundled in, free of `@huggingface/tasks`'s tables
 //   (scripts/build_vendor.mjs), so apps' bundlers do not keep them.
 // - `dist/pkg/browser/`: the self-contained build for pages without a bundler, bundled from the
 //   compiled modules by scripts/build_browser.mjs (the package export `./browser`).

@@ -1,5 +1,5 @@
 /**
- * The measurements behind `verify`'s bounds (`src/model/verify.ts`): for every reference model
+ * The measurements behind `verify`'s bounds (`src/reference/verify.ts`): for every reference model
  * (the three HF fixtures and fortune) and every GGUF type the parity test runs, the logit error
  * of the GPU path on the adapter Deno finds, per KV cache dtype, printed one line per prompt:
  *
@@ -20,19 +20,19 @@ import { KERNEL_PATHS_ENV } from "../src/adapters/deno/kernel_paths.ts";
 import { acquireGpu } from "../src/gpu/device.ts";
 import type { KvDtype } from "../src/gpu/kernels/attention.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../src/model/gguf/convert.ts";
-import type { GgufMix } from "../src/model/gguf/quant_mix.ts";
-import { GpuModel } from "../src/model/gpu_model.ts";
-import { buildReference } from "../src/model/reference_file.ts";
-import { ReferenceModel } from "../src/model/reference_model.ts";
-import { fileListFiles } from "../src/model/source.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../src/convert/convert.ts";
+import type { GgufMix } from "../src/convert/quant_mix.ts";
+import { GpuModel } from "../src/runtime/gpu_model.ts";
+import { buildReference } from "../src/reference/file.ts";
+import { ReferenceModel } from "../src/reference/model.ts";
+import { fileListFiles } from "../src/formats/source.ts";
 import {
   parseReference,
   type PromptResult,
   type Reference,
   verifyLogits,
   verifyModel,
-} from "../src/model/verify.ts";
+} from "../src/reference/verify.ts";
 import { MODELS } from "../test/support/models.ts";
 
 const { flags, env, fail } = runCli({

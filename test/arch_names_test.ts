@@ -17,9 +17,9 @@ const ARCH_DIR = "model/arch/";
  * whitespace after them when the file's name says "phi3").
  */
 const ALLOWED: Record<string, readonly string[]> = {
-  "model/gguf/tokenizer.ts": ["llama", "qwen2", "phi3"],
-  "model/gguf/tokenizer_meta.ts": ["llama", "qwen2"],
-  "model/gguf/pretokenizers.ts": ["qwen2"],
+  "text/gguf/tokenizer.ts": ["llama", "qwen2", "phi3"],
+  "convert/tokenizer_meta.ts": ["llama", "qwen2"],
+  "text/gguf/pretokenizers.ts": ["qwen2"],
 };
 
 /** Every name a family answers to: its own, HF's and GGUF's. */

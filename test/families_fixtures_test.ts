@@ -12,10 +12,10 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { dirFiles, fileSource } from "../src/adapters/deno/file_source.ts";
 import { openCheckpoint } from "../src/model/checkpoint.ts";
-import { readGgufFile } from "../src/model/gguf/header.ts";
-import { ReferenceModel } from "../src/model/reference_model.ts";
-import { type ByteTensorInfo, readSafetensorsHeader } from "../src/model/safetensors.ts";
-import type { ByteSource } from "../src/model/source.ts";
+import { readGgufFile } from "../src/formats/gguf/header.ts";
+import { ReferenceModel } from "../src/reference/model.ts";
+import { type ByteTensorInfo, readSafetensorsHeader } from "../src/formats/safetensors.ts";
+import type { ByteSource } from "../src/formats/source.ts";
 import { referenceLogits } from "../bench/peers/families/reference.ts";
 
 const ROOT = new URL("./fixtures/families/", import.meta.url).pathname;

@@ -4,7 +4,7 @@
  */
 import { ok, strictEqual as equal } from "node:assert/strict";
 import { promtoolCheck } from "./support/promtool.ts";
-import { encodeGguf } from "../src/model/gguf/test_encoder.ts";
+import { encodeGguf } from "../src/formats/gguf/test_encoder.ts";
 import { tinyMetadata, tinyTensors } from "../src/model/gguf/test_model.ts";
 import { quantizeToFile } from "../src/adapters/deno/quantize.ts";
 

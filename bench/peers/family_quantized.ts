@@ -9,20 +9,20 @@
  *
  *   deno run -A bench/peers/family_quantized.ts [--families qwen3moe,qwen3]
  */
-import { fileListFiles } from "../../src/model/source.ts";
+import { fileListFiles } from "../../src/formats/source.ts";
 import { openCheckpoint } from "../../src/model/checkpoint.ts";
-import { ReferenceModel } from "../../src/model/reference_model.ts";
+import { ReferenceModel } from "../../src/reference/model.ts";
 import {
   ggufMetadata,
   ggufTensors,
   planTensors,
   readHfCheckpoint,
-} from "../../src/model/gguf/convert.ts";
-import type { GgufMix } from "../../src/model/gguf/quant_mix.ts";
-import { writeGguf } from "../../src/model/gguf/writer.ts";
+} from "../../src/convert/convert.ts";
+import type { GgufMix } from "../../src/convert/quant_mix.ts";
+import { writeGguf } from "../../src/convert/writer.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
-import { GpuModel } from "../../src/model/gpu_model.ts";
-import { Forward } from "../../src/model/forward.ts";
+import { GpuModel } from "../../src/runtime/gpu_model.ts";
+import { Forward } from "../../src/runtime/forward.ts";
 import { tokenizerMeta } from "./families/build.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
 import { runCli } from "../../src/adapters/deno/flags.ts";

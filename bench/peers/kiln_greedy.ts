@@ -1,6 +1,6 @@
 /** Kiln's greedy continuation on a loaded model, with its own top-1/top-2 margin at each step. */
-import { Forward } from "../../src/model/forward.ts";
-import type { GpuModel } from "../../src/model/gpu_model.ts";
+import { Forward } from "../../src/runtime/forward.ts";
+import type { GpuModel } from "../../src/runtime/gpu_model.ts";
 
 export interface Greedy {
   tokens: number[];

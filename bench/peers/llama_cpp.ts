@@ -88,9 +88,9 @@ export async function ggufFor(modelDir: string): Promise<string> {
   const dir = await cacheDir(modelDir);
   const version = await sourceHash([
     new URL("./to_gguf.ts", import.meta.url),
-    new URL("../../src/model/gguf/convert.ts", import.meta.url),
-    new URL("../../src/model/gguf/tokenizer_meta.ts", import.meta.url),
-    new URL("../../src/model/gguf/writer.ts", import.meta.url),
+    new URL("../../src/convert/convert.ts", import.meta.url),
+    new URL("../../src/convert/tokenizer_meta.ts", import.meta.url),
+    new URL("../../src/convert/writer.ts", import.meta.url),
   ]);
   return await cached(
     `${dir}/model-${version}.gguf`,

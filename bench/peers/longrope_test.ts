@@ -10,9 +10,9 @@
  */
 import { ok } from "node:assert/strict";
 import { openCheckpoint } from "../../src/model/checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../../src/model/gguf/convert.ts";
-import { ReferenceModel } from "../../src/model/reference_model.ts";
-import { fileListFiles } from "../../src/model/source.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../src/convert/convert.ts";
+import { ReferenceModel } from "../../src/reference/model.ts";
+import { fileListFiles } from "../../src/formats/source.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
 
 const DIR = new URL("../../test/fixtures/families/phi3/", import.meta.url).pathname;

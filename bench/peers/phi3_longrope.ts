@@ -14,8 +14,8 @@
  * Writes DIR/{model.gguf, logits_256.f32, logits_1024.f32, manifest.json}.
  */
 import { runCli } from "../../src/adapters/deno/flags.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../../src/model/gguf/convert.ts";
-import { fileListFiles } from "../../src/model/source.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../src/convert/convert.ts";
+import { fileListFiles } from "../../src/formats/source.ts";
 import { fixtureTokens } from "./family_checkpoints.ts";
 import { llamaCppLogitsEach } from "./llama_cpp.ts";
 

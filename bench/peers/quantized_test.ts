@@ -26,17 +26,17 @@ import {
   plannedBytes,
   planTensors,
   readHfCheckpoint,
-} from "../../src/model/gguf/convert.ts";
-import { GGUF_MIXES, type GgufMix } from "../../src/model/gguf/quant_mix.ts";
-import { encodeGguf, GgmlType } from "../../src/model/gguf/writer.ts";
+} from "../../src/convert/convert.ts";
+import { GGUF_MIXES, type GgufMix } from "../../src/convert/quant_mix.ts";
+import { encodeGguf, GgmlType } from "../../src/convert/writer.ts";
 import { gpt2Json, read, TEXTS } from "../../src/text/test_tokenizers.ts";
 import { parseTokenizer } from "../../src/text/tokenizer.ts";
 import { llamaCppGreedyEach, llamaCppLogitsEach, llamaCppTokenize } from "./llama_cpp.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
 import { openCheckpoint } from "../../src/model/checkpoint.ts";
-import { generateTokens } from "../../src/model/generate.ts";
-import { GpuModel } from "../../src/model/gpu_model.ts";
-import { ReferenceModel } from "../../src/model/reference_model.ts";
+import { generateTokens } from "../../src/runtime/generate.ts";
+import { GpuModel } from "../../src/runtime/gpu_model.ts";
+import { ReferenceModel } from "../../src/reference/model.ts";
 
 /** Kiln's greedy tokens on `file`, and the float64 reference's (with its margins). */
 async function kilnGreedy(file: string, prompt: number[], n: number) {

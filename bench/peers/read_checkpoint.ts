@@ -5,7 +5,7 @@
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { type ModelConfig, parseConfig } from "../../src/model/config.ts";
-import { readCheckpoint, type TensorInfo } from "../../src/model/safetensors.ts";
+import { readCheckpoint, type TensorInfo } from "../../src/formats/safetensors.ts";
 import { mapWeights, type ModelWeights } from "../../src/model/weights.ts";
 import { decodeWeights } from "../../src/gpu/dtype.ts";
 

@@ -1,7 +1,7 @@
 /**
  * A safetensors checkpoint folder (Llama, Mistral or Qwen2; F16, F32 or BF16) as one GGUF v3
  * file llama.cpp loads, matrices in their own dtype: the library's converter
- * (`src/model/gguf/convert.ts`; `deno task quantize` writes quantized ones).
+ * (`src/convert/convert.ts`; `deno task quantize` writes quantized ones).
  *
  *   deno run -A bench/peers/to_gguf.ts DIR OUT.gguf
  */

@@ -3,7 +3,7 @@ import { gguf } from "@huggingface/gguf";
 import { decodeWeights } from "../../src/gpu/dtype.ts";
 import { openCheckpoint, tensorBytes } from "./read_checkpoint.ts";
 import { toGguf } from "./to_gguf.ts";
-import { ropeRowPermutation } from "../../src/model/gguf/convert.ts";
+import { ropeRowPermutation } from "../../src/convert/convert.ts";
 import { writeTinyCheckpoint } from "./tiny_checkpoint.ts";
 
 async function convert(arch: "llama" | "qwen2", tied: boolean) {

@@ -19,7 +19,7 @@
  */
 import { archOf, PRE_NORM_SWIGLU } from "../../src/model/arch/mod.ts";
 import { ropeInvFreq } from "../../src/model/rope.ts";
-import type { TensorInfo } from "../../src/model/safetensors.ts";
+import type { TensorInfo } from "../../src/formats/safetensors.ts";
 import { EngineError } from "../../src/contract/errors.ts";
 import { Elem, GraphBuilder } from "./onnx_graph.ts";
 import { runCli } from "../../src/adapters/deno/flags.ts";

@@ -6,7 +6,7 @@
  */
 import { ok } from "node:assert/strict";
 import * as ort from "onnxruntime-web/wasm";
-import { parseReference } from "../../src/model/verify.ts";
+import { parseReference } from "../../src/reference/verify.ts";
 import { type Checkpoint, openCheckpoint } from "./read_checkpoint.ts";
 import { onnxDecoder } from "./to_onnx.ts";
 

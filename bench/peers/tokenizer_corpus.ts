@@ -2,7 +2,7 @@
  * Writes `test/fixtures/tokenizers/`: for each tokenizer type the popular model families use, a
  * small synthetic GGUF vocabulary (`tokenizer_vocabs.ts`) and llama.cpp's own tokenization of a
  * fixed multilingual corpus with it (`llama_vocab.ts`: `llama_tokenize` on node-llama-cpp's
- * libllama), the ground truth `src/model/gguf/tokenizer_llamacpp_test.ts` holds Kiln to.
+ * libllama), the ground truth `src/text/gguf/tokenizer_llamacpp_test.ts` holds Kiln to.
  *
  *   node_modules/.bin/deno run -A bench/peers/tokenizer_corpus.ts [--out DIR]
  *
@@ -13,7 +13,7 @@
  * manifest says per type whether `add_special` adds BOS and EOS.
  */
 import { runCli } from "../../src/adapters/deno/flags.ts";
-import { encodeGguf } from "../../src/model/gguf/writer.ts";
+import { encodeGguf } from "../../src/convert/writer.ts";
 import { openLlamaTokenizers } from "./llama_vocab.ts";
 import { SPECS } from "./tokenizer_types.ts";
 import { bpeVocab, metaVocab, spmVocab } from "./tokenizer_vocabs.ts";

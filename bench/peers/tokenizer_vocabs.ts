@@ -11,9 +11,9 @@
  * The files carry the few `llama.*` hyperparameters llama.cpp reads before the vocabulary and no
  * tensors (llama.cpp loads them with `vocab_only`).
  */
-import { byteChars } from "../../src/model/gguf/tokenizer_meta.ts";
-import { TOKEN_TYPE } from "../../src/model/gguf/tokenizer.ts";
-import { type GgufValue, GgufValueType as T } from "../../src/model/gguf/writer.ts";
+import { byteChars } from "../../src/convert/tokenizer_meta.ts";
+import { TOKEN_TYPE } from "../../src/text/gguf/tokenizer.ts";
+import { type GgufValue, GgufValueType as T } from "../../src/convert/writer.ts";
 
 type Meta = Record<string, GgufValue>;
 

@@ -7,7 +7,7 @@ import { EngineError } from "../contract/errors.ts";
 import * as out from "../contract/output.ts";
 import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import { NO_TOKEN, type SeqSampling } from "../gpu/kernels/sampling.ts";
-import { maskWords } from "../gpu/reference/token_mask.ts";
+import { maskWords } from "../gpu/token_mask_bits.ts";
 import { onlyAllowed, type TokenMaskProvider } from "./token_mask.ts";
 import type { SeqBlocks } from "./webgpu/block_manager.ts";
 

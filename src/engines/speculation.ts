@@ -18,7 +18,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import type { SampledToken } from "../gpu/kernels/sampling_results.ts";
-import type { ModelFiles } from "../model/source.ts";
+import type { ModelFiles } from "../formats/source.ts";
 import type { Sequence } from "./sequence.ts";
 
 /** Prompt lookup: drafts from the sequence's own prompt and output (no second model). */

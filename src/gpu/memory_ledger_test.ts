@@ -7,11 +7,11 @@
  */
 import { match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
-import type { ModelFiles } from "../model/source.ts";
+import type { ModelFiles } from "../formats/source.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
-import { GpuModel } from "../model/gpu_model.ts";
+import { GpuModel } from "../runtime/gpu_model.ts";
 import { FORTUNE } from "../../test/support/fortune_engine.ts";
 import { acquireGpu } from "./device.ts";
 import { memoryLedger } from "./memory_ledger.ts";

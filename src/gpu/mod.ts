@@ -1,6 +1,6 @@
 /**
  * WebGPU plumbing and kernels: device acquisition, buffers, dtypes, dispatches, kernel
- * wrappers and their float64 references.
+ * wrappers (their float64 references are `src/reference/kernels/`).
  * @module
  */
 export * from "./device.ts";
@@ -15,10 +15,9 @@ export {
 export * from "./buffers.ts";
 export * from "./memory_ledger.ts";
 export * from "./dtype.ts";
+export type { History, SamplingParams } from "./kernels/sampling_params.ts";
 export { QUANT_BLOCKS, QUANT_TYPES, type QuantType } from "./quant/blocks.ts";
 export type { QuantBlock } from "./quant/format.ts";
-export type { History, SamplingParams } from "./reference/sampling.ts";
 export * from "./dispatch.ts";
 export * from "./shader.ts";
 export * from "./kernels/mod.ts";
-export * as reference from "./reference/mod.ts";

@@ -8,7 +8,7 @@
 import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { ArchDescription } from "./arch/mod.ts";
-import type { GgufMetadata } from "./gguf/metadata.ts";
+import type { GgufMetadata } from "../formats/gguf/metadata.ts";
 
 /** The knobs, every one optional (absent: the plain pre-norm decoder's behaviour). */
 export interface AttentionKnobs {

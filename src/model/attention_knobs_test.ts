@@ -8,7 +8,7 @@ import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/s
 import { EngineError } from "../contract/errors.ts";
 import { ARCHS } from "./arch/mod.ts";
 import { ggufAttentionKnobs, windowOf } from "./attention_knobs.ts";
-import { GgufMetadata } from "./gguf/metadata.ts";
+import { GgufMetadata } from "../formats/gguf/metadata.ts";
 
 const DIMS = { hiddenSize: 16, numHeads: 2, numLayers: 4, maxPositions: 64 };
 const read = (arch: string, meta: Record<string, unknown>) =>

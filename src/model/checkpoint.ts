@@ -6,11 +6,32 @@
  */
 import { type ModelConfig, parseConfig } from "./config.ts";
 import { type GgufModel, openGgufFiles, splitNames } from "./gguf/load.ts";
-import type { LoadProgress } from "./gpu_model.ts";
 import { splitExperts } from "./fused_experts.ts";
-import { type ByteTensorInfo, readCheckpoint } from "./safetensors.ts";
-import { type ModelFiles, requireText } from "./source.ts";
+import { type ByteTensorInfo, readCheckpoint } from "../formats/safetensors.ts";
+import { type DownloadProgress, type ModelFiles, requireText } from "../formats/source.ts";
 import { mapWeights, type ModelWeights, type WeightInfo } from "./weights.ts";
+
+/**
+ * What a load is doing: downloading the model's files into the local store (bytes; only for a
+ * store-backed checkpoint not yet cached whole), uploading weights (progress in bytes), then, in
+ * an engine's `start()`, compiling its GPU pipelines (progress in pipelines).
+ */
+export type LoadPhase = "download" | "weights" | "pipelines";
+
+/**
+ * Hears a load: `done` of `total` so far and the item last done, in the units of `phase`: bytes
+ * and the file fetched (`download`, with `download` giving rate and time left per file and
+ * overall), weight bytes and the tensor uploaded (`weights`), or pipelines and the one compiled
+ * (`pipelines`, after the weights, while an engine warms up). Each phase counts from 0 to its own
+ * total; callers that only show a bar can ignore `phase` (the bar fills once per phase).
+ */
+export type LoadProgress = (
+  done: number,
+  total: number,
+  item: string,
+  phase: LoadPhase,
+  download?: DownloadProgress,
+) => void;
 
 export interface Checkpoint {
   format: "safetensors" | "gguf";

@@ -19,8 +19,8 @@ import { EngineError } from "../contract/errors.ts";
 import { DTYPE_BYTES } from "../gpu/dtype.ts";
 import { archOf, type FusedExperts } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
-import type { ByteTensorInfo, TensorInfo } from "./safetensors.ts";
-import type { ByteSource } from "./source.ts";
+import type { ByteTensorInfo, TensorInfo } from "../formats/safetensors.ts";
+import type { ByteSource } from "../formats/source.ts";
 import type { WeightInfo } from "./weights.ts";
 
 type Info = Omit<WeightInfo, "dtype">;

@@ -12,8 +12,8 @@ import { encodeWeights } from "../gpu/dtype.ts";
 import { seeded } from "../../test/support/kernel_harness.ts";
 import { parseConfig } from "./config.ts";
 import { splitExperts } from "./fused_experts.ts";
-import type { ByteTensorInfo, TensorInfo } from "./safetensors.ts";
-import { tensorValues } from "./tensor_values.ts";
+import type { ByteTensorInfo, TensorInfo } from "../formats/safetensors.ts";
+import { tensorValues } from "../reference/tensor_values.ts";
 
 const E = 3, H = 64, F = 96;
 const CONFIG = parseConfig({

@@ -1,17 +1,14 @@
 /**
- * Models: HF config, safetensors, weight checks, GPU upload, forward plans and verification.
+ * Models: what a checkpoint is (HF config, the family descriptions of `arch/`, RoPE, the weight
+ * map and its checks), with the checkpoint readers of `src/formats/` it is read through.
  * @module
  */
 export * from "./config.ts";
 export type { AttentionKnobs } from "./attention_knobs.ts";
 export type { ExpertRole, MoeConfig } from "./arch/mod.ts";
 export * from "./rope.ts";
-export * from "./source.ts";
-export * from "./url_source.ts";
-export * from "./safetensors.ts";
+export * from "../formats/source.ts";
+export * from "../formats/url_source.ts";
+export * from "../formats/safetensors.ts";
 export * from "./weights.ts";
-export * from "./gpu_model.ts";
-export type { UploadOptions, UploadVia } from "./staging.ts";
-export * from "./forward.ts";
-export * from "./verify.ts";
-export * from "./generate.ts";
+export type { LoadPhase, LoadProgress } from "./checkpoint.ts";

@@ -16,8 +16,8 @@
  */
 import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
-import type { GgufMetadata } from "./gguf/metadata.ts";
-import { type GgufValue, GgufValueType as T } from "./gguf/writer.ts";
+import type { GgufMetadata } from "../formats/gguf/metadata.ts";
+import { type GgufValue, GgufValueType as T } from "../formats/gguf/value_types.ts";
 import { longRopeAttentionFactor, type RopeScaling, yarnAttentionFactor } from "./rope.ts";
 
 type Json = Record<string, unknown>;

@@ -1,6 +1,6 @@
 import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
-import { GgufMetadata } from "./gguf/metadata.ts";
+import { GgufMetadata } from "../formats/gguf/metadata.ts";
 import {
   dynamicNtkTheta,
   ropeAttentionFactor,

@@ -15,8 +15,8 @@ import {
   layerTensors,
 } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
-import type { ByteSource } from "./source.ts";
-import type { TensorInfo } from "./safetensors.ts";
+import type { ByteSource } from "../formats/source.ts";
+import type { TensorInfo } from "../formats/safetensors.ts";
 
 /** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order (GGUF files). */
 export interface RopeInterleave {

@@ -4,8 +4,8 @@
  * and persistence request are `navigator.storage.estimate()` and `persist()`. One store per
  * realm, opened on first use.
  */
-import type { ModelFiles } from "../model/source.ts";
-import { urlFiles } from "../model/url_source.ts";
+import type { ModelFiles } from "../formats/source.ts";
+import { urlFiles } from "../formats/url_source.ts";
 import { CacheStorageEntries } from "./cache_storage.ts";
 import { OpfsStorage } from "./opfs.ts";
 import { type CachedModel, ModelStore } from "./store.ts";

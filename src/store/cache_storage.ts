@@ -5,7 +5,7 @@
  * an index of the keys (Cache Storage's own `keys()` is not everywhere). Reads take slices of
  * the chunks' blobs.
  */
-import type { ByteSource } from "../model/source.ts";
+import type { ByteSource } from "../formats/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "./storage.ts";
 
 const ROOT = "https://kiln-model-store.invalid/";

@@ -17,8 +17,8 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../contract/errors.ts";
-import { type ByteSource, readInto } from "../model/source.ts";
-import { openUrl } from "../model/url_source.ts";
+import { type ByteSource, readInto } from "../formats/source.ts";
+import { openUrl } from "../formats/url_source.ts";
 import type { EntryMeta, EntryStorage } from "./storage.ts";
 import { ChunkHasher, hex8, Xxh32 } from "./xxh32.ts";
 

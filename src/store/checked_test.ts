@@ -9,7 +9,7 @@
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { dirStorage } from "../adapters/deno/dir_storage.ts";
 import type { EngineError } from "../contract/errors.ts";
-import { type ByteSource, readInto } from "../model/source.ts";
+import { type ByteSource, readInto } from "../formats/source.ts";
 import { rangeServer, type RangeServerOptions } from "../../test/support/range_server.ts";
 import { CacheStorageEntries } from "./cache_storage.ts";
 import { ChunkCheck } from "./checked.ts";

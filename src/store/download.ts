@@ -16,7 +16,7 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../contract/errors.ts";
-import { htmlPage, isHtmlType } from "../model/html.ts";
+import { htmlPage, isHtmlType } from "../formats/html.ts";
 import {
   describeRemote,
   drop,

@@ -1,5 +1,5 @@
 /** A model store backend in memory, for tests: the bytes and sidecars are plain fields. */
-import type { ByteSource } from "../model/source.ts";
+import type { ByteSource } from "../formats/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "./storage.ts";
 
 /** An `EntryStorage` in memory; `entries` may be read and changed (to corrupt one, in tests). */

@@ -7,7 +7,7 @@
  * slices of the file (`getFile()`), never whole.
  */
 import { EngineError } from "../contract/errors.ts";
-import { type ByteSource, readInto } from "../model/source.ts";
+import { type ByteSource, readInto } from "../formats/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "./storage.ts";
 
 /** The parts of the File System Access API used here (not in every TypeScript lib). */

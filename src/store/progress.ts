@@ -1,5 +1,5 @@
 /** Download progress: bytes, a rate over a recent window, and the time left at that rate. */
-import type { TransferProgress } from "../model/source.ts";
+import type { TransferProgress } from "../formats/source.ts";
 
 /** Bytes and times of a transfer, for its rate over the last `windowMs`. */
 export class Meter {

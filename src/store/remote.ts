@@ -4,7 +4,7 @@
  * or an ETag that is 64 hex digits). And how its failures map to `EngineError` types.
  */
 import { EngineError } from "../contract/errors.ts";
-import { isHtmlType } from "../model/html.ts";
+import { isHtmlType } from "../formats/html.ts";
 
 /** A file as the server describes it. */
 export interface Remote {

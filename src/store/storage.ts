@@ -5,7 +5,7 @@
  * (browsers), `src/adapters/deno/dir_storage.ts` (a directory).
  */
 import { sha256 } from "@noble/hashes/sha2.js";
-import type { ByteSource } from "../model/source.ts";
+import type { ByteSource } from "../formats/source.ts";
 
 /** What an entry holds, kept beside its bytes. */
 export interface EntryMeta {

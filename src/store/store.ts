@@ -22,15 +22,15 @@
  *   else trusted as it is (the same trust the old size check gave it). One pass, once.
  */
 import { EngineError } from "../contract/errors.ts";
-import { htmlMessage } from "../model/html.ts";
+import { htmlMessage } from "../formats/html.ts";
 import {
   type ByteSource,
   type DownloadProgress,
   type ModelFiles,
   modelName,
   readInto,
-} from "../model/source.ts";
-import { openUrl, urlLayout } from "../model/url_source.ts";
+} from "../formats/source.ts";
+import { openUrl, urlLayout } from "../formats/url_source.ts";
 import { hashEntry, storedEntry, validChunks } from "./checked.ts";
 import { download, type DownloadOptions } from "./download.ts";
 import { Meter } from "./progress.ts";

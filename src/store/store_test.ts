@@ -7,7 +7,7 @@
 import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { dirStorage } from "../adapters/deno/dir_storage.ts";
 import { EngineError } from "../contract/errors.ts";
-import type { DownloadProgress } from "../model/source.ts";
+import type { DownloadProgress } from "../formats/source.ts";
 import { rangeServer, type RangeServerOptions } from "../../test/support/range_server.ts";
 import { CacheStorageEntries } from "./cache_storage.ts";
 import { MemoryStorage } from "./memory.ts";

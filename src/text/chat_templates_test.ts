@@ -8,8 +8,8 @@
 import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../contract/errors.ts";
-import { GgufMetadata } from "../model/gguf/metadata.ts";
-import { ggufText } from "../model/gguf/tokenizer.ts";
+import { GgufMetadata } from "../formats/gguf/metadata.ts";
+import { ggufText } from "./gguf/tokenizer.ts";
 import { type ChatMessage, type ChatRenderOptions, ChatTemplate } from "./chat.ts";
 import { encodeChat } from "./load.ts";
 

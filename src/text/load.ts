@@ -2,8 +2,8 @@
 import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
 import { openGgufFiles } from "../model/gguf/load.ts";
-import { ggufText } from "../model/gguf/tokenizer.ts";
-import { type ModelFiles, readText, requireText } from "../model/source.ts";
+import { ggufText } from "./gguf/tokenizer.ts";
+import { type ModelFiles, readText, requireText } from "../formats/source.ts";
 import { type ChatMessage, type ChatRenderOptions, ChatTemplate } from "./chat.ts";
 import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
 import { isTokenId } from "../contract/fields.ts";

@@ -1,8 +1,8 @@
 /** Issue 12: hostile tokenizer files, configs and chat templates give `EngineError`. */
 import { ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
-import type { ModelFiles } from "../model/source.ts";
-import { blobSource } from "../model/source.ts";
+import type { ModelFiles } from "../formats/source.ts";
+import { blobSource } from "../formats/source.ts";
 import { ChatTemplate } from "./chat.ts";
 import { encodeChat, loadText } from "./load.ts";
 import { parseTokenizer } from "./tokenizer.ts";

@@ -19,7 +19,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { KvEventSource } from "../contract/kv_events.ts";
 import { routerGauges } from "../metrics/router_gauges.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
-import type { LoadProgress } from "../model/gpu_model.ts";
+import type { LoadProgress } from "../runtime/gpu_model.ts";
 import { SpeculationMetrics } from "../engines/speculation_metrics.ts";
 import type { EngineHost } from "./host.ts";
 import {

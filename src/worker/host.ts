@@ -9,8 +9,8 @@ import { runControl } from "../contract/engine_hooks.ts";
 import { EngineError, serializeError } from "../contract/errors.ts";
 import type { KvEventPublisher } from "../contract/kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
-import type { LoadProgress } from "../model/gpu_model.ts";
-import type { ModelFiles } from "../model/source.ts";
+import type { LoadProgress } from "../runtime/gpu_model.ts";
+import type { ModelFiles } from "../formats/source.ts";
 import {
   type GaugeValues,
   type HostOptions,

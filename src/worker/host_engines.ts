@@ -8,8 +8,8 @@
 import type { LLMEngine } from "../contract/engine.ts";
 import type { EngineError } from "../contract/errors.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
-import type { LoadProgress } from "../model/gpu_model.ts";
-import type { ModelFiles } from "../model/source.ts";
+import type { LoadProgress } from "../runtime/gpu_model.ts";
+import type { ModelFiles } from "../formats/source.ts";
 import type { GaugeValues, HostEngineKind, HostOptions, HostStats, ModelSpec } from "./protocol.ts";
 
 /** An engine a host runs, and what it offers besides `LLMEngine`. */

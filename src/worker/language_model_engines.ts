@@ -6,8 +6,8 @@
  * `availability` asks: whether this realm has WebGPU, and whether a URL model is in the browser's
  * model store.
  */
-import type { LoadProgress } from "../model/load_options.ts";
-import { urlLayout } from "../model/url_source.ts";
+import type { LoadProgress } from "../runtime/load_options.ts";
+import { urlLayout } from "../formats/url_source.ts";
 import { cachedModels } from "../store/browser.ts";
 import type { Availability, KilnModelSource } from "./language_model_types.ts";
 import { KilnModel, openModel, type OpenModelOptions } from "./open.ts";

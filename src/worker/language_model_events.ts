@@ -5,7 +5,7 @@
  * down to 1/65,536, `total` 1, never going back, at most one per 50 ms but always 0 first and 1
  * last), and `on<type>` event handler attributes.
  */
-import type { LoadProgress } from "../model/load_options.ts";
+import type { LoadProgress } from "../runtime/load_options.ts";
 import type { CreateMonitorLike } from "./language_model_types.ts";
 
 /** `on<type>` attributes of an `EventTarget`: one listener per type, the handler it calls. */

@@ -10,7 +10,7 @@ import type { RequestStats } from "../engines/live_requests.ts";
 import type { SpeculationCounts, SpeculativeOptions } from "../engines/speculation.ts";
 import type { EngineLoad } from "../metrics/router_gauges.ts";
 import type { PathKind } from "../gpu/paths.ts";
-import type { UploadOptions } from "../model/staging.ts";
+import type { UploadOptions } from "../runtime/staging.ts";
 
 /** The model a worker loads, named by how its files are reached. */
 export type ModelSpec =

@@ -15,7 +15,7 @@ import * as Comlink from "comlink";
 import type { EngineError } from "../contract/errors.ts";
 import type { KvEventPublisher } from "../contract/kv_events.ts";
 import type { EngineConfig } from "../contract/types.ts";
-import type { LoadProgress } from "../model/gpu_model.ts";
+import type { LoadProgress } from "../runtime/gpu_model.ts";
 import { EngineHost, type FilesFor } from "./host.ts";
 import {
   type GaugeValues,

@@ -10,7 +10,7 @@
 import type { LLMEngine } from "../contract/engine.ts";
 import { EngineError, serializeError } from "../contract/errors.ts";
 import type { EngineConfig, PreprocessedRequest } from "../contract/types.ts";
-import type { LoadProgress } from "../model/gpu_model.ts";
+import type { LoadProgress } from "../runtime/gpu_model.ts";
 import type { GaugeValues, HostOptions, StreamMessage } from "./protocol.ts";
 import type { KvEvent, SharedEngine, SharedEngineHost, SharedHostStats } from "./shared_host.ts";
 

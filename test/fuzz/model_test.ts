@@ -1,7 +1,7 @@
 /** Fuzzed config.json, safetensors headers and sharded indexes give `InvalidArgument` only. */
 import { parseConfig } from "../../src/model/config.ts";
-import { readCheckpoint, readSafetensorsHeader } from "../../src/model/safetensors.ts";
-import { blobSource } from "../../src/model/source.ts";
+import { readCheckpoint, readSafetensorsHeader } from "../../src/formats/safetensors.ts";
+import { blobSource } from "../../src/formats/source.ts";
 import { mutateBytes, mutateJson } from "./fuzz.ts";
 import { fuzz } from "./harness.ts";
 

@@ -3,7 +3,7 @@
  * `ResourceExhausted` past a chat template's budget) only; `@huggingface/tokenizers` and
  * `@huggingface/jinja` errors only of the classes their corpora stand for.
  */
-import { blobSource, type ModelFiles } from "../../src/model/source.ts";
+import { blobSource, type ModelFiles } from "../../src/formats/source.ts";
 import { encodeChat, loadText } from "../../src/text/load.ts";
 import { mutateBytes, mutateJson } from "./fuzz.ts";
 import { fuzz } from "./harness.ts";

@@ -131,8 +131,11 @@ test("the Deno example type checks against the package and streams a completion"
 });
 
 test("a GGUF file loads through the package's bundled GGUF parser as the JSON files do", () => {
-  // model/gguf/lib.js ships with @huggingface/gguf bundled in (scripts/build_vendor.mjs).
-  const lib = readFileSync(join(dir, "node_modules/@kiln/kiln/dist/pkg/model/gguf/lib.js"), "utf8");
+  // formats/gguf/lib.js ships with @huggingface/gguf bundled in (scripts/build_vendor.mjs).
+  const lib = readFileSync(
+    join(dir, "node_modules/@kiln/kiln/dist/pkg/formats/gguf/lib.js"),
+    "utf8",
+  );
   ok(!/from\s*["']@huggingface\//.test(lib), "lib.js imports no @huggingface package");
   const gguf = join(dir, "fortune-q8_0.gguf");
   const fortune = "node_modules/@kiln/kiln/models/fortune";

@@ -12,7 +12,7 @@ import OpenAI from "openai";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import type { PreprocessedRequest } from "../../src/contract/types.ts";
 import { Guides } from "../../src/engines/guided/guides.ts";
-import { allows } from "../../src/gpu/reference/token_mask.ts";
+import { allows } from "../../src/gpu/token_mask_bits.ts";
 import { structuredOutput } from "../../src/openai/structured.ts";
 import { ChatTemplate } from "../../src/text/chat.ts";
 import { loadText } from "../../src/text/load.ts";

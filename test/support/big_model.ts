@@ -19,15 +19,15 @@ import { bytesToHex } from "@noble/hashes/utils.js";
 import { numberToF16 } from "../../src/gpu/dtype.ts";
 import { QUANT_FORMATS } from "../../src/gpu/quant/formats.ts";
 import { ARCHS, globalTensors, layerTensors, type ShapeConfig } from "../../src/model/arch/mod.ts";
-import { type GgufTensorType, MIX_FILE_TYPE, mixType } from "../../src/model/gguf/quant_mix.ts";
-import { tokenizerMetadata } from "../../src/model/gguf/tokenizer_meta.ts";
+import { type GgufTensorType, MIX_FILE_TYPE, mixType } from "../../src/convert/quant_mix.ts";
+import { tokenizerMetadata } from "../../src/convert/tokenizer_meta.ts";
 import {
   GgmlType,
   ggufLayout,
   type GgufTensorSpec,
   type GgufValue,
   GgufValueType as T,
-} from "../../src/model/gguf/writer.ts";
+} from "../../src/convert/writer.ts";
 
 /** The shape and everything else the file depends on (hashed into `<file>.params`). */
 export const BIG_MODEL = {

@@ -3,7 +3,7 @@
  * (`test/fixtures/families/<family>/`): bounds set from the error measured when the fixture was
  * written, with a documented margin, instead of one flat bound for every family.
  */
-import { tolerance } from "../../src/model/verify.ts";
+import { tolerance } from "../../src/reference/verify.ts";
 
 /** What the tests read of a fixture's `manifest.json`. */
 export interface FixtureManifest {

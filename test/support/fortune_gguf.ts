@@ -4,7 +4,7 @@
  * `tokenizer.chat_template`, so a server reading only the file can chat as the folder does.
  */
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../../src/model/gguf/convert.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../src/convert/convert.ts";
 
 const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
 

@@ -1,6 +1,6 @@
 /**
  * A GGUF checkpoint on the GPU against float64 logits computed on its dequantized weights: the
- * check `src/model/gguf/parity_test.ts` (files from Kiln's own quantizer) and
+ * check `src/reference/gguf_parity_test.ts` (files from Kiln's own quantizer) and
  * `llamacpp_files_test.ts` (llama.cpp's) both run. Every prompt position and greedy step must
  * stay within the f32 bound of `tolerance`, greedy tokens agreeing where the reference margin is
  * wide.
@@ -8,10 +8,10 @@
 import { ok, strictEqual as equal } from "node:assert/strict";
 import type { Gpu } from "../../src/gpu/device.ts";
 import type { Checkpoint } from "../../src/model/checkpoint.ts";
-import { GpuModel } from "../../src/model/gpu_model.ts";
-import { ReferenceModel } from "../../src/model/reference_model.ts";
-import { buildReference, type ReferenceFile } from "../../src/model/reference_file.ts";
-import { parseReference, tolerance, verifyModel } from "../../src/model/verify.ts";
+import { GpuModel } from "../../src/runtime/gpu_model.ts";
+import { ReferenceModel } from "../../src/reference/model.ts";
+import { buildReference, type ReferenceFile } from "../../src/reference/file.ts";
+import { parseReference, tolerance, verifyModel } from "../../src/reference/verify.ts";
 import { withErrorScopes } from "./gpu.ts";
 
 /** A GGUF checkpoint and its float64 reference. */

@@ -2,7 +2,7 @@
  * `test/fixtures/llamacpp/manifest.json`: GGUF files quantized by llama.cpp itself
  * (`bench/peers/llama_quantize.ts` writes them and this manifest; the tests read both).
  */
-import { parseGgufHeader } from "../../src/model/gguf/lib.ts";
+import { parseGgufHeader } from "../../src/formats/gguf/lib.ts";
 
 /** One committed file. */
 export interface LlamaCppFile {

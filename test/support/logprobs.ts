@@ -4,7 +4,7 @@
  * cannot be drawn, no duplicate and no padding.
  */
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
-import { referenceTop } from "../../src/gpu/reference/sampling.ts";
+import { referenceTop } from "../../src/reference/kernels/sampling.ts";
 import { MAX_TOP_LOGPROBS, NO_TOKEN, type SampleResult } from "../../src/gpu/kernels/sampling.ts";
 import { assertClose } from "./gpu.ts";
 

@@ -6,7 +6,7 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { fileSource } from "../../src/adapters/deno/file_source.ts";
-import type { ByteSource } from "../../src/model/source.ts";
+import type { ByteSource } from "../../src/formats/source.ts";
 
 export interface RangeServerOptions {
   /** Honour Range with 206 (default true); false: every GET answers 200 with the whole file. */

@@ -13,8 +13,8 @@
  */
 import { deepStrictEqual, ok, strictEqual } from "node:assert/strict";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";
-import type { ReferenceModel } from "../../src/model/reference_model.ts";
-import { rngUniform } from "../../src/gpu/reference/sampling.ts";
+import type { ReferenceModel } from "../../src/reference/model.ts";
+import { rngUniform } from "../../src/reference/kernels/sampling.ts";
 
 /** A planted engine bug the reference can reproduce. */
 export type RefMutation =

@@ -3,8 +3,8 @@
  * which kernels a device's kernel paths (`src/gpu/paths.ts`) really take.
  */
 import type { Dispatch } from "../../src/gpu/dispatch.ts";
-import { Forward } from "../../src/model/forward.ts";
-import type { GpuModel } from "../../src/model/gpu_model.ts";
+import { Forward } from "../../src/runtime/forward.ts";
+import type { GpuModel } from "../../src/runtime/gpu_model.ts";
 
 /** A dispatch's pipeline: its shader file and variant, entry point and override constants. */
 export interface Pipeline {

@@ -5,9 +5,9 @@
  * for an engine that releases blocks the window no longer reaches.
  */
 import { type Checkpoint, openCheckpoint } from "../../src/model/checkpoint.ts";
-import { generateTokens } from "../../src/model/generate.ts";
-import { GpuModel } from "../../src/model/gpu_model.ts";
-import { fileListFiles, type ModelFiles } from "../../src/model/source.ts";
+import { generateTokens } from "../../src/runtime/generate.ts";
+import { GpuModel } from "../../src/runtime/gpu_model.ts";
+import { fileListFiles, type ModelFiles } from "../../src/formats/source.ts";
 import { testGpu } from "./gpu.ts";
 import { tinyFamilyFiles } from "./tiny_family.ts";
 

@@ -9,7 +9,7 @@ import {
   GgmlType,
   type GgufValue,
   GgufValueType as T,
-} from "../../../src/model/gguf/writer.ts";
+} from "../../../src/convert/writer.ts";
 
 /** A float32 tensor; `shape` is row-major, outermost first (HF and GGUF writer order). */
 export interface Tensor {

@@ -3,7 +3,7 @@
  * make every feature bite, HF -> GGUF tensor renaming for the llama-like layer, and small
  * operations on variants (other metadata, other architecture, tensors dropped or changed).
  */
-import type { GgufValue } from "../../../src/model/gguf/writer.ts";
+import type { GgufValue } from "../../../src/convert/writer.ts";
 import {
   f32,
   gaussian,

@@ -2,7 +2,7 @@
  * OLMo 2, OLMo 3, Granite, Qwen3-MoE and Llama 3 (llama3 RoPE scaling) as tiny random checkpoints,
  * with the ablations that prove each feature moves llama.cpp's logits.
  */
-import { GgufValueType } from "../../../src/model/gguf/writer.ts";
+import { GgufValueType } from "../../../src/convert/writer.ts";
 import { f32, type Tensors, u32 } from "./build.ts";
 import {
   applyOp,

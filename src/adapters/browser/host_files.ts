@@ -4,7 +4,7 @@
  * see `store/browser.ts`) or from `File`s a page hands over; and whether the realm has a WebGPU adapter.
  */
 import { EngineError } from "../../contract/errors.ts";
-import { fileListFiles, type ModelFiles } from "../../model/source.ts";
+import { fileListFiles, type ModelFiles } from "../../formats/source.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
 import { storedFiles } from "../../store/browser.ts";
 

@@ -4,7 +4,7 @@
  * Bytes are written with `Deno.open` at an offset (the file truncated there first), so a
  * download cut anywhere resumes from what reached the disk.
  */
-import type { ByteSource } from "../../model/source.ts";
+import type { ByteSource } from "../../formats/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "../../store/storage.ts";
 import { fileSource } from "./file_source.ts";
 

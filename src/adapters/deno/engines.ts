@@ -8,7 +8,7 @@ import { registerEngine } from "../../conformance/engines.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { dirFiles } from "./file_source.ts";
 import { ortWasmPaths } from "./ort_wasm.ts";
-import { modelName } from "../../model/source.ts";
+import { modelName } from "../../formats/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
 import type { OrtHostOptions } from "../../worker/protocol.ts";
 import { OrtEngine } from "../../engines/ort/engine.ts";

@@ -1,8 +1,8 @@
 /** Model files on disk (Deno): read ranges with seek + read, never the whole file at once. */
 import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
-import { type ByteSource, fileListFiles, type ModelFiles } from "../../model/source.ts";
-import { urlFiles } from "../../model/url_source.ts";
+import { type ByteSource, fileListFiles, type ModelFiles } from "../../formats/source.ts";
+import { urlFiles } from "../../formats/url_source.ts";
 import { ModelStore } from "../../store/store.ts";
 import type { ModelSpec } from "../../worker/protocol.ts";
 import { dirStorage } from "./dir_storage.ts";

@@ -1,12 +1,12 @@
 /**
  * `deno task quantize --model HF_DIR --type q8_0|q4_0|q4_k_m|q6_k --out FILE.gguf`: an HF
- * checkpoint folder as a quantized GGUF file llama.cpp loads (`src/model/gguf/convert.ts`).
+ * checkpoint folder as a quantized GGUF file llama.cpp loads (`src/convert/convert.ts`).
  * Prints the tensor types written, the file's size and the bits per weight. Exit 0 on success,
  * 2 on bad usage or a checkpoint that cannot be converted (the message says why).
  */
 import { EngineError } from "../../contract/errors.ts";
-import { type ConvertReport, readHfCheckpoint, writeHfAsGguf } from "../../model/gguf/convert.ts";
-import { GGUF_MIXES, type GgufMix } from "../../model/gguf/quant_mix.ts";
+import { type ConvertReport, readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
+import { GGUF_MIXES, type GgufMix } from "../../convert/quant_mix.ts";
 import { dirFiles } from "./file_source.ts";
 import { type CliSpec, type FlagTable, runCli } from "./flags.ts";
 import { requireModelPath } from "./model_path.ts";

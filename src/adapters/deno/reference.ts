@@ -7,10 +7,10 @@
  * else the source reference's, else 8. Exit 0, or 2 on bad usage or a model that cannot load.
  */
 import { openCheckpoint } from "../../model/checkpoint.ts";
-import { buildReference, seededPrompts } from "../../model/reference_file.ts";
-import { ReferenceModel } from "../../model/reference_model.ts";
-import { modelName } from "../../model/source.ts";
-import { parseReference, type Reference } from "../../model/verify.ts";
+import { buildReference, seededPrompts } from "../../reference/file.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { modelName } from "../../formats/source.ts";
+import { parseReference, type Reference } from "../../reference/verify.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
 import { requireModelPath } from "./model_path.ts";

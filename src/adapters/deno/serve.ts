@@ -13,7 +13,7 @@
  */
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
-import { startModel } from "../../model/start.ts";
+import { startModel } from "../../runtime/start.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { KilnServer } from "../../server/app.ts";
 import { WorkerSupervisor } from "../../server/supervisor.ts";
@@ -21,12 +21,12 @@ import { WorkerEngine } from "../../worker/client.ts";
 import { specFiles } from "./file_source.ts";
 import { ortWasmPaths } from "./ort_wasm.ts";
 import type { HostOptions, ModelSpec } from "../../worker/protocol.ts";
-import { modelName } from "../../model/source.ts";
+import { modelName } from "../../formats/source.ts";
 import { runCli } from "./flags.ts";
 import { kernelPathsOption } from "./kernel_paths.ts";
 import { listenFailure, SERVE, startupLines } from "./serve_flags.ts";
 import { type HttpFront, serveFront } from "./http_front.ts";
-import type { LoadPhase } from "../../model/gpu_model.ts";
+import type { LoadPhase } from "../../runtime/gpu_model.ts";
 import { speculativeConfig, type SpeculativeOptions } from "../../engines/speculation.ts";
 import type { LLMEngine } from "../../contract/engine.ts";
 import type { ZmqKvPublisher } from "./kv_events_zmq.ts";

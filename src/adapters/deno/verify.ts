@@ -6,9 +6,9 @@
  * llama.cpp's logits in the raw f32 file it names, beside it).
  */
 import { acquireGpu } from "../../gpu/device.ts";
-import { GpuModel } from "../../model/gpu_model.ts";
-import { parseReference, type Reference, verifyModel } from "../../model/verify.ts";
-import { isLogitsManifest, logitsManifestReference } from "../../model/reference_file.ts";
+import { GpuModel } from "../../runtime/gpu_model.ts";
+import { parseReference, type Reference, verifyModel } from "../../reference/verify.ts";
+import { isLogitsManifest, logitsManifestReference } from "../../reference/file.ts";
 import { dirFiles } from "./file_source.ts";
 import { runCli } from "./flags.ts";
 import { KERNEL_PATHS_ENV } from "./kernel_paths.ts";

@@ -32,7 +32,7 @@ import { GrammarClient } from "./grammar_client.ts";
 import { GrammarHost } from "./grammar_host.ts";
 import { type XGrammarMaker, xgrammarMaker } from "./xgrammar.ts";
 import { PROBE } from "./grammar_protocol.ts";
-import { allows } from "../../gpu/reference/token_mask.ts";
+import { allows } from "../../gpu/token_mask_bits.ts";
 
 const tokenizer = (await loadText(dirFiles(FORTUNE))).tokenizer;
 const VOCAB = 260;

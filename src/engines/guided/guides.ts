@@ -18,7 +18,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
-import { maskWords } from "../../gpu/reference/token_mask.ts";
+import { maskWords } from "../../gpu/token_mask_bits.ts";
 import type { TextTokenizer } from "../../text/tokenizer.ts";
 import { GrammarClient, type GrammarCounts, GrammarFailure } from "./grammar_client.ts";
 import { PROBE, type VocabInit } from "./grammar_protocol.ts";

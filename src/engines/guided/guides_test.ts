@@ -6,7 +6,7 @@
  * 50-property schema's compile time is printed (measured once, not asserted).
  */
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
-import { allows } from "../../gpu/reference/token_mask.ts";
+import { allows } from "../../gpu/token_mask_bits.ts";
 import { gpt2Json } from "../../text/test_tokenizers.ts";
 import { parseTokenizer } from "../../text/tokenizer.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";

@@ -4,7 +4,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
-import type { ModelFiles } from "../../model/source.ts";
+import type { ModelFiles } from "../../formats/source.ts";
 import type { Sequence } from "../sequence.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 import type { Guides } from "./guides.ts";

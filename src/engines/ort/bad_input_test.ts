@@ -1,7 +1,7 @@
 /** OrtEngine on bad exports: each failure is an InvalidArgument naming the file, input or op. */
 import { ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
-import { blobSource, type ModelFiles } from "../../model/source.ts";
+import { blobSource, type ModelFiles } from "../../formats/source.ts";
 import { onnxFortune } from "../../../test/support/onnx_fortune.ts";
 import { badGraph } from "../../../test/support/onnx_bad_graph.ts";
 import { OrtEngine } from "./engine.ts";

@@ -24,7 +24,7 @@ import type {
 import { EngineError } from "../../contract/errors.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
-import type { ModelFiles } from "../../model/source.ts";
+import type { ModelFiles } from "../../formats/source.ts";
 import { checkRequest } from "../admission.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
 import { Sequence } from "../sequence.ts";

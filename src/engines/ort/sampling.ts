@@ -23,8 +23,8 @@ import {
   referenceStep,
   referenceTop,
   rngUniform,
-} from "../../gpu/reference/sampling.ts";
-import { allows } from "../../gpu/reference/token_mask.ts";
+} from "../../reference/kernels/sampling.ts";
+import { allows } from "../../gpu/token_mask_bits.ts";
 import { Readback } from "../readback.ts";
 
 /** Samples one row at a time of ORT's GPU logits on ORT's device. */

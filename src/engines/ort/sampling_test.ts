@@ -7,7 +7,7 @@ import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { reportedRow } from "../../../test/support/logprobs.ts";
-import { tokenBitmask } from "../../gpu/reference/token_mask.ts";
+import { tokenBitmask } from "../../gpu/token_mask_bits.ts";
 import { NO_TOKEN, Sampler, type SeqSampling } from "../../gpu/kernels/sampling.ts";
 import { cpuSample } from "./sampling.ts";
 

@@ -8,8 +8,8 @@
 import type * as Ort from "onnxruntime-web";
 import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
-import { htmlPage, looksLikeHtml } from "../../model/html.ts";
-import { missingFile, type ModelFiles, requireText } from "../../model/source.ts";
+import { htmlPage, looksLikeHtml } from "../../formats/html.ts";
+import { missingFile, type ModelFiles, requireText } from "../../formats/source.ts";
 
 export type OrtModule = typeof Ort;
 /** onnxruntime-web's execution provider: WebGPU, or the CPU (WebAssembly, one thread). */

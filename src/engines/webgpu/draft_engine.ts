@@ -10,7 +10,7 @@ import type { LLMEngine } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { EngineConfig } from "../../contract/types.ts";
 import type { Gpu } from "../../gpu/device.ts";
-import { modelName } from "../../model/source.ts";
+import { modelName } from "../../formats/source.ts";
 import type { DraftEngine } from "../draft_model.ts";
 import type { DraftModelSettings } from "../speculation.ts";
 import type { WebGpuEngineOptions } from "./options.ts";

@@ -25,7 +25,7 @@ import { KvGauges, type KvGaugeValues } from "./kv_gauges.ts";
 import { MemoryGauges } from "./memory_gauges.ts";
 import { routerGauges } from "../../metrics/router_gauges.ts";
 import { SpeculationMetrics } from "../speculation_metrics.ts";
-import type { GpuModel } from "../../model/gpu_model.ts";
+import type { GpuModel } from "../../runtime/gpu_model.ts";
 import { checkRequest } from "../admission.ts";
 import { BlockManager } from "./block_manager.ts";
 import type { Scheduler } from "./scheduler.ts";

@@ -10,7 +10,7 @@ import { RequestContext } from "../../contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { validateStream } from "../../contract/validate.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
-import { tokenBitmask } from "../../gpu/reference/token_mask.ts";
+import { tokenBitmask } from "../../gpu/token_mask_bits.ts";
 import { StopStrings } from "../../text/stop_strings.ts";
 import type { SpeculativeOptions } from "../speculation.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";

@@ -8,7 +8,7 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
-import { ReferenceModel } from "../../model/reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { collect, request } from "../../../test/support/fortune_engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";

@@ -10,7 +10,7 @@ import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { acquireGpu } from "../../gpu/device.ts";
-import { Forward } from "../../model/forward.ts";
+import { Forward } from "../../runtime/forward.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { validateStream } from "../../contract/validate.ts";
 import { collect, FORTUNE, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";

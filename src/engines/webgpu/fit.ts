@@ -23,12 +23,12 @@
  *
  * @module
  */
-import { ROWS_PARTIAL_BYTES } from "../../model/step_plan.ts";
+import { ROWS_PARTIAL_BYTES } from "../../runtime/step_plan.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { isFloatDtype } from "../../gpu/dtype.ts";
 import { kvBytesPerElement, type KvDtype } from "../../gpu/kernels/attention.ts";
 import type { ModelConfig } from "../../model/config.ts";
-import { STAGING_BUFFERS, STAGING_CHUNK_BYTES } from "../../model/staging.ts";
+import { STAGING_BUFFERS, STAGING_CHUNK_BYTES } from "../../runtime/staging.ts";
 import type { WeightInfo } from "../../model/weights.ts";
 
 const GiB = 1024 ** 3;

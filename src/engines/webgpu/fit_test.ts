@@ -7,7 +7,7 @@ import { match, ok, rejects, strictEqual as equal, throws } from "node:assert/st
 import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
-import type { ModelFiles } from "../../model/source.ts";
+import type { ModelFiles } from "../../formats/source.ts";
 import { weightList } from "../../model/weights.ts";
 import { FORTUNE } from "../../../test/support/fortune_engine.ts";
 import { rangeServer } from "../../../test/support/range_server.ts";

@@ -7,7 +7,7 @@ import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { quantizeToFile } from "../../adapters/deno/quantize.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
-import { ReferenceModel } from "../../model/reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import { loadText } from "../../text/load.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { collect, FORTUNE, request } from "../../../test/support/fortune_engine.ts";

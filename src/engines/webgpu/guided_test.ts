@@ -10,7 +10,7 @@ import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/
 import { RequestContext } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import { freeMask, tokenBitmask } from "../../gpu/reference/token_mask.ts";
+import { freeMask, tokenBitmask } from "../../gpu/token_mask_bits.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import type { TokenMaskProvider } from "../token_mask.ts";
 import type { WebGpuEngine } from "./engine.ts";

@@ -11,7 +11,7 @@ import {
   strictEqual as equal,
 } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
-import { parseReference } from "../../model/verify.ts";
+import { parseReference } from "../../reference/verify.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
 import { collect, FORTUNE, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
 

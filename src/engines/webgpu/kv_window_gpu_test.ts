@@ -10,8 +10,8 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { RequestContext } from "../../contract/engine.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";
-import { Forward } from "../../model/forward.ts";
-import { defaultKvDtype, GpuModel } from "../../model/gpu_model.ts";
+import { Forward } from "../../runtime/forward.ts";
+import { defaultKvDtype, GpuModel } from "../../runtime/gpu_model.ts";
 import { kvBytesPerElement } from "../../gpu/kernels/attention.ts";
 import { BlockManager, DROPPED } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";

@@ -9,14 +9,14 @@ import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
-import { ReferenceModel } from "../../model/reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import {
   referenceDistribution,
   referenceDraw,
   referenceLogprobs,
   rngUniform,
   type SamplingParams,
-} from "../../gpu/reference/sampling.ts";
+} from "../../reference/kernels/sampling.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import {
   bytes,

@@ -17,7 +17,7 @@ export type { KvGaugeValues } from "./kv_gauges.ts";
 export { type StepShape, warmShapes, type WarmUpReport } from "./warmup.ts";
 export type { RequestStats } from "../live_requests.ts";
 export type { TokenMaskProvider } from "../token_mask.ts";
-export { freeMask, maskWords, tokenBitmask } from "../../gpu/reference/token_mask.ts";
+export { freeMask, maskWords, tokenBitmask } from "../../gpu/token_mask_bits.ts";
 export {
   BlockManager,
   type BlockManagerOptions,

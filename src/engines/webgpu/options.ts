@@ -5,9 +5,9 @@ import type { PathKind } from "../../gpu/paths.ts";
 import type { TokenMaskPath } from "../../gpu/kernels/token_mask.ts";
 import type { GuidedForcing } from "../token_mask.ts";
 import type { GuidedLimits } from "../guided/limits.ts";
-import type { LoadProgress } from "../../model/gpu_model.ts";
-import type { ModelFiles } from "../../model/source.ts";
-import type { UploadOptions } from "../../model/staging.ts";
+import type { LoadProgress } from "../../runtime/gpu_model.ts";
+import type { ModelFiles } from "../../formats/source.ts";
+import type { UploadOptions } from "../../runtime/staging.ts";
 import type { SpeculativeOptions } from "../speculation.ts";
 
 /** Settings of a {@linkcode WebGpuEngine}. */

@@ -29,7 +29,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import { kvMisfit } from "../../contract/kv_capacity.ts";
-import type { StepBatch } from "../../model/forward.ts";
+import type { StepBatch } from "../../runtime/forward.ts";
 import { type BlockManager, DROPPED } from "./block_manager.ts";
 import type { Sequence } from "../sequence.ts";
 import type { Drafter } from "../speculation.ts";

@@ -10,7 +10,7 @@ import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
 import { EngineMetrics } from "../../metrics/engine_metrics.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
-import { ReferenceModel } from "../../model/reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import type { SpeculativeOptions } from "../speculation.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { chiSquare, chiSquareCritical } from "../../../test/support/chi_square.ts";

@@ -16,8 +16,8 @@ import { type Dispatch, encodeDispatches } from "../../gpu/dispatch.ts";
 import { productRowClasses } from "../../gpu/kernels/product.ts";
 import type { Sampler } from "../../gpu/kernels/sampling.ts";
 import { pipelineCounts, watchPipelines } from "../../gpu/shader.ts";
-import type { Forward } from "../../model/forward.ts";
-import { SPLIT_MAX_TOKENS } from "../../model/step_plan.ts";
+import type { Forward } from "../../runtime/forward.ts";
+import { SPLIT_MAX_TOKENS } from "../../runtime/step_plan.ts";
 import type { TokenStore } from "./token_store.ts";
 
 /**

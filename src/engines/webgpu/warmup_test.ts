@@ -10,7 +10,7 @@ import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { quantizeToFile } from "../../adapters/deno/quantize.ts";
 import { acquireGpu, type Gpu } from "../../gpu/device.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
-import type { ModelFiles } from "../../model/source.ts";
+import type { ModelFiles } from "../../formats/source.ts";
 import { WebGpuEngine } from "./engine.ts";
 import { warmShapes } from "./warmup.ts";
 import { bytes, collect, FORTUNE, request } from "../../../test/support/fortune_engine.ts";

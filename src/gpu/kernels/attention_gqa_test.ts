@@ -4,7 +4,7 @@
  * positions crossing 16-key blocks, padding slots, varlen prefill and single/split decode.
  */
 import { rejects } from "node:assert/strict";
-import { decodeKv, pagedAttentionRef, ropeKvRef } from "../reference/attention.ts";
+import { decodeKv, pagedAttentionRef, ropeKvRef } from "../../reference/kernels/attention.ts";
 import { type KvDtype, prepareAttention, prepareKvWrite, prepareRopeKv } from "./attention.ts";
 import { uploadRopeFrequencies } from "./rope_frequencies.ts";
 import { readBuffer } from "../buffers.ts";

@@ -9,7 +9,7 @@
  * alone, decide. (`mutation_test.ts` plants the same mistake in the float64 model pass.)
  */
 import { ok } from "node:assert/strict";
-import { decodeKv, pagedAttentionRef, type PagedKv } from "../reference/attention.ts";
+import { decodeKv, pagedAttentionRef, type PagedKv } from "../../reference/kernels/attention.ts";
 import { prepareAttention, prepareKvWrite } from "./attention.ts";
 import type { PathKind } from "../paths.ts";
 import { submitDispatches } from "../dispatch.ts";

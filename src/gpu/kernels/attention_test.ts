@@ -3,7 +3,7 @@ import {
   decodeKv,
   pagedAttentionRef,
   roundKv,
-} from "../reference/attention.ts";
+} from "../../reference/kernels/attention.ts";
 import { type KvDtype, prepareAttention, prepareKvWrite, ROWS_KEYS } from "./attention.ts";
 import type { PathKind } from "../paths.ts";
 import { submitDispatches } from "../dispatch.ts";

@@ -1,5 +1,11 @@
 import { uploadBuffer } from "../buffers.ts";
-import { embeddingRef, gatedRef, headNormRef, rmsNormRef, ropeRef } from "../reference/dense.ts";
+import {
+  embeddingRef,
+  gatedRef,
+  headNormRef,
+  rmsNormRef,
+  ropeRef,
+} from "../../reference/kernels/dense.ts";
 import { ropeInvFreq, type RopeScaling } from "../../model/rope.ts";
 import {
   prepareEmbedding,

@@ -4,7 +4,7 @@ import { storageBuffer, uploadBuffer } from "../buffers.ts";
 import { dequantize, QUANT_FORMATS, QUANT_TYPES, type QuantType } from "../quant/formats.ts";
 import { loadQuantTables } from "../quant/tables.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
-import { fusedLinearRef } from "../reference/dense.ts";
+import { fusedLinearRef } from "../../reference/kernels/dense.ts";
 import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { asF32, f32Buffer, runRead, seeded } from "../../../test/support/kernel_harness.ts";
 import {

@@ -2,7 +2,7 @@ import { ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { uploadBuffer } from "../buffers.ts";
 import type { WeightDtype } from "../dtype.ts";
-import { linearRef } from "../reference/dense.ts";
+import { linearRef } from "../../reference/kernels/dense.ts";
 import { type GemmTile, prepareGemm } from "./gemm.ts";
 import { assertSumsClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {

@@ -1,5 +1,5 @@
 import { uploadBuffer } from "../buffers.ts";
-import { fusedLinearRef, linearRef } from "../reference/dense.ts";
+import { fusedLinearRef, linearRef } from "../../reference/kernels/dense.ts";
 import { type Epilogue, prepareFusedLinear, prepareLinear } from "./linear.ts";
 import { isGated } from "./matvec_quant.ts";
 import { productTakes } from "../quant/product_formats.ts";

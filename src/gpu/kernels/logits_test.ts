@@ -1,7 +1,7 @@
 import { uploadBuffer } from "../buffers.ts";
 import { readF32, storageBuffer } from "../buffers.ts";
 import { numberToF16 } from "../dtype.ts";
-import { copyRowRef } from "../reference/logits.ts";
+import { copyRowRef } from "../../reference/kernels/logits.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { seeded } from "../../../test/support/kernel_harness.ts";
 import { RowCopier } from "./logits.ts";

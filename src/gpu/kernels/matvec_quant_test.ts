@@ -2,7 +2,7 @@ import { ok, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer, uploadBuffer } from "../buffers.ts";
 import { QUANT_FORMATS, QUANT_TYPES, quantize, type QuantType } from "../quant/formats.ts";
-import { quantEmbeddingRef, quantMatvecRef } from "../quant/reference.ts";
+import { quantEmbeddingRef, quantMatvecRef } from "../../reference/kernels/quant.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
 import { loadQuantTables } from "../quant/tables.ts";
 import { plantOneStep, uniform } from "../../../test/support/quant_mutation.ts";

@@ -13,8 +13,8 @@ import { readU32, uploadBuffer } from "../buffers.ts";
 import { decodeWeights, encodeWeights, isFloatDtype, type TensorDtype } from "../dtype.ts";
 import { dequantize, quantize } from "../quant/formats.ts";
 import { productFormat, productRowBytes } from "../quant/product_formats.ts";
-import { moeExpertsRef, moeRouteRef } from "../reference/moe.ts";
-import { rmsNormRef } from "../reference/dense.ts";
+import { moeExpertsRef, moeRouteRef } from "../../reference/kernels/moe.ts";
+import { rmsNormRef } from "../../reference/kernels/dense.ts";
 import { expertChunks, prepareMoeExperts, prepareMoeRoute } from "./moe.ts";
 import {
   assertClose,

@@ -11,7 +11,7 @@
 import { ok } from "node:assert/strict";
 import { uploadBuffer } from "../buffers.ts";
 import type { QuantType } from "../quant/formats.ts";
-import { quantMatvecRef } from "../quant/reference.ts";
+import { quantMatvecRef } from "../../reference/kernels/quant.ts";
 import { randomBlocks } from "../quant/random_blocks.ts";
 import { loadQuantTables } from "../quant/tables.ts";
 import { prepareQuantProduct, quantGemmMinRows } from "./gemm_quant.ts";

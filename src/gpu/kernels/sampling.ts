@@ -14,7 +14,7 @@ import {
   type History,
   MIN_TEMPERATURE,
   type SamplingParams,
-} from "../reference/sampling.ts";
+} from "./sampling_params.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 import { type TokenMaskPath, TokenMaskRows } from "./token_mask.ts";
 import { decodeResults, decodeSampled, MAX_TOP_LOGPROBS } from "./sampling_results.ts";

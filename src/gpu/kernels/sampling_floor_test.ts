@@ -2,7 +2,11 @@
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { f32Buffer } from "../../../test/support/kernel_harness.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
-import { isGreedy, MIN_TEMPERATURE, referenceDistribution } from "../reference/sampling.ts";
+import {
+  isGreedy,
+  MIN_TEMPERATURE,
+  referenceDistribution,
+} from "../../reference/kernels/sampling.ts";
 import { Sampler, type SeqSampling } from "./sampling.ts";
 
 Deno.test("temperature below MIN_TEMPERATURE draws the argmax (1e-38 used to give token 0)", async () => {

@@ -16,7 +16,7 @@ import {
   referenceDraw,
   type SamplingParams,
   truncatedLogits,
-} from "../reference/sampling.ts";
+} from "../../reference/kernels/sampling.ts";
 import { MAX_SAMPLER_VOCAB, Sampler, type SeqSampling } from "./sampling.ts";
 
 const V = 151_936;

@@ -19,8 +19,8 @@ import {
   referenceDraw,
   referenceLogprobs,
   type SamplingParams,
-} from "../reference/sampling.ts";
-import { applyTokenMask, freeMask, MASKED_LOGIT, tokenBitmask } from "../reference/token_mask.ts";
+} from "../../reference/kernels/sampling.ts";
+import { applyTokenMask, freeMask, MASKED_LOGIT, tokenBitmask } from "../token_mask_bits.ts";
 import { NO_TOKEN, Sampler, type SampleResult, type SeqSampling } from "./sampling.ts";
 import type { TokenMaskPath } from "./token_mask.ts";
 

@@ -11,7 +11,7 @@ import {
   referenceDraw,
   rngUniform,
   type SamplingParams,
-} from "../reference/sampling.ts";
+} from "../../reference/kernels/sampling.ts";
 import { Sampler, type SeqSampling } from "./sampling.ts";
 
 interface Case {

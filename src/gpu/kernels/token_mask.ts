@@ -5,7 +5,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
-import { maskWords } from "../reference/token_mask.ts";
+import { maskWords } from "../token_mask_bits.ts";
 import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
 
 /**

@@ -17,7 +17,7 @@ import {
   referenceDraw,
   referenceLogprobs,
   type SamplingParams,
-} from "../reference/sampling.ts";
+} from "../../reference/kernels/sampling.ts";
 import {
   allows,
   allowsNone,
@@ -25,7 +25,7 @@ import {
   freeMask,
   MASKED_LOGIT,
   tokenBitmask,
-} from "../reference/token_mask.ts";
+} from "../token_mask_bits.ts";
 import { NO_TOKEN, Sampler, type SampleResult, type SeqSampling } from "./sampling.ts";
 import type { TokenMaskPath } from "./token_mask.ts";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readU32 } from "../buffers.ts";
 import { submitDispatches } from "../dispatch.ts";
-import { appendRef, gatherRef } from "../reference/tokens.ts";
+import { appendRef, gatherRef } from "../../reference/kernels/tokens.ts";
 import { prepareAppend, prepareGather } from "./tokens.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { outBuffer, seeded, u32Buffer } from "../../../test/support/kernel_harness.ts";

@@ -8,5 +8,4 @@
 export * from "./formats.ts";
 export { FLOAT_FORMATS, productFormat, productRowBytes, productTakes } from "./product_formats.ts";
 export { loadQuantTable, loadQuantTables, parseQuantTable, quantTableBuffer } from "./tables.ts";
-export { quantMatvecRef } from "./reference.ts";
 export { randomBlocks } from "./random_blocks.ts";

@@ -15,11 +15,11 @@ import {
 } from "../../../test/support/family_fixture.ts";
 import type { ModelConfig } from "../config.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
-import { fileListFiles } from "../source.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
+import { fileListFiles } from "../../formats/source.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
-import { ReferenceModel } from "../reference_model.ts";
-import { tensorValues } from "../tensor_values.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { tensorValues } from "../../reference/tensor_values.ts";
 import { archOf, type LayerStep } from "./mod.ts";
 
 const FIXTURE = familyFixture("gemma2");

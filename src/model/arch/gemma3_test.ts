@@ -14,8 +14,8 @@ import {
   maxAbsDiff,
 } from "../../../test/support/family_fixture.ts";
 import type { ModelConfig } from "../config.ts";
-import { ReferenceModel } from "../reference_model.ts";
-import { tensorValues } from "../tensor_values.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { tensorValues } from "../../reference/tensor_values.ts";
 import { archOf, type LayerStep } from "./mod.ts";
 
 const FIXTURE = familyFixture("gemma3");

@@ -23,12 +23,12 @@ import {
   maxAbsDiff,
 } from "../../../test/support/family_fixture.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
-import { ReferenceModel } from "../reference_model.ts";
-import { type ByteTensorInfo, readSafetensorsHeader } from "../safetensors.ts";
-import { fileListFiles } from "../source.ts";
-import { tensorValues } from "../tensor_values.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { type ByteTensorInfo, readSafetensorsHeader } from "../../formats/safetensors.ts";
+import { fileListFiles } from "../../formats/source.ts";
+import { tensorValues } from "../../reference/tensor_values.ts";
 import type { ModelWeights, WeightInfo } from "../weights.ts";
 import { archOf, type LayerStep } from "./mod.ts";
 

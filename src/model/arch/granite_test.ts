@@ -7,7 +7,7 @@
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
-import { ReferenceModel } from "../reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import {
   familyFixtureTests,
   fixtureCheckpoint,

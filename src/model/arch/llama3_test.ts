@@ -5,7 +5,7 @@
  * stored, as llama.cpp does, and the GGUF runs as llama.cpp runs it.
  */
 import { deepStrictEqual, ok } from "node:assert/strict";
-import { ReferenceModel } from "../reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import { ropeInvFreq } from "../rope.ts";
 import {
   familyFixtureTests,

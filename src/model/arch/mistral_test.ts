@@ -10,9 +10,9 @@ import { maxAbsDiff, verifyOnGpu } from "../../../test/support/family_fixture.ts
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
 import type { ModelConfig } from "../config.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
-import { ReferenceModel } from "../reference_model.ts";
-import { fileListFiles } from "../source.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { fileListFiles } from "../../formats/source.ts";
 import { SHAPE } from "../../../test/support/window_model.ts";
 
 const WINDOW = 5;

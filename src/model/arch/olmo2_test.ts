@@ -8,7 +8,7 @@
 import { ok } from "node:assert/strict";
 import { type LayerStep } from "./mod.ts";
 import { archOf } from "./mod.ts";
-import { ReferenceModel } from "../reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import {
   familyFixtureTests,
   fixtureCheckpoint,

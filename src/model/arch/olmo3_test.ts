@@ -8,7 +8,7 @@
 import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
-import { ReferenceModel } from "../reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import {
   familyFixtureTests,
   fixtureCheckpoint,

@@ -9,10 +9,10 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
-import { GpuModel } from "../gpu_model.ts";
-import { ReferenceModel } from "../reference_model.ts";
-import { fileListFiles } from "../source.ts";
-import { type Reference, verifyModel } from "../verify.ts";
+import { GpuModel } from "../../runtime/gpu_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { fileListFiles } from "../../formats/source.ts";
+import { type Reference, verifyModel } from "../../reference/verify.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 
 const DIR = new URL("../../../test/fixtures/rope/phi3_longrope/", import.meta.url).pathname;

@@ -8,9 +8,9 @@ import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
-import { fileListFiles } from "../source.ts";
-import { ReferenceModel } from "../reference_model.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
+import { fileListFiles } from "../../formats/source.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import {
   familyFixtureTests,
   fixtureCheckpoint,

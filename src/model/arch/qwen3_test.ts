@@ -10,11 +10,11 @@ import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
-import { GpuModel } from "../gpu_model.ts";
-import { ReferenceModel } from "../reference_model.ts";
-import { fileListFiles } from "../source.ts";
-import { type Reference, tolerance, verifyModel } from "../verify.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
+import { GpuModel } from "../../runtime/gpu_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
+import { fileListFiles } from "../../formats/source.ts";
+import { type Reference, tolerance, verifyModel } from "../../reference/verify.ts";
 import { archOf, type ShapeConfig } from "./mod.ts";
 
 const SHAPE: ShapeConfig = {

@@ -7,14 +7,14 @@
 import { deepStrictEqual, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { parseConfig } from "../config.ts";
-import { ReferenceModel } from "../reference_model.ts";
+import { ReferenceModel } from "../../reference/model.ts";
 import {
   familyFixtureTests,
   fixtureCheckpoint,
   loadFixture,
   maxDiff,
 } from "../../../test/support/family_fixture.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../gguf/convert.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 
 familyFixtureTests("smollm3", 1e-3, "q8_0");

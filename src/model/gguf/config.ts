@@ -9,7 +9,7 @@ import { archByGguf, ggufArchitectures, hasExperts, layerEntry, MAX_EXPERTS } fr
 import { ggufAttentionKnobs } from "../attention_knobs.ts";
 import { type ModelConfig, MULTIPLIER_KEYS } from "../config.ts";
 import { ggufRopeScaling } from "../rope_config.ts";
-import type { GgufMetadata } from "./metadata.ts";
+import type { GgufMetadata } from "../../formats/gguf/metadata.ts";
 
 /** `general.file_type` values of files whose weights are all (or mostly) one float dtype. */
 const FILE_DTYPES: Record<number, WeightDtype> = { 0: "f32", 1: "f16", 32: "bf16" };

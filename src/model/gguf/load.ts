@@ -7,13 +7,18 @@ import { EngineError } from "../../contract/errors.ts";
 import { archOf } from "../arch/mod.ts";
 import type { ModelConfig } from "../config.ts";
 import { ropeInvFreq, type RopeScaling } from "../rope.ts";
-import { type ByteSource, fileListFiles, missingFile, type ModelFiles } from "../source.ts";
-import { urlSource } from "../url_source.ts";
+import {
+  type ByteSource,
+  fileListFiles,
+  missingFile,
+  type ModelFiles,
+} from "../../formats/source.ts";
+import { urlSource } from "../../formats/url_source.ts";
 import { mapWeights } from "../weights.ts";
 import { ggufConfig } from "./config.ts";
-import { type GgufFile, readGgufFile } from "./header.ts";
-import { parseGgufShardFilename } from "./lib.ts";
-import type { GgufMetadata } from "./metadata.ts";
+import { type GgufFile, readGgufFile } from "../../formats/gguf/header.ts";
+import { parseGgufShardFilename } from "../../formats/gguf/lib.ts";
+import type { GgufMetadata } from "../../formats/gguf/metadata.ts";
 import { type GgufTensorInfo, hfTensors } from "./tensors.ts";
 
 export interface GgufModel {

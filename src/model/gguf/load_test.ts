@@ -3,10 +3,10 @@ import { EngineError } from "../../contract/errors.ts";
 import { fileSource } from "../../adapters/deno/file_source.ts";
 import { parseConfig } from "../config.ts";
 import { ropeInvFreq } from "../rope.ts";
-import { blobSource } from "../source.ts";
-import { encodeGguf, T, typed } from "./test_encoder.ts";
+import { blobSource } from "../../formats/source.ts";
+import { encodeGguf, T, typed } from "../../formats/gguf/test_encoder.ts";
 import { tinyGguf, tinyHfConfig, tinyMetadata, tinyTensors } from "./test_model.ts";
-import { readGgufFile } from "./header.ts";
+import { readGgufFile } from "../../formats/gguf/header.ts";
 import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";
 import { llama3FromFreqFactors, openGguf, openGgufBlobs, openGgufUrl } from "./load.ts";
 

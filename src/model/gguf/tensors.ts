@@ -5,7 +5,7 @@
  * in the families whose llama.cpp RoPE interleaves them (the family's `gguf.interleavedQk`).
  */
 import { EngineError } from "../../contract/errors.ts";
-import type { ByteSource } from "../source.ts";
+import type { ByteSource } from "../../formats/source.ts";
 import type { ModelConfig } from "../config.ts";
 import {
   archOf,
@@ -13,7 +13,7 @@ import {
   hfTensorName as archTensorName,
   MAX_EXPERTS,
 } from "../arch/mod.ts";
-import type { GgufDtype, GgufTensor } from "./header.ts";
+import type { GgufDtype, GgufTensor } from "../../formats/gguf/header.ts";
 
 import type { RopeInterleave } from "../weights.ts";
 

@@ -4,7 +4,13 @@
  */
 import { quantizedBytes, quantTypeOfGgml } from "../../gpu/quant/formats.ts";
 import { ARCHS, globalTensors, layerTensors, type ShapeConfig } from "../arch/mod.ts";
-import { encodeGguf, T, type TestTensor, typed, type Value } from "./test_encoder.ts";
+import {
+  encodeGguf,
+  T,
+  type TestTensor,
+  typed,
+  type Value,
+} from "../../formats/gguf/test_encoder.ts";
 
 export interface TinyOptions {
   /** The family (`ModelConfig.arch`; default `llama`). */

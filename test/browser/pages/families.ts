@@ -8,14 +8,14 @@
  * mix does), against float64 on its dequantized weights.
  */
 import { acquireGpu } from "../../../src/gpu/device.ts";
-import { GpuModel } from "../../../src/model/gpu_model.ts";
-import { fileListFiles } from "../../../src/model/source.ts";
-import { urlFiles } from "../../../src/model/url_source.ts";
+import { GpuModel } from "../../../src/runtime/gpu_model.ts";
+import { fileListFiles } from "../../../src/formats/source.ts";
+import { urlFiles } from "../../../src/formats/url_source.ts";
 import { openCheckpoint } from "../../../src/model/checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../../../src/model/gguf/convert.ts";
-import { buildReference } from "../../../src/model/reference_file.ts";
-import { ReferenceModel } from "../../../src/model/reference_model.ts";
-import { type PromptResult, type Reference, verifyModel } from "../../../src/model/verify.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../../src/convert/convert.ts";
+import { buildReference } from "../../../src/reference/file.ts";
+import { ReferenceModel } from "../../../src/reference/model.ts";
+import { type PromptResult, type Reference, verifyModel } from "../../../src/reference/verify.ts";
 import { FAMILIES, pageFixture } from "./family_files.ts";
 import { runChecks } from "./report.ts";
 

@@ -3,8 +3,8 @@
  * from the Vite server: the family list, and per family its manifest, llama.cpp's teacher-forced
  * logits as a `Reference` and its F32 GGUF as a `File` (what the demo's file picker hands over).
  */
-import { logitsManifestReference } from "../../../src/model/reference_file.ts";
-import type { Reference } from "../../../src/model/verify.ts";
+import { logitsManifestReference } from "../../../src/reference/file.ts";
+import type { Reference } from "../../../src/reference/verify.ts";
 
 export const FAMILY_ROOT = "/test/fixtures/families/";
 

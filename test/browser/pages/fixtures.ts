@@ -17,22 +17,22 @@
  * switches through every thread), and these checks already add about 1.5 minutes.
  */
 import { acquireGpu, type Gpu } from "../../../src/gpu/device.ts";
-import { GpuModel } from "../../../src/model/gpu_model.ts";
-import { fileListFiles } from "../../../src/model/source.ts";
-import { urlFiles } from "../../../src/model/url_source.ts";
+import { GpuModel } from "../../../src/runtime/gpu_model.ts";
+import { fileListFiles } from "../../../src/formats/source.ts";
+import { urlFiles } from "../../../src/formats/url_source.ts";
 import { type Checkpoint, openCheckpoint } from "../../../src/model/checkpoint.ts";
-import { readHfCheckpoint, writeHfAsGguf } from "../../../src/model/gguf/convert.ts";
-import { buildReference } from "../../../src/model/reference_file.ts";
-import { ReferenceModel } from "../../../src/model/reference_model.ts";
-import { parseReference, type PromptResult, verifyModel } from "../../../src/model/verify.ts";
+import { readHfCheckpoint, writeHfAsGguf } from "../../../src/convert/convert.ts";
+import { buildReference } from "../../../src/reference/file.ts";
+import { ReferenceModel } from "../../../src/reference/model.ts";
+import { parseReference, type PromptResult, verifyModel } from "../../../src/reference/verify.ts";
 import type { KvDtype } from "../../../src/gpu/kernels/attention.ts";
 import { Sampler } from "../../../src/gpu/kernels/sampling.ts";
 import { uploadBuffer } from "../../../src/gpu/buffers.ts";
-import type { SamplingParams } from "../../../src/gpu/reference/sampling.ts";
+import type { SamplingParams } from "../../../src/reference/kernels/sampling.ts";
 import { runChecks } from "./report.ts";
 import { linearCheck } from "./linear.ts";
 import { productLabels, stepPipelines } from "../../support/step_pipelines.ts";
-import type { GgufMix } from "../../../src/model/gguf/quant_mix.ts";
+import type { GgufMix } from "../../../src/convert/quant_mix.ts";
 
 const MODELS = [
   "test/fixtures/models/llama-gqa-f32",

@@ -5,7 +5,7 @@
 import { decodeWeights, encodeWeights, type WeightDtype } from "../../../src/gpu/dtype.ts";
 import { uploadBuffer } from "../../../src/gpu/buffers.ts";
 import { prepareLinear } from "../../../src/gpu/kernels/linear.ts";
-import { linearRef } from "../../../src/gpu/reference/dense.ts";
+import { linearRef } from "../../../src/reference/kernels/dense.ts";
 import { assertSumsClose, boundUsed, sumsTolerance, withErrorScopes } from "../../support/gpu.ts";
 import { asF32, f32Buffer, outBuffer, runRead, seeded } from "../../support/kernel_harness.ts";
 

@@ -9,7 +9,7 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { EngineError } from "../../../src/contract/errors.ts";
-import { readInto } from "../../../src/model/source.ts";
+import { readInto } from "../../../src/formats/source.ts";
 import { entryKey, type EntryStorage } from "../../../src/store/storage.ts";
 import { ModelStore, type ModelStoreOptions } from "../../../src/store/store.ts";
 

@@ -1,0 +1,407 @@
+/**
+ * A checkpoint on the GPU: weights uploaded one tensor at a time (no second full copy in
+ * memory), a paged KV cache, and replayable forward plans (see `forward.ts`).
+ *
+ * The layout is the one the fused decode step reads: q, k and v stacked into one [q+2kv, h]
+ * matrix (and their biases into one vector), gate and up into one [2i, h] matrix, and the norm
+ * weights widened to f32 (they are read alongside x inside the products).
+ */
+import { EngineError } from "../contract/errors.ts";
+import type { Gpu } from "../gpu/device.ts";
+import { STORAGE, storageBuffer } from "../gpu/buffers.ts";
+import { isFloatDtype, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
+import type { ModelConfig } from "../model/config.ts";
+import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
+import type { GpuWeight } from "../gpu/kernels/product.ts";
+import { type ExpertBiases, expertChunks, type ExpertSlab } from "../gpu/kernels/moe.ts";
+import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
+import { type Checkpoint, openCheckpoint } from "../model/checkpoint.ts";
+import { ropeInvFreq } from "../model/rope.ts";
+import type { ModelFiles } from "../formats/source.ts";
+import { allocatePlan, type BufferPlan, fillPlan, planBytes, planStack } from "./upload.ts";
+import type { LoadOptions, LoadProgress } from "./load_options.ts";
+import { StagingWriter } from "./staging.ts";
+import {
+  checkFits,
+  type ExpertWeights,
+  type ModelWeights,
+  type WeightInfo,
+  weightList,
+} from "../model/weights.ts";
+
+export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
+export type { LoadOptions, LoadPhase, LoadProgress } from "./load_options.ts";
+
+/** One decoder layer's weights as the forward pass reads them. */
+export interface GpuLayer {
+  /** RMSNorm weights, f32 (pre-norm families). */
+  inputNorm?: GPUBuffer;
+  /** RMSNorm weights before the MLP, f32 (pre-norm families). */
+  postNorm?: GPUBuffer;
+  /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
+  qkv: GpuWeight;
+  /** [q; k; v] biases, f32 (for every weight format). */
+  qkvBias?: GPUBuffer;
+  /** Per-head RMSNorm weight of q [head_dim], f32, in families with a `qk_norm` step. */
+  qNorm?: GPUBuffer;
+  /** Per-head RMSNorm weight of k [head_dim], f32, in families with a `qk_norm` step. */
+  kNorm?: GPUBuffer;
+  /** Attention output projection: [hidden, heads·head_dim]. */
+  o: GpuWeight;
+  /** [gate; up] stacked: [2·intermediate, hidden] (a dense MLP). */
+  gateUp?: GpuWeight;
+  /** MLP down projection: [hidden, intermediate] (a dense MLP). */
+  down?: GpuWeight;
+  /** A mixture-of-experts MLP's router [experts, hidden]. */
+  router?: GpuWeight;
+  /** A mixture-of-experts MLP's experts. */
+  experts?: GpuExperts;
+  /** RMSNorm weight of the attention output before its residual add, f32 (post-norm families). */
+  attnOutNorm?: GPUBuffer;
+  /** RMSNorm weight of the MLP output before its residual add, f32 (post-norm families). */
+  mlpOutNorm?: GPUBuffer;
+  // Recipe extras of some families (absent elsewhere), f32.
+  /** The attention output projection's bias [hidden]. */
+  oBias?: GPUBuffer;
+  /** Per-head attention sink logits [heads] (an `attention` step with `sinks`). */
+  sinks?: GPUBuffer;
+  /** A mixture-of-experts MLP's router bias [experts]. */
+  routerBias?: GPUBuffer;
+}
+
+/**
+ * A mixture-of-experts MLP's experts, each matrix kind a slab that the expert kernels index by
+ * expert (`moe_experts.wgsl`): every expert's [gate; up] rows, expert after expert, and every
+ * expert's down rows; each slab one buffer, or buffers of whole experts where one binding cannot
+ * hold it.
+ */
+export interface GpuExperts {
+  /** Every expert's [gate; up] rows. */
+  gateUp: ExpertSlab;
+  /** Every expert's down rows. */
+  down: ExpertSlab;
+  /** Every expert's gate, up and down biases, f32, when the experts have them. */
+  biases?: ExpertBiases;
+}
+
+/** The KV cache's element type unless told: f32 for f32 weights, else f16. */
+export function defaultKvDtype(weights: ModelWeights<WeightInfo>): KvDtype {
+  return weights.embed.dtype === "f32" ? "f32" : "f16";
+}
+
+/**
+ * A checkpoint's weights, RoPE frequencies and KV cache on one GPU device; the buffers it owns are
+ * freed by `destroy()`.
+ */
+export class GpuModel {
+  readonly #owned: GPUBuffer[] = [];
+  /** Per-layer weights, in order. */
+  readonly layers: GpuLayer[] = [];
+  /** Token embedding: [vocab, hidden]. */
+  embed!: GpuWeight;
+  /** LM head: [vocab, hidden] (the embedding itself when tied). */
+  lmHead!: GpuWeight;
+  /** The final RMSNorm weight, f32. */
+  finalNorm!: GPUBuffer;
+  /** Key cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
+  readonly kCache: GPUBuffer[] = [];
+  /** Value cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
+  readonly vCache: GPUBuffer[] = [];
+  /** RoPE inverse frequencies (with the config's scaling), as `uploadRopeFrequencies` stores them. */
+  readonly ropeFrequencies: GPUBuffer;
+  /** Those of sliding-window layers with a RoPE base of their own (`ropeLocalTheta`). */
+  readonly ropeLocalFrequencies?: GPUBuffer;
+  /**
+   * The engine's context: the model's, or the whole KV cache's when that is smaller (the most
+   * positions one sequence can reach, but for a window on every layer, which releases blocks).
+   * LongRoPE chooses its factors by it (`ropeFactorList`), as llama.cpp by its context, so that
+   * the same cache size gives the same rotation in the engine and in verify.
+   */
+  readonly context: number;
+  /** The format the weights came in, and the dtype that holds most of their bytes. */
+  readonly format: "safetensors" | "gguf";
+  /** The dtype holding most of the weights' bytes. */
+  readonly dtype: TensorDtype;
+
+  private constructor(
+    readonly gpu: Gpu,
+    private readonly checkpoint: Checkpoint,
+    readonly blockSize: number,
+    readonly kvBlocks: number,
+    readonly kvDtype: KvDtype,
+  ) {
+    this.format = checkpoint.format;
+    this.context = Math.min(checkpoint.config.maxPositionEmbeddings, kvBlocks * blockSize);
+    this.dtype = dominantDtype(weightList(checkpoint.weights));
+    this.ropeFrequencies = this.own(
+      uploadRopeFrequencies(
+        gpu.device,
+        "rope:frequencies",
+        ropeInvFreq(
+          this.config.rotaryDim ?? this.config.headDim,
+          this.config.ropeTheta,
+          this.config.ropeScaling,
+          this.context,
+        ),
+      ),
+    );
+    const local = this.config.ropeLocalTheta;
+    if (local !== undefined) {
+      this.ropeLocalFrequencies = this.own(
+        uploadRopeFrequencies(
+          gpu.device,
+          "rope:local_frequencies",
+          ropeInvFreq(this.config.headDim, local, { type: "default" }),
+        ),
+      );
+    }
+  }
+
+  /** The checkpoint's config. */
+  get config(): ModelConfig {
+    return this.checkpoint.config;
+  }
+
+  /** The checkpoint's tensor descriptions (not the GPU copies). */
+  get weights(): ModelWeights<WeightInfo> {
+    return this.checkpoint.weights;
+  }
+
+  /** Read the config and headers (safetensors or GGUF), check everything, upload the weights. */
+  static async load(gpu: Gpu, files: ModelFiles, options: LoadOptions = {}): Promise<GpuModel> {
+    return await GpuModel.fromCheckpoint(
+      gpu,
+      await openCheckpoint(files, options.onProgress),
+      options,
+    );
+  }
+
+  /**
+   * Check an already opened checkpoint against the device's limits, upload its weights and allocate
+   * the KV cache. Throws `InvalidArgument` when it does not fit.
+   */
+  static async fromCheckpoint(
+    gpu: Gpu,
+    checkpoint: Checkpoint,
+    options: LoadOptions = {},
+  ): Promise<GpuModel> {
+    const { config, weights } = checkpoint;
+    checkFits(weightList(weights), gpu.caps, options.weightBudget);
+    const blockSize = options.blockSize ?? 16;
+    const kvBlocks = options.kvBlocks ?? Math.ceil(config.maxPositionEmbeddings / blockSize);
+    const kvDtype = options.kvDtype ?? defaultKvDtype(weights);
+    const kvBytes = kvBlocks * blockSize * config.numKvHeads * config.headDim *
+      kvBytesPerElement(kvDtype);
+    const bufferLimit = Math.min(gpu.caps.maxStorageBufferBindingSize, gpu.caps.maxBufferSize);
+    if (kvBytes > bufferLimit) {
+      throw new EngineError(
+        "ResourceExhausted",
+        `a KV cache layer of ${kvBlocks} blocks needs ${kvBytes} bytes; one buffer may hold ${bufferLimit}`,
+      );
+    }
+    const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);
+    const writer = new StagingWriter(gpu.device, options.upload);
+    try {
+      // Every buffer first (the fills queue behind), so that `beside` can build on the whole
+      // model while its weights stream in.
+      model.#allocateAll(writer, options.onProgress, options.maxSlabBytes);
+      for (let l = 0; l < config.numLayers; l++) {
+        model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes, "kv")));
+        model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes, "kv")));
+      }
+      const filled = model.#fills.then(() => writer.close());
+      const beside = (async () => await options.beside?.(model))();
+      // A failure on either side stops the fills still queued (a compile error need not wait
+      // for gigabytes to upload); the first failure is thrown once both have settled.
+      let first: { error: unknown } | undefined;
+      await Promise.allSettled([
+        filled.catch((error) => void (first ??= { error })),
+        beside.catch((error) => {
+          model.#stopped = true;
+          first ??= { error };
+        }),
+      ]);
+      if (first) throw first.error;
+    } catch (e) {
+      model.#stopped = true;
+      model.destroy();
+      throw e;
+    } finally {
+      writer.destroy();
+      // The weights are on the GPU (or failed): drop any whole-file copy a source holds (a URL
+      // whose server ignores Range), and close what a source opened to read them.
+      for (const source of new Set(weightList(weights).map((t) => t.source))) {
+        source.release?.();
+      }
+    }
+    return model;
+  }
+
+  /**
+   * Create every weight buffer of the model and queue its fill (`#fill`) from the file through
+   * `writer`, in file order; the fills run behind, reporting `weights` progress in bytes.
+   */
+  #allocateAll(
+    writer: StagingWriter,
+    onProgress?: LoadProgress,
+    maxSlabBytes = Infinity,
+  ): void {
+    const w = this.weights;
+    const total = weightList(w).reduce((n, t) => n + t.length, 0);
+    const caps = this.gpu.caps;
+    const limit = Math.min(caps.maxStorageBufferBindingSize, caps.maxBufferSize);
+    let loaded = 0;
+    const progress = (bytes: number, name: string) => {
+      loaded += bytes;
+      onProgress?.(loaded, total, name, "weights");
+    };
+    const buffers = (plans: BufferPlan[]) => {
+      const out = [];
+      for (const p of plans) {
+        const buffer = this.own(allocatePlan(this.gpu.device, p, STORAGE));
+        this.#fill(() => fillPlan(p, buffer, progress, writer));
+        out.push({
+          buffer,
+          dtype: p.dtype,
+          rows: p.slices.reduce((n, s) => n + s.row1 - s.row0, 0),
+        });
+      }
+      return out;
+    };
+    const weight = (label: string, ts: WeightInfo[]): GpuWeight => ({
+      parts: buffers(planStack(label, ts, limit)),
+    });
+    const vector = (t: WeightInfo[], as: WeightDtype) => {
+      const [one, ...more] = buffers(planStack(t[0]!.name, t, Infinity, as));
+      if (more.length > 0 || !one) throw new Error(`${t[0]!.name}: not one buffer`);
+      return one.buffer;
+    };
+    /** A stacked product's tensors: one that holds them all, or its parts in order. */
+    const stacked = (
+      one: WeightInfo | undefined,
+      parts: (WeightInfo | undefined)[],
+    ): [string, WeightInfo[]] => {
+      if (one) return [one.name, [one]];
+      const ts = parts.filter((t) => t !== undefined);
+      if (ts.length !== parts.length) throw new Error("a layer without its stacked products");
+      return [`${ts[0]!.name}+${ts.length - 1}`, ts];
+    };
+    this.embed = weight(w.embed.name, [w.embed]);
+    for (const l of w.layers) {
+      const layer: GpuLayer = {
+        qkv: weight(...stacked(l.qkv, [l.q, l.k, l.v])),
+        o: weight(l.o.name, [l.o]),
+      };
+      if ((l.gate && l.up) || l.gateUp) {
+        layer.gateUp = weight(...stacked(l.gateUp, [l.gate, l.up]));
+      }
+      if (l.down) layer.down = weight(l.down.name, [l.down]);
+      for (const role of ["inputNorm", "postNorm", "attnOutNorm", "mlpOutNorm"] as const) {
+        const t = l[role];
+        if (t) layer[role] = vector([t], "f32");
+      }
+      if (l.router) layer.router = weight(l.router.name, [l.router]);
+      if (l.experts) {
+        /** A slab of each expert's `ts`, in buffers of whole experts. */
+        const slab = (label: string, ts: WeightInfo[][]): ExpertSlab => {
+          const [all, ...more] = planStack(label, ts.flat(), Infinity);
+          if (more.length > 0) {
+            throw new EngineError(
+              "ResourceExhausted",
+              `${label}: the experts' matrices need one type; they take ${more.length + 1}`,
+            );
+          }
+          const max = Math.min(limit, maxSlabBytes);
+          const counts = expertChunks(label, ts.length, planBytes(all!) / ts.length, max);
+          const parts = [];
+          let first = 0;
+          for (const n of counts) {
+            const name = `${label}[${first}..${first + n - 1}]`;
+            // Each part in the whole slab's dtype (a float subset could have another common one).
+            const as = isFloatDtype(all!.dtype) ? all!.dtype : undefined;
+            const [one, ...extra] = buffers(
+              planStack(name, ts.slice(first, first + n).flat(), max, as),
+            );
+            if (!one || extra.length > 0) throw new Error(`${name}: not one buffer`);
+            parts.push({ buffer: one.buffer, experts: n });
+            first += n;
+          }
+          return { parts, dtype: all!.dtype };
+        };
+        const name = l.experts[0]!.gate.name.replace(/\.0\.gate_proj\.weight$/, "");
+        layer.experts = {
+          gateUp: slab(`${name}.gate_up`, l.experts.map((e) => [e.gate, e.up])),
+          down: slab(`${name}.down`, l.experts.map((e) => [e.down])),
+        };
+        const biases = expertBiasTensors(l.experts);
+        if (biases) {
+          layer.experts.biases = {
+            gateUp: vector(biases.gateUp, "f32"),
+            down: vector(biases.down, "f32"),
+          };
+        }
+      }
+      for (const role of ["oBias", "sinks", "routerBias"] as const) {
+        const t = l[role];
+        if (t) layer[role] = vector([t], "f32");
+      }
+      if (l.qBias && l.kBias && l.vBias) {
+        layer.qkvBias = vector([l.qBias, l.kBias, l.vBias], "f32");
+      }
+      if (l.qNorm) layer.qNorm = vector([l.qNorm], "f32");
+      if (l.kNorm) layer.kNorm = vector([l.kNorm], "f32");
+      this.layers.push(layer);
+    }
+    this.finalNorm = vector([w.norm], "f32");
+    this.lmHead = w.lmHead === w.embed ? this.embed : weight(w.lmHead.name, [w.lmHead]);
+  }
+
+  /** The weight buffers' fills, one after another in file order (`#fill`). */
+  #fills: Promise<void> = Promise.resolve();
+  /** A load failed: fills not yet begun are not begun. */
+  #stopped = false;
+
+  /** Queue `job` after the fills before it (skipped once one fails or the load stops). */
+  #fill(job: () => Promise<void>): void {
+    this.#fills = this.#fills.then(() => {
+      if (this.#stopped) throw new EngineError("Cancelled", "the model's load stopped");
+      return job();
+    });
+    // Handled where it is awaited; until then a failure must not count as unhandled.
+    this.#fills.catch(() => {});
+  }
+
+  /** Register `buffer` to be destroyed with the model; returns it. */
+  own(buffer: GPUBuffer): GPUBuffer {
+    this.#owned.push(buffer);
+    return buffer;
+  }
+
+  /** Free every buffer this model owns. Safe to call twice. */
+  destroy(): void {
+    for (const b of this.#owned.splice(0)) b.destroy();
+  }
+}
+
+/**
+ * The experts' bias tensors in the expert kernels' order (expert e's gate biases then its up
+ * biases; every expert's down biases), when every expert has all three; else undefined.
+ */
+function expertBiasTensors(
+  experts: readonly ExpertWeights<WeightInfo>[],
+): { gateUp: WeightInfo[]; down: WeightInfo[] } | undefined {
+  const gateUp: WeightInfo[] = [], down: WeightInfo[] = [];
+  for (const e of experts) {
+    if (!e.gateBias || !e.upBias || !e.downBias) return undefined;
+    gateUp.push(e.gateBias, e.upBias);
+    down.push(e.downBias);
+  }
+  return { gateUp, down };
+}
+
+/** The dtype holding the most bytes among `tensors` (a Q4_K_M file's is Q4_K). */
+function dominantDtype(tensors: readonly WeightInfo[]): TensorDtype {
+  const bytes = new Map<TensorDtype, number>();
+  for (const t of tensors) bytes.set(t.dtype, (bytes.get(t.dtype) ?? 0) + t.length);
+  return [...bytes].reduce((a, b) => (b[1] > a[1] ? b : a))[0];
+}
