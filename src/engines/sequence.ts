@@ -9,45 +9,8 @@ import type { FinishReason, LLMEngineOutput, PreprocessedRequest } from "../cont
 import { NO_TOKEN, type SeqSampling } from "../gpu/kernels/sampling.ts";
 import { maskWords } from "../gpu/token_mask_bits.ts";
 import { onlyAllowed, type TokenMaskProvider } from "./token_mask.ts";
+import { Channel } from "./channel.ts";
 import type { SeqBlocks } from "./webgpu/block_manager.ts";
-
-/** A push/pull channel: the scheduler pushes chunks, the consumer's iterator pulls them. */
-export class Channel {
-  #items: LLMEngineOutput[] = [];
-  #error: EngineError | undefined;
-  #closed = false;
-  #wake: (() => void) | undefined;
-
-  push(chunk: LLMEngineOutput): void {
-    this.#items.push(chunk);
-    this.#wake?.();
-  }
-
-  fail(error: EngineError): void {
-    this.#error = error;
-    this.#closed = true;
-    this.#wake?.();
-  }
-
-  close(): void {
-    this.#closed = true;
-    this.#wake?.();
-  }
-
-  async *drain(): AsyncGenerator<LLMEngineOutput> {
-    for (;;) {
-      const item = this.#items.shift();
-      if (item !== undefined) {
-        yield item;
-        continue;
-      }
-      if (this.#error) throw this.#error;
-      if (this.#closed) return;
-      await new Promise<void>((r) => (this.#wake = r));
-      this.#wake = undefined;
-    }
-  }
-}
 
 export class Sequence {
   readonly tokens: number[];
