@@ -22,6 +22,8 @@
 // bans and the bitmask together) yields NONE as its token.
 
 //! import lib/token_mask
+//! import sampling/numbers
+//! import sampling/radix
 
 override TOKEN_MASK: bool = false;
 
@@ -63,18 +65,6 @@ struct SeqParams {
   _pad2: u32,
 }
 
-// What a radix round found: the bucket where the running sum from the top reaches `need`
-// (NONE: never), the sum of the buckets above it (from every round so far), and `exact` when the
-// sum through the bucket is exactly `need` (then the whole bucket is kept and the search ends).
-struct Sel {
-  bucket: u32,
-  exact: u32,
-  above: vec2<u32>,
-  need: vec2<u32>,
-  weight: vec2<u32>, // the bucket's own sum
-  gathered: u32, // candidates gathered in the round
-}
-
 @group(0) @binding(0) var<uniform> g: Globals;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> params: array<SeqParams>;
@@ -106,52 +96,6 @@ fn logit(s: u32, base: u32, i: u32) -> f32 {
     return NEG_INF;
   }
   return v;
-}
-
-fn pcg(v: u32) -> u32 {
-  let state = v * 747796405u + 2891336453u;
-  let word = ((state >> ((state >> 28u) + 4u)) ^ state) * 277803737u;
-  return (word >> 22u) ^ word;
-}
-
-// The counter-based draw for (seed, step): the same u for the same request and step, whatever
-// else is in the batch. Mirrored bit for bit by `rngUniform` in TypeScript.
-fn rng_uniform(seed_lo: u32, seed_hi: u32, step: u32) -> f32 {
-  let h = pcg(seed_lo ^ pcg(seed_hi ^ pcg(step ^ 0x9e3779b9u)));
-  return f32(h >> 8u) * (1.0 / 16777216.0);
-}
-
-fn key(x: f32) -> u32 {
-  let b = bitcast<u32>(x);
-  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-}
-
-// 64-bit unsigned integers as (lo, hi).
-fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-  let lo = a.x + b.x;
-  return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
-}
-
-fn ge64(a: vec2<u32>, b: vec2<u32>) -> bool {
-  return a.y > b.y || (a.y == b.y && a.x >= b.x);
-}
-
-fn to_f32(a: vec2<u32>) -> f32 {
-  return f32(a.y) * 4294967296.0 + f32(a.x);
-}
-
-// A non-negative f32 below 2^64 as a 64-bit integer (truncated).
-fn from_f32(x: f32) -> vec2<u32> {
-  let hi = floor(x * (1.0 / 4294967296.0));
-  return vec2<u32>(u32(x - hi * 4294967296.0), u32(hi));
-}
-
-// exp(l - m) in [0, 1] as fixed point with 44 fraction bits (truncated); a row of up to 2^20
-// tokens sums below 2^64.
-fn mass(e: f32) -> vec2<u32> {
-  let s = min(e, 1.0) * 4096.0;
-  let hi = floor(s);
-  return vec2<u32>(u32((s - hi) * 4294967296.0), u32(hi));
 }
 
 fn sum_f(lid: u32, v: f32) -> f32 {
@@ -193,155 +137,6 @@ fn argmax_reduce(lid: u32, best: f32, best_id: u32) -> vec2<u32> {
 fn bit(map_base: u32, i: u32, from_allowed: bool) -> bool {
   let w = masks[map_base + select(g.words, 0u, from_allowed) + i / 32u];
   return ((w >> (i % 32u)) & 1u) != 0u;
-}
-
-fn clear_hist(lid: u32) {
-  atomicStore(&hist_lo[lid], 0u);
-  atomicStore(&hist_hi[lid], 0u);
-}
-
-// Add a 64-bit weight to a bucket: the carry out of the low word is counted by the one add
-// that wraps it, so the total is exact whatever the order.
-fn hist_add(b: u32, w: vec2<u32>) {
-  let old = atomicAdd(&hist_lo[b], w.x);
-  let hi = w.y + select(0u, 1u, old + w.x < old);
-  if (hi != 0u) {
-    atomicAdd(&hist_hi[b], hi);
-  }
-}
-
-fn hist_at(b: u32) -> vec2<u32> {
-  return vec2<u32>(atomicLoad(&hist_lo[b]), atomicLoad(&hist_hi[b]));
-}
-
-// After a histogram pass: from the top bucket down, the first where `above` plus the running
-// sum reaches `need`. With `top_p` >= 0, `need` is top_p times the histogram's total instead.
-fn select_bucket(lid: u32, need_in: vec2<u32>, above_in: vec2<u32>, top_p: f32) -> Sel {
-  let per = RADIX / GROUPS;
-  if (lid < GROUPS) {
-    var acc = vec2<u32>(0u);
-    for (var j = 0u; j < per; j++) {
-      acc = add64(acc, hist_at(lid * per + j));
-    }
-    part[lid] = acc;
-  }
-  workgroupBarrier();
-  if (lid == 0u) {
-    var need = need_in;
-    if (top_p >= 0.0) {
-      var total = vec2<u32>(0u);
-      for (var j = 0u; j < GROUPS; j++) {
-        total = add64(total, part[j]);
-      }
-      need = from_f32(top_p * to_f32(total));
-      if (need.x == 0u && need.y == 0u) {
-        need.x = 1u;
-      }
-    }
-    var above = above_in;
-    var out = Sel(NONE, 0u, above, need, vec2<u32>(0u), atomicLoad(&n_cand));
-    for (var j = 0u; j < GROUPS; j++) {
-      let grp = GROUPS - 1u - j;
-      let next = add64(above, part[grp]);
-      if (!ge64(next, need)) {
-        above = next;
-        continue;
-      }
-      for (var q = 0u; q < per; q++) {
-        let b = grp * per + per - 1u - q;
-        let through = add64(above, hist_at(b));
-        if (ge64(through, need)) {
-          out.bucket = b;
-          out.exact = select(0u, 1u, all(through == need));
-          out.above = above;
-          out.weight = hist_at(b);
-          break;
-        }
-        above = through;
-      }
-      break;
-    }
-    sel = out;
-  }
-  return workgroupUniformLoad(&sel);
-}
-
-// Bucket of `k` in the round at `shift`, or NONE when its higher bytes are not `prefix`'s.
-fn bucket_of(k: u32, shift: u32, prefix: u32) -> u32 {
-  if (shift < 24u && (k >> (shift + 8u)) != (prefix >> (shift + 8u))) {
-    return NONE;
-  }
-  return (k >> shift) & (RADIX - 1u);
-}
-
-// The radix select. Counting (top_p < 0): the k-th largest key, round 0's histogram built by the
-// caller. Mass (top_p >= 0), over the keys >= floor_key: the key of the token where the mass from
-// the top first reaches top_p of the whole (0 when it never does). From round 1 on, the round's
-// candidates are also gathered into workgroup memory; when they fit, later rounds read only them.
-fn radix_select(lid: u32, base: u32, k: u32, top_p: f32, floor_key: u32, m: f32) -> u32 {
-  let by_mass = top_p >= 0.0;
-  var prefix = 0u;
-  var above = vec2<u32>(0u);
-  var need = vec2<u32>(k, 0u);
-  var listed = false;
-  var n = g.vocab;
-  var fits = true; // counting: the last bucket chosen fits in cand[]
-  for (var r = 0u; r < 4u; r++) {
-    let shift = 24u - 8u * r;
-    // (round 0 gathers only after top-k, whose survivors are few)
-    let gather = (r > 0u || floor_key > 0u) && !listed && fits;
-    if (r > 0u || by_mass) {
-      clear_hist(lid);
-      if (lid == 0u) {
-        atomicStore(&n_cand, 0u);
-      }
-      workgroupBarrier();
-      for (var i = lid; i < n; i += WG) {
-        var v: f32;
-        if (listed) {
-          v = cand[i];
-        } else {
-          v = work[base + i];
-        }
-        let kv = key(v);
-        let b = bucket_of(kv, shift, prefix);
-        if (b == NONE || kv < floor_key) {
-          continue;
-        }
-        if (!by_mass) {
-          atomicAdd(&hist_lo[b], 1u);
-        } else if (v > NEG_INF) {
-          let w = mass(exp(v - m));
-          if ((w.x | w.y) != 0u) {
-            hist_add(b, w);
-          }
-        }
-        if (gather) {
-          let slot = atomicAdd(&n_cand, 1u);
-          if (slot < CAP) {
-            cand[slot] = v;
-          }
-        }
-      }
-      workgroupBarrier();
-    }
-    let s = select_bucket(lid, need, above, select(-1.0, top_p, by_mass && r == 0u));
-    if (s.bucket == NONE) {
-      break; // mass: the whole is below top_p (round 0), keep all; counting: not reached
-    }
-    prefix |= s.bucket << shift;
-    above = s.above;
-    need = s.need;
-    if (s.exact != 0u) {
-      break;
-    }
-    if (gather && s.gathered <= CAP) {
-      listed = true;
-      n = s.gathered;
-    }
-    fits = by_mass || s.weight.x <= CAP;
-  }
-  return prefix;
 }
 
 // The tokens a row's distribution holds: those that survive the masks (> NEG_INF), top-k and top-p
