@@ -8,8 +8,8 @@
  * and `big-model-chromium` (MB/s of a 2 GB model's load from OPFS against a plain OPFS read).
  * A `kiln-bench` report (`deno task bench`) is drawn by `bench_chart.ts`.
  */
-import { renderBenchChart } from "./bench_chart.ts";
-import type { BenchReport } from "./report.ts";
+import { renderBenchChart } from "./engine/bench_chart.ts";
+import type { BenchReport } from "./engine/report.ts";
 import { runCli } from "../src/adapters/deno/flags.ts";
 
 interface Pair {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `bench:gpu` (bench/gpu_table.ts) needs on the GPU machine, where nothing is installed:
+# What `bench:gpu` (bench/engine/gpu_table.ts) needs on the GPU machine, where nothing is installed:
 # .gpu-carry/ (a deno binary and the Vulkan loader, from ../shared/device/prepare-carry.sh) and
 # the npm packages bench.ts imports, with theirs (about 8 MB; onnxruntime-web is loaded only for
 # --engine ort). Prepares them, checks they fit the device tool's 64 MiB carry, and prints the
@@ -21,4 +21,4 @@ printf 'carry (%s KiB): [' "$kib"
 sep=""
 for p in "${carry[@]}"; do printf '%s"%s"' "$sep" "$p"; sep=", "; done
 printf ']\n'
-echo 'command: source .gpu-carry/gpu-env.sh && deno run -A bench/gpu_table.ts --budget-s 540'
+echo 'command: source .gpu-carry/gpu-env.sh && deno run -A bench/engine/gpu_table.ts --budget-s 540'

@@ -3,7 +3,7 @@
 // scripts/build_package.mjs after tsc): two ES modules with every dependency inlined, for pages
 // without a bundler.
 //
-// - `kiln.js`: the main-thread API of `@kiln/kiln/worker` (`openModel`, `WorkerEngine`, the
+// - `kiln.js`: the main-thread API of `src/worker/` (`openModel`, `WorkerEngine`, the
 //   OpenAI-shaped helpers, the Prompt API's `LanguageModel`): every export of the compiled
 //   `worker/mod.js` but the engine host's (`HOST_ONLY`, which would pull the whole engine onto
 //   the page; checked here). Its `kilnWorker` starts
@@ -113,7 +113,7 @@ function browserGrammarWorkerModule() {
   ].join("\n");
 }
 
-/** Exports of `@kiln/kiln/worker` that run in a worker only: not in kiln.js. */
+/** Exports of `src/worker/mod.ts` that run in a worker only: not in kiln.js. */
 const HOST_ONLY = [
   "EngineHost",
   "exposeHost",
@@ -138,7 +138,7 @@ const entryModule = (outDir) =>
     "",
   ].join("\n");
 const DTS = [
-  "// The types of kiln.js: @kiln/kiln/worker's, less the engine host's.",
+  "// The types of kiln.js: src/worker/mod.ts's, less the engine host's.",
   'export * from "../openai/completions.js";',
   'export * from "../openai/responses.js";',
   'export { type Liveness, WorkerEngine } from "../worker/client.js";',

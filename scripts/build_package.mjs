@@ -7,7 +7,7 @@
 // - `new URL("./x.ts", import.meta.url)` literals (the worker) get `.js` too, so bundlers that
 //   follow `new Worker(new URL(...))` find the emitted file.
 // - `gpu/shader_text.js`, which fetches `shaders/<path>` in the sources, is replaced by a module
-//   holding the text of every file under `shaders/` (kernels, `lib/` and `quant/` fragments, WGSL
+//   holding the text of every file under `shaders/` (kernels, `product/`, `lib/` and `formats/` fragments, WGSL
 //   less its comments; `tables/` data): no shader file has to be located at run time.
 // - WebGPU types: TypeScript 6 and later declare WebGPU in their DOM lib, which collides with
 //   `@webgpu/types` ("Duplicate identifier" under `skipLibCheck: false`); TypeScript 5 has none. So
@@ -158,7 +158,7 @@ function shaderFileText(path) {
 
 /**
  * The module that replaces `gpu/shader_text.js`: every file under `shaders/` (kernels, the
- * fragments in `lib/` and `quant/`, the lookup tables in `tables/`) by its path there.
+ * fragments in `product/`, `lib/` and `formats/`, the lookup tables in `tables/`) by its path there.
  */
 export function shaderModule(dir = join(ROOT, "shaders")) {
   const paths = [...walk(dir)]

@@ -37,7 +37,7 @@ async function check(label: string, args: string[]): Promise<boolean> {
 }
 
 const src = await files("src");
-const peersInstalled = await Deno.stat(new URL("bench/peers/node_modules/", root)).then(
+const peersInstalled = await Deno.stat(new URL("tools/peers/node_modules/", root)).then(
   () => true,
   () => false,
 );
@@ -47,8 +47,9 @@ const demo = (await files("demo")).filter((f) => !f.endsWith(".config.ts"));
 const denoSide = [
   ...src,
   ...(await files("test")).filter((f) => !f.startsWith("test/browser/")),
-  // bench/peers imports packages installed on first benchmark use (bench/peers/package.json).
+  // bench/peers and tools/ import packages installed on first use (tools/peers/package.json).
   ...(await files("bench")).filter((f) => !f.startsWith("bench/peers/") || peersInstalled),
+  ...(peersInstalled ? await files("tools") : []),
 ];
 const browserSide = [...src.filter((f) => !isDenoOnly(f)), ...browserPages, ...demo];
 const workerSide = src.filter((f) => !isDenoOnly(f));

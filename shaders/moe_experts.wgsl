@@ -1,8 +1,8 @@
 // The experts of a mixture-of-experts MLP, run for each token's routed experts only (the ids and
 // weights `moe_route.wgsl` wrote, [tokens, top_k]). Composed per weight format like the product
-// kernels (`moe_experts:format=<fragment>` imports shaders/quant/<fragment>.wgsl): the expert
+// kernels (`moe_experts:format=<fragment>` imports shaders/formats/<fragment>.wgsl): the expert
 // weights stay in their GGUF blocks (or float rows), dequantized in registers.
-//! import quant/{format}
+//! import formats/{format}
 //! import lib/dot
 //
 // The experts' matrices are slabs of rows, so expert e's rows sit at a byte offset computed

@@ -67,7 +67,9 @@ Deno.test("looseImports finds the loose names and only them", () => {
 
 Deno.test("no source or test imports a loose assertion", async () => {
   const offenders: string[] = [];
-  for (const root of ["src/", "test/", "bench/", "scripts/", "integrations/", "examples/"]) {
+  for (
+    const root of ["src/", "test/", "bench/", "tools/", "scripts/", "integrations/", "examples/"]
+  ) {
     let files: string[] = [];
     try {
       files = await sources(root, []);

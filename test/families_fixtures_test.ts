@@ -1,11 +1,11 @@
 /**
  * The model-family fixtures (`test/fixtures/families/`, written by
- * `bench/peers/family_checkpoints.ts` with llama.cpp's logits) are whole and consistent, without
+ * `tools/fixtures/family_checkpoints.ts` with llama.cpp's logits) are whole and consistent, without
  * llama.cpp: every listed file exists with its size and sha256; the logits have the manifest's
  * shape and are finite; every ablation moved llama.cpp's logits by at least 0.1; the GGUF holds
  * exactly the mapped tensors, all F32, under the manifest's architecture; each GGUF tensor is
  * rebuilt bit for bit from the HF safetensors by its recorded transform; a float64 forward of
- * each HF folder (`bench/peers/families/reference.ts`, written from the transformers configs)
+ * each HF folder (`tools/fixtures/families/reference.ts`, written from the transformers configs)
  * gives llama.cpp's logits; and on llama3, whose architecture Kiln's own float64 reference runs,
  * that reference agrees with llama.cpp too.
  */
@@ -16,7 +16,7 @@ import { readGgufFile } from "../src/formats/gguf/header.ts";
 import { ReferenceModel } from "../src/reference/model.ts";
 import { type ByteTensorInfo, readSafetensorsHeader } from "../src/formats/safetensors.ts";
 import type { ByteSource } from "../src/formats/source.ts";
-import { referenceLogits } from "../bench/peers/families/reference.ts";
+import { referenceLogits } from "../tools/fixtures/families/reference.ts";
 
 const ROOT = new URL("./fixtures/families/", import.meta.url).pathname;
 /** The families, as `index.json` (written by the script with the folders) lists them. */

@@ -7,7 +7,7 @@ import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { shaderModule, stripWgslComments } from "../scripts/build_package.mjs";
 import { composeShader } from "../src/gpu/shader_compose.ts";
 import { loadShaderFile } from "../src/gpu/shader_text.ts";
-import { QUANT_FORMATS, QUANT_TYPES } from "../src/gpu/quant/formats.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../src/gpu/formats/registry.ts";
 
 const SHADERS = new URL("../shaders/", import.meta.url);
 
@@ -38,7 +38,7 @@ async function builtLoader(): Promise<(path: string) => Promise<string>> {
 Deno.test("the package's shader module: every file under shaders/, WGSL less its comments", async () => {
   const load = await builtLoader();
   const files = await sourceFiles();
-  ok(files.includes("lib/quant_words.wgsl") && files.includes("quant/q4_k.wgsl"));
+  ok(files.includes("lib/quant_words.wgsl") && files.includes("formats/q4_k.wgsl"));
   for (const path of files) {
     const source = await loadShaderFile(path);
     const built = await load(path);
@@ -58,7 +58,7 @@ Deno.test("the package's shader module composes every quantized kernel variant",
   const load = await builtLoader();
   for (const type of QUANT_TYPES) {
     const { fragment, blockBytes } = QUANT_FORMATS[type];
-    const text = await composeShader(`matvec_quant:format=${fragment}`, load);
+    const text = await composeShader(`product/matvec:format=${fragment}`, load);
     ok(text.includes(`const BLOCK_BYTES: u32 = ${blockBytes}u;`), type);
     ok(text.includes("fn word_at(") && text.includes("fn embed("), type);
     ok(!/^\s*\/\/!/m.test(text), `${type}: a directive left`);

@@ -69,7 +69,7 @@ Deno.test("the publish list ships src/ and shaders/, not tests or local data", a
   };
   const include = deno.publish?.include ?? [];
   for (const dir of ["src/", "shaders/", "README.md"]) ok(include.includes(dir), `includes ${dir}`);
-  for (const dir of ["test/", "bench/", "demo/", "models/", "node_modules/", ".cache/"]) {
+  for (const dir of ["test/", "bench/", "tools/", "demo/", "models/", "node_modules/", ".cache/"]) {
     ok(!include.some((p) => p.startsWith(dir)), `does not include ${dir}`);
   }
   ok(deno.publish?.exclude?.includes("src/**/*_test.ts"), "excludes tests under src/");

@@ -10,7 +10,7 @@
 import { dirFiles } from "../../src/adapters/deno/file_source.ts";
 import { acquireGpu } from "../../src/gpu/device.ts";
 import { GpuModel } from "../../src/runtime/gpu_model.ts";
-import { type Greedy, kilnGreedy } from "./kiln_greedy.ts";
+import { type Greedy, kilnGreedy } from "../../tools/peers/kiln_greedy.ts";
 import { peers } from "./mod.ts";
 import { OrtWebGpuPeer } from "./ort_web.ts";
 import { runCli } from "../../src/adapters/deno/flags.ts";

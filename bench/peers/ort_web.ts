@@ -6,9 +6,9 @@
  */
 import type * as Ort from "onnxruntime-web";
 import { f16ToNumber } from "../../src/gpu/dtype.ts";
-import type { Peer } from "./peer.ts";
-import { ensurePeerDeps } from "./deps.ts";
-import { cached, cacheDir, sourceHash } from "./read_checkpoint.ts";
+import type { Peer } from "../../tools/peers/peer.ts";
+import { ensurePeerDeps } from "../../tools/peers/deps.ts";
+import { cached, cacheDir, sourceHash } from "../../tools/peers/read_checkpoint.ts";
 
 type Session = Ort.InferenceSession;
 type Tensor = Ort.Tensor;
@@ -27,10 +27,10 @@ export async function onnxFor(
   dtype: OnnxDtype = "checkpoint",
 ): Promise<string> {
   const dir = await cacheDir(modelDir);
-  const { toOnnx } = await import("./to_onnx.ts");
+  const { toOnnx } = await import("../../tools/peers/to_onnx.ts");
   const version = await sourceHash([
-    new URL("./to_onnx.ts", import.meta.url),
-    new URL("./onnx_graph.ts", import.meta.url),
+    new URL("../../tools/peers/to_onnx.ts", import.meta.url),
+    new URL("../../tools/peers/onnx_graph.ts", import.meta.url),
   ]);
   const name = `${dir}/model-${dtype === "f32" ? "f32-" : ""}${version}.onnx`;
   return await cached(name, (tmp) => toOnnx(modelDir, tmp, { dtype }));

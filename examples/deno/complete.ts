@@ -5,8 +5,7 @@
  *   npm install ../../kiln-kiln-0.1.0.tgz   # or a published version
  *   deno run -A complete.ts node_modules/@kiln/kiln/models/fortune "You will"
  */
-import { EngineError } from "@kiln/kiln";
-import { openModel } from "@kiln/kiln/worker";
+import { EngineError, openModel } from "@kiln/kiln";
 
 // Two optional arguments and no flags (this example keeps to the package's own imports: no
 // argument parser): anything else is refused.

@@ -1,7 +1,7 @@
 // A minimal app embedding Kiln from its npm package: the model runs in Kiln's Web Worker, text
 // streams onto the page, Stop aborts, Chat uses the OpenAI-shaped helper, and the engine's
 // Prometheus text is shown after each request. `document.body.dataset.state` says what it does.
-import { openModel } from "@kiln/kiln/worker";
+import { openModel } from "@kiln/kiln";
 
 const $ = (id) => document.getElementById(id);
 let model;

@@ -1,5 +1,5 @@
-// Reading GGUF blocks out of the weight buffer, for the format fragments in shaders/quant/ (see
-// src/gpu/quant/format.ts). The weights are the blocks exactly as a GGUF file stores them, read
+// Reading GGUF blocks out of the weight buffer, for the format fragments in shaders/formats/ (see
+// src/gpu/formats/format.ts). The weights are the blocks exactly as a GGUF file stores them, read
 // as u32 words. Blocks of 34, 18 or 210 bytes are only 2-byte aligned, so `word_at`, `half_at`
 // and `span` take any even byte offset, `byte_at` any offset. Needs the fragment's BLOCK_BYTES.
 
@@ -49,6 +49,15 @@ fn span(off: u32, n: u32) -> array<u32, 8> {
     out[i] = select(a[i], (a[i] >> 16u) | (a[i + 1u] << 16u), odd);
   }
   return out;
+}
+
+// A slice of a "d, then quants" block (Q8_0, Q4_0, IQ4_NL): the f16 at byte `b` in h.x and the
+// `n` words from byte b + 2 in q (the rest 0).
+fn raw_d_words(b: u32, n: u32) -> Raw {
+  var r: Raw;
+  r.h.x = half_at(b);
+  r.q = span(b + 2u, n);
+  return r;
 }
 
 // Byte j of four words.

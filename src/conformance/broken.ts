@@ -22,6 +22,16 @@ type Gen = AsyncIterable<LLMEngineOutput>;
 const fail = (what: string) => new EngineError("Unknown", `deliberately broken: ${what}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Tokens one every `pauseMs` up to the request's `max_tokens` (16 if none), deaf to its signal. */
+async function* slowTokens(request: PreprocessedRequest, pauseMs: number): Gen {
+  const max = request.stop_conditions.max_tokens ?? 16;
+  for (let i = 0; i < max; i++) {
+    await sleep(pauseMs);
+    yield out.token(i % 7);
+  }
+  yield out.withUsage(out.length(), out.usage(request.token_ids.length, max));
+}
+
 /** A mock engine with one behaviour replaced. */
 class BrokenEngine implements LLMEngine {
   readonly inner = new MockEngine({ model: "broken" });
@@ -107,12 +117,7 @@ class BrokenEngine implements LLMEngine {
         return;
       case "CancellationNotObserved": {
         // Ignores the signal: produces slow tokens until the kit gives up (lazy, so it stops then).
-        const max = request.stop_conditions.max_tokens ?? 16;
-        for (let i = 0; i < max; i++) {
-          await sleep(50);
-          yield out.token(i % 7);
-        }
-        yield out.withUsage(out.length(), out.usage(request.token_ids.length, max));
+        yield* slowTokens(request, 50);
         return;
       }
       case "MidStreamCancellationNotObserved": {
@@ -121,12 +126,7 @@ class BrokenEngine implements LLMEngine {
           yield out.withUsage(out.cancelled(), out.usage(request.token_ids.length, 0));
           return;
         }
-        const max = request.stop_conditions.max_tokens ?? 16;
-        for (let i = 0; i < max; i++) {
-          await sleep(10);
-          yield out.token(i % 7);
-        }
-        yield out.withUsage(out.length(), out.usage(request.token_ids.length, max));
+        yield* slowTokens(request, 10);
         return;
       }
       case "CancellationIgnored":

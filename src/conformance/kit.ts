@@ -3,7 +3,7 @@
  * `LLMEngine`. It uses Web-standard APIs only, so it runs in Node, Deno and browsers.
  */
 import { type LLMEngine, RequestContext } from "../contract/engine.ts";
-import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
+import { EngineMetrics, testHierarchy } from "../contract/metrics/engine_metrics.ts";
 import { cancellation, cancellationMidStream, cancellationPreAborted } from "./cancel_checks.ts";
 import { type AssertionId, failAt } from "./assertions.ts";
 import { ConformanceFailure, describe, type FailureKind } from "./failure.ts";

@@ -1,5 +1,5 @@
 /** The `LLMEngine` interface every Kiln engine implements, mirroring Dynamo's backend trait. */
-import type { EngineMetrics } from "../metrics/engine_metrics.ts";
+import type { EngineMetrics } from "./metrics/engine_metrics.ts";
 import type { KvEventSource } from "./kv_events.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "./types.ts";
 

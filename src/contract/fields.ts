@@ -9,6 +9,19 @@ export function bad(path: string, expected: string, got: unknown): EngineError {
   return EngineError.invalidArgument(`${path}: expected ${expected}, got ${describe(got)}`);
 }
 
+/**
+ * `json` parsed when it is text, else `json` itself (already parsed); text that is not JSON is an
+ * `InvalidArgument` naming `path`.
+ */
+export function jsonValue(json: string | unknown, path: string): unknown {
+  if (typeof json !== "string") return json;
+  try {
+    return JSON.parse(json);
+  } catch (e) {
+    throw EngineError.invalidArgument(`${path}: not valid JSON (${(e as Error).message})`, e);
+  }
+}
+
 export function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -9,6 +9,7 @@ import {
   defined,
   isObject,
   type Json,
+  jsonValue,
   object,
   optBool,
   optInt,
@@ -145,15 +146,7 @@ function parseOutputOptions(obj: Json, path: string): OutputOptions {
  * Throws `InvalidArgument` naming the first bad field.
  */
 export function parseRequest(json: string | unknown): PreprocessedRequest {
-  let value: unknown = json;
-  if (typeof json === "string") {
-    try {
-      value = JSON.parse(json);
-    } catch (e) {
-      throw EngineError.invalidArgument(`request: not valid JSON (${(e as Error).message})`, e);
-    }
-  }
-  const obj = object(value, "request");
+  const obj = object(jsonValue(json, "request"), "request");
   if (obj.token_ids === undefined || obj.token_ids === null) {
     throw EngineError.invalidArgument("request.token_ids: missing");
   }
@@ -277,15 +270,7 @@ function optList(
 
 /** Parse an output chunk from Dynamo's JSON. */
 export function parseOutput(json: string | unknown): LLMEngineOutput {
-  let value: unknown = json;
-  if (typeof json === "string") {
-    try {
-      value = JSON.parse(json);
-    } catch (e) {
-      throw EngineError.invalidArgument(`output: not valid JSON (${(e as Error).message})`, e);
-    }
-  }
-  const obj = object(value, "output");
+  const obj = object(jsonValue(json, "output"), "output");
   const path = "output";
   const stopReason = obj.stop_reason;
   if (

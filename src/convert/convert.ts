@@ -20,7 +20,7 @@ import {
   type TensorDtype,
   type WeightDtype,
 } from "../gpu/dtype.ts";
-import { QUANT_FORMATS, quantize, type QuantType } from "../gpu/quant/formats.ts";
+import { QUANT_FORMATS, quantize, type QuantType } from "../gpu/formats/registry.ts";
 import {
   archOf,
   expertTensors,
@@ -29,58 +29,16 @@ import {
   layerTensors,
   type ResolvedTensor,
 } from "../model/arch/mod.ts";
-import { type ModelConfig, parseConfig } from "../model/config.ts";
+import type { ModelConfig } from "../model/config.ts";
 import { ropeInvFreq } from "../model/rope.ts";
-import { splitExperts } from "../model/fused_experts.ts";
-import { type ByteTensorInfo, readCheckpoint } from "../formats/safetensors.ts";
-import { type ModelFiles, readText, requireText } from "../formats/source.ts";
-import { mapWeights, type ModelWeights, type WeightInfo } from "../model/weights.ts";
+import type { WeightInfo } from "../model/weights.ts";
 import { type GgufMix, type GgufTensorType, mixType, type TensorRole } from "./quant_mix.ts";
-import type { HfTokenizerFiles } from "./tokenizer_meta.ts";
 import { ggufMetadata } from "./convert_metadata.ts";
+import type { ConvertOptions, HfCheckpoint } from "./hf_checkpoint.ts";
 
 export { ggufMetadata };
+export { type ConvertOptions, type HfCheckpoint, readHfCheckpoint } from "./hf_checkpoint.ts";
 import { GgmlType, type GgufTensor, writeGguf } from "./writer.ts";
-
-/** A checkpoint opened for conversion: its config, checked weights and tokenizer files. */
-export interface HfCheckpoint {
-  config: ModelConfig;
-  /** Float tensors, and any already quantized (MXFP4 experts), which keep their type. */
-  weights: ModelWeights<WeightInfo>;
-  /** `tokenizer.json` and `tokenizer_config.json`, when the checkpoint has a tokenizer. */
-  tokenizer?: HfTokenizerFiles;
-}
-
-function parseJson(text: string, name: string): Record<string, unknown> {
-  try {
-    const v = JSON.parse(text) as unknown;
-    if (v !== null && typeof v === "object" && !Array.isArray(v)) {
-      return v as Record<string, unknown>;
-    }
-  } catch (e) {
-    throw EngineError.invalidArgument(`${name} is not JSON: ${(e as Error).message}`, e);
-  }
-  throw EngineError.invalidArgument(`${name} is not a JSON object`);
-}
-
-/** Read `config.json`, the safetensors headers and the tokenizer files of a checkpoint. */
-export async function readHfCheckpoint(files: ModelFiles): Promise<HfCheckpoint> {
-  const config = parseConfig(await requireText(files, "config.json"));
-  const bytes = new Map<string, ByteTensorInfo>();
-  const tensors = await readCheckpoint((name) => files.open(name), files, bytes);
-  const weights = mapWeights(config, splitExperts(config, tensors, bytes), true);
-  const json = await readText(files, "tokenizer.json");
-  if (json === undefined) return { config, weights };
-  const tc = await readText(files, "tokenizer_config.json");
-  return {
-    config,
-    weights,
-    tokenizer: {
-      json: parseJson(json, "tokenizer.json"),
-      config: tc === undefined ? {} : parseJson(tc, "tokenizer_config.json"),
-    },
-  };
-}
 
 /** Row order that turns HF's rotate-half q/k rows into llama.cpp's interleaved pairs. */
 export function ropeRowPermutation(heads: number, headDim: number): number[] {
@@ -125,13 +83,6 @@ export interface PlannedTensor {
   /** A stacked expert tensor: every expert's tensor, in order (`source` is the first). */
   stack?: WeightInfo[];
   perm?: number[];
-}
-
-export interface ConvertOptions {
-  /** The quantization mix; without one, matrices keep their dtype. */
-  mix?: GgufMix;
-  /** `general.name` (default `model`). */
-  name?: string;
 }
 
 function tensorBytesOf(type: GgufTensorType, shape: readonly number[]): number {

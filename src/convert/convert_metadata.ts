@@ -12,7 +12,7 @@ import { EngineError } from "../contract/errors.ts";
 import { archOf } from "../model/arch/mod.ts";
 import { type ModelConfig, MULTIPLIER_KEYS } from "../model/config.ts";
 import { ggufRopeMetadata } from "../model/rope_config.ts";
-import type { ConvertOptions, HfCheckpoint } from "./convert.ts";
+import type { ConvertOptions, HfCheckpoint } from "./hf_checkpoint.ts";
 import { MIX_FILE_TYPE } from "./quant_mix.ts";
 import { tokenizerMetadata } from "./tokenizer_meta.ts";
 import { type GgufValue, GgufValueType as T } from "./writer.ts";

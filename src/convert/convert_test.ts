@@ -2,7 +2,7 @@ import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { decodeWeights, type WeightDtype } from "../gpu/dtype.ts";
-import { dequantize } from "../gpu/quant/formats.ts";
+import { dequantize } from "../gpu/formats/registry.ts";
 import { parseConfig } from "../model/config.ts";
 import { readCheckpoint } from "../formats/safetensors.ts";
 import { blobSource } from "../formats/source.ts";

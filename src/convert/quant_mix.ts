@@ -14,7 +14,7 @@
  * quantizer does: Q6_K to Q8_0, Q4_K to Q5_0, IQ4_XS to IQ4_NL; the 32-element types to F16.
  */
 import { EngineError } from "../contract/errors.ts";
-import { QUANT_FORMATS, type QuantType } from "../gpu/quant/formats.ts";
+import { QUANT_FORMATS, type QuantType } from "../gpu/formats/registry.ts";
 
 export const GGUF_MIXES = ["q8_0", "q4_0", "q6_k", "q4_k_m"] as const;
 export type GgufMix = (typeof GGUF_MIXES)[number];

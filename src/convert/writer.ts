@@ -57,7 +57,9 @@ const BLOCKS = new Map<number, readonly [number, number]>(
 
 /** A tensor's description: `shape` is row-major, outermost first (as safetensors and numpy). */
 export interface GgufTensorSpec {
+  /** The tensor's name in the file (`blk.0.attn_q.weight`, ...). */
   name: string;
+  /** Its dimensions, outermost first. */
   shape: readonly number[];
   /** A ggml type number (`GgmlType`). */
   type: number;
@@ -241,6 +243,7 @@ function entries(meta: GgufMetadata): [string, GgufValue][] {
   return meta instanceof Map ? [...meta] : Object.entries(meta as Record<string, GgufValue>);
 }
 
+/** Where a GGUF file's parts lie: the header bytes, then each tensor's place in the data section. */
 export interface GgufLayout {
   /** Magic to the end of the padding after the tensor infos. */
   header: Uint8Array;
@@ -248,6 +251,7 @@ export interface GgufLayout {
   offsets: number[];
   /** Bytes of the data section, padding included. */
   dataLength: number;
+  /** The data section's alignment in bytes (`general.alignment`, default 32). */
   alignment: number;
 }
 
@@ -317,6 +321,7 @@ export function ggufLayout(
 
 /** A tensor to write: its spec and its bytes (read when the writer reaches it). */
 export interface GgufTensor extends GgufTensorSpec {
+  /** The tensor's bytes, as the file holds them (called once, when the writer reaches it). */
   data: () => Promise<Uint8Array> | Uint8Array;
 }
 

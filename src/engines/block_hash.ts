@@ -28,15 +28,27 @@ export function blockKey(parent: BlockKey | null, tokens: readonly number[]): Bl
   return key;
 }
 
-/** Keys of the full blocks of `tokens`, each chained to its parent. */
-export function blockKeys(tokens: readonly number[], blockSize: number): BlockKey[] {
-  const out: BlockKey[] = [];
-  let parent: BlockKey | null = null;
+/**
+ * `link` over the full blocks of `tokens` in order, each given the previous block's result
+ * (`null` for the first): the chain of prefix keys, whatever the hash.
+ */
+export function chainBlocks<K>(
+  tokens: readonly number[],
+  blockSize: number,
+  link: (parent: K | null, block: readonly number[]) => K,
+): K[] {
+  const out: K[] = [];
+  let parent: K | null = null;
   for (let i = 0; i + blockSize <= tokens.length; i += blockSize) {
-    parent = blockKey(parent, tokens.slice(i, i + blockSize));
+    parent = link(parent, tokens.slice(i, i + blockSize));
     out.push(parent);
   }
   return out;
+}
+
+/** Keys of the full blocks of `tokens`, each chained to its parent. */
+export function blockKeys(tokens: readonly number[], blockSize: number): BlockKey[] {
+  return chainBlocks(tokens, blockSize, blockKey);
 }
 
 /**

@@ -80,11 +80,8 @@ export class LiveRequests {
     for (const seq of this.#seqs.values()) seq.cancel();
   }
 
-  /** Resolves when every request live now has ended, or after `timeoutMs`, whichever is first. */
-  async settle(timeoutMs: number): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const done = Promise.all([...this.#seqs.values()].map((s) => s.done));
-    await Promise.race([done, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-    clearTimeout(timer);
+  /** Resolves when every request live now has ended (a drain bounds the wait: `lifecycle.ts`). */
+  async ended(): Promise<void> {
+    await Promise.all([...this.#seqs.values()].map((s) => s.done));
   }
 }

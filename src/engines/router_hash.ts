@@ -9,6 +9,7 @@
  * @module
  */
 import { createXXHash3, type IHasher } from "hash-wasm";
+import { chainBlocks } from "./block_hash.ts";
 
 /** Dynamo's seed for block and chain hashes (`XXH3_SEED`). */
 export const ROUTER_SEED = 1337;
@@ -48,11 +49,5 @@ export function routerHashes(
   tokens: readonly number[],
   blockSize: number,
 ): bigint[] {
-  const out: bigint[] = [];
-  let parent: bigint | null = null;
-  for (let i = 0; i + blockSize <= tokens.length; i += blockSize) {
-    parent = hash(parent, tokens.slice(i, i + blockSize));
-    out.push(parent);
-  }
-  return out;
+  return chainBlocks(tokens, blockSize, hash);
 }

@@ -7,8 +7,8 @@
  * 1 + accepted / drafts. Fed with an engine's cumulative counts (in the engine, or from the worker
  * that runs it), it adds what changed since the last report.
  */
-import type { EngineMetrics } from "../metrics/engine_metrics.ts";
-import type { Counter } from "../metrics/registry.ts";
+import type { EngineMetrics } from "../contract/metrics/engine_metrics.ts";
+import type { Counter } from "../contract/metrics/registry.ts";
 import type { SpeculationCounts } from "./speculation.ts";
 
 interface Families {

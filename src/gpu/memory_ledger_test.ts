@@ -10,7 +10,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelFiles } from "../formats/source.ts";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
-import { EngineMetrics, testHierarchy } from "../metrics/engine_metrics.ts";
+import { EngineMetrics, testHierarchy } from "../contract/metrics/engine_metrics.ts";
 import { GpuModel } from "../runtime/gpu_model.ts";
 import { FORTUNE } from "../../test/support/fortune_engine.ts";
 import { acquireGpu } from "./device.ts";

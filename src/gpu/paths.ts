@@ -27,12 +27,12 @@ export interface KernelPaths {
   /** Which table this is. */
   readonly kind: PathKind;
   /**
-   * Threads per output row of the matrix-vector product kernel (`matvec_quant.wgsl`, every
+   * Threads per output row of the matrix-vector product kernel (`product/matvec.wgsl`, every
    * weight format).
    */
   readonly matvecThreadsPerRow: number;
   /**
-   * Products of more activation rows than this take the tiled product kernel (`gemm_quant.wgsl`);
+   * Products of more activation rows than this take the tiled product kernel (`product/gemm.wgsl`);
    * fewer, the matrix-vector kernel.
    */
   readonly gemmAboveRows: number;

@@ -1,8 +1,8 @@
 /**
  * WGSL sources live in `shaders/*.wgsl`, one kernel family per file, with shared fragments in
- * `shaders/lib/` and per-format decoders in `shaders/quant/` that kernels import
+ * `shaders/lib/` and per-format decoders in `shaders/formats/` that kernels import
  * (`shader_compose.ts`). A shader is named by its variant string (`logits`, or
- * `matvec_quant:format=q4_k`); files are fetched once (file: URLs under Deno, http under a
+ * `product/matvec:format=q4_k`); files are fetched once (file: URLs under Deno, http under a
  * browser or Vite), each variant composed once and compiled once per device: every compute
  * pipeline Kiln dispatches comes from `computePipeline`'s per-device cache, keyed by the variant,
  * which an engine fills while it starts (see `engines/webgpu/warmup.ts`).

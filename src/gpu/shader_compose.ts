@@ -4,11 +4,11 @@
  *
  * ```wgsl
  * //! import lib/quant_words
- * //! import quant/{format}
+ * //! import formats/{format}
  * ```
  *
  * and a variant string picks the file and fills the `{param}` placeholders of its imports:
- * `matvec_quant:format=q4_k` is `matvec_quant.wgsl` with `shaders/quant/q4_k.wgsl` imported.
+ * `product/matvec:format=q4_k` is `product/matvec.wgsl` with `shaders/formats/q4_k.wgsl` imported.
  * Imports resolve recursively (fragments may import fragments, with the same parameters), each
  * file once per variant, and each import line is replaced by the text it names. Only file names
  * are computed here: the WGSL text is the files', joined. The variant string is the cache key of

@@ -78,7 +78,7 @@ Deno.test("composeShader: a missing fragment, placeholder or directive fails nam
 });
 
 Deno.test("variant strings: canonical (sorted parameters), and malformed ones refused", async () => {
-  equal(shaderVariant("matvec_quant", { format: "q4_k" }), "matvec_quant:format=q4_k");
+  equal(shaderVariant("product/matvec", { format: "q4_k" }), "product/matvec:format=q4_k");
   equal(shaderVariant("k", { b: "2", a: "1" }), "k:a=1,b=2");
   equal(shaderVariant("logits"), "logits");
   assertEquals(parseVariant("k:a=1,b=2"), { file: "k", params: { a: "1", b: "2" } });
@@ -98,21 +98,21 @@ Deno.test("variant strings: canonical (sorted parameters), and malformed ones re
 
 Deno.test("shaderSource and computePipeline key composed variants separately, once each", async () => {
   const [a, b] = await Promise.all(
-    ["matvec_quant:format=q8_0", "matvec_quant:format=q6_k"].map(shaderSource),
+    ["product/matvec:format=q8_0", "product/matvec:format=q6_k"].map(shaderSource),
   );
   ok(a!.includes("const BLOCK_BYTES: u32 = 34u;") && !a!.includes("210u;"));
   ok(b!.includes("const BLOCK_BYTES: u32 = 210u;") && !b!.includes("34u;"));
-  equal(shaderSource("matvec_quant:format=q8_0"), shaderSource("matvec_quant:format=q8_0"));
-  await rejectsWith(shaderSource("matvec_quant:format=q9_9"), "shaders/quant/q9_9.wgsl");
+  equal(shaderSource("product/matvec:format=q8_0"), shaderSource("product/matvec:format=q8_0"));
+  await rejectsWith(shaderSource("product/matvec:format=q9_9"), "shaders/formats/q9_9.wgsl");
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const before = pipelineCounts(device).requested;
-    const p8 = computePipeline(device, "matvec_quant:format=q8_0", "embed");
-    const p6 = computePipeline(device, "matvec_quant:format=q6_k", "embed");
-    equal(computePipeline(device, "matvec_quant:format=q8_0", "embed"), p8);
+    const p8 = computePipeline(device, "product/matvec:format=q8_0", "embed");
+    const p6 = computePipeline(device, "product/matvec:format=q6_k", "embed");
+    equal(computePipeline(device, "product/matvec:format=q8_0", "embed"), p8);
     notEqual(p8, p6);
     const [g8, g6] = await Promise.all([p8, p6]);
-    ok(g8.label.includes("matvec_quant:format=q8_0") && g6.label.includes("format=q6_k"));
+    ok(g8.label.includes("product/matvec:format=q8_0") && g6.label.includes("format=q6_k"));
     equal(pipelineCounts(device).requested - before, 2);
   });
 });

@@ -5,7 +5,7 @@
  */
 import type { LLMEngine } from "../contract/engine.ts";
 import type { EngineConfig } from "../contract/types.ts";
-import { EngineMetrics, type MetricsHierarchy } from "./engine_metrics.ts";
+import { EngineMetrics, type MetricsHierarchy } from "../contract/metrics/engine_metrics.ts";
 
 /** `EngineMetrics` with the model's labels and load time, handed to `engine.setupMetrics`. */
 export async function engineMetrics(

@@ -1,7 +1,7 @@
 import { ok, strictEqual as equal } from "node:assert/strict";
 import { MockEngine } from "../engines/mock/mod.ts";
 import { engineMetrics, shutDown } from "./engine_lifecycle.ts";
-import { testHierarchy } from "./engine_metrics.ts";
+import { testHierarchy } from "../contract/metrics/engine_metrics.ts";
 
 const sample = (text: string, name: string) =>
   Number(text.split("\n").find((l) => l.startsWith(`dynamo_component_${name}{`))?.split(" ").pop());

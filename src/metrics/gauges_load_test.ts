@@ -7,17 +7,11 @@
  * waiting (never more running than `max_num_seqs`), so a swap of the two cannot pass.
  */
 import { ok, strictEqual as equal } from "node:assert/strict";
-import { EngineMetrics } from "./engine_metrics.ts";
-import { bytes, collect, fortuneEngine, request } from "../../test/support/fortune_engine.ts";
+import { loadEngine, runLoad } from "../../test/support/router_load.ts";
 import { scrapeValue } from "../../test/support/scrape.ts";
 
 Deno.test("router gauges scraped under load equal the WebGPU scheduler's counts", async () => {
-  const e = await fortuneEngine({ maxNumSeqs: 2, kvBlocks: 32 });
-  const config = await e.start(0n);
-  const metrics = EngineMetrics.fromHierarchy(
-    { namespace: "ns", component: "kiln", endpoint: "generate", workerId: 1n },
-    config,
-  );
+  const { e, metrics } = await loadEngine();
   const scrapes: { running: number; waiting: number }[] = [];
   let checked = 0, failure: unknown;
   const check = (load: { running: number; waiting: number }) => {
@@ -45,17 +39,7 @@ Deno.test("router gauges scraped under load equal the WebGPU scheduler's counts"
     }
   });
   try {
-    await e.setupMetrics({
-      model: "fortune",
-      component: "kiln",
-      model_load_time_seconds: 0,
-      metrics,
-    });
-    await Promise.all(
-      [0, 1, 2, 3, 4].map((i) =>
-        collect(e, request(bytes(`Request ${i}:`), { stop_conditions: { max_tokens: 6 } }))
-      ),
-    );
+    await runLoad(e, metrics, (i) => `Request ${i}:`, 6);
     if (failure !== undefined) throw failure;
     ok(checked > 0, "scrapes were taken under load");
     ok(scrapes.some((s) => s.running === 2 && s.waiting === 3), JSON.stringify(scrapes));

@@ -3,9 +3,15 @@
  * and frontend-style request metrics.
  * @module
  */
-export * from "./registry.ts";
-export { CONTENT_TYPES, escapeLabelValue, type Format, negotiate, render } from "./exposition.ts";
-export * from "./engine_metrics.ts";
+export * from "../contract/metrics/registry.ts";
+export {
+  CONTENT_TYPES,
+  escapeLabelValue,
+  type Format,
+  negotiate,
+  render,
+} from "../contract/metrics/exposition.ts";
+export * from "../contract/metrics/engine_metrics.ts";
 export * from "./request_metrics.ts";
 export { engineMetrics, shutDown } from "./engine_lifecycle.ts";
 export { type EngineLoad, type LoadReport, RouterGauges, routerGauges } from "./router_gauges.ts";

@@ -3,8 +3,8 @@
  * (`dynamo_frontend_*`): requests by status and error type, in-flight requests, time to first
  * token, inter-token latency, request duration, and input / output sequence lengths.
  */
-import type { Counter, Gauge, Histogram } from "./registry.ts";
-import { Registry } from "./registry.ts";
+import type { Counter, Gauge, Histogram } from "../contract/metrics/registry.ts";
+import { Registry } from "../contract/metrics/registry.ts";
 
 const PREFIX = "dynamo_frontend_";
 
@@ -110,36 +110,34 @@ export class RequestMetrics {
       help: "Requests currently being processed.",
       labelNames: model,
     });
-    this.ttft = registry.histogram({
-      name: `${PREFIX}time_to_first_token_seconds`,
-      help: "Time from request arrival to its first token.",
-      labelNames: model,
-      buckets: LATENCY_BUCKETS,
-    });
-    this.itl = registry.histogram({
-      name: `${PREFIX}inter_token_latency_seconds`,
-      help: "Time between consecutive tokens of a request.",
-      labelNames: model,
-      buckets: ITL_BUCKETS,
-    });
-    this.duration = registry.histogram({
-      name: `${PREFIX}request_duration_seconds`,
-      help: "Time from request arrival to its last chunk.",
-      labelNames: model,
-      buckets: LATENCY_BUCKETS,
-    });
-    this.inputTokens = registry.histogram({
-      name: `${PREFIX}input_sequence_tokens`,
-      help: "Prompt length of each request in tokens.",
-      labelNames: model,
-      buckets: TOKEN_BUCKETS,
-    });
-    this.outputTokens = registry.histogram({
-      name: `${PREFIX}output_sequence_tokens`,
-      help: "Generated length of each request in tokens.",
-      labelNames: model,
-      buckets: TOKEN_BUCKETS,
-    });
+    /** A histogram `dynamo_frontend_<name>` by `model`. */
+    const histogram = (name: string, help: string, buckets: readonly number[]) =>
+      registry.histogram({ name: `${PREFIX}${name}`, help, labelNames: model, buckets });
+    this.ttft = histogram(
+      "time_to_first_token_seconds",
+      "Time from request arrival to its first token.",
+      LATENCY_BUCKETS,
+    );
+    this.itl = histogram(
+      "inter_token_latency_seconds",
+      "Time between consecutive tokens of a request.",
+      ITL_BUCKETS,
+    );
+    this.duration = histogram(
+      "request_duration_seconds",
+      "Time from request arrival to its last chunk.",
+      LATENCY_BUCKETS,
+    );
+    this.inputTokens = histogram(
+      "input_sequence_tokens",
+      "Prompt length of each request in tokens.",
+      TOKEN_BUCKETS,
+    );
+    this.outputTokens = histogram(
+      "output_sequence_tokens",
+      "Generated length of each request in tokens.",
+      TOKEN_BUCKETS,
+    );
   }
 
   /** Start tracking one request; call the returned tracker's methods as tokens arrive. */

@@ -10,8 +10,8 @@
  *
  * @module
  */
-import type { EngineMetrics } from "./engine_metrics.ts";
-import type { Gauge } from "./registry.ts";
+import type { EngineMetrics } from "../contract/metrics/engine_metrics.ts";
+import type { Gauge } from "../contract/metrics/registry.ts";
 
 /** An engine's requests and the blocks they hold, at one moment. */
 export interface EngineLoad {

@@ -6,36 +6,15 @@
  * render in the Prometheus text with the labels routers select on.
  */
 import { ok, strictEqual as equal } from "node:assert/strict";
-import { EngineMetrics } from "./engine_metrics.ts";
-import { bytes, collect, fortuneEngine, request } from "../../test/support/fortune_engine.ts";
+import { loadEngine, runLoad } from "../../test/support/router_load.ts";
 import type { EngineLoad } from "./router_gauges.ts";
 
 Deno.test("router gauges: the queue and the blocks while requests run, idle values after", async () => {
-  const e = await fortuneEngine({ maxNumSeqs: 2, kvBlocks: 32 });
-  const config = await e.start(0n);
-  const metrics = EngineMetrics.fromHierarchy(
-    { namespace: "ns", component: "kiln", endpoint: "generate", workerId: 1n },
-    config,
-  );
+  const { e, metrics } = await loadEngine();
   const seen: EngineLoad[] = [];
   e.onGauges((v) => v.load && seen.push(v.load));
   try {
-    await e.setupMetrics({
-      model: "fortune",
-      component: "kiln",
-      model_load_time_seconds: 0,
-      metrics,
-    });
-    await Promise.all(
-      [0, 1, 2, 3, 4].map((i) =>
-        collect(
-          e,
-          request(bytes(`Request ${i} says, at some length:`), {
-            stop_conditions: { max_tokens: 12 },
-          }),
-        )
-      ),
-    );
+    await runLoad(e, metrics, (i) => `Request ${i} says, at some length:`, 12);
     ok(seen.some((l) => l.waiting >= 1), "requests waited for room");
     ok(seen.every((l) => l.running <= 2), "never more running than max_num_seqs");
     ok(seen.some((l) => l.activeBlocks > 0), "blocks were active");

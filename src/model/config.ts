@@ -5,7 +5,7 @@
  */
 import { describe } from "../contract/describe.ts";
 import { EngineError } from "../contract/errors.ts";
-import { isTokenId } from "../contract/fields.ts";
+import { isTokenId, jsonValue } from "../contract/fields.ts";
 import type { WeightDtype } from "../gpu/dtype.ts";
 import {
   archByHfArchitecture,
@@ -16,6 +16,7 @@ import {
   type MoeConfig,
 } from "./arch/mod.ts";
 import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
+import { type Json, positiveInt, positiveNumber, refuse } from "./config_fields.ts";
 import type { RopeScaling } from "./rope.ts";
 import { hfRopeSettings } from "./rope_config.ts";
 
@@ -85,40 +86,12 @@ export const MULTIPLIER_KEYS = [
   ["logitScale", "logits_scaling", "logit_scale"],
 ] as const;
 
-type Json = Record<string, unknown>;
-
-function refuse(key: string, why: string): EngineError {
-  return EngineError.invalidArgument(`config.${key}: ${why}`);
-}
-
-/** Sizes and counts above this are refused: no buffer Kiln could make is that large. */
-const MAX_INT = 0x7fff_ffff;
-
-function int(c: Json, key: string, fallback?: number): number {
-  const v = c[key] ?? fallback;
-  if (typeof v !== "number" || !Number.isInteger(v) || v <= 0 || v > MAX_INT) {
-    throw refuse(
-      key,
-      v === undefined ? "missing" : `expected a positive integer up to 2^31-1, got ${describe(v)}`,
-    );
-  }
-  return v;
-}
+const int = (c: Json, key: string, fallback?: number) => positiveInt(c, key, key, fallback);
+const num = (c: Json, key: string, fallback?: number) => positiveNumber(c, key, key, fallback);
 
 /** `table[key]` only for the table's own keys (`"constructor"` is not an architecture). */
 function lookup<T>(table: Record<string, T>, key: unknown): T | undefined {
   return typeof key === "string" && Object.hasOwn(table, key) ? table[key] : undefined;
-}
-
-function num(c: Json, key: string, fallback?: number): number {
-  const v = c[key] ?? fallback;
-  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-    throw refuse(
-      key,
-      v === undefined ? "missing" : `expected a positive number, got ${describe(v)}`,
-    );
-  }
-  return v;
 }
 
 function architecture(c: Json): ArchDescription {
@@ -237,14 +210,7 @@ function checkQuantization(c: Json, arch: ArchDescription): void {
 
 /** Parse a `config.json` (text or parsed). */
 export function parseConfig(json: string | unknown): ModelConfig {
-  let c: unknown = json;
-  if (typeof json === "string") {
-    try {
-      c = JSON.parse(json);
-    } catch (e) {
-      throw EngineError.invalidArgument(`config.json: not valid JSON (${(e as Error).message})`, e);
-    }
-  }
+  const c = jsonValue(json, "config.json");
   if (typeof c !== "object" || c === null || Array.isArray(c)) {
     throw EngineError.invalidArgument("config.json: expected an object");
   }

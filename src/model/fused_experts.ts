@@ -76,18 +76,23 @@ function dims(c: ModelConfig): Dims {
 }
 
 /**
+ * Where expert `e`'s `[rows, cols]` matrix (named `name`) lies in a fused tensor: its row r is
+ * the fused row `r · step + first` (step 2 for interleaved gate/up halves).
+ */
+interface ExpertSlice {
+  e: number;
+  rows: number;
+  cols: number;
+  step: number;
+  first: number;
+  name: string;
+}
+
+/**
  * Expert `e`'s `[rows, cols]` matrix out of a float `[experts, cols, stride]` tensor, input
  * major: element (r, k) is input element (k, r · step + first).
  */
-function transposed(
-  t: TensorInfo,
-  e: number,
-  rows: number,
-  cols: number,
-  step: number,
-  first: number,
-  name: string,
-): TensorInfo {
+function transposed(t: TensorInfo, { e, rows, cols, step, first, name }: ExpertSlice): TensorInfo {
   const b = DTYPE_BYTES[t.dtype], stride = rows * step, slab = cols * stride * b;
   const part = { ...t, offset: t.offset + e * slab, length: slab };
   const source = view(name, [part], rows * cols * b, (raw) => {
@@ -125,12 +130,7 @@ function biasOf(t: TensorInfo, e: number, n: number, step: number, first: number
 function mxfp4Matrix(
   blocks: ByteTensorInfo,
   scales: ByteTensorInfo,
-  e: number,
-  rows: number,
-  cols: number,
-  step: number,
-  first: number,
-  name: string,
+  { e, rows, cols, step, first, name }: ExpertSlice,
 ): WeightInfo {
   const per = cols / 32, all = rows * step;
   const bParts = { ...blocks, offset: blocks.offset + e * all * per * 16, length: all * per * 16 };
@@ -227,14 +227,14 @@ export function splitExperts(
     const guq = packed(f.gateUp, 2 * d.ffn, d.hidden), downq = packed(f.down, d.hidden, d.ffn);
     for (let e = 0; e < d.experts; e++) {
       const n = expertNames(c, l, e);
-      for (const [role, part] of [["gate", 0], ["up", 1]] as const) {
-        if (gu) out.set(n[role]!, transposed(gu, e, d.ffn, d.hidden, 2, part, n[role]!));
-        if (guq) {
-          out.set(n[role]!, mxfp4Matrix(...guq, e, d.ffn, d.hidden, 2, part, n[role]!));
-        }
+      for (const [role, first] of [["gate", 0], ["up", 1]] as const) {
+        const at = { e, rows: d.ffn, cols: d.hidden, step: 2, first, name: n[role]! };
+        if (gu) out.set(at.name, transposed(gu, at));
+        if (guq) out.set(at.name, mxfp4Matrix(...guq, at));
       }
-      if (down) out.set(n.down!, transposed(down, e, d.hidden, d.ffn, 1, 0, n.down!));
-      if (downq) out.set(n.down!, mxfp4Matrix(...downq, e, d.hidden, d.ffn, 1, 0, n.down!));
+      const at = { e, rows: d.hidden, cols: d.ffn, step: 1, first: 0, name: n.down! };
+      if (down) out.set(at.name, transposed(down, at));
+      if (downq) out.set(at.name, mxfp4Matrix(...downq, at));
     }
   }
   const [stray] = blocks.keys();

@@ -15,39 +15,10 @@
  * carry the defaults, like gpt-oss's, read the same either way.
  */
 import { describe } from "../contract/describe.ts";
-import { EngineError } from "../contract/errors.ts";
 import type { GgufMetadata } from "../formats/gguf/metadata.ts";
 import { type GgufValue, GgufValueType as T } from "../formats/gguf/value_types.ts";
+import { type Json, positiveInt, positiveNumber, refuse } from "./config_fields.ts";
 import { longRopeAttentionFactor, type RopeScaling, yarnAttentionFactor } from "./rope.ts";
-
-type Json = Record<string, unknown>;
-
-const refuse = (key: string, why: string) => EngineError.invalidArgument(`config.${key}: ${why}`);
-
-/** Sizes and counts above this are refused: no buffer Kiln could make is that large. */
-const MAX_INT = 0x7fff_ffff;
-
-function int(c: Json, key: string, shown: string, fallback?: number): number {
-  const v = c[key] ?? fallback;
-  if (typeof v !== "number" || !Number.isInteger(v) || v <= 0 || v > MAX_INT) {
-    throw refuse(
-      shown,
-      v === undefined ? "missing" : `expected a positive integer up to 2^31-1, got ${describe(v)}`,
-    );
-  }
-  return v;
-}
-
-function num(c: Json, key: string, shown: string, fallback?: number): number {
-  const v = c[key] ?? fallback;
-  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-    throw refuse(
-      shown,
-      v === undefined ? "missing" : `expected a positive number, got ${describe(v)}`,
-    );
-  }
-  return v;
-}
 
 /** A list of positive RoPE frequency divisors (`rope_scaling.short_factor` ...). */
 function factorList(src: Json, parent: string, key: string): number[] {
@@ -63,23 +34,25 @@ function hfYarn(s: Json, parent: string, maxPositions: number): RopeScaling {
   const key = (k: string) => `${parent}.${k}`;
   const has = (k: string) => s[k] !== undefined && s[k] !== null;
   const original = has("original_max_position_embeddings")
-    ? int(s, "original_max_position_embeddings", key("original_max_position_embeddings"))
+    ? positiveInt(s, "original_max_position_embeddings", key("original_max_position_embeddings"))
     : maxPositions;
-  const factor = has("factor") ? num(s, "factor", key("factor")) : maxPositions / original;
+  const factor = has("factor")
+    ? positiveNumber(s, "factor", key("factor"))
+    : maxPositions / original;
   const truncate = s.truncate ?? true;
   if (typeof truncate !== "boolean") {
     throw refuse(key("truncate"), `expected a boolean, got ${describe(truncate)}`);
   }
-  const opt = (k: string) => has(k) ? num(s, k, key(k)) : 0;
+  const opt = (k: string) => has(k) ? positiveNumber(s, k, key(k)) : 0;
   return {
     type: "yarn",
     factor,
     originalMaxPositionEmbeddings: original,
-    betaFast: num(s, "beta_fast", key("beta_fast"), 32),
-    betaSlow: num(s, "beta_slow", key("beta_slow"), 1),
+    betaFast: positiveNumber(s, "beta_fast", key("beta_fast"), 32),
+    betaSlow: positiveNumber(s, "beta_slow", key("beta_slow"), 1),
     truncate,
     attentionFactor: has("attention_factor")
-      ? num(s, "attention_factor", key("attention_factor"))
+      ? positiveNumber(s, "attention_factor", key("attention_factor"))
       : yarnAttentionFactor(factor, opt("mscale"), opt("mscale_all_dim")),
   };
 }
@@ -97,9 +70,9 @@ export function hfRopeSettings(
     throw refuse(key, `expected an object, got ${describe(src)}`);
   }
   const s = src as Json;
-  const theta = num(params !== undefined ? s : c, "rope_theta", "rope_theta", 10000);
+  const theta = positiveNumber(params !== undefined ? s : c, "rope_theta", "rope_theta", 10000);
   const type: unknown = s.rope_type ?? s.type ?? "default";
-  const f = (k: string) => num(s, k, k);
+  const f = (k: string) => positiveNumber(s, k, k);
   switch (type) {
     case "default":
       return { theta, scaling: { type: "default" } };
@@ -123,8 +96,8 @@ export function hfRopeSettings(
     case "longrope":
     case "su": {
       const original = s.original_max_position_embeddings !== undefined
-        ? int(s, "original_max_position_embeddings", "original_max_position_embeddings")
-        : int(c, "original_max_position_embeddings", "original_max_position_embeddings");
+        ? positiveInt(s, "original_max_position_embeddings", "original_max_position_embeddings")
+        : positiveInt(c, "original_max_position_embeddings", "original_max_position_embeddings");
       return {
         theta,
         scaling: {

@@ -18,18 +18,10 @@ import type { ModelConfig } from "./config.ts";
 import type { ByteSource } from "../formats/source.ts";
 import type { TensorInfo } from "../formats/safetensors.ts";
 
-/** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order (GGUF files). */
-export interface RopeInterleave {
-  /** Query (or key) heads of the projection. */
-  heads: number;
-  /** Width of one head. */
-  headDim: number;
-}
-
 /**
  * A tensor of either format, named and shaped as in an HF checkpoint (`[rows, cols]`): a
- * safetensors `TensorInfo`, or a GGUF tensor, which may be block-quantized and whose q/k rows
- * may be stored in llama.cpp's order (`ropeInterleave`; see `unpermuteQkRows`).
+ * safetensors `TensorInfo`, or a GGUF tensor, which may be block-quantized and whose rows may
+ * be stored in another order than HF's (`rowOrder`, which the reader sets: llama.cpp's q/k).
  */
 export interface WeightInfo {
   /** The tensor's HF name (e.g. `model.layers.0.self_attn.q_proj.weight`). */
@@ -44,8 +36,13 @@ export interface WeightInfo {
   length: number;
   /** The file holding the data. */
   source: ByteSource;
-  /** Set when q/k rows are stored in llama.cpp's interleaved RoPE order. */
-  ropeInterleave?: RopeInterleave;
+  /**
+   * Set when the rows are stored in another order: HF row `i` is stored row `rowOrder()[i]`
+   * (whole rows, quantized ones too), computed (and checked) when the values are read. Readers
+   * of the values apply it; only the format's reader knows why (GGUF: llama.cpp's interleaved
+   * q/k rows). The array may be shared: never written.
+   */
+  rowOrder?: () => Uint32Array;
 }
 
 /** The tensors of one transformer layer (HF names in brackets). */

@@ -1,27 +1,14 @@
 /**
  * OpenAI-shaped completions over any `LLMEngine`, in process (no HTTP): the request bodies,
  * responses and stream chunks of `/v1/chat/completions` and `/v1/completions`, built by the same
- * code as Kiln's server (`src/server/` serves this layer over HTTP). Bad requests fail with
- * `InvalidArgument` naming the field (`param`).
+ * code as Kiln's server: thin wrappers over the serving layer (`serving.ts`), which `src/server/`
+ * serves over HTTP. Bad requests fail with `InvalidArgument` naming the field (`param`).
  */
 import type { LLMEngine } from "../contract/engine.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { ModelText } from "../text/load.ts";
-import { APIUserAbortError } from "./abort_error.ts";
-import {
-  addPart,
-  type Choice,
-  choiceOf,
-  chunkBody,
-  jobUsage,
-  responseBody,
-  textAfter,
-  usageChunk,
-  worthSending,
-} from "./format.ts";
-import type { Piece } from "./generation.ts";
 import { type Job, parseJob } from "./requests.ts";
-import { TrackedRequest } from "./tracking.ts";
+import { Serving, untilAborted } from "./serving.ts";
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -67,82 +54,21 @@ function job(target: OpenAITarget, body: SamplingFields, chat: boolean): Job {
   });
 }
 
-const newId = (prefix: string) => `${prefix}-${crypto.randomUUID().replaceAll("-", "")}`;
-
-/** The pieces of the choice, counted in the request metrics. */
-const pieces = (target: OpenAITarget, job: Job, signal: AbortSignal): AsyncGenerator<Piece> =>
-  TrackedRequest.single(target.requests, target.engine, target.text, job, signal);
-
-async function* streamed<T>(
+/**
+ * The answer of `job` in the form `create` resolves to: a chunk stream (held until its first part
+ * when constrained, so an engine that refuses the constraint rejects `create`, as the server
+ * answers 400 before a stream), or the whole answer, rejecting with {@linkcode APIUserAbortError}
+ * as soon as `signal` aborts.
+ */
+function answer<T, C>(
   target: OpenAITarget,
   job: Job,
   signal: AbortSignal,
-): AsyncGenerator<T> {
-  const id = newId(job.chat ? "chatcmpl" : "cmpl");
-  const created = Math.floor(Date.now() / 1000);
-  let first = true, offset = 0, tokens = 0, reasoning = 0;
-  for await (const p of pieces(target, job, signal)) {
-    tokens += p.tokens;
-    reasoning += p.reasoningTokens ?? 0;
-    const choice = choiceOf(0, p, p.finish ?? null);
-    if (!worthSending(choice, first, job.chat)) continue;
-    yield chunkBody(job, id, created, choice, first, offset) as T;
-    first = false;
-    offset = textAfter(offset, p.logprobs);
-  }
-  if (job.includeUsage) yield usageChunk(job, id, created, jobUsage(job, tokens, reasoning)) as T;
-}
-
-/**
- * The whole answer, or a rejection with {@linkcode APIUserAbortError} as soon as `signal` aborts
- * (the request then ends in the engine as cancelled, in the background).
- */
-async function whole<T>(target: OpenAITarget, job: Job, signal: AbortSignal): Promise<T> {
-  let onAbort = () => {};
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new APIUserAbortError(signal.reason));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  });
-  const answer = answerOf<T>(target, job, signal);
-  answer.catch(() => {}); // after an abort, how the cancelled request ended is nobody's concern
-  aborted.catch(() => {});
-  try {
-    return await Promise.race([answer, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
-}
-
-async function answerOf<T>(target: OpenAITarget, job: Job, signal: AbortSignal): Promise<T> {
-  const choice: Choice = { index: 0, text: "", logprobs: [], finish: null };
-  let tokens = 0;
-  for await (const p of pieces(target, job, signal)) {
-    tokens += p.tokens;
-    addPart(choice, choiceOf(0, p, p.finish ?? null));
-  }
-  const id = newId(job.chat ? "chatcmpl" : "cmpl");
-  const created = Math.floor(Date.now() / 1000);
-  const u = jobUsage(job, tokens, choice.reasoningTokens ?? 0);
-  return responseBody(job, id, created, [choice], u) as T;
-}
-
-/**
- * A constrained stream (`guided_decoding`) starts before `create` resolves, so an engine that
- * refuses the constraint rejects `create` (as the server answers 400 before a stream).
- */
-async function opening<T>(job: Job, stream: AsyncGenerator<T>): Promise<AsyncIterable<T>> {
-  if (job.structured.guided === undefined) return stream;
-  const first = await stream.next();
-  return (async function* () {
-    try {
-      if (first.done) return;
-      yield first.value;
-      yield* stream;
-    } finally {
-      await stream.return(undefined);
-    }
-  })();
+): Promise<AsyncIterable<C> | T> {
+  const serving = new Serving(target);
+  return job.stream
+    ? serving.stream(job, signal) as Promise<AsyncIterable<C>>
+    : untilAborted(serving.whole(job, signal), signal) as Promise<T>;
 }
 
 const signalOf = (options: RequestOptions) => options.signal ?? new AbortController().signal;
@@ -174,10 +100,7 @@ export class ChatCompletions {
   ): Promise<AsyncIterable<ChatCompletionChunk> | ChatCompletion> {
     try {
       const j = job(this.target, body, true);
-      const signal = signalOf(options);
-      return j.stream
-        ? opening(j, streamed<ChatCompletionChunk>(this.target, j, signal))
-        : whole<ChatCompletion>(this.target, j, signal);
+      return answer<ChatCompletion, ChatCompletionChunk>(this.target, j, signalOf(options));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -210,10 +133,7 @@ export class Completions {
   ): Promise<AsyncIterable<Completion> | Completion> {
     try {
       const j = job(this.target, body, false);
-      const signal = signalOf(options);
-      return j.stream
-        ? opening(j, streamed<Completion>(this.target, j, signal))
-        : whole<Completion>(this.target, j, signal);
+      return answer<Completion, Completion>(this.target, j, signalOf(options));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -241,7 +161,8 @@ export async function* generateText(
   signal: AbortSignal,
 ): AsyncGenerator<TextPiece> {
   const j = job(target, { ...body, prompt } as SamplingFields, false);
-  for await (const p of pieces(target, j, signal)) {
-    yield { text: p.text, tokens: p.tokens, ...(p.finish ? { finish: p.finish } : {}) };
+  for await (const p of new Serving(target).parts(j, signal)) {
+    const finish = p.finish as FinishReasonText | null;
+    yield { text: p.text, tokens: p.tokens, ...(finish ? { finish } : {}) };
   }
 }

@@ -6,23 +6,13 @@
  * (the first carries the role, the last the finish).
  */
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
-import { specFiles } from "../adapters/deno/file_source.ts";
-import { ChatTemplate } from "../text/chat.ts";
-import { loadText, type ModelText } from "../text/load.ts";
+import { qwen } from "../../test/support/qwen_text.ts";
 import { ScriptedEngine } from "../../test/support/scripted_engine.ts";
 import {
   type ChatCompletionChunk,
   type ChatCompletionRequest,
   ChatCompletions,
 } from "./completions.ts";
-
-const FORTUNE = new URL("../../models/fortune/", import.meta.url).pathname;
-const QWEN3 = new URL("../../test/fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja", import.meta.url);
-const fortune = await loadText(specFiles({ kind: "dir", path: FORTUNE, name: "fortune" }));
-const qwen: ModelText = {
-  tokenizer: fortune.tokenizer,
-  chat: new ChatTemplate(Deno.readTextFileSync(QWEN3)),
-};
 
 const FIRST = '{"name": "get_time", "arguments": {"timezone": "UTC"}}';
 const REPLY = `[${FIRST}, {"name": "get_time", "arguments": {"timezone": "CET"}}]`;

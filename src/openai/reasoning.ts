@@ -69,18 +69,38 @@ const leadingSpace = (s: string) => s.length - s.trimStart().length;
 
 type TagState = "open" | "reasoning" | "after" | "content";
 
+/** A reader that holds the text it cannot decide yet and reads it again on each push and at the end. */
+abstract class HeldReader implements ReasoningReader {
+  /** Text pushed and not yet given out. */
+  protected held = "";
+
+  abstract get mode(): ReasoningMode;
+
+  push(text: string): ReasoningStep {
+    this.held += text;
+    return this.read(false);
+  }
+
+  finish(): ReasoningStep {
+    return this.read(true);
+  }
+
+  /** Give out what the held text decides; `end`: no more text comes. */
+  protected abstract read(end: boolean): ReasoningStep;
+}
+
 /**
  * Reasoning between a start and an end tag at the head of the reply. A reply that does not open
  * with the start tag (whitespace first allowed) is all content. The whitespace at the edges of
  * the reasoning and before the answer is the template's layout, not text: it is dropped. A reply
  * that ends inside the reasoning (cut by `max_tokens`, or never closed) is all reasoning.
  */
-class TaggedReader implements ReasoningReader {
+class TaggedReader extends HeldReader {
   #state: TagState;
-  #held = "";
   #thought = false;
 
   constructor(readonly open: string, readonly close: string, start: ReplyStart) {
+    super();
     this.#state = start === "inside" ? "reasoning" : start === "closed" ? "content" : "open";
   }
 
@@ -92,15 +112,6 @@ class TaggedReader implements ReasoningReader {
       : "content";
   }
 
-  push(text: string): ReasoningStep {
-    this.#held += text;
-    return this.#read(false);
-  }
-
-  finish(): ReasoningStep {
-    return this.#read(true);
-  }
-
   /** Give out reasoning text: its leading whitespace dropped until some reasoning came. */
   #think(step: ReasoningStep, text: string): void {
     const t = this.#thought ? text : text.trimStart();
@@ -108,15 +119,15 @@ class TaggedReader implements ReasoningReader {
     this.#thought ||= t !== "";
   }
 
-  #read(end: boolean): ReasoningStep {
+  protected read(end: boolean): ReasoningStep {
     const step: ReasoningStep = { reasoning: "", content: "" };
     for (;;) {
-      const held = this.#held;
+      const held = this.held;
       switch (this.#state) {
         case "open": {
           const rest = held.slice(leadingSpace(held));
           if (rest.startsWith(this.open)) {
-            this.#held = rest.slice(this.open.length);
+            this.held = rest.slice(this.open.length);
             this.#state = "reasoning";
           } else if (!end && this.open.startsWith(rest)) return step;
           else this.#state = "content";
@@ -126,31 +137,31 @@ class TaggedReader implements ReasoningReader {
           const at = held.indexOf(this.close);
           if (at < 0 && end) {
             this.#think(step, held.trimEnd());
-            this.#held = "";
+            this.held = "";
             return step;
           }
           if (at < 0) {
             // Hold a marker cut by the stream, and whitespace that may end the reasoning.
             const keep = held.slice(0, held.length - pendingMarker(held, [this.close]));
             this.#think(step, keep.trimEnd());
-            this.#held = held.slice(keep.trimEnd().length);
+            this.held = held.slice(keep.trimEnd().length);
             return step;
           }
           this.#think(step, held.slice(0, at).trimEnd());
-          this.#held = held.slice(at + this.close.length);
+          this.held = held.slice(at + this.close.length);
           this.#state = "after";
           break;
         }
         case "after": {
           const i = leadingSpace(held);
-          this.#held = held.slice(i);
+          this.held = held.slice(i);
           if (i === held.length) return step;
           this.#state = "content";
           break;
         }
         case "content":
           step.content += held;
-          this.#held = "";
+          this.held = "";
           return step;
       }
     }
@@ -173,12 +184,12 @@ const ANALYSIS = "analysis";
  * are content; headers and end markers are neither. Text that does not open a header is content.
  * A header cut by the end of the reply is dropped.
  */
-class HarmonyReader implements ReasoningReader {
-  #held = "";
+class HarmonyReader extends HeldReader {
   /** The open message's channel, or undefined while a header is read. */
   #channel: string | undefined;
 
   constructor(start: ReplyStart) {
+    super();
     if (start !== "open") this.#channel = start === "inside" ? ANALYSIS : "final";
   }
 
@@ -190,33 +201,24 @@ class HarmonyReader implements ReasoningReader {
       : "content";
   }
 
-  push(text: string): ReasoningStep {
-    this.#held += text;
-    return this.#read(false);
-  }
-
-  finish(): ReasoningStep {
-    return this.#read(true);
-  }
-
   #body(step: ReasoningStep, text: string): void {
     if (this.#channel === ANALYSIS) step.reasoning += text;
     else step.content += text;
   }
 
-  #read(end: boolean): ReasoningStep {
+  protected read(end: boolean): ReasoningStep {
     const step: ReasoningStep = { reasoning: "", content: "" };
-    while (this.#held !== "") {
-      const held = this.#held;
+    while (this.held !== "") {
+      const held = this.held;
       if (this.#channel === undefined) {
         const header = HEADER_OPENS.some((m) => held.startsWith(m) || m.startsWith(held));
         const at = held.indexOf(MESSAGE);
         if (!header || (at < 0 && held.length > MAX_HEADER)) this.#channel = "final";
         else if (at >= 0) {
           this.#channel = channelOf(held.slice(0, at));
-          this.#held = held.slice(at + MESSAGE.length);
+          this.held = held.slice(at + MESSAGE.length);
         } else {
-          if (end) this.#held = "";
+          if (end) this.held = "";
           return step;
         }
         continue;
@@ -225,12 +227,12 @@ class HarmonyReader implements ReasoningReader {
       if (stop === undefined) {
         const keep = end ? held.length : held.length - pendingMarker(held, BODY_ENDS);
         this.#body(step, held.slice(0, keep));
-        this.#held = held.slice(keep);
+        this.held = held.slice(keep);
         return step;
       }
       this.#body(step, held.slice(0, stop.at));
       const consumed = MESSAGE_ENDS.includes(stop.marker) ? stop.marker.length : 0;
-      this.#held = held.slice(stop.at + consumed);
+      this.held = held.slice(stop.at + consumed);
       this.#channel = undefined;
     }
     return step;

@@ -13,6 +13,7 @@ import type { ModelText } from "../text/load.ts";
 import { badRequest, clip } from "./errors.ts";
 import { type Job, type Limits, parseJob } from "./requests.ts";
 import { chatMessages, type ConversationItem, inputItems } from "./responses_input.ts";
+import type { ResponseStore } from "./responses_store.ts";
 
 type Body = Record<string, unknown>;
 
@@ -98,6 +99,23 @@ export function previousResponseId(body: unknown): string | undefined {
 /** OpenAI's refusal of a `previous_response_id` that is not stored (404 over HTTP). */
 export const notStored = (id: string): EngineError =>
   badRequest(`Previous response with id '${clip(id, 100)}' not found.`, "previous_response_id");
+
+/**
+ * Check a Responses body and build its job, the conversation of `previous_response_id` taken
+ * from `store`. Throws `EngineError` (`InvalidArgument`, `param` the field): for a bad body, and
+ * {@linkcode notStored} for a `previous_response_id` that `store` does not hold.
+ */
+export function startResponse(
+  body: unknown,
+  store: ResponseStore,
+  text: ModelText,
+  limits: Limits,
+): ResponsesJob {
+  const previous = previousResponseId(body);
+  const prior = previous === undefined ? [] : store.get(previous)?.items;
+  if (prior === undefined) throw notStored(previous!);
+  return responsesJob(body, prior, text, limits);
+}
 
 /**
  * Check a Responses body and build its job; `prior` is the conversation of the stored response

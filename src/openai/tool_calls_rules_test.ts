@@ -20,7 +20,7 @@ import {
   ToolCallParser,
   type ToolCallStep,
 } from "./tool_calls.ts";
-import { readPieces } from "../../test/support/tool_reads.ts";
+import { pieceSplits, readPieces } from "../../test/support/tool_reads.ts";
 
 /** The request's functions. */
 const NAMES = new Set(["get_time", "get_weather"]);
@@ -153,15 +153,13 @@ function violations(check: CallCheck): Map<string, string[]> {
   for (const w of WRITERS) {
     const wrong: string[] = [];
     for (const c of cases(w)) {
-      const chars = [...c.reply];
       const reads: [string, ToolCallStep][] = [
         ["whole", parseToolCalls(w.convention, c.reply, c.maxCalls, false, check)],
-        ["char by char", stream(w, c, check, chars)],
+        ...pieceSplits(c.reply).map(([how, p]): [string, ToolCallStep] => [
+          how,
+          stream(w, c, check, p),
+        ]),
       ];
-      for (let k = 0; k <= chars.length; k++) {
-        const cut = [chars.slice(0, k).join(""), chars.slice(k).join("")];
-        reads.push([`cut at ${k}`, stream(w, c, check, cut)]);
-      }
       const bad = reads.find(([, got]) => !same(got, c.want));
       if (bad) wrong.push(`${c.name} (${bad[0]}): ${JSON.stringify(bad[1])}`);
     }

@@ -58,6 +58,22 @@ export class TrackedRequest {
   }
 
   /**
+   * `parts` as they come, the request counted by how they end: `success`, `error` by its OpenAI
+   * type, `cancelled` when `signal` aborted or the consumer stops pulling.
+   */
+  async *counted<T>(parts: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
+    try {
+      yield* parts;
+      this.succeeded(signal);
+    } catch (e) {
+      this.failed(signal, e);
+      throw e;
+    } finally {
+      this.abandoned(); // ignored once counted
+    }
+  }
+
+  /**
    * The single choice of `job` as a stream that counts the request itself: how it ends, or
    * `cancelled` when its consumer stops pulling.
    */
@@ -69,14 +85,6 @@ export class TrackedRequest {
     signal: AbortSignal,
   ): AsyncGenerator<Piece> {
     const run = new TrackedRequest(requests, job);
-    try {
-      yield* run.choice(engine, text, 0, signal);
-      run.succeeded(signal);
-    } catch (e) {
-      run.failed(signal, e);
-      throw e;
-    } finally {
-      run.abandoned(); // ignored once counted
-    }
+    yield* run.counted(run.choice(engine, text, 0, signal), signal);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * GGUF files quantized by llama.cpp itself (`test/fixtures/llamacpp/`, written by
- * `bench/peers/llama_quantize.ts`): each file's sha256 and its tensors' ggml types are those the
+ * `tools/fixtures/llama_quantize.ts`): each file's sha256 and its tensors' ggml types are those the
  * manifest recorded; a file whose every tensor type Kiln reads (F32, F16, BF16 and the quant
  * registry's `QUANT_FORMATS`) loads and runs on the GPU within the f32 bound of float64 logits
  * on its dequantized weights (`test_parity.ts`); any other file is refused on load with an
@@ -14,7 +14,7 @@ import {
   strictEqual as equal,
 } from "node:assert/strict";
 import { EngineError } from "../contract/errors.ts";
-import { QUANT_FORMATS, QUANT_TYPES } from "../gpu/quant/formats.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../gpu/formats/registry.ts";
 import { openCheckpoint } from "../model/checkpoint.ts";
 import { fileListFiles } from "../formats/source.ts";
 import { checkParity, parityCase } from "../../test/support/gguf_parity.ts";

@@ -20,7 +20,7 @@
 import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import type { TensorDtype } from "../gpu/dtype.ts";
-import { QUANT_FORMATS, QUANT_TYPES } from "../gpu/quant/formats.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../gpu/formats/registry.ts";
 import { type Checkpoint, openCheckpoint } from "../model/checkpoint.ts";
 import { Forward } from "../runtime/forward.ts";
 import { GpuModel, type GpuWeight } from "../runtime/gpu_model.ts";

@@ -9,7 +9,7 @@
  */
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
-import type { QuantType } from "../gpu/quant/formats.ts";
+import type { QuantType } from "../gpu/formats/registry.ts";
 import { openCheckpoint } from "../model/checkpoint.ts";
 import { GpuModel } from "../runtime/gpu_model.ts";
 import { ReferenceModel } from "./model.ts";

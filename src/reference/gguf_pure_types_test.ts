@@ -17,7 +17,7 @@ import { fileListFiles } from "../formats/source.ts";
 import { parseReference, tolerance, verifyModel } from "./verify.ts";
 import { ggufMetadata, ggufTensors, planTensors, readHfCheckpoint } from "../convert/convert.ts";
 import { writeGguf } from "../convert/writer.ts";
-import type { QuantType } from "../gpu/quant/formats.ts";
+import type { QuantType } from "../gpu/formats/registry.ts";
 import { testGpu, withErrorScopes } from "../../test/support/gpu.ts";
 import { MODELS } from "../../test/support/models.ts";
 

@@ -8,7 +8,7 @@ import { dirFiles } from "../adapters/deno/file_source.ts";
 import { EngineError } from "../contract/errors.ts";
 import { pagedAttentionRef } from "./kernels/attention.ts";
 import { embeddingRef, linearRef, rmsNormRef, ropeRef, swiGluRef } from "./kernels/dense.ts";
-import { dequantize, quantize } from "../gpu/quant/formats.ts";
+import { dequantize, quantize } from "../gpu/formats/registry.ts";
 import { MODELS } from "../../test/support/models.ts";
 import { seeded } from "../../test/support/kernel_harness.ts";
 import { type ModelConfig, parseConfig } from "../model/config.ts";
@@ -229,7 +229,7 @@ Deno.test("tensorValues: a Q8_0 q projection dequantizes as dequantize says, in 
   const values = await tensorValues(q0);
   deepStrictEqual(values, hf.get("blk.0.attn_q.weight"));
   // Without the un-permutation: dequantize's rows in the stored order.
-  const { ropeInterleave: _, ...asStored } = q0;
+  const { ropeInterleave: _, rowOrder: _order, ...asStored } = q0;
   const stored = dequantize("Q8_0", await q0.source.read(q0.offset, q0.length), 32 * 32);
   deepStrictEqual(await tensorValues(asStored), stored);
   const order = unpermuteQkRows(32, TINY.headDim, TINY.heads);
@@ -311,7 +311,7 @@ for (const biases of [false, true]) {
     const asStored = await ReferenceModel.load(m.config, {
       ...weights,
       layers: weights.layers.map((l) => {
-        const { ropeInterleave: _, ...q } = l.q as unknown as GgufTensorInfo;
+        const { ropeInterleave: _, rowOrder: _order, ...q } = l.q as unknown as GgufTensorInfo;
         return { ...l, q: q as unknown as TensorInfo };
       }),
     });

@@ -10,7 +10,7 @@
 import { ok, strictEqual as equal } from "node:assert/strict";
 import { dirFiles } from "../adapters/deno/file_source.ts";
 import { decodeWeights, encodeWeights, type WeightDtype } from "../gpu/dtype.ts";
-import type { QuantType } from "../gpu/quant/formats.ts";
+import type { QuantType } from "../gpu/formats/registry.ts";
 import { type Checkpoint, openCheckpoint } from "../model/checkpoint.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../convert/convert.ts";

@@ -1,13 +1,12 @@
 /**
  * The values of one weight tensor in float64, in HF order: safetensors F32/F16/BF16 decoded,
- * GGUF block-quantized types dequantized the way ggml does, and llama.cpp's interleaved q/k
- * rows put back in HF's order. What a float64 reference of a whole model reads.
+ * GGUF block-quantized types dequantized the way ggml does, and rows stored in another order
+ * (`WeightInfo.rowOrder`: llama.cpp's interleaved q/k rows) put back in HF's order. What a float64 reference of a whole model reads.
  */
 import { EngineError } from "../contract/errors.ts";
 import { decodeWeights, DTYPE_BYTES, type WeightDtype } from "../gpu/dtype.ts";
-import { dequantize } from "../gpu/quant/formats.ts";
-import { loadQuantTables } from "../gpu/quant/tables.ts";
-import { unpermuteQkRows } from "../model/gguf/tensors.ts";
+import { dequantize } from "../gpu/formats/registry.ts";
+import { loadQuantTables } from "../gpu/formats/tables.ts";
 import type { WeightInfo } from "../model/weights.ts";
 
 function isFloat(dtype: string): dtype is WeightDtype {
@@ -36,11 +35,14 @@ export async function tensorValues(t: WeightInfo): Promise<Float64Array> {
     await loadQuantTables([t.dtype]); // a tabled format's levels or grids, read once
     values = dequantize(t.dtype, bytes, count);
   }
-  const interleave = "ropeInterleave" in t ? t.ropeInterleave : undefined;
-  if (interleave === undefined) return values;
-  const rows = t.shape[0] ?? 1;
-  const cols = t.shape.length > 1 ? count / rows : 1;
-  const order = unpermuteQkRows(rows, interleave.headDim, interleave.heads);
+  if (t.rowOrder === undefined) return values;
+  const order = t.rowOrder();
+  // HF row r is stored row order[r] (the reader's order: llama.cpp's q/k rows in GGUF).
+  const rows = order.length;
+  const cols = count / rows;
+  if (!Number.isInteger(cols)) {
+    throw EngineError.invalidArgument(`tensor ${t.name}: ${count} values in ${rows} rows`);
+  }
   const out = new Float64Array(count);
   for (let r = 0; r < rows; r++) {
     const from = order[r]! * cols;

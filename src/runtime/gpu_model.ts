@@ -9,80 +9,26 @@
 import { EngineError } from "../contract/errors.ts";
 import type { Gpu } from "../gpu/device.ts";
 import { STORAGE, storageBuffer } from "../gpu/buffers.ts";
-import { isFloatDtype, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
+import type { TensorDtype, WeightDtype } from "../gpu/dtype.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { kvBytesPerElement, type KvDtype } from "../gpu/kernels/attention.ts";
-import type { GpuWeight } from "../gpu/kernels/product.ts";
-import { type ExpertBiases, expertChunks, type ExpertSlab } from "../gpu/kernels/moe.ts";
+import type { GpuWeight } from "../gpu/product/product.ts";
 import { uploadRopeFrequencies } from "../gpu/kernels/rope_frequencies.ts";
 import { type Checkpoint, openCheckpoint } from "../model/checkpoint.ts";
 import { ropeInvFreq } from "../model/rope.ts";
 import type { ModelFiles } from "../formats/source.ts";
-import { allocatePlan, type BufferPlan, fillPlan, planBytes, planStack } from "./upload.ts";
-import type { LoadOptions, LoadProgress } from "./load_options.ts";
+import { allocatePlan, type BufferPlan, fillPlan, planStack } from "./upload.ts";
+import type { LoadOptionsOf, LoadProgress } from "./load_options.ts";
+import { type GpuLayer, layerOnGpu } from "./gpu_layers.ts";
 import { StagingWriter } from "./staging.ts";
-import {
-  checkFits,
-  type ExpertWeights,
-  type ModelWeights,
-  type WeightInfo,
-  weightList,
-} from "../model/weights.ts";
+import { checkFits, type ModelWeights, type WeightInfo, weightList } from "../model/weights.ts";
 
-export type { GpuWeight, WeightPart } from "../gpu/kernels/product.ts";
-export type { LoadOptions, LoadPhase, LoadProgress } from "./load_options.ts";
+export type { GpuWeight, WeightPart } from "../gpu/product/product.ts";
+export type { GpuExperts, GpuLayer } from "./gpu_layers.ts";
+export type { LoadPhase, LoadProgress } from "./load_options.ts";
 
-/** One decoder layer's weights as the forward pass reads them. */
-export interface GpuLayer {
-  /** RMSNorm weights, f32 (pre-norm families). */
-  inputNorm?: GPUBuffer;
-  /** RMSNorm weights before the MLP, f32 (pre-norm families). */
-  postNorm?: GPUBuffer;
-  /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
-  qkv: GpuWeight;
-  /** [q; k; v] biases, f32 (for every weight format). */
-  qkvBias?: GPUBuffer;
-  /** Per-head RMSNorm weight of q [head_dim], f32, in families with a `qk_norm` step. */
-  qNorm?: GPUBuffer;
-  /** Per-head RMSNorm weight of k [head_dim], f32, in families with a `qk_norm` step. */
-  kNorm?: GPUBuffer;
-  /** Attention output projection: [hidden, heads·head_dim]. */
-  o: GpuWeight;
-  /** [gate; up] stacked: [2·intermediate, hidden] (a dense MLP). */
-  gateUp?: GpuWeight;
-  /** MLP down projection: [hidden, intermediate] (a dense MLP). */
-  down?: GpuWeight;
-  /** A mixture-of-experts MLP's router [experts, hidden]. */
-  router?: GpuWeight;
-  /** A mixture-of-experts MLP's experts. */
-  experts?: GpuExperts;
-  /** RMSNorm weight of the attention output before its residual add, f32 (post-norm families). */
-  attnOutNorm?: GPUBuffer;
-  /** RMSNorm weight of the MLP output before its residual add, f32 (post-norm families). */
-  mlpOutNorm?: GPUBuffer;
-  // Recipe extras of some families (absent elsewhere), f32.
-  /** The attention output projection's bias [hidden]. */
-  oBias?: GPUBuffer;
-  /** Per-head attention sink logits [heads] (an `attention` step with `sinks`). */
-  sinks?: GPUBuffer;
-  /** A mixture-of-experts MLP's router bias [experts]. */
-  routerBias?: GPUBuffer;
-}
-
-/**
- * A mixture-of-experts MLP's experts, each matrix kind a slab that the expert kernels index by
- * expert (`moe_experts.wgsl`): every expert's [gate; up] rows, expert after expert, and every
- * expert's down rows; each slab one buffer, or buffers of whole experts where one binding cannot
- * hold it.
- */
-export interface GpuExperts {
-  /** Every expert's [gate; up] rows. */
-  gateUp: ExpertSlab;
-  /** Every expert's down rows. */
-  down: ExpertSlab;
-  /** Every expert's gate, up and down biases, f32, when the experts have them. */
-  biases?: ExpertBiases;
-}
+/** What {@linkcode GpuModel.load} takes: its options and the progress it reports. */
+export type LoadOptions = LoadOptionsOf<GpuModel>;
 
 /** The KV cache's element type unless told: f32 for f32 weights, else f16. */
 export function defaultKvDtype(weights: ModelWeights<WeightInfo>): KvDtype {
@@ -276,82 +222,9 @@ export class GpuModel {
       if (more.length > 0 || !one) throw new Error(`${t[0]!.name}: not one buffer`);
       return one.buffer;
     };
-    /** A stacked product's tensors: one that holds them all, or its parts in order. */
-    const stacked = (
-      one: WeightInfo | undefined,
-      parts: (WeightInfo | undefined)[],
-    ): [string, WeightInfo[]] => {
-      if (one) return [one.name, [one]];
-      const ts = parts.filter((t) => t !== undefined);
-      if (ts.length !== parts.length) throw new Error("a layer without its stacked products");
-      return [`${ts[0]!.name}+${ts.length - 1}`, ts];
-    };
     this.embed = weight(w.embed.name, [w.embed]);
-    for (const l of w.layers) {
-      const layer: GpuLayer = {
-        qkv: weight(...stacked(l.qkv, [l.q, l.k, l.v])),
-        o: weight(l.o.name, [l.o]),
-      };
-      if ((l.gate && l.up) || l.gateUp) {
-        layer.gateUp = weight(...stacked(l.gateUp, [l.gate, l.up]));
-      }
-      if (l.down) layer.down = weight(l.down.name, [l.down]);
-      for (const role of ["inputNorm", "postNorm", "attnOutNorm", "mlpOutNorm"] as const) {
-        const t = l[role];
-        if (t) layer[role] = vector([t], "f32");
-      }
-      if (l.router) layer.router = weight(l.router.name, [l.router]);
-      if (l.experts) {
-        /** A slab of each expert's `ts`, in buffers of whole experts. */
-        const slab = (label: string, ts: WeightInfo[][]): ExpertSlab => {
-          const [all, ...more] = planStack(label, ts.flat(), Infinity);
-          if (more.length > 0) {
-            throw new EngineError(
-              "ResourceExhausted",
-              `${label}: the experts' matrices need one type; they take ${more.length + 1}`,
-            );
-          }
-          const max = Math.min(limit, maxSlabBytes);
-          const counts = expertChunks(label, ts.length, planBytes(all!) / ts.length, max);
-          const parts = [];
-          let first = 0;
-          for (const n of counts) {
-            const name = `${label}[${first}..${first + n - 1}]`;
-            // Each part in the whole slab's dtype (a float subset could have another common one).
-            const as = isFloatDtype(all!.dtype) ? all!.dtype : undefined;
-            const [one, ...extra] = buffers(
-              planStack(name, ts.slice(first, first + n).flat(), max, as),
-            );
-            if (!one || extra.length > 0) throw new Error(`${name}: not one buffer`);
-            parts.push({ buffer: one.buffer, experts: n });
-            first += n;
-          }
-          return { parts, dtype: all!.dtype };
-        };
-        const name = l.experts[0]!.gate.name.replace(/\.0\.gate_proj\.weight$/, "");
-        layer.experts = {
-          gateUp: slab(`${name}.gate_up`, l.experts.map((e) => [e.gate, e.up])),
-          down: slab(`${name}.down`, l.experts.map((e) => [e.down])),
-        };
-        const biases = expertBiasTensors(l.experts);
-        if (biases) {
-          layer.experts.biases = {
-            gateUp: vector(biases.gateUp, "f32"),
-            down: vector(biases.down, "f32"),
-          };
-        }
-      }
-      for (const role of ["oBias", "sinks", "routerBias"] as const) {
-        const t = l[role];
-        if (t) layer[role] = vector([t], "f32");
-      }
-      if (l.qBias && l.kBias && l.vBias) {
-        layer.qkvBias = vector([l.qBias, l.kBias, l.vBias], "f32");
-      }
-      if (l.qNorm) layer.qNorm = vector([l.qNorm], "f32");
-      if (l.kNorm) layer.kNorm = vector([l.kNorm], "f32");
-      this.layers.push(layer);
-    }
+    const made = { buffers, weight, vector, limit, maxSlabBytes };
+    for (const l of w.layers) this.layers.push(layerOnGpu(l, made));
     this.finalNorm = vector([w.norm], "f32");
     this.lmHead = w.lmHead === w.embed ? this.embed : weight(w.lmHead.name, [w.lmHead]);
   }
@@ -381,22 +254,6 @@ export class GpuModel {
   destroy(): void {
     for (const b of this.#owned.splice(0)) b.destroy();
   }
-}
-
-/**
- * The experts' bias tensors in the expert kernels' order (expert e's gate biases then its up
- * biases; every expert's down biases), when every expert has all three; else undefined.
- */
-function expertBiasTensors(
-  experts: readonly ExpertWeights<WeightInfo>[],
-): { gateUp: WeightInfo[]; down: WeightInfo[] } | undefined {
-  const gateUp: WeightInfo[] = [], down: WeightInfo[] = [];
-  for (const e of experts) {
-    if (!e.gateBias || !e.upBias || !e.downBias) return undefined;
-    gateUp.push(e.gateBias, e.upBias);
-    down.push(e.downBias);
-  }
-  return { gateUp, down };
 }
 
 /** The dtype holding the most bytes among `tensors` (a Q4_K_M file's is Q4_K). */

@@ -1,13 +1,15 @@
-/** What {@linkcode GpuModel.load} takes: its options and the progress it reports. */
+/** What `GpuModel.load` takes: its options and the progress it reports. */
 import type { KvDtype } from "../gpu/kernels/attention.ts";
 import type { LoadPhase, LoadProgress } from "../model/checkpoint.ts";
 import type { UploadOptions } from "./staging.ts";
-import type { GpuModel } from "./gpu_model.ts";
 
 export type { LoadPhase, LoadProgress };
 
-/** How {@linkcode GpuModel.load} sizes the KV cache and reports progress. */
-export interface LoadOptions {
+/**
+ * How `GpuModel.load` sizes the KV cache and reports progress, `Model` the model `beside` gets
+ * (`gpu_model.ts` names it `LoadOptions`; generic here so that this file need not import it).
+ */
+export interface LoadOptionsOf<Model> {
   /** Called as weights reach the GPU. */
   onProgress?: LoadProgress;
   /** KV cache blocks to allocate (default: enough for one full context). */
@@ -35,5 +37,5 @@ export interface LoadOptions {
    * here, so that compiling and uploading overlap. The load settles when both have; a failure of
    * either fails it.
    */
-  beside?: (model: GpuModel) => Promise<void>;
+  beside?: (model: Model) => Promise<void>;
 }

@@ -6,7 +6,7 @@
 import type { LLMEngine } from "../contract/engine.ts";
 import type { EngineConfig } from "../contract/types.ts";
 import { engineMetrics } from "../metrics/engine_lifecycle.ts";
-import type { EngineMetrics, MetricsHierarchy } from "../metrics/engine_metrics.ts";
+import type { EngineMetrics, MetricsHierarchy } from "../contract/metrics/engine_metrics.ts";
 import { loadText, type ModelText } from "../text/load.ts";
 import type { ModelFiles } from "../formats/source.ts";
 

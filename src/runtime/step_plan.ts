@@ -1,6 +1,7 @@
 /**
  * One step's dispatches, as a `Forward` caches them per step shape (tokens, logit rows): each
- * layer's recipe (`ArchDescription.layer`) compiled step by step.
+ * layer's recipe (`ArchDescription.layer`) compiled step by step, one step compiler per op
+ * (`steps/table.ts`, as `reference/layer.ts` interprets the same ops in float64).
  *
  * Per layer of the plain pre-norm recipe, at decode (at most `MATVEC_MAX_M` tokens), six or
  * seven dispatches:
@@ -12,96 +13,29 @@
  *   6. down_proj with the residual add in its epilogue.
  * A mixture-of-experts MLP (`moe_mlp`) takes four instead of 5-6: the router product (the norm
  * folded in), the routing (softmax, top-k), and the routed experts' gate/up and down
- * (`gpu/kernels/moe.ts`), at every step shape (`step_plan_moe.ts`).
+ * (`gpu/kernels/moe.ts`), at every step shape (`steps/moe.ts`).
  * Prefill shapes run the same steps with the norms, adds and SwiGLU as their own dispatches
  * around the tiled products. Then the rows whose logits are wanted are copied out of the
- * residual stream and multiplied by the LM head with the final norm folded in.
+ * residual stream and multiplied by the LM head with the final norm folded in (`steps/embedding.ts`).
  *
  * The config's attention knobs (`attention_knobs.ts`) go to the kernels: the embedding scale in
- * the gather, the final logit soft-cap as an in-place pass, each layer's window and RoPE base, the attention
- * scale and soft-cap; a recipe's attention sinks and o bias, and its experts' activation and
- * biases, to theirs. A step with a post-norm (`o_proj_residual` / `mlp` with `postNorm`)
- * writes its product to `branch`, and one RMSNorm dispatch adds the normed rows to x.
+ * the gather, the final logit soft-cap as an in-place pass, each layer's window and RoPE base,
+ * the attention scale and soft-cap; a recipe's attention sinks and o bias, and its experts'
+ * activation and biases, to theirs. A step with a post-norm (`o_proj_residual` / `mlp` with
+ * `postNorm`) writes its product to `branch`, and one RMSNorm dispatch adds the normed rows to x
+ * (`steps/residual.ts`).
  */
-import { type Dispatch } from "../gpu/dispatch.ts";
-import {
-  type AttentionDispatch,
-  chooseSplits,
-  prepareAttention,
-  prepareRopeKv,
-  ROWS_KEYS,
-  rowsSplits,
-} from "../gpu/kernels/attention.ts";
-import {
-  prepareEmbedding,
-  prepareHeadNorm,
-  prepareRmsNorm,
-  prepareScaleInPlace,
-} from "../gpu/kernels/dense.ts";
-import { EngineError } from "../contract/errors.ts";
-import { isFloatDtype } from "../gpu/dtype.ts";
-import type { LinearScratch } from "../gpu/kernels/linear.ts";
-import { prepareQuantEmbedding } from "../gpu/kernels/matvec_quant.ts";
-import { prepareProduct, type ProductArgs } from "../gpu/kernels/product.ts";
-import { prepareGather } from "../gpu/kernels/tokens.ts";
+import type { Dispatch } from "../gpu/dispatch.ts";
+import { chooseSplits, ROWS_KEYS, rowsSplits } from "../gpu/kernels/attention.ts";
+import { prepareProduct, type ProductArgs } from "../gpu/product/product.ts";
 import { kernelPaths } from "../gpu/paths.ts";
-import { archOf, type LayerStep } from "../model/arch/mod.ts";
-import { windowOf } from "../model/attention_knobs.ts";
-import type { GpuLayer, GpuModel } from "./gpu_model.ts";
-import { layerRotaryDim, ropeAttentionFactor } from "../model/rope.ts";
-import { moeStepParts } from "./step_plan_moe.ts";
+import { archOf } from "../model/arch/mod.ts";
+import type { GpuModel } from "./gpu_model.ts";
+import type { Part, PlanContext, Scratch } from "./steps/context.ts";
+import { embedParts, headParts } from "./steps/embedding.ts";
+import { compileStep } from "./steps/table.ts";
 
-/** A layer without a weight its recipe reads (a model built around the description's table). */
-function missing(role: string, layer: number): EngineError {
-  return EngineError.invalidArgument(`layer ${layer}: the recipe reads ${role}, which it lacks`);
-}
-
-/** The attention output projection's bias, where the layer has one. */
-function oBias(L: GpuLayer): { b?: GPUBuffer } {
-  return L.oBias ? { b: L.oBias } : {};
-}
-
-/** A forward's scratch buffers, sized for `capacity` tokens (and logit rows). */
-export interface Scratch {
-  capacity: number;
-  tableCapacity: number;
-  index: GPUBuffer;
-  ids: GPUBuffer;
-  positions: GPUBuffer;
-  slots: GPUBuffer;
-  tableOffsets: GPUBuffer;
-  blockTable: GPUBuffer;
-  /** The residual stream [tokens, hidden]. */
-  x: GPUBuffer;
-  /** A residual branch before its post-norm [tokens, hidden]. */
-  branch: GPUBuffer;
-  /** The fused q/k/v product [tokens, q + 2kv]. */
-  qkv: GPUBuffer;
-  /** Rotated q [tokens, q], and attention's output. */
-  q: GPUBuffer;
-  attn: GPUBuffer;
-  /** SwiGLU's output [tokens, intermediate]. */
-  act: GPUBuffer;
-  /** What the unfused (prefill) products need in between. */
-  linear: LinearScratch;
-  rows: GPUBuffer;
-  logits: GPUBuffer;
-  /** A mixture-of-experts MLP's router outputs, routes and expert activations. */
-  moe?: MoeScratch;
-  /**
-   * Split attention's partials, shared by every layer of a step (CPU paths): room for `slots`
-   * (token, head, split) partials.
-   */
-  partials?: { ml: GPUBuffer; acc: GPUBuffer; slots: number };
-}
-
-/** [tokens, experts] router logits; [tokens, topK] routes; [tokens, topK, expert width] SwiGLU. */
-export interface MoeScratch {
-  logits: GPUBuffer;
-  ids: GPUBuffer;
-  weights: GPUBuffer;
-  act: GPUBuffer;
-}
+export type { MoeScratch, Scratch } from "./steps/context.ts";
 
 /** One step shape's dispatches and the buffers they own (uniforms, split partials). */
 export interface Plan {
@@ -163,9 +97,44 @@ export interface PlanOptions {
   split?: AttentionSplit;
 }
 
+/** The context one step shape of `m` over scratch `s` is compiled in (`steps/context.ts`). */
+function planContext(
+  m: GpuModel,
+  s: Scratch,
+  tokens: number,
+  options: PlanOptions,
+): PlanContext {
+  const c = m.config;
+  const d = m.gpu.device;
+  const linear = (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) =>
+    prepareProduct(d, { ...args, m: xRows }, s.linear, label);
+  const context = c.maxPositionEmbeddings;
+  const { splits, maxKeys } = options.split ?? attentionSplit(d, tokens, context, context);
+  // Shared by every layer's split attention where they fit (one layer runs after another).
+  const fits = s.partials !== undefined && tokens * c.numHeads * splits <= s.partials.slots;
+  return {
+    m,
+    c,
+    d,
+    s,
+    tokens,
+    H: c.hiddenSize,
+    Q: c.numHeads * c.headDim,
+    KV: c.numKvHeads * c.headDim,
+    splits,
+    maxKeys,
+    partials: splits > 1 && fits ? { partials: s.partials! } : {},
+    kvDtype: m.kvDtype,
+    branch: c.residualScale !== undefined ? { scale: c.residualScale } : {},
+    linear,
+  };
+}
+
 /**
- * The dispatches of one step shape of `m` over scratch `s`. Every kernel is prepared at once (in
- * order), so the pipelines a new shape needs compile side by side rather than one after another.
+ * The dispatches of one step shape of `m` over scratch `s`: the gather and embedding, each
+ * layer's recipe step by step (`steps/table.ts`), then the head. Every kernel is prepared at once
+ * (in order), so the pipelines a new shape needs compile side by side rather than one after
+ * another.
  */
 export async function buildPlan(
   m: GpuModel,
@@ -174,242 +143,18 @@ export async function buildPlan(
   rows: number,
   options: PlanOptions = {},
 ): Promise<Plan> {
-  const c = m.config;
-  const d = m.gpu.device;
-  type Part = Promise<Dispatch[] | Dispatch | AttentionDispatch>;
-  const body: Part[] = [];
-  const head: Part[] = [];
-  const H = c.hiddenSize, Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
-  if (options.store) {
-    body.push(
-      prepareGather(d, { store: options.store, index: s.index, ids: s.ids, count: tokens }),
-    );
-  }
-  // The embedding, one dispatch per part of the table (a big vocabulary is split by rows).
-  // One scale in the gather: the family's (`embedScale`) times the config's multiplier.
-  const embedScale = (c.embedScale ?? 1) * (c.embeddingScale ?? 1);
-  let row0 = 0;
-  for (const [i, part] of m.embed.parts.entries()) {
-    const args = {
-      ids: s.ids,
-      table: part.buffer,
-      out: s.x,
-      tokens,
-      hidden: H,
-      vocab: c.vocabSize,
-      rowStart: row0,
-      rowEnd: row0 + part.rows,
-      ...(embedScale !== 1 ? { scale: embedScale } : {}),
-    };
-    const label = m.embed.parts.length > 1 ? `embed.${i}` : "embed";
-    body.push(
-      isFloatDtype(part.dtype)
-        ? prepareEmbedding(d, { ...args, dtype: part.dtype }, label)
-        : prepareQuantEmbedding(d, { ...args, type: part.dtype }, label),
-    );
-    row0 += part.rows;
-  }
-  const linear = (args: Omit<ProductArgs, "m">, label: string, xRows = tokens) =>
-    prepareProduct(d, { ...args, m: xRows }, s.linear, label);
-  const context = c.maxPositionEmbeddings;
-  const { splits, maxKeys } = options.split ?? attentionSplit(d, tokens, context, context);
-  // Shared by every layer's split attention where they fit (one layer runs after another).
-  const fits = s.partials !== undefined && tokens * c.numHeads * splits <= s.partials.slots;
-  const partials = splits > 1 && fits ? { partials: s.partials! } : {};
-  const kvDtype = m.kvDtype;
-  const branch = c.residualScale !== undefined ? { scale: c.residualScale } : {};
-  /**
-   * A residual branch, `product` writing it: added to x (scaled by the residual multiplier), or
-   * with `postNorm`'s weight stored, RMSNorm'd and added by the norm kernel.
-   */
-  const residual = (
-    l: number,
-    name: string,
-    postNorm: GPUBuffer | undefined | false,
-    product: (y: GPUBuffer, epilogue: "accumulate" | "store") => Part,
-  ): Part[] => {
-    if (postNorm === false) return [product(s.x, "accumulate")];
-    if (postNorm === undefined) return [Promise.reject(missing(name, l))];
-    if (c.residualScale !== undefined) {
-      return [
-        Promise.reject(
-          EngineError.invalidArgument("config.residual_multiplier: not supported with post-norms"),
-        ),
-      ];
-    }
-    return [
-      product(s.branch, "store"),
-      prepareRmsNorm(d, {
-        x: s.branch,
-        weight: postNorm,
-        y: s.x,
-        rows: tokens,
-        dim: H,
-        eps: c.rmsNormEps,
-        dtype: "f32",
-        accumulate: true,
-      }, `L${l}:${name}`),
-    ];
-  };
-  /** The q/k/v product, after the input norm when `norm` is given. */
-  const qkv = (l: number, L: GpuLayer, norm?: GPUBuffer): Part =>
-    linear({
-      x: s.x,
-      weight: L.qkv,
-      ...(L.qkvBias ? { b: L.qkvBias } : {}),
-      y: s.qkv,
-      n: Q + 2 * KV,
-      k: H,
-      ...(norm ? { norm: { weight: norm, eps: c.rmsNormEps } } : {}),
-    }, `L${l}:qkv`);
-  /** The dispatches of one recipe step of layer `l`. */
-  const layerStep = (step: LayerStep, l: number, L: GpuLayer): Part[] => {
-    switch (step.op) {
-      case "attn_norm_qkv":
-        return [L.inputNorm ? qkv(l, L, L.inputNorm) : Promise.reject(missing("inputNorm", l))];
-      case "qkv":
-        return [qkv(l, L)];
-      case "qk_norm": {
-        // Per head, or (`projection`) one row of all the heads per token.
-        const whole = step.width === "projection";
-        const norm = (weight: GPUBuffer | undefined, which: string, heads: number, at: number) =>
-          weight === undefined ? Promise.reject(missing(`${which}Norm`, l)) : prepareHeadNorm(d, {
-            x: s.qkv,
-            weight,
-            tokens,
-            heads: whole ? 1 : heads,
-            headDim: whole ? heads * c.headDim : c.headDim,
-            stride: Q + 2 * KV,
-            offset: at,
-            eps: c.rmsNormEps,
-            dtype: "f32",
-          }, `L${l}:${which}_norm`);
-        return [norm(L.qNorm, "q", c.numHeads, 0), norm(L.kNorm, "k", c.numKvHeads, Q)];
-      }
-      case "rope":
-        return [prepareRopeKv(d, {
-          qkv: s.qkv,
-          q: s.q,
-          positions: s.positions,
-          frequencies: windowOf(c, l) > 0 && m.ropeLocalFrequencies
-            ? m.ropeLocalFrequencies
-            : m.ropeFrequencies,
-          slots: s.slots,
-          kCache: m.kCache[l]!,
-          vCache: m.vCache[l]!,
-          tokens,
-          heads: c.numHeads,
-          kvHeads: c.numKvHeads,
-          headDim: c.headDim,
-          rotaryDim: layerRotaryDim(c, l),
-          rotaryScale: ropeAttentionFactor(c.ropeScaling),
-          kvDtype,
-        }, `L${l}:rope_kv`)];
-      case "attention":
-        if (step.sinks && !L.sinks) return [Promise.reject(missing("sinks", l))];
-        return [prepareAttention(d, {
-          q: s.q,
-          kCache: m.kCache[l]!,
-          vCache: m.vCache[l]!,
-          positions: s.positions,
-          tableOffsets: s.tableOffsets,
-          blockTable: s.blockTable,
-          out: s.attn,
-          tokens,
-          heads: c.numHeads,
-          kvHeads: c.numKvHeads,
-          headDim: c.headDim,
-          blockSize: m.blockSize,
-          splits,
-          maxKeys,
-          ...partials,
-          kvDtype,
-          ...(c.attnScale !== undefined ? { scale: c.attnScale } : {}),
-          ...(c.attnSoftcap !== undefined ? { softcap: c.attnSoftcap } : {}),
-          window: windowOf(c, l),
-          ...(step.sinks ? { sinks: L.sinks } : {}),
-        }, `L${l}:attention`)];
-      case "o_proj_residual":
-        return residual(
-          l,
-          "attnOutNorm",
-          step.postNorm === true && L.attnOutNorm,
-          (y, epilogue) =>
-            linear(
-              { x: s.attn, weight: L.o, ...oBias(L), y, n: H, k: Q, epilogue, ...branch },
-              `L${l}:o`,
-            ),
-        );
-      case "mlp": {
-        const pre = step.preNorm === false ? undefined : L.postNorm;
-        if (step.preNorm !== false && pre === undefined) {
-          return [Promise.reject(missing("postNorm", l))];
-        }
-        if (L.gateUp === undefined) return [Promise.reject(missing("gate/up", l))];
-        const downW = L.down;
-        if (downW === undefined) return [Promise.reject(missing("down", l))];
-        return [
-          linear({
-            x: s.x,
-            weight: L.gateUp,
-            y: s.act,
-            n: c.intermediateSize,
-            k: H,
-            ...(pre ? { norm: { weight: pre, eps: c.rmsNormEps } } : {}),
-            epilogue: step.act === "silu" ? "swiglu" : "geglu",
-          }, `L${l}:gate_up`),
-          ...residual(
-            l,
-            "mlpOutNorm",
-            step.postNorm === true && L.mlpOutNorm,
-            (y, epilogue) =>
-              linear({
-                x: s.act,
-                weight: downW,
-                y,
-                n: H,
-                k: c.intermediateSize,
-                epilogue,
-                ...branch,
-              }, `L${l}:down`),
-          ),
-        ];
-      }
-      case "moe_mlp":
-        return moeStepParts(moe, step, l, L);
-    }
-  };
-  const moe = { device: d, config: c, x: s.x, scratch: s.moe, tokens, linear };
-  const recipe = archOf(c).layer;
-  for (let l = 0; l < c.numLayers; l++) {
+  const x = planContext(m, s, tokens, options);
+  const body: Part[] = embedParts(x, options.store);
+  const recipe = archOf(m.config).layer;
+  for (let l = 0; l < m.config.numLayers; l++) {
     const L = m.layers[l]!;
-    for (const step of recipe) body.push(...layerStep(step, l, L));
+    for (const step of recipe) body.push(...compileStep(x, step, l, L));
   }
-  // The LM head reads the wanted rows of x (copied out after the body) through the final
-  // norm. A step without logit rows (a prompt chunk that does not end its prompt) has none.
-  if (rows > 0) {
-    head.push(linear(
-      {
-        x: s.rows,
-        weight: m.lmHead,
-        y: s.logits,
-        n: c.vocabSize,
-        k: H,
-        norm: { weight: m.finalNorm, eps: c.rmsNormEps },
-        ...(c.logitScale !== undefined ? { scale: 1 / c.logitScale } : {}),
-      },
-      "lm_head",
-      rows,
-    ));
-    if (c.finalSoftcap !== undefined) {
-      head.push(prepareScaleInPlace(d, {
-        x: s.logits,
-        count: rows * c.vocabSize,
-        op: "softcap",
-        value: c.finalSoftcap,
-      }, "logit_softcap"));
-    }
-  }
+  return await settle(body, headParts(x, rows));
+}
+
+/** The plan of the prepared parts, or (any refused) the first refusal, the others' buffers freed. */
+async function settle(body: Part[], head: Part[]): Promise<Plan> {
   const settled = await Promise.allSettled([...body, ...head]);
   const plan: Plan = { body: [], head: [], owned: [] };
   const failed = settled.find((r) => r.status === "rejected");

@@ -100,8 +100,8 @@ for (const paths of ["cpu", "gpu"] as const) {
               deepEqual(
                 gemm ? [p.shader, p.entry] : [p.shader, p.entry, p.constants.TPR],
                 gemm
-                  ? ["gemm_quant", gpuPaths ? "main" : "rows"]
-                  : ["matvec_quant", "main", gpuPaths ? 32 : 1],
+                  ? ["product/gemm", gpuPaths ? "main" : "rows"]
+                  : ["product/matvec", "main", gpuPaths ? 32 : 1],
                 `${tokens} tokens, ${label}`,
               );
               equal(p.variant, `${p.shader}:format=${quantized ? "q8_0" : "f32"}`, label);
@@ -110,7 +110,7 @@ for (const paths of ["cpu", "gpu"] as const) {
             // The LM head takes the one logit row.
             deepEqual(
               [step.get("lm_head")?.shader, step.get("lm_head")?.constants.TPR],
-              ["matvec_quant", gpuPaths ? 32 : 1],
+              ["product/matvec", gpuPaths ? 32 : 1],
             );
           }
         });

@@ -19,9 +19,8 @@ import {
   type TensorDtype,
   type WeightDtype,
 } from "../gpu/dtype.ts";
-import { quantizedRowBytes } from "../gpu/quant/formats.ts";
+import { quantizedRowBytes } from "../gpu/formats/registry.ts";
 import { createTrackedBuffer } from "../gpu/memory_ledger.ts";
-import { unpermuteQkRows } from "../model/gguf/tensors.ts";
 import { STAGING_CHUNK_BYTES, type StagingWriter } from "./staging.ts";
 import { readInto } from "../formats/source.ts";
 import type { WeightInfo } from "../model/weights.ts";
@@ -103,8 +102,8 @@ export function planStack(
 
 /**
  * The bytes of rows [row0, row1) of `t` in HF order, as the file stores them: `take` rows at a
- * time, each piece handed to `use` before the next is read. (llama.cpp's q/k rows are stored
- * permuted: such a tensor is read whole once, a bounded single tensor, and its rows picked.)
+ * time, each piece handed to `use` before the next is read. (A tensor whose rows are stored in
+ * another order, `rowOrder`, is read whole once, a bounded single tensor, and its rows picked.)
  */
 async function readRows(
   s: RowSlice,
@@ -113,26 +112,32 @@ async function readRows(
 ): Promise<void> {
   const t = s.tensor;
   const bytesPerRow = t.length / rowsOf(t);
-  const il = t.ropeInterleave;
-  if (il === undefined) {
-    for (let r = s.row0; r < s.row1; r += take) {
-      const n = Math.min(take, s.row1 - r);
-      await use(await readExact(t, r * bytesPerRow, n * bytesPerRow));
-    }
-    return;
-  }
-  // llama.cpp's q/k row order: HF row i is stored row perm[i].
-  const all = await readExact(t, 0, t.length);
-  const perm = unpermuteQkRows(rowsOf(t), il.headDim, il.heads);
+  const stored = t.rowOrder && await readExact(t, 0, t.length);
+  const all = stored && inOrder(t, t.rowOrder!(), stored);
   for (let r = s.row0; r < s.row1; r += take) {
     const n = Math.min(take, s.row1 - r);
-    const out = new Uint8Array(n * bytesPerRow);
-    for (let i = 0; i < n; i++) {
-      const from = perm[r + i]! * bytesPerRow;
-      out.set(all.subarray(from, from + bytesPerRow), i * bytesPerRow);
-    }
-    await use(out);
+    await use(
+      all
+        ? all.slice(r * bytesPerRow, (r + n) * bytesPerRow)
+        : await readExact(t, r * bytesPerRow, n * bytesPerRow),
+    );
   }
+}
+
+/** `stored` (all of `t`) with its rows put in HF order: HF row i is stored row `order[i]`. */
+function inOrder(t: WeightInfo, order: Uint32Array, stored: Uint8Array): Uint8Array {
+  const unit = t.length / order.length;
+  if (!Number.isInteger(unit)) {
+    throw EngineError.invalidArgument(
+      `tensor ${t.name}: ${t.length} bytes in ${order.length} rows`,
+    );
+  }
+  const out = new Uint8Array(t.length);
+  for (let i = 0; i < order.length; i++) {
+    const from = order[i]! * unit;
+    out.set(stored.subarray(from, from + unit), i * unit);
+  }
+  return out;
 }
 
 async function readExact(t: WeightInfo, at: number, length: number): Promise<Uint8Array> {
@@ -180,7 +185,7 @@ export async function fillPlan(
       }
       convert = (raw) => encodeWeights(decodeWeights(raw, from), to);
     }
-    if (!convert && t.ropeInterleave === undefined && t.source.readInto) {
+    if (!convert && t.rowOrder === undefined && t.source.readInto) {
       // The rows as stored, read straight into the staging chunks.
       const bytesPerRow = t.length / rowsOf(t);
       const start = t.offset + s.row0 * bytesPerRow;

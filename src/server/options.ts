@@ -1,6 +1,6 @@
 /** The settings of a `KilnServer` (`app.ts`). */
 import type { LLMEngine } from "../contract/engine.ts";
-import type { EngineMetrics } from "../metrics/engine_metrics.ts";
+import type { EngineMetrics } from "../contract/metrics/engine_metrics.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { AccessOptions } from "./access.ts";
 

@@ -1,24 +1,36 @@
 /**
- * The Responses API routes of `KilnServer` (`app.ts`): `POST /v1/responses` (checked and run on
- * the chat path by the server's own completion code, so limits, auth, drain and metrics are the
- * same), answered whole or as server-sent events (`event: <type>` and `data:` with the event's
- * `type` and `sequence_number`, no `[DONE]`), and `GET /v1/responses/{id}` for a kept response.
- * A `previous_response_id` that is not kept is a 404, as OpenAI's.
- */
+ * The Responses API routes of `KilnServer` (`app.ts`): `POST /v1/responses` (checked by the
+ * server's completion route, so limits, auth, drain and metrics are the same, and run on the chat
+ * path by the serving layer, `src/openai/serving_responses.ts`), answered whole or as server-sent
+ * events (`event: <type>` and `data:` with the event's `type` and `sequence_number`, no
+ * `[DONE]`), and `GET /v1/responses/{id}` for a kept response. A `previous_response_id` that is
+ * not kept is a 404, as OpenAI's. */
 import type { ServerOptions } from "./options.ts";
 import { clip, HttpError } from "./errors.ts";
-import { eventResponse } from "./sse.ts";
-import type { RunChoices } from "./streaming.ts";
+import { eventResponse, type ServerEvent } from "./sse.ts";
 import type { Limits } from "../openai/requests.ts";
-import { keepResponse, responseBuilder, startResponse } from "../openai/responses.ts";
 import {
   notStored,
   previousResponseId,
-  responsesError,
   type ResponsesJob,
+  startResponse,
 } from "../openai/responses_request.ts";
 import { ResponseStore, STORE_DEFAULTS } from "../openai/responses_store.ts";
+import type { ResponseStreamEvent } from "../openai/responses_types.ts";
+import type { Serving } from "../openai/serving.ts";
+import { responseEvents, wholeResponse } from "../openai/serving_responses.ts";
 import type { ModelText } from "../text/load.ts";
+
+/** The events, each named by its type; a failure's events are its end (no `[DONE]` here). */
+async function* namedEvents(
+  events: AsyncIterable<ResponseStreamEvent>,
+): AsyncGenerator<ServerEvent> {
+  try {
+    for await (const e of events) yield { data: e, event: e.type };
+  } catch {
+    // `response.failed` and the `error` event, already sent, told the client
+  }
+}
 
 /** The route's path. */
 export const RESPONSES = "/v1/responses";
@@ -56,43 +68,20 @@ export class ResponsesRoute {
     return startResponse(body, this.store, text, limits);
   }
 
-  /** Run `rj` (`run`: the server's run of its choice) and answer whole or as events. */
-  async answer(rj: ResponsesJob, run: RunChoices, clientSignal: AbortSignal): Promise<Response> {
-    if (rj.job.stream) return await this.#stream(rj, run, clientSignal);
-    const b = responseBuilder(rj);
-    let tokens: number;
-    try {
-      tokens = await run(clientSignal, (c, n) => b.push({ ...c, tokens: n }));
-    } catch (e) {
-      throw responsesError(e);
-    }
-    const r = b.finish(tokens);
-    keepResponse(this.store, rj, r);
-    return Response.json(r);
-  }
-
   /**
-   * The events of `rj` until it ends or the client goes. A constrained request waits for its
-   * first part before the 200, so an engine that refuses the constraint is a 400 naming
-   * `text.format` or `tool_choice` (this rejects with that error), not a `response.failed`.
+   * Run `rj` on `serving` and answer whole or as events until it ends or the client goes. A
+   * constrained request waits for its first part before the 200, so an engine that refuses the
+   * constraint is a 400 naming `text.format` or `tool_choice` (this rejects with that error),
+   * not a `response.failed`.
    */
-  async #stream(rj: ResponsesJob, run: RunChoices, clientSignal: AbortSignal): Promise<Response> {
-    return await eventResponse(rj.job.structured.guided !== undefined, clientSignal, (sink) => {
-      const b = responseBuilder(rj, (e) => sink.send(e, e.type));
-      b.start();
-      let tokens = 0;
-      return run(sink.signal, (c, n) => {
-        sink.begin();
-        tokens += n;
-        b.push({ ...c, tokens: n });
-      }).then((total) => {
-        sink.begin();
-        keepResponse(this.store, rj, b.finish(total));
-      }, (e) => {
-        const error = responsesError(e);
-        if (sink.failed(HttpError.from(error))) b.fail(error, tokens);
-      });
-    });
+  async answer(rj: ResponsesJob, serving: Serving, clientSignal: AbortSignal): Promise<Response> {
+    if (!rj.job.stream) {
+      return Response.json(await wholeResponse(serving, this.store, rj, clientSignal));
+    }
+    return await eventResponse(
+      clientSignal,
+      async (signal) => namedEvents(await responseEvents(serving, this.store, rj, signal)),
+    );
   }
 
   /**

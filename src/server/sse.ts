@@ -1,10 +1,10 @@
 /**
- * The server-sent-events answer both streaming routes share (`streaming.ts` for completions,
- * `responses_route.ts` for the Responses API): the body the route's writer fills, the run stopped
- * when the client goes, and a held start for a constrained request, whose refusal is the client's
- * 400 rather than an error event.
+ * The server-sent-events framing both streaming routes share (`streaming.ts` for completions,
+ * `responses_route.ts` for the Responses API): the events of a stream the serving layer opened,
+ * written as they come, the run's signal aborted when the client goes. A constrained request's
+ * stream opens only once its first part came (the serving layer holds it), so a refusal of the
+ * constraint rejects the opening: the client's 400, not an error event.
  */
-import { HttpError } from "./errors.ts";
 
 /** The headers of an event stream. */
 export const EVENT_STREAM_HEADERS = {
@@ -12,78 +12,49 @@ export const EVENT_STREAM_HEADERS = {
   "cache-control": "no-cache",
 };
 
-/** What a route's writer gets to fill an event stream with. */
-export interface EventSink {
-  /** Aborts when the client goes (its signal, or the body's reader cancelled): the run's signal. */
-  readonly signal: AbortSignal;
-  /**
-   * Sends one event: `data` as it is when a string, else as JSON, and `event` its type when
-   * named; nothing once the client has gone.
-   */
-  send(data: unknown, event?: string): void;
-  /** The stream began: a held answer goes out as a 200 now (later calls change nothing). */
-  begin(): void;
-  /**
-   * The run failed with `error`. Before a held stream began, the answer is refused with it (the
-   * response's promise rejects) and this returns false; otherwise the stream begins and this
-   * returns true, for the writer to send its error events.
-   */
-  failed(error: HttpError): boolean;
+/** One server-sent event: `data` as it is when a string, else as JSON; `event` its type. */
+export interface ServerEvent {
+  /** The event's data. */
+  data: unknown;
+  /** The event's type, when named. */
+  event?: string;
 }
 
 /**
- * An event stream filled by `write`, which starts at once and whose promise settling ends the
- * stream; `clientSignal` is the client's. With `hold` (a constrained request) the response waits
- * until the stream begins, so an engine that refuses the constraint before its first part gets
- * the client that `HttpError` (this rejects with it), not an error event.
+ * An event stream of what `open` opens, given the run's signal (`clientSignal`, or the body's
+ * reader cancelled). Rejects with `open`'s rejection. The events are written as they come,
+ * nothing once the client has gone (the run still goes on to its end, cancelled); the stream
+ * closes when they end.
  */
 export async function eventResponse(
-  hold: boolean,
   clientSignal: AbortSignal,
-  write: (sink: EventSink) => Promise<void>,
+  open: (signal: AbortSignal) => Promise<AsyncIterable<ServerEvent>>,
 ): Promise<Response> {
   const cancel = new AbortController();
   const signal = AbortSignal.any([clientSignal, cancel.signal]);
+  const events = await open(signal);
   const enc = new TextEncoder();
-  let resolve!: (refused?: HttpError) => void;
-  const open = new Promise<HttpError | undefined>((r) => (resolve = r));
-  let isOpen = false;
-  const begin = () => {
-    isOpen = true;
-    resolve();
+  const write = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    try {
+      for await (const { data, event } of events) {
+        if (signal.aborted) continue;
+        const type = event === undefined ? "" : `event: ${event}\n`;
+        const text = typeof data === "string" ? data : JSON.stringify(data);
+        controller.enqueue(enc.encode(`${type}data: ${text}\n\n`));
+      }
+    } catch (e) {
+      controller.error(e); // the routes end their streams with error events: a bug lands here
+    } finally {
+      try {
+        controller.close();
+      } catch {
+        // already closed by a cancel
+      }
+    }
   };
   const stream = new ReadableStream<Uint8Array>({
-    start: (controller) => {
-      write({
-        signal,
-        send: (data, event) => {
-          if (signal.aborted) return;
-          const type = event === undefined ? "" : `event: ${event}\n`;
-          const text = typeof data === "string" ? data : JSON.stringify(data);
-          controller.enqueue(enc.encode(`${type}data: ${text}\n\n`));
-        },
-        begin,
-        failed: (error) => {
-          if (hold && !isOpen) {
-            resolve(error);
-            return false;
-          }
-          begin();
-          return true;
-        },
-      }).finally(() => {
-        try {
-          controller.close();
-        } catch {
-          // already closed by a cancel
-        }
-      });
-    },
+    start: (controller) => void write(controller),
     cancel: () => cancel.abort(),
   });
-  if (hold) {
-    const refused = await open;
-    if (refused) throw refused;
-  }
   return new Response(stream, { headers: EVENT_STREAM_HEADERS });
 }

@@ -4,7 +4,7 @@
  * without a restart of the process. A failed start is retried after `retryMs`.
  */
 import type { EngineConfig } from "../contract/types.ts";
-import type { EngineMetrics } from "../metrics/engine_metrics.ts";
+import type { EngineMetrics } from "../contract/metrics/engine_metrics.ts";
 import type { ModelText } from "../text/load.ts";
 import type { WorkerEngine } from "../worker/client.ts";
 import type { KilnServer } from "./app.ts";

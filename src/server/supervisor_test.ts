@@ -1,5 +1,5 @@
 import { ok, strictEqual as equal } from "node:assert/strict";
-import { EngineMetrics } from "../metrics/engine_metrics.ts";
+import { EngineMetrics } from "../contract/metrics/engine_metrics.ts";
 import { RequestMetrics } from "../metrics/request_metrics.ts";
 import { specFiles } from "../adapters/deno/file_source.ts";
 import { loadText } from "../text/load.ts";

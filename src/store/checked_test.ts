@@ -10,7 +10,7 @@ import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { dirStorage } from "../adapters/deno/dir_storage.ts";
 import type { EngineError } from "../contract/errors.ts";
 import { type ByteSource, readInto } from "../formats/source.ts";
-import { rangeServer, type RangeServerOptions } from "../../test/support/range_server.ts";
+import { rangeServerRunner } from "../../test/support/range_server.ts";
 import { CacheStorageEntries } from "./cache_storage.ts";
 import { ChunkCheck } from "./checked.ts";
 import { MemoryStorage } from "./memory.ts";
@@ -27,17 +27,7 @@ const weights = new Uint8Array(SIZE).map((_, i) => (i * 2654435761) >>> 24);
 const dir = await Deno.makeTempDir();
 await Deno.writeFile(`${dir}/weights.bin`, weights);
 
-async function withServer(
-  options: RangeServerOptions,
-  body: (s: ReturnType<typeof rangeServer>) => Promise<void>,
-) {
-  const s = rangeServer(`${dir}/`, options);
-  try {
-    await body(s);
-  } finally {
-    await s.shutdown();
-  }
-}
+const withServer = rangeServerRunner(`${dir}/`);
 
 const store = (storage: EntryStorage, o: ModelStoreOptions = {}) =>
   new ModelStore(storage, { chunkBytes: 64 * 1024, backoffMs: 1, retries: 0, ...o });

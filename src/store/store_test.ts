@@ -8,7 +8,7 @@ import { deepStrictEqual, ok, rejects, strictEqual } from "node:assert/strict";
 import { dirStorage } from "../adapters/deno/dir_storage.ts";
 import { EngineError } from "../contract/errors.ts";
 import type { DownloadProgress } from "../formats/source.ts";
-import { rangeServer, type RangeServerOptions } from "../../test/support/range_server.ts";
+import { rangeServerRunner } from "../../test/support/range_server.ts";
 import { CacheStorageEntries } from "./cache_storage.ts";
 import { MemoryStorage } from "./memory.ts";
 import { entryKey, type EntryStorage } from "./storage.ts";
@@ -22,17 +22,7 @@ const dir = await Deno.makeTempDir();
 await Deno.writeFile(`${dir}/weights.bin`, weights);
 await Deno.writeTextFile(`${dir}/config.json`, config);
 
-async function withServer(
-  options: RangeServerOptions,
-  body: (s: ReturnType<typeof rangeServer>) => Promise<void>,
-) {
-  const s = rangeServer(`${dir}/`, options);
-  try {
-    await body(s);
-  } finally {
-    await s.shutdown();
-  }
-}
+const withServer = rangeServerRunner(`${dir}/`);
 
 const store = (storage: EntryStorage, o: ModelStoreOptions = {}) =>
   new ModelStore(storage, { chunkBytes: CHUNK, backoffMs: 1, smallBytes: 4096, ...o });

@@ -2,7 +2,7 @@
  * Each family's own chat template (the models' `tokenizer.chat_template`, as llama.cpp carries
  * them) rendered by Kiln must equal jinja2's render, which Hugging Face transformers uses: the
  * strings in `test/fixtures/chat_templates/expected.json`, written by
- * `bench/peers/chat_templates.py` (see the folder's README). Then the same template read from a
+ * `tools/fixtures/chat_templates.py` (see the folder's README). Then the same template read from a
  * GGUF's metadata, through `encodeChat` (what serve's chat completions use).
  */
 import { deepStrictEqual, ok, strictEqual as equal, throws } from "node:assert/strict";

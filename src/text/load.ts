@@ -5,16 +5,11 @@ import { openGgufFiles } from "../model/gguf/load.ts";
 import { ggufText } from "./gguf/tokenizer.ts";
 import { type ModelFiles, readText, requireText } from "../formats/source.ts";
 import { type ChatMessage, type ChatRenderOptions, ChatTemplate } from "./chat.ts";
-import { parseTokenizer, type TextTokenizer } from "./tokenizer.ts";
+import { parseTokenizer } from "./tokenizer.ts";
 import { isTokenId } from "../contract/fields.ts";
+import type { ModelText } from "./model_text.ts";
 
-/** A model's tokenizer and chat template. */
-export interface ModelText {
-  /** Encodes prompts and decodes output. */
-  tokenizer: TextTokenizer;
-  /** The model's chat template, or the plain default. */
-  chat: ChatTemplate;
-}
+export type { ModelText };
 
 /** `eos_token_id`: absent, one token id or a list of them (the tokenizer checks the range). */
 function ids(v: unknown, name: string): number[] {

@@ -21,6 +21,7 @@ import { routerGauges } from "../metrics/router_gauges.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../contract/types.ts";
 import type { LoadProgress } from "../runtime/gpu_model.ts";
 import { SpeculationMetrics } from "../engines/speculation_metrics.ts";
+import { Lifecycle } from "../engines/lifecycle.ts";
 import type { EngineHost } from "./host.ts";
 import {
   type HostOptions,
@@ -50,8 +51,8 @@ const DEFAULT_LIVENESS: Liveness = { intervalMs: 1000, timeoutMs: 30_000 };
 export class WorkerEngine implements LLMEngine {
   #worker: Worker | undefined;
   #host: Comlink.Remote<EngineHost> | undefined;
-  #state: "new" | "running" | "dead" | "stopped" = "new";
-  #dead: EngineError | undefined;
+  /** `running` from `start()` on (a request may be sent while the worker loads), or `dead`. */
+  readonly #life = new Lifecycle();
   #streams = new Set<(e: EngineError) => void>();
   #onDeath: ((e: EngineError) => void)[] = [];
   #heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -80,7 +81,8 @@ export class WorkerEngine implements LLMEngine {
 
   /** Hear the worker's death (once; not called for `cleanup`). */
   onDeath(listener: (error: EngineError) => void): void {
-    if (this.#dead) listener(this.#dead);
+    const dead = this.#life.deathError;
+    if (dead) listener(dead);
     else this.#deathListeners.push(listener);
   }
 
@@ -113,7 +115,7 @@ export class WorkerEngine implements LLMEngine {
   }
 
   #remote(): Comlink.Remote<EngineHost> {
-    if (this.#dead) throw this.#dead;
+    if (this.#life.deathError) throw this.#life.deathError;
     if (!this.#host) {
       installErrorTransfer();
       const worker = this.#worker = this.makeWorker();
@@ -132,10 +134,8 @@ export class WorkerEngine implements LLMEngine {
   }
 
   #die(error: EngineError): void {
-    if (this.#state === "stopped" || this.#state === "dead") return;
+    if (!this.#life.die(error)) return; // stopped or dead already
     this.#stopHeartbeat();
-    this.#dead = error;
-    this.#state = "dead";
     for (const listener of this.#deathListeners.splice(0)) listener(error);
     for (const reject of this.#onDeath.splice(0)) reject(error);
     for (const end of this.#streams) end(error);
@@ -156,10 +156,7 @@ export class WorkerEngine implements LLMEngine {
   }
 
   async start(workerId: bigint): Promise<EngineConfig> {
-    if (this.#state !== "new") {
-      throw EngineError.shutdown(`start() called on a ${this.#state} engine`);
-    }
-    this.#state = "running";
+    this.#life.begin(true);
     const progress = this.onLoadProgress;
     const config = await this.#call((h) =>
       progress
@@ -167,21 +164,15 @@ export class WorkerEngine implements LLMEngine {
         : h.start(this.options, workerId)
     );
     // Only once started: a model load may keep the worker busy for long stretches.
-    if (this.#state === "running") this.#startHeartbeat(this.#remote());
+    if (this.#life.state === "running") this.#startHeartbeat(this.#remote());
     return config;
   }
 
-  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
-    return this.#stream(request, ctx);
-  }
-
-  async *#stream(
+  async *generate(
     request: PreprocessedRequest,
     ctx: GenerateContext,
   ): AsyncGenerator<LLMEngineOutput> {
-    if (this.#state !== "running") {
-      throw this.#dead ?? EngineError.shutdown(`generate() on a ${this.#state} engine`);
-    }
+    this.#life.require("generate()");
     if (this.#keys.has(ctx)) {
       throw EngineError.invalidArgument(
         "this GenerateContext is already streaming a request: make one context per request",
@@ -243,7 +234,7 @@ export class WorkerEngine implements LLMEngine {
 
   /** Ask the worker to cancel the request `key` (no-op once this engine is stopped or dead). */
   #abortInWorker(key: string): void {
-    if (this.#state !== "running") return;
+    if (this.#life.state !== "running") return;
     const done = this.#call((h) => h.abort(key)).catch(() => {});
     this.#aborting.add(done);
     void done.finally(() => this.#aborting.delete(done));
@@ -256,33 +247,38 @@ export class WorkerEngine implements LLMEngine {
    * Undefined before `start()` or after the worker stopped.
    */
   async stats(): Promise<HostStats | undefined> {
-    if (this.#state !== "running") return undefined;
+    if (this.#life.state !== "running") return undefined;
     await Promise.all(this.#aborting);
     return await this.#call((h) => h.stats());
   }
 
   async abort(ctx: GenerateContext): Promise<void> {
     const key = this.#keys.get(ctx);
-    if (this.#state === "running" && key !== undefined) await this.#call((h) => h.abort(key));
+    if (this.#life.state === "running" && key !== undefined) await this.#call((h) => h.abort(key));
   }
 
+  /**
+   * The worker's engine drains (its own settle timeout); this side stays `running`, so that
+   * aborts, stats and cleanup still reach the worker meanwhile.
+   */
   async drain(): Promise<void> {
-    if (this.#state === "running") await this.#call((h) => h.drain());
+    if (this.#life.state === "running") await this.#call((h) => h.drain());
   }
 
-  async cleanup(): Promise<void> {
-    const state = this.#state;
-    this.#state = "stopped";
-    this.#stopHeartbeat();
-    if (state === "running" && this.#host) {
-      await this.#call((h) => h.cleanup()).catch(() => {});
-    }
-    for (const end of this.#streams) end(EngineError.shutdown("engine cleaned up"));
-    this.#streams.clear();
-    this.#host?.[Comlink.releaseProxy]();
-    this.#host = undefined;
-    this.#worker?.terminate();
-    this.#worker = undefined;
+  /** Clean up the worker's engine (when running), end open streams, end the worker. Idempotent. */
+  cleanup(): Promise<void> {
+    return this.#life.cleanup(async (was) => {
+      this.#stopHeartbeat();
+      if (was === "running" && this.#host) {
+        await this.#call((h) => h.cleanup()).catch(() => {});
+      }
+      for (const end of this.#streams) end(EngineError.shutdown("engine cleaned up"));
+      this.#streams.clear();
+      this.#host?.[Comlink.releaseProxy]();
+      this.#host = undefined;
+      this.#worker?.terminate();
+      this.#worker = undefined;
+    });
   }
 
   /**
@@ -291,18 +287,18 @@ export class WorkerEngine implements LLMEngine {
    */
   async isQuiescent(): Promise<boolean | null> {
     if (this.#keys.size > 0 || this.#aborting.size > 0) return false;
-    if (this.#state !== "running") return true;
+    if (this.#life.state !== "running") return true;
     return await this.#call((h) => h.isQuiescent());
   }
 
   /** The worker engine's health-check probe; null unless running. */
   async healthCheckPayload(): Promise<PreprocessedRequest | null> {
-    return this.#state === "running" ? await this.#call((h) => h.healthCheckPayload()) : null;
+    return this.#life.state === "running" ? await this.#call((h) => h.healthCheckPayload()) : null;
   }
 
   /** The worker engine's controls; none unless running. */
   async supportedControls(): Promise<string[]> {
-    return this.#state === "running" ? await this.#call((h) => h.supportedControls()) : [];
+    return this.#life.state === "running" ? await this.#call((h) => h.supportedControls()) : [];
   }
 
   /**
@@ -313,7 +309,7 @@ export class WorkerEngine implements LLMEngine {
     control: string,
     body: Record<string, unknown>,
   ): Promise<Record<string, unknown>> {
-    this.#requireRunning("engine_control");
+    this.#life.require("engine_control");
     let json: Record<string, unknown>;
     try {
       json = JSON.parse(JSON.stringify(body ?? null));
@@ -325,18 +321,12 @@ export class WorkerEngine implements LLMEngine {
 
   /** Hand the worker engine where it is served; `EngineShutdown` unless running. */
   async onEndpointReady(endpoint: ServingEndpoint): Promise<void> {
-    this.#requireRunning("on_endpoint_ready");
+    this.#life.require("on_endpoint_ready");
     await this.#call((h) => h.onEndpointReady({ ...endpoint }));
   }
 
-  #requireRunning(what: string): void {
-    if (this.#state !== "running") {
-      throw this.#dead ?? EngineError.shutdown(`${what} on a ${this.#state} engine`);
-    }
-  }
-
   async kvEventSources(): Promise<KvEventSource[]> {
-    if (this.#state !== "running") return [];
+    if (this.#life.state !== "running") return [];
     const listeners: ((
       e: Parameters<
         Parameters<Extract<KvEventSource, { kind: "push" }>["onReady"]>[0]["publish"]
@@ -353,7 +343,7 @@ export class WorkerEngine implements LLMEngine {
   }
 
   async setupMetrics(ctx: MetricsContext): Promise<MetricsBindings> {
-    if (this.#state !== "running") return { dp_ranks: [] };
+    if (this.#life.state !== "running") return { dp_ranks: [] };
     const gauges = ctx.metrics.componentGauges(0);
     const speculation = new SpeculationMetrics();
     speculation.bind(ctx.metrics);

@@ -10,7 +10,15 @@ import type { EngineError } from "../contract/errors.ts";
 import { WebGpuEngine } from "../engines/webgpu/engine.ts";
 import type { LoadProgress } from "../runtime/gpu_model.ts";
 import type { ModelFiles } from "../formats/source.ts";
-import type { GaugeValues, HostEngineKind, HostOptions, HostStats, ModelSpec } from "./protocol.ts";
+import {
+  type GaugeValues,
+  HOST_ENGINE_SETTINGS,
+  type HostEngineKind,
+  type HostEngineSettings,
+  type HostOptions,
+  type HostStats,
+  type ModelSpec,
+} from "./protocol.ts";
 
 /** An engine a host runs, and what it offers besides `LLMEngine`. */
 export interface HostedEngine {
@@ -31,19 +39,25 @@ export type HostEngineMaker = (
   onProgress?: LoadProgress,
 ) => Promise<HostedEngine>;
 
+/** Settings where 0 is a value (no KV blocks, no memory), not "unset". */
+const ZERO_IS_SET: ReadonlySet<string> = new Set(["kvBlocks", "gpuMemoryBytes"]);
+
+/** The settings `o` sets (a 0, "" or false reads as unset, but where `ZERO_IS_SET`). */
+function settings(o: HostOptions): HostEngineSettings {
+  const out: Record<string, unknown> = {};
+  for (const key of HOST_ENGINE_SETTINGS) {
+    const v = o[key];
+    if (ZERO_IS_SET.has(key) ? v !== undefined : v) out[key] = v;
+  }
+  return out as HostEngineSettings;
+}
+
 const webgpu: HostEngineMaker = (o, files, filesFor, onProgress) => {
   const spec = o.speculative;
   const engine = new WebGpuEngine({
     files,
     name: o.model.name,
-    ...(o.servedModelName ? { servedModelName: o.servedModelName } : {}),
-    ...(o.blockSize ? { blockSize: o.blockSize } : {}),
-    ...(o.kvBlocks !== undefined ? { kvBlocks: o.kvBlocks } : {}),
-    ...(o.gpuMemoryBytes !== undefined ? { gpuMemoryBytes: o.gpuMemoryBytes } : {}),
-    ...(o.upload ? { upload: o.upload } : {}),
-    ...(o.maxNumSeqs ? { maxNumSeqs: o.maxNumSeqs } : {}),
-    ...(o.maxNumBatchedTokens ? { maxNumBatchedTokens: o.maxNumBatchedTokens } : {}),
-    ...(o.kernelPaths ? { kernelPaths: o.kernelPaths } : {}),
+    ...settings(o),
     ...(spec
       ? {
         speculative: spec.method === "draft_model"

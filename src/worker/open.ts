@@ -7,8 +7,8 @@
  */
 import type { EngineConfig } from "../contract/types.ts";
 import { shutDown } from "../metrics/engine_lifecycle.ts";
-import type { EngineMetrics } from "../metrics/engine_metrics.ts";
-import type { Format } from "../metrics/exposition.ts";
+import type { EngineMetrics } from "../contract/metrics/engine_metrics.ts";
+import type { Format } from "../contract/metrics/exposition.ts";
 import { RequestMetrics } from "../metrics/request_metrics.ts";
 import type { LoadProgress } from "../runtime/gpu_model.ts";
 import { fileListFiles, ggufEntry, type ModelFiles, modelName } from "../formats/source.ts";

@@ -8,9 +8,9 @@ import { EngineError, isSerializedError, type SerializedError } from "../contrac
 import type { LLMEngineOutput } from "../contract/types.ts";
 import type { RequestStats } from "../engines/live_requests.ts";
 import type { SpeculationCounts, SpeculativeOptions } from "../engines/speculation.ts";
+import type { WebGpuEngineOptions } from "../engines/webgpu/options.ts";
+import type { OrtEngineOptions } from "../engines/ort/engine.ts";
 import type { EngineLoad } from "../metrics/router_gauges.ts";
-import type { PathKind } from "../gpu/paths.ts";
-import type { UploadOptions } from "../runtime/staging.ts";
 
 /** The model a worker loads, named by how its files are reached. */
 export type ModelSpec =
@@ -27,46 +27,44 @@ export type ModelSpec =
 /** Which engine a worker's host builds (default `webgpu`: Kiln's own kernels). */
 export type HostEngineKind = "webgpu" | "ort";
 
-/** Options of the onnxruntime-web engine (`engine: "ort"`); the model is an ONNX export. */
-export interface OrtHostOptions {
-  /** `model`, `model_fp16`, `model_q4f16`, ...: which `onnx/<variant>.onnx` to run. */
-  variant?: string;
-  /** onnxruntime-web's execution provider (default `webgpu` where there is WebGPU). */
-  executionProvider?: "webgpu" | "wasm";
-  /** Where onnxruntime-web finds its `.wasm` files (`env.wasm.wasmPaths`). */
-  wasmPaths?: string;
-}
+/**
+ * Options of the onnxruntime-web engine (`engine: "ort"`), as `OrtEngineOptions` names them; the
+ * model is an ONNX export.
+ */
+export type OrtHostOptions = Pick<OrtEngineOptions, "variant" | "executionProvider" | "wasmPaths">;
 
-/** What `WorkerEngine` asks its worker to start: the model and the engine's settings. */
-export interface HostOptions {
+/**
+ * The engine settings a worker passes on, by name: `WebGpuEngineOptions`' own (which documents
+ * them). `servedModelName` and `maxNumSeqs` reach the `ort` engine too; the rest are `webgpu`'s.
+ */
+export const HOST_ENGINE_SETTINGS = [
+  "blockSize",
+  "kvBlocks",
+  "gpuMemoryBytes",
+  "upload",
+  "maxNumSeqs",
+  "maxNumBatchedTokens",
+  "servedModelName",
+  "kernelPaths",
+] as const;
+
+/** The settings `HOST_ENGINE_SETTINGS` names, typed as `WebGpuEngineOptions` types them. */
+export type HostEngineSettings = Pick<WebGpuEngineOptions, typeof HOST_ENGINE_SETTINGS[number]>;
+
+/**
+ * What `WorkerEngine` asks its worker to start: the model, which engine, and the engine's
+ * settings (`WebGpuEngineOptions`' own, with models named by `ModelSpec` instead of files).
+ */
+export interface HostOptions extends HostEngineSettings {
   /** The model to load. */
   model: ModelSpec;
   /** Which engine the worker builds (default `webgpu`). */
   engine?: HostEngineKind;
   /** Settings of the `ort` engine. */
   ort?: OrtHostOptions;
-  /** Tokens per KV cache block (engine default 16). */
-  blockSize?: number;
-  /** KV cache blocks (engine default: four full contexts, fewer past the buffer limits). */
-  kvBlocks?: number;
-  /** `webgpu` engine: GPU memory it may use, in bytes (see `WebGpuEngineOptions`). */
-  gpuMemoryBytes?: number;
-  /** `webgpu` engine: how weights reach the GPU (`{ via: "write" | "staging" }`). */
-  upload?: UploadOptions;
-  /** Most sequences per forward step (engine default 16). */
-  maxNumSeqs?: number;
-  /** Most tokens per forward step (engine default 256). */
-  maxNumBatchedTokens?: number;
-  /** Reported as `EngineConfig.served_model_name`. */
-  servedModelName?: string;
   /**
-   * `webgpu` engine: its device's kernel paths (see `gpu/paths.ts`; default from the adapter).
-   * `gpu` runs a GPU's kernels on a CPU adapter.
-   */
-  kernelPaths?: PathKind;
-  /**
-   * `webgpu` engine: speculative decoding (see `WebGpuEngineOptions.speculative`; default off);
-   * a draft model is named as `model` is, and opened the same way.
+   * `webgpu` engine: speculative decoding (`WebGpuEngineOptions.speculative`); a draft model is
+   * named as `model` is, and opened the same way.
    */
   speculative?: SpeculativeOptions<ModelSpec>;
 }

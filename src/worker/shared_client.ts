@@ -8,18 +8,14 @@
  */
 import * as Comlink from "comlink";
 import { installErrorTransfer } from "./protocol.ts";
-import { SHARED_LOST, type TabAttach, type TabHost } from "./shared_tab.ts";
+import { type Locks, SHARED_LOST, type TabAttach, type TabHost } from "./shared_tab.ts";
+
+export type { Locks };
 
 /** What Kiln uses of a `SharedWorker` (typed here: Deno's and the worker's libs have none). */
 export interface SharedWorkerLike extends EventTarget {
   /** The connection to the shared worker. */
   readonly port: MessagePort;
-}
-
-/** What Kiln uses of the Web Locks API (`navigator.locks`). */
-export interface Locks {
-  /** Hold `name` while `callback`'s promise is pending; resolves once released. */
-  request(name: string, callback: () => Promise<void> | void): Promise<unknown>;
 }
 
 /**

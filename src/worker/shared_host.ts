@@ -13,21 +13,20 @@
  */
 import * as Comlink from "comlink";
 import type { EngineError } from "../contract/errors.ts";
-import type { KvEventPublisher } from "../contract/kv_events.ts";
-import type { EngineConfig } from "../contract/types.ts";
 import type { LoadProgress } from "../runtime/gpu_model.ts";
 import { EngineHost, type FilesFor } from "./host.ts";
+import { type HostOptions, installErrorTransfer, type ModelSpec } from "./protocol.ts";
+import { holdLock, SHARED_HOST_LOCK } from "./shared_client.ts";
 import {
-  type GaugeValues,
-  type HostOptions,
-  type HostStats,
-  installErrorTransfer,
-  type ModelSpec,
-} from "./protocol.ts";
-import { holdLock, type Locks, SHARED_HOST_LOCK } from "./shared_client.ts";
-import { SHARED_LOST, TabHost } from "./shared_tab.ts";
+  type Locks,
+  SHARED_LOST,
+  type SharedEngine,
+  TabHost,
+  type TabOwner,
+} from "./shared_tab.ts";
 
 export { TabHost };
+export type { KvEvent, SharedEngine, SharedHostStats } from "./shared_tab.ts";
 
 /** A shared host's settings. */
 export interface SharedHostOptions {
@@ -54,43 +53,6 @@ const GLOBAL_TIMERS: GraceTimers = {
   clearTimeout: (id) => clearTimeout(id as ReturnType<typeof setTimeout>),
 };
 
-/** `HostStats` as a tab of a shared host sees them. */
-export interface SharedHostStats extends HostStats {
-  /** Tabs (connections) attached to this tab's engine now, this one included. */
-  tabs: number;
-  /** Models this shared worker has loaded since it started (a join is not a load). */
-  loads: number;
-  /** Engines loaded now. */
-  engines: number;
-}
-
-/** A KV event, as the engine publishes it. */
-export type KvEvent = Parameters<KvEventPublisher["publish"]>[0];
-
-/** One loaded (or loading) engine and the tabs using it. */
-export interface SharedEngine {
-  /** Its model's key (`modelKey`). */
-  readonly key: string;
-  /** The host running the engine (as a dedicated worker would). */
-  readonly host: EngineHost;
-  /** Resolves with the engine's config once loaded. */
-  readonly ready: Promise<EngineConfig>;
-  /** The tabs attached to it. */
-  readonly tabs: Set<TabHost>;
-  /** Listeners of the load, one per tab waiting on it. */
-  readonly progress: Set<LoadProgress>;
-  /** The tabs' gauge listeners (the engine's are pushed to each). */
-  readonly gauges: Set<(v: GaugeValues) => void>;
-  /** The tabs' KV event listeners. */
-  readonly kvEvents: Set<(e: KvEvent) => void>;
-  /** The ranks `kvEventSources` gave, once asked (asked of the engine once). */
-  kvRanks?: Promise<number[]>;
-  /** Whether the engine pushes gauges, once asked (asked of the engine once). */
-  gaugeRanks?: number[];
-  /** The pending release, while no tab uses it. */
-  release?: unknown;
-}
-
 /** What identifies a model across tabs: its spec and the engine kind. */
 export function modelKey(options: HostOptions): string {
   const spec: ModelSpec = options.model;
@@ -111,7 +73,7 @@ async function release(entry: SharedEngine): Promise<void> {
 }
 
 /** The origin-wide host: engines by model, and the tabs attached to each. */
-export class SharedEngineHost {
+export class SharedEngineHost implements TabOwner {
   readonly #engines = new Map<string, SharedEngine>();
   readonly #tabs = new Set<TabHost>();
   readonly #timers: GraceTimers;

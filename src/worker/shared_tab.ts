@@ -11,8 +11,76 @@ import type { LLMEngine } from "../contract/engine.ts";
 import { EngineError, serializeError } from "../contract/errors.ts";
 import type { EngineConfig, PreprocessedRequest } from "../contract/types.ts";
 import type { LoadProgress } from "../runtime/gpu_model.ts";
-import type { GaugeValues, HostOptions, StreamMessage } from "./protocol.ts";
-import type { KvEvent, SharedEngine, SharedEngineHost, SharedHostStats } from "./shared_host.ts";
+import type { KvEventPublisher } from "../contract/kv_events.ts";
+import type { EngineHost } from "./host.ts";
+import type { GaugeValues, HostOptions, HostStats, StreamMessage } from "./protocol.ts";
+
+/** What Kiln uses of the Web Locks API (`navigator.locks`). */
+export interface Locks {
+  /** Hold `name` while `callback`'s promise is pending; resolves once released. */
+  request(name: string, callback: () => Promise<void> | void): Promise<unknown>;
+}
+
+/** `HostStats` as a tab of a shared host sees them. */
+export interface SharedHostStats extends HostStats {
+  /** Tabs (connections) attached to this tab's engine now, this one included. */
+  tabs: number;
+  /** Models this shared worker has loaded since it started (a join is not a load). */
+  loads: number;
+  /** Engines loaded now. */
+  engines: number;
+}
+
+/** A KV event, as the engine publishes it. */
+export type KvEvent = Parameters<KvEventPublisher["publish"]>[0];
+
+/** One loaded (or loading) engine and the tabs using it. */
+export interface SharedEngine {
+  /** Its model's key (`modelKey`). */
+  readonly key: string;
+  /** The host running the engine (as a dedicated worker would). */
+  readonly host: EngineHost;
+  /** Resolves with the engine's config once loaded. */
+  readonly ready: Promise<EngineConfig>;
+  /** The tabs attached to it. */
+  readonly tabs: Set<TabHost>;
+  /** Listeners of the load, one per tab waiting on it. */
+  readonly progress: Set<LoadProgress>;
+  /** The tabs' gauge listeners (the engine's are pushed to each). */
+  readonly gauges: Set<(v: GaugeValues) => void>;
+  /** The tabs' KV event listeners. */
+  readonly kvEvents: Set<(e: KvEvent) => void>;
+  /** The ranks `kvEventSources` gave, once asked (asked of the engine once). */
+  kvRanks?: Promise<number[]>;
+  /** Whether the engine pushes gauges, once asked (asked of the engine once). */
+  gaugeRanks?: number[];
+  /** The pending release, while no tab uses it. */
+  release?: unknown;
+}
+
+/**
+ * What a tab's session calls on the origin-wide host (`SharedEngineHost` in `shared_host.ts`):
+ * join and leave an engine, the Web Locks and WebGPU probe, the load counts.
+ */
+export interface TabOwner {
+  /** The Web Locks a tab's liveness is read from, when there are any. */
+  readonly locks: Locks | undefined;
+  /** Models loaded since the host started (a join is not a load). */
+  readonly loads: number;
+  /** Engines loaded now. */
+  readonly engines: number;
+  /** Whether this worker can open a WebGPU device. */
+  webgpu(): Promise<boolean>;
+  /** Attach `tab` to the engine for `options`, loading it if no tab has. */
+  join(
+    tab: TabHost,
+    options: HostOptions,
+    workerId: bigint,
+    onProgress?: LoadProgress,
+  ): SharedEngine;
+  /** `tab` is gone: forget it; its engine's last tab schedules the engine's release. */
+  leave(tab: TabHost, entry: SharedEngine | undefined): void;
+}
 
 /** What a tab learns when it attaches. */
 export interface TabAttach {
@@ -20,7 +88,7 @@ export interface TabAttach {
   webgpu: boolean;
 }
 
-/** A tab's session on a {@linkcode SharedEngineHost}. */
+/** A tab's session on a shared host ({@linkcode TabOwner}). */
 export class TabHost {
   #entry: SharedEngine | undefined;
   #starting = false;
@@ -34,7 +102,7 @@ export class TabHost {
   /** A session of `shared`; `SharedEngineHost.connect` makes it (call that instead). */
   constructor(
     /** The origin-wide host. */
-    readonly shared: SharedEngineHost,
+    readonly shared: TabOwner,
     /** The session's id, the prefix of its requests' ids in the engine. */
     readonly id: string,
     /** Reaches the tab outside any call (its engine's device lost). */

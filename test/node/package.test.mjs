@@ -148,11 +148,11 @@ test("a GGUF file loads through the package's bundled GGUF parser as the JSON fi
   const script = join(dir, "gguf_text.mjs");
   writeFileSync(
     script,
-    'import { fileListFiles } from "@kiln/kiln/model";\n' +
-      'import { loadText } from "@kiln/kiln/text";\n' +
+    'import { fileListFiles } from "@kiln/kiln";\n' +
+      'import { text } from "@kiln/kiln/internal";\n' +
       "const file = async (path) => new File([await Deno.readFile(path)], path.split('/').pop());\n" +
       "const encode = async (paths) => {\n" +
-      "  const { tokenizer } = await loadText(fileListFiles(await Promise.all(paths.map(file))));\n" +
+      "  const { tokenizer } = await text.loadText(fileListFiles(await Promise.all(paths.map(file))));\n" +
       '  return { ids: tokenizer.encode("You will"), eos: tokenizer.eosTokenIds };\n' +
       "};\n" +
       "console.log(JSON.stringify([await encode([Deno.args[0]]), await encode(Deno.args.slice(1))]));\n",
@@ -204,7 +204,7 @@ test("a consumer of every export type checks with skipLibCheck false (TypeScript
   writeFileSync(
     join(dir, "consumer/all.ts"),
     specs.map((s, i) => `import * as m${i} from ${JSON.stringify(s)};\n`).join("") +
-      'import { type KilnModel, openModel, type OpenModelOptions } from "@kiln/kiln/worker";\n' +
+      'import { type KilnModel, openModel, type OpenModelOptions } from "@kiln/kiln";\n' +
       `console.log(${specs.map((_, i) => `m${i}`).join(", ")});\n` +
       // Typed uses (a wrong one fails: see the next test), WebGPU's types among them.
       "const open: (o: OpenModelOptions) => Promise<KilnModel> = openModel;\n" +
@@ -222,7 +222,7 @@ test("a consumer of every export type checks with skipLibCheck false (TypeScript
 test("the type check catches a wrong call of the package (the check is not vacuous)", () => {
   writeFileSync(
     join(dir, "consumer/wrong.ts"),
-    'import { openModel } from "@kiln/kiln/worker";\n' +
+    'import { openModel } from "@kiln/kiln";\n' +
       "await openModel({ model: 42 });\n",
   );
   const { status, out } = typeCheck(["consumer/wrong.ts"]);

@@ -8,7 +8,7 @@ import { ok, strictEqual as equal } from "node:assert/strict";
 import type { GenerateContext } from "../../src/contract/engine.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../src/contract/types.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
-import { EngineMetrics, testHierarchy } from "../../src/metrics/engine_metrics.ts";
+import { EngineMetrics, testHierarchy } from "../../src/contract/metrics/engine_metrics.ts";
 import { shutDown } from "../../src/metrics/engine_lifecycle.ts";
 import { loadText } from "../../src/text/load.ts";
 import { ScriptedEngine } from "../support/scripted_engine.ts";

@@ -6,7 +6,7 @@
  * docs/json_schema.md's table.
  */
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
-import { runCorpus } from "../../bench/schema_corpus_run.ts";
+import { runCorpus } from "../../bench/engine/schema_corpus_run.ts";
 
 Deno.test("the schema corpus through serve: nothing accepted then invalid, nothing down", async () => {
   const r = await runCorpus({ completions: 1, every: 6, maxTokens: 128, concurrency: 16 });

@@ -78,7 +78,7 @@ Deno.test("a --model path that does not exist: one line naming it, exit 2, in ev
       ],
       [
         "conformance",
-        tool("src/conformance/cli.ts"),
+        tool("src/adapters/deno/conformance.ts"),
         ["--engine", "webgpu", "--model", path],
         missing(),
       ],

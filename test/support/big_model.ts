@@ -17,7 +17,7 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { numberToF16 } from "../../src/gpu/dtype.ts";
-import { QUANT_FORMATS } from "../../src/gpu/quant/formats.ts";
+import { QUANT_FORMATS } from "../../src/gpu/formats/registry.ts";
 import { ARCHS, globalTensors, layerTensors, type ShapeConfig } from "../../src/model/arch/mod.ts";
 import { type GgufTensorType, MIX_FILE_TYPE, mixType } from "../../src/convert/quant_mix.ts";
 import { tokenizerMetadata } from "../../src/convert/tokenizer_meta.ts";

@@ -261,14 +261,18 @@ async function onGpu(
   });
 }
 
-/** `onGpu` over `prompts`: asserts `verifyModel` passes. */
+/**
+ * `onGpu` over `prompts`: asserts `verifyModel` passes; `then` runs on the model before it is
+ * freed.
+ */
 export async function verifyOnGpu(
   ck: Checkpoint,
   paths: PathKind,
   prompts: readonly number[][],
   steps = 4,
+  then?: (model: GpuModel) => Promise<void>,
 ): Promise<void> {
-  await onGpu(ck, paths, prompts, steps);
+  await onGpu(ck, paths, prompts, steps, then);
 }
 
 /**
@@ -327,9 +331,11 @@ export async function checkAblations(
  * the GGUF agrees with llama.cpp within `llamaCppBounds(manifest, most).reference` (and on every
  * argmax), and rejects a planted RMSNorm epsilon x10; the GPU forward of the GGUF (F32) and of
  * the HF folder converted to `mix` matches the reference on the cpu and gpu kernel paths (the F32
- * GGUF also llama.cpp, within `llamaCppBounds(...).gpu`). `most`: the bounds' ceiling.
+ * GGUF also llama.cpp, within `llamaCppBounds(...).gpu`). `most`: the bounds' ceiling. Returns
+ * the fixture, for the checks the family adds.
  */
-export function familyFixtureTests(family: string, most: number, mix: GgufMix): void {
+export function familyFixtureTests(family: string, most: number, mix: GgufMix): FixtureFiles {
+  const fixture = familyFixture(family);
   Deno.test(`${family}: the GGUF's config is the HF folder's`, async () => {
     const [hf, gguf] = await Promise.all(
       (["hf", "gguf"] as const).map(async (f) => (await fixtureCheckpoint(family, f)).config),
@@ -364,7 +370,7 @@ export function familyFixtureTests(family: string, most: number, mix: GgufMix): 
     name:
       `${family}: the llama.cpp bound rejects the float64 reference with RMSNorm epsilon x10 (the old flat 1e-3 did not)`,
     // A fixture without a measured error has only the ceiling `most` as its bound.
-    ignore: familyFixture(family).manifest.float64_reference === undefined,
+    ignore: fixture.manifest.float64_reference === undefined,
   }, async () => {
     const fx = await loadFixture(family);
     const bound = llamaCppBounds(fx.manifest, most).reference;
@@ -389,4 +395,5 @@ export function familyFixtureTests(family: string, most: number, mix: GgufMix): 
       });
     }
   }
+  return fixture;
 }

@@ -23,6 +23,20 @@ export async function fortuneEngine(
   });
 }
 
+/** Run `body` on a started fortune engine (see {@linkcode fortuneEngine}), cleaned up after. */
+export async function withFortune(
+  options: Partial<WebGpuEngineOptions>,
+  body: (e: WebGpuEngine) => Promise<void>,
+): Promise<void> {
+  const e = await fortuneEngine(options);
+  await e.start(0n);
+  try {
+    await body(e);
+  } finally {
+    await e.cleanup();
+  }
+}
+
 /** A greedy request for 8 tokens unless overridden. */
 export function request(
   prompt: number[],

@@ -19,7 +19,7 @@ import type {
   LLMEngineOutput,
   PreprocessedRequest,
 } from "../../src/contract/types.ts";
-import type { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
+import type { EngineMetrics } from "../../src/contract/metrics/engine_metrics.ts";
 import { type RouterGauges, routerGauges } from "../../src/metrics/router_gauges.ts";
 
 /** One request in the held scheduler. */

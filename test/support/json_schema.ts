@@ -33,7 +33,7 @@ export const SCHEMA = {
   additionalProperties: false,
 };
 
-/** One schema of `bench/guided_schemas.json`: what it exercises, a prompt, the schema. */
+/** One schema of `bench/engine/guided_schemas.json`: what it exercises, a prompt, the schema. */
 export interface GuidedSchema {
   about: string;
   prompt: string;

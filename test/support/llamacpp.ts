@@ -1,6 +1,6 @@
 /**
  * `test/fixtures/llamacpp/manifest.json`: GGUF files quantized by llama.cpp itself
- * (`bench/peers/llama_quantize.ts` writes them and this manifest; the tests read both).
+ * (`tools/fixtures/llama_quantize.ts` writes them and this manifest; the tests read both).
  */
 import { parseGgufHeader } from "../../src/formats/gguf/lib.ts";
 

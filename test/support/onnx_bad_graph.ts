@@ -3,7 +3,7 @@
  * bench peers' `GraphBuilder`): the transformers.js layout with an input left out, or a node
  * whose op onnxruntime-web has no kernel for.
  */
-import { Elem, GraphBuilder } from "../../bench/peers/onnx_graph.ts";
+import { Elem, GraphBuilder } from "../../tools/peers/onnx_graph.ts";
 
 export interface BadGraphOptions {
   /** Inputs to leave out (e.g. `position_ids`, `past_key_values.1.value`). */

@@ -2,12 +2,16 @@
  * The fortune model as an ONNX export (transformers.js layout) for the OrtEngine tests: the
  * shared fixture `../shared/fixtures/onnx/fortune` beside the repository when it is there, else
  * an export of `models/fortune` made once into `.cache/onnx/fortune/` (`onnx/model.onnx` F32 and
- * `onnx/model_fp16.onnx` with the checkpoint's F16 weights, by `bench/peers/to_onnx.ts`), so a
- * clean clone runs the same tests.
+ * `onnx/model_fp16.onnx` with the checkpoint's F16 weights, by `tools/peers/to_onnx.ts`), so a
+ * clean clone runs the same tests. Run as a script, it makes the export and prints its folder
+ * (what the Deno CLIs' `ort` engines take without `--model`: `src/adapters/deno/fortune_onnx.ts`).
  */
+import {
+  CACHED_ONNX_FORTUNE_DIR as CACHE,
+  SHARED_ONNX_FORTUNE_DIR as SHARED,
+} from "../../src/adapters/deno/fortune_onnx.ts";
+
 const root = new URL("../../", import.meta.url);
-const SHARED = new URL("../shared/fixtures/onnx/fortune/", root).pathname;
-const CACHE = new URL(".cache/onnx/fortune/", root).pathname;
 const FORTUNE = new URL("models/fortune/", root).pathname;
 
 async function exists(path: string): Promise<boolean> {
@@ -43,7 +47,7 @@ export async function onnxFortune(): Promise<string> {
 export function cachedOnnxFortune(): Promise<string> {
   return made ??= (async () => {
     if (await exists(`${CACHE}onnx/model_fp16.onnx`)) return CACHE;
-    const { toOnnx } = await import("../../bench/peers/to_onnx.ts");
+    const { toOnnx } = await import("../../tools/peers/to_onnx.ts");
     await Deno.mkdir(`${CACHE}onnx`, { recursive: true });
     const tmp = `.tmp${Deno.pid}`;
     for (const name of ["config.json", "tokenizer.json"]) {
@@ -59,3 +63,5 @@ export function cachedOnnxFortune(): Promise<string> {
     return CACHE;
   })();
 }
+
+if (import.meta.main) console.log(await onnxFortune());

@@ -1,8 +1,8 @@
 /**
  * Test-only: plant a one-step error in a single weight of quantized blocks, for tests that show
- * a comparison catches it. Block layouts as in `src/gpu/quant/formats/`.
+ * a comparison catches it. Block layouts as in `src/gpu/formats/`.
  */
-import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/quant/formats.ts";
+import { dequantize, QUANT_FORMATS, type QuantType } from "../../src/gpu/formats/registry.ts";
 
 /**
  * Per format, the bytes of a block that hold quants: `int8` bytes (Q8_0) are one element's quant

@@ -182,3 +182,20 @@ export function rangeServer(dir: string, options: RangeServerOptions = {}): Rang
     shutdown: () => server.shutdown(),
   };
 }
+
+/**
+ * For tests: a function that runs `body` against a fresh `rangeServer` for `dir` with the given
+ * options and shuts the server down after, pass or fail.
+ */
+export function rangeServerRunner(
+  dir: string,
+): (options: RangeServerOptions, body: (s: RangeServer) => Promise<void>) => Promise<void> {
+  return async (options, body) => {
+    const s = rangeServer(dir, options);
+    try {
+      await body(s);
+    } finally {
+      await s.shutdown();
+    }
+  };
+}

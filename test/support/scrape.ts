@@ -1,7 +1,26 @@
 /**
  * For tests: values read from a Prometheus text scrape (`/metrics`), by series name and,
- * optionally, labels the series must carry.
+ * optionally, labels the series must carry; and the scrape parsed into families by
+ * `parse-prometheus-text-format`, typed.
  */
+import parse from "parse-prometheus-text-format";
+
+/** One metric family as `parse-prometheus-text-format` reads it. */
+export interface ParsedFamily {
+  name: string;
+  type: string;
+  help: string;
+  metrics: {
+    labels?: Record<string, string>;
+    value?: string;
+    buckets?: Record<string, string>;
+    sum?: string;
+    count?: string;
+  }[];
+}
+
+/** `text` parsed by `parse-prometheus-text-format` (an independent parser), one entry a family. */
+export const parseFamilies = (text: string): ParsedFamily[] => parse(text) as ParsedFamily[];
 
 /**
  * The value of the one series named `name` whose labels include every `labels` pair (as

@@ -3,7 +3,7 @@
  * on a free loopback port (`Deno.serve`), so hostile requests can go over real sockets.
  */
 import { MockEngine, type MockEngineOptions } from "../../src/engines/mock/mod.ts";
-import { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
+import { EngineMetrics } from "../../src/contract/metrics/engine_metrics.ts";
 import { RequestMetrics } from "../../src/metrics/request_metrics.ts";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
 import { loadText } from "../../src/text/load.ts";

@@ -65,11 +65,12 @@ const nodeTests = async (dir: string) =>
     : () => undefined;
 
 /**
- * The benchmark's own tests (`bench/*_test.ts`), none of its folders. Not `bench/peers/`: it
- * imports packages that only the benchmark installs (see bench/peers/README.md), so it is tested
- * by hand after that.
+ * The benchmark's own tests (`bench/{engine,kernels,probes,lib}/*_test.ts`). Not `bench/peers/`
+ * nor `tools/`: they import packages installed apart (`tools/peers/`, see its README), so they
+ * are tested by hand after that.
  */
-const benchTests = () => testFiles(["bench/"], ["bench/"]);
+const benchTests = () =>
+  testFiles(["bench/engine/", "bench/kernels/", "bench/probes/", "bench/lib/"], []);
 
 /**
  * The Deno suite's parts, each `deno test` process of its own. In one process the GPU tests slow

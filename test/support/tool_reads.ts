@@ -14,3 +14,17 @@ export function readPieces(
   }
   return all;
 }
+
+/**
+ * The ways a stream may hand `reply` over: cut in two at every character (`cut at k`), then one
+ * character at a time (`one at a time`); each with its label.
+ */
+export function pieceSplits(reply: string): [string, string[]][] {
+  const chars = [...reply];
+  const out: [string, string[]][] = [];
+  for (let k = 0; k <= chars.length; k++) {
+    out.push([`cut at ${k}`, [chars.slice(0, k).join(""), chars.slice(k).join("")]]);
+  }
+  out.push(["one at a time", chars]);
+  return out;
+}

@@ -7,7 +7,7 @@
  */
 import { strictEqual as equal } from "node:assert/strict";
 import { specFiles } from "../../src/adapters/deno/file_source.ts";
-import { EngineMetrics } from "../../src/metrics/engine_metrics.ts";
+import { EngineMetrics } from "../../src/contract/metrics/engine_metrics.ts";
 import { RequestMetrics } from "../../src/metrics/request_metrics.ts";
 import { KilnServer } from "../../src/server/app.ts";
 import { ChatTemplate } from "../../src/text/chat.ts";

@@ -6,7 +6,7 @@
  */
 import type { ByteSource } from "../../formats/source.ts";
 import type { EntryMeta, EntryStorage, EntryWriter } from "../../store/storage.ts";
-import { fileSource } from "./file_source.ts";
+import { fileSource } from "./file_bytes.ts";
 
 /**
  * The default directory: `$KILN_CACHE_DIR` when set, else `$XDG_CACHE_HOME/kiln/models`, else

@@ -2,11 +2,13 @@
  * Engines the Deno CLIs can name: `webgpu` (a checkpoint directory or a GGUF file, on the GPU
  * Deno finds), `worker` (the same engine in a Deno Worker behind comlink), `ort` (an ONNX
  * export on onnxruntime-web; `--variant`, `--ep webgpu|wasm`) and `ort-worker` (that engine in a
- * Deno Worker).
+ * Deno Worker). Without `--model`, the `ort` engines take fortune's ONNX export where
+ * `fortune_onnx.ts` finds one.
  */
 import { registerEngine } from "../../conformance/engines.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { dirFiles } from "./file_source.ts";
+import { requireOnnxFortune } from "./fortune_onnx.ts";
 import { ortWasmPaths } from "./ort_wasm.ts";
 import { modelName } from "../../formats/source.ts";
 import { WorkerEngine } from "../../worker/client.ts";
@@ -23,13 +25,6 @@ const kvBlocks = (options: Record<string, string>): { kvBlocks?: number } =>
 /** `kernel-paths` (`KILN_KERNEL_PATHS`) when given; start() refuses anything but cpu or gpu. */
 const kernelPaths = (options: Record<string, string>): { kernelPaths?: PathKind } =>
   options["kernel-paths"] === undefined ? {} : { kernelPaths: options["kernel-paths"] as PathKind };
-
-/**
- * The fortune model as an ONNX export (the shared fixture, else exported once into
- * .cache/onnx/fortune by the test support module; these CLIs run from a checkout).
- */
-const onnxFortune = async () =>
-  await (await import("../../../test/support/onnx_fortune.ts")).onnxFortune();
 
 registerEngine("webgpu", (options) => {
   const dir = options.model ?? DEFAULT_MODEL;
@@ -52,8 +47,8 @@ registerEngine("worker", (options) => {
     );
 });
 
-registerEngine("ort", async (options) => {
-  const dir = options.model ?? await onnxFortune();
+registerEngine("ort", (options) => {
+  const dir = options.model ?? requireOnnxFortune("ort");
   const name = options.model === undefined ? "fortune" : modelName(dir);
   const ep = options.ep as "webgpu" | "wasm" | undefined; // anything else: start() refuses it
   return () =>
@@ -66,8 +61,8 @@ registerEngine("ort", async (options) => {
 });
 
 /** `ort-worker`: the `ort` engine in a Deno Worker (`--model` an ONNX export, default fortune's). */
-registerEngine("ort-worker", async (options) => {
-  const dir = options.model ?? await onnxFortune();
+registerEngine("ort-worker", (options) => {
+  const dir = options.model ?? requireOnnxFortune("ort-worker");
   const name = options.model === undefined ? "fortune" : modelName(dir);
   const ep = options.ep;
   const ort: OrtHostOptions = {

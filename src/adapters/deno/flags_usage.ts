@@ -1,5 +1,5 @@
 /** The usage text of a command line declared for `flags.ts`. */
-import type { CliSpec, Flag, FlagTable } from "./flags.ts";
+import type { CliSpec, Flag, FlagTable } from "./flag_types.ts";
 
 /** ` from min to max`, ` >= min`, ` <= max` or nothing. */
 export function range(min?: number, max?: number): string {

@@ -7,7 +7,8 @@
  * failed.
  */
 import { runCli } from "./flags.ts";
-import { CASES, Probe, type ProbeOptions } from "./probe_cases.ts";
+import { CASES } from "./probe_cases.ts";
+import { Probe, type ProbeOptions } from "./probe_client.ts";
 
 export interface CaseResult {
   name: string;

@@ -2,7 +2,7 @@
  * The probe's cases on which requests a server answers: HTTP/1.0 without `Host`, a DNS-rebinding
  * request, a foreign `Origin`, and CORS preflights from an unlisted and from a listed origin.
  */
-import type { Probe, ProbeCase } from "./probe_cases.ts";
+import type { Probe, ProbeCase } from "./probe_client.ts";
 import { expectStatus, rawStatus } from "./probe_checks.ts";
 
 /** A CORS preflight for a completion with a key, from `origin`. */

@@ -11,7 +11,7 @@
  * 503, requests in flight finish or are cut at `--drain-timeout` seconds), then clean up; a second
  * signal cuts at once. The drain-time gauge runs from the signal to the last request's end.
  */
-import { EngineMetrics } from "../../metrics/engine_metrics.ts";
+import { EngineMetrics } from "../../contract/metrics/engine_metrics.ts";
 import { engineMetrics, shutDown } from "../../metrics/engine_lifecycle.ts";
 import { startModel } from "../../runtime/start.ts";
 import { RequestMetrics } from "../../metrics/request_metrics.ts";

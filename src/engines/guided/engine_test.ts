@@ -9,7 +9,7 @@
 import { deepStrictEqual, match, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
-import { bytes, collect, fortuneEngine, request } from "../../../test/support/fortune_engine.ts";
+import { bytes, collect, request, withFortune } from "../../../test/support/fortune_engine.ts";
 import type { WebGpuEngine } from "../webgpu/engine.ts";
 import { assertValid, SCHEMA } from "../../../test/support/json_schema.ts";
 
@@ -28,15 +28,7 @@ const guided = (
     sampling_options: { temperature: 1, seed, guided_decoding: g },
   });
 
-async function withEngine(f: (e: WebGpuEngine) => Promise<void>): Promise<void> {
-  const e = await fortuneEngine({ pipelineDepth: 4 });
-  await e.start(0n);
-  try {
-    await f(e);
-  } finally {
-    await e.cleanup();
-  }
-}
+const withEngine = (f: (e: WebGpuEngine) => Promise<void>) => withFortune({ pipelineDepth: 4 }, f);
 
 Deno.test("json, regex, choice and grammar outputs at temperature 1 are what they ask for", async () => {
   await withEngine(async (e) => {

@@ -1,6 +1,6 @@
 /**
  * Guided JSON is valid, drawn at temperature 1 on fortune: 20 seeded completions under each
- * schema of `bench/guided_schemas.json` (the schemas `bench/guided_validity.ts` runs by the
+ * schema of `bench/engine/guided_schemas.json` (the schemas `bench/engine/guided_validity.ts` runs by the
  * thousand), beside free requests in the same steps; each is detokenized with the model's
  * tokenizer, parsed and validated by ajv against the whole schema, as it is. (XGrammar's own
  * JSON converter let through number bounds and raw control characters; Kiln's compiler,
@@ -15,7 +15,7 @@ import { checkCompletion, type GuidedSchemas } from "../../../test/support/json_
 
 const PER_SCHEMA = 20;
 const SCHEMAS = JSON.parse(
-  await Deno.readTextFile(new URL("../../../bench/guided_schemas.json", import.meta.url)),
+  await Deno.readTextFile(new URL("../../../bench/engine/guided_schemas.json", import.meta.url)),
 ) as GuidedSchemas;
 
 Deno.test("guided JSON at temperature 1 parses and validates (ajv), beside free requests", async () => {

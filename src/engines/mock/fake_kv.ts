@@ -7,7 +7,7 @@
  * be preempted.
  */
 import type { KvEventPublisher } from "../../contract/kv_events.ts";
-import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import type { ComponentGauges } from "../../contract/metrics/engine_metrics.ts";
 import { type BlockKey, blockKeys, publishedHash } from "../block_hash.ts";
 
 export class FakeKvCache {

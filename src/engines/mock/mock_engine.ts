@@ -20,6 +20,7 @@ import * as out from "../../contract/output.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { validateRequest } from "../../contract/validate.ts";
 import { kvMisfit, sequenceLimit } from "../../contract/kv_capacity.ts";
+import { Lifecycle } from "../lifecycle.ts";
 import { FakeKvCache } from "./fake_kv.ts";
 import { mockToken, promptSeed } from "./tokens.ts";
 
@@ -40,8 +41,6 @@ export interface MockEngineOptions {
   /** Blocks of the fake KV cache (default 1024). */
   totalBlocks?: number;
 }
-
-type State = "new" | "running" | "draining" | "stopped";
 
 interface InFlight {
   controller: AbortController;
@@ -65,13 +64,53 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
+ * Check `request` as the mock admits it (valid, unguided, within the context, the vocabulary and
+ * the fake cache: `InvalidArgument` naming the field otherwise); its `max_tokens`, capped where
+ * prompt and output would fill the context or the cache.
+ */
+function admit(request: PreprocessedRequest, o: Required<MockEngineOptions>): number {
+  validateRequest(request);
+  if (request.sampling_options.guided_decoding !== undefined) {
+    // Its tokens are a function of the prompt, not a model's choice: it cannot be constrained,
+    // and answering as if it were would be the silent ignoring the contract forbids.
+    throw EngineError.invalidArgument(
+      "request.sampling_options.guided_decoding: the mock engine draws its tokens from the " +
+        "prompt and cannot constrain them",
+    );
+  }
+  const prompt = request.token_ids;
+  if (prompt.length > o.contextLength) {
+    throw EngineError.invalidArgument(
+      `request.token_ids: ${prompt.length} tokens exceed the context length ${o.contextLength}`,
+    );
+  }
+  const bad = prompt.findIndex((t) => t >= o.vocabSize);
+  if (bad >= 0) {
+    throw EngineError.invalidArgument(
+      `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${o.vocabSize}`,
+    );
+  }
+  const kv = { numBlocks: o.totalBlocks, blockSize: o.blockSize };
+  const misfit = kvMisfit(request, kv);
+  if (misfit) {
+    const field = misfit.field === "token_ids" ? "token_ids" : "stop_conditions.min_tokens";
+    throw EngineError.invalidArgument(`request.${field}: ${misfit.message}`);
+  }
+  const stop = request.stop_conditions;
+  return Math.min(
+    stop.max_tokens ?? o.defaultMaxTokens,
+    sequenceLimit(o.contextLength, kv) - prompt.length,
+  );
+}
+
+/**
  * A CPU {@linkcode LLMEngine} with deterministic output: the tokens depend only on the prompt, so
  * two runs of a request agree.
  */
 export class MockEngine implements LLMEngine {
   /** The options with their defaults filled in. */
   readonly options: Required<MockEngineOptions>;
-  #state: State = "new";
+  readonly #life = new Lifecycle();
   #inflight = new Map<GenerateContext, InFlight>();
   #kv: FakeKvCache;
 
@@ -95,10 +134,11 @@ export class MockEngine implements LLMEngine {
   }
 
   start(_workerId: bigint): Promise<EngineConfig> {
-    if (this.#state !== "new") {
-      return Promise.reject(EngineError.shutdown(`start() called on a ${this.#state} engine`));
+    try {
+      this.#life.begin(true); // nothing to load: running at once
+    } catch (e) {
+      return Promise.reject(e);
     }
-    this.#state = "running";
     const o = this.options;
     return Promise.resolve(withLlm({
       model: o.model,
@@ -111,50 +151,15 @@ export class MockEngine implements LLMEngine {
     }));
   }
 
-  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
-    return this.#stream(request, ctx);
-  }
-
-  async *#stream(
+  async *generate(
     request: PreprocessedRequest,
     ctx: GenerateContext,
   ): AsyncGenerator<LLMEngineOutput> {
-    if (this.#state !== "running") {
-      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
-    }
-    validateRequest(request);
-    if (request.sampling_options.guided_decoding !== undefined) {
-      // Its tokens are a function of the prompt, not a model's choice: it cannot be constrained,
-      // and answering as if it were would be the silent ignoring the contract forbids.
-      throw EngineError.invalidArgument(
-        "request.sampling_options.guided_decoding: the mock engine draws its tokens from the " +
-          "prompt and cannot constrain them",
-      );
-    }
+    this.#life.require("generate()");
+    const maxTokens = admit(request, this.options);
     const prompt = request.token_ids;
     const o = this.options;
-    if (prompt.length > o.contextLength) {
-      throw EngineError.invalidArgument(
-        `request.token_ids: ${prompt.length} tokens exceed the context length ${o.contextLength}`,
-      );
-    }
-    const bad = prompt.findIndex((t) => t >= o.vocabSize);
-    if (bad >= 0) {
-      throw EngineError.invalidArgument(
-        `request.token_ids[${bad}]: ${prompt[bad]} >= vocab size ${o.vocabSize}`,
-      );
-    }
-    const kv = { numBlocks: o.totalBlocks, blockSize: o.blockSize };
-    const misfit = kvMisfit(request, kv);
-    if (misfit) {
-      const field = misfit.field === "token_ids" ? "token_ids" : "stop_conditions.min_tokens";
-      throw EngineError.invalidArgument(`request.${field}: ${misfit.message}`);
-    }
     const stop = request.stop_conditions;
-    const maxTokens = Math.min(
-      stop.max_tokens ?? o.defaultMaxTokens,
-      sequenceLimit(o.contextLength, kv) - prompt.length,
-    );
     if (this.#inflight.has(ctx)) {
       throw EngineError.invalidArgument(
         "this GenerateContext is already streaming a request: make one context per request",
@@ -231,17 +236,17 @@ export class MockEngine implements LLMEngine {
     return Promise.resolve();
   }
 
-  async drain(): Promise<void> {
-    if (this.#state === "running") this.#state = "draining";
-    await Promise.all([...this.#inflight.values()].map((r) => r.done));
+  /** Refuse new requests and wait for every live one to end (no timeout: a mock's end). */
+  drain(): Promise<void> {
+    return this.#life.drain(() => Promise.all([...this.#inflight.values()].map((r) => r.done)));
   }
 
+  /** Cancel every live request and empty the fake cache. Idempotent. */
   cleanup(): Promise<void> {
-    if (this.#state === "stopped") return Promise.resolve();
-    this.#state = "stopped";
-    for (const r of this.#inflight.values()) r.controller.abort();
-    this.#kv.clear();
-    return Promise.resolve();
+    return this.#life.cleanup(() => {
+      for (const r of this.#inflight.values()) r.controller.abort();
+      this.#kv.clear();
+    });
   }
 
   /** True when no request is live (waiting for room or generating). */
@@ -252,7 +257,7 @@ export class MockEngine implements LLMEngine {
   /** A one-token probe of token 0 once running; null before `start()` and once stopping. */
   healthCheckPayload(): Promise<PreprocessedRequest | null> {
     return Promise.resolve(
-      this.#state === "running" ? probeRequest(this.options.model, 0) : null,
+      this.#life.state === "running" ? probeRequest(this.options.model, 0) : null,
     );
   }
 

@@ -4,7 +4,7 @@ import { EngineError } from "../../contract/errors.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import type { LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
 import { validateStream } from "../../contract/validate.ts";
-import { EngineMetrics, testHierarchy } from "../../metrics/engine_metrics.ts";
+import { EngineMetrics, testHierarchy } from "../../contract/metrics/engine_metrics.ts";
 import { MockEngine } from "./mock_engine.ts";
 import { mockToken, promptSeed } from "./tokens.ts";
 import { checkCancellation } from "../../../test/support/cancel_checks.ts";

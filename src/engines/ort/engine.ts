@@ -23,16 +23,25 @@ import type {
 } from "../../contract/engine.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { EngineConfig, LLMEngineOutput, PreprocessedRequest } from "../../contract/types.ts";
-import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import type { ComponentGauges } from "../../contract/metrics/engine_metrics.ts";
 import type { ModelFiles } from "../../formats/source.ts";
 import { checkRequest } from "../admission.ts";
 import { LiveRequests, type RequestStats } from "../live_requests.ts";
+import { Lifecycle } from "../lifecycle.ts";
 import { Sequence } from "../sequence.ts";
 import { EngineGuides, type GuidedLimits } from "../guided/mod.ts";
 import { forcedRunLimit, type GuidedForcing } from "../token_mask.ts";
-import { GpuRowSampler } from "./sampling.ts";
-import { type ExecutionProvider, loadOrt, type OpenedSession, openSession } from "./session.ts";
-import { OrtRequest, step, type StepContext } from "./stepper.ts";
+import {
+  adapterHasF16,
+  chooseEp,
+  describeAdapter,
+  type ExecutionProvider,
+  loadOrt,
+  type OpenedSession,
+  openSession,
+  samplerOnOrtDevice,
+} from "./session.ts";
+import { RoundRobin } from "./stepper.ts";
 
 /** What `OrtEngine` loads and how it runs it. */
 export interface OrtEngineOptions {
@@ -72,20 +81,12 @@ export interface OrtEngineOptions {
   guidedLimits?: GuidedLimits;
 }
 
-type State = "new" | "starting" | "running" | "draining" | "stopped";
-type GaugeValues = { totalBlocks: number; usagePercent: number; hitRate: number | undefined };
-
-function hasWebGpu(): boolean {
-  return typeof navigator !== "undefined" && "gpu" in navigator && navigator.gpu !== undefined;
-}
-
-async function adapterHasF16(): Promise<boolean> {
-  try {
-    return (await navigator.gpu.requestAdapter())?.features.has("shader-f16") ?? false;
-  } catch {
-    return false;
-  }
-}
+/** What `OrtEngine.onGauges` hears (see there). */
+export type OrtGaugeValues = {
+  totalBlocks: number;
+  usagePercent: number;
+  hitRate: number | undefined;
+};
 
 /**
  * The `LLMEngine` over an onnxruntime-web session of an ONNX decoder export. Construct, then
@@ -93,19 +94,15 @@ async function adapterHasF16(): Promise<boolean> {
  * onnxruntime-web is loaded by a dynamic import at `start()`, so it is needed only then.
  */
 export class OrtEngine implements LLMEngine {
-  #state: State = "new";
+  readonly #life = new Lifecycle();
   #opened: OpenedSession | undefined;
-  #ctx: StepContext | undefined;
+  /** The round-robin loop (once started). */
+  #loop: RoundRobin | undefined;
   #device: GPUDevice | undefined;
   #lost: Promise<EngineError> | undefined;
   #config: EngineConfig | undefined;
   #gauges: ComponentGauges | undefined;
-  #gaugeListeners: ((values: GaugeValues) => void)[] = [];
-  #loop: Promise<void> | undefined;
-  #waiting: OrtRequest[] = [];
-  #active: OrtRequest[] = [];
-  /** The request whose step is running (out of `#active` meanwhile). */
-  #stepping: OrtRequest | undefined;
+  #gaugeListeners: ((values: OrtGaugeValues) => void)[] = [];
   #inflight = new LiveRequests();
   #guides: EngineGuides | undefined;
   /** Time start() took, in seconds. */
@@ -134,20 +131,11 @@ export class OrtEngine implements LLMEngine {
    * or unsupported op) or a bad `executionProvider`, `EngineShutdown` when called twice.
    */
   async start(_workerId: bigint): Promise<EngineConfig> {
-    if (this.#state !== "new") {
-      throw EngineError.shutdown(`start() called on a ${this.#state} engine`);
-    }
-    this.#state = "starting";
+    this.#life.begin();
     const t0 = performance.now();
     const o = this.options;
     try {
-      const ep = o.executionProvider ?? (hasWebGpu() ? "webgpu" : "wasm");
-      if (ep !== "webgpu" && ep !== "wasm") {
-        throw EngineError.invalidArgument(`executionProvider: ${ep} is not webgpu or wasm`);
-      }
-      if (ep === "webgpu" && !hasWebGpu()) {
-        throw EngineError.invalidArgument("executionProvider webgpu: no navigator.gpu here");
-      }
+      const ep = chooseEp(o.executionProvider);
       const ort = await loadOrt(o.wasmPaths);
       const preferF16 = ep === "webgpu" && await adapterHasF16();
       const opened = this.#opened = await openSession(ort, {
@@ -157,29 +145,20 @@ export class OrtEngine implements LLMEngine {
         preferF16,
       });
       const layout = opened.layout;
-      let gpu: GpuRowSampler | undefined;
-      if (ep === "webgpu") {
-        // The device ORT created for this session: Kiln's kernels run on it, beside ORT's.
-        const device = this.#device = await ort.env.webgpu.device as GPUDevice;
-        gpu = new GpuRowSampler(device, layout.vocab);
-        // Its pipelines compile now rather than in the first request (ORT's own kernels still
-        // compile at the session's first run).
-        await gpu.warm().catch((e) => {
-          gpu?.destroy();
-          throw e;
-        });
-        // EngineShutdown, as WebGpuEngine's: the host then replaces the worker.
-        this.#lost = device.lost.then((info) => {
-          const e = new EngineError(
-            "EngineShutdown",
-            `GPU device lost (${info.reason}): ${info.message}`,
-          );
-          this.#failAll(e);
-          return e;
-        });
-      }
-      this.#ctx = { ort, session: opened.session, layout, gpu };
+      // WebGPU EP: Kiln's sampler on ORT's device, beside ORT's kernels.
+      const { device, gpu } = ep === "webgpu"
+        ? await samplerOnOrtDevice(ort, layout.vocab)
+        : { device: undefined, gpu: undefined };
+      this.#device = device;
+      // EngineShutdown, as WebGpuEngine's: the host then replaces the worker.
+      this.#lost = device?.lost.then((info) => {
+        const e = EngineError.shutdown(`GPU device lost (${info.reason}): ${info.message}`);
+        this.#inflight.failAll(e);
+        return e;
+      });
       const maxNumSeqs = o.maxNumSeqs ?? 16;
+      const ctx = { ort, session: opened.session, layout, gpu };
+      this.#loop = new RoundRobin(ctx, maxNumSeqs, this.steps, this.#life, () => this.#report());
       this.#config = {
         model: o.name,
         ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
@@ -197,12 +176,11 @@ export class OrtEngine implements LLMEngine {
         },
       };
     } catch (e) {
-      await this.#release();
-      this.#state = "stopped";
+      await this.#life.failStart(() => this.#release());
       throw EngineError.from(e);
     }
     this.modelLoadTime = (performance.now() - t0) / 1000;
-    this.#state = "running";
+    this.#life.started();
     return this.#config;
   }
 
@@ -211,110 +189,34 @@ export class OrtEngine implements LLMEngine {
    * bad token ids or a request that does not fit the context fail with `InvalidArgument`, a
    * call before `start()` or after `drain()` with `EngineShutdown`.
    */
-  generate(request: PreprocessedRequest, ctx: GenerateContext): AsyncIterable<LLMEngineOutput> {
-    return this.#stream(request, ctx);
-  }
-
-  async *#stream(
+  async *generate(
     request: PreprocessedRequest,
     ctx: GenerateContext,
   ): AsyncGenerator<LLMEngineOutput> {
-    if (this.#state !== "running") {
-      throw EngineError.shutdown(`generate() on a ${this.#state} engine`);
-    }
-    const layout = this.#ctx!.layout;
+    this.#life.require("generate()");
+    const layout = this.#loop!.ctx.layout;
     checkRequest(request, layout.vocab, layout.context);
     // A guided request's grammar compiled and its first mask made before it is queued.
     this.#guides ??= new EngineGuides(this.options.files, layout.vocab, this.options.guidedLimits);
+    const forcing = { vocab: layout.vocab, forceUpTo: this.#forceUpTo, tally: this.steps };
     const made = this.#guides.sequence(
       request,
       undefined,
       (provider) =>
-        new Sequence(
-          request,
-          ctx,
-          layout.context,
-          provider && {
-            provider,
-            vocab: layout.vocab,
-            forceUpTo: this.#forceUpTo,
-            tally: this.steps,
-          },
-        ),
-      () => this.#state,
+        new Sequence(request, ctx, layout.context, provider && { provider, ...forcing }),
+      () => this.#life.state,
     );
     const seq = made instanceof Sequence ? made : await made;
-    yield* this.#inflight.stream(seq, () => {
-      this.#waiting.push(new OrtRequest(seq));
-      // End the stream at once, not when the step in flight returns; the loop releases the
-      // request's KV after that step.
-      seq.signal.addEventListener("abort", () => seq.cancel(), { once: true });
-      this.#loop ??= this.#run();
-    });
-  }
-
-  async #run(): Promise<void> {
-    const max = this.#config!.max_num_seqs ?? 16;
-    // Not synchronously: `this.#loop ??= this.#run()` must be assigned before this can end.
-    await Promise.resolve();
-    try {
-      while (this.#state === "running" || this.#state === "draining") {
-        this.#prune();
-        while (this.#active.length < max && this.#waiting.length > 0) {
-          this.#active.push(this.#waiting.shift()!);
-        }
-        this.#report();
-        const r = this.#stepping = this.#active.shift();
-        if (r === undefined) return;
-        try {
-          this.steps.runs++;
-          const t = await step(this.#ctx!, r);
-          if (r.seq.signal.aborted) r.seq.cancel();
-          else r.seq.accept(t.token, t.logprob, t.top);
-          await r.seq.prepareMask(); // a guided request's next mask
-        } catch (e) {
-          r.seq.fail(EngineError.from(e));
-        }
-        this.#stepping = undefined;
-        if (r.seq.finished) r.dispose();
-        else this.#active.push(r); // to the back: round-robin
-      }
-    } finally {
-      this.#loop = undefined;
-      this.#stepping = undefined;
-      if (this.#state === "stopped") this.#prune();
-      this.#report();
-      // A request that arrived while the loop was ending starts a new one.
-      if ((this.#state === "running" || this.#state === "draining") && this.#waiting.length > 0) {
-        this.#loop ??= this.#run();
-      }
-    }
-  }
-
-  /** Drop requests that ended (cancelled, failed) and release their KV. */
-  #prune(): void {
-    const keep = (r: OrtRequest) => {
-      if (r.seq.signal.aborted) r.seq.cancel();
-      if (!r.seq.finished && this.#state !== "stopped") return true;
-      r.seq.cancel();
-      r.dispose();
-      return false;
-    };
-    this.#active = this.#active.filter(keep);
-    this.#waiting = this.#waiting.filter(keep);
-  }
-
-  #failAll(error: EngineError): void {
-    this.#inflight.failAll(error);
+    yield* this.#inflight.stream(seq, () => this.#loop!.admit(seq));
   }
 
   /** KV gauges: one "block" per request slot (ORT's KV is per request, not paged). */
   #report(): void {
     const max = this.#config?.max_num_seqs ?? 0;
     if (max === 0) return;
-    const values: GaugeValues = {
+    const values: OrtGaugeValues = {
       totalBlocks: max,
-      usagePercent: this.#active.length / max,
+      usagePercent: (this.#loop?.rotating ?? 0) / max,
       hitRate: undefined,
     };
     this.#gauges?.setTotalBlocks(values.totalBlocks);
@@ -327,11 +229,7 @@ export class OrtEngine implements LLMEngine {
    * request, not paged: `totalBlocks` is `maxNumSeqs`, `usagePercent` the fraction (0 to 1) of
    * those slots in use, `hitRate` always `undefined` (no prefix cache).
    */
-  onGauges(
-    cb: (
-      values: { totalBlocks: number; usagePercent: number; hitRate: number | undefined },
-    ) => void,
-  ): void {
+  onGauges(cb: (values: OrtGaugeValues) => void): void {
     this.#gaugeListeners.push(cb);
     this.#report();
   }
@@ -343,29 +241,24 @@ export class OrtEngine implements LLMEngine {
   }
 
   /** Refuse new requests and wait for the in-flight ones, at most `drainTimeoutMs`. */
-  async drain(): Promise<void> {
-    if (this.#state === "running") this.#state = "draining";
-    await this.#inflight.settle(this.options.drainTimeoutMs ?? 30_000);
+  drain(): Promise<void> {
+    return this.#life.drain(() => this.#inflight.ended(), this.options.drainTimeoutMs ?? 30_000);
   }
 
   /** Cancel what is in flight and release the session and Kiln's GPU buffers. Idempotent. */
-  async cleanup(): Promise<void> {
-    if (this.#state === "stopped" || this.#state === "new") {
-      this.#state = "stopped";
-      return;
-    }
-    this.#state = "stopped";
-    this.#inflight.cancelAll();
-    await this.#loop?.catch(() => {});
-    this.#prune();
-    this.#guides?.close();
-    await this.#release();
+  cleanup(): Promise<void> {
+    return this.#life.cleanup(async () => {
+      this.#inflight.cancelAll();
+      await this.#loop?.loop?.catch(() => {});
+      this.#loop?.prune();
+      this.#guides?.close();
+      await this.#release();
+    });
   }
 
   async #release(): Promise<void> {
-    this.#ctx?.gpu?.destroy();
+    this.#loop?.ctx.gpu?.destroy();
     const session = this.#opened?.session;
-    this.#ctx = undefined;
     this.#opened = undefined;
     this.#device = undefined;
     // ORT's device is ORT's: it is not destroyed here.
@@ -381,7 +274,7 @@ export class OrtEngine implements LLMEngine {
 
   /** Request slots holding KV now (of `maxNumSeqs`); 0 once every request has ended. */
   get usedSlots(): number {
-    return this.#active.length + (this.#stepping === undefined ? 0 : 1);
+    return this.#loop?.usedSlots ?? 0;
   }
 
   /** The device ORT runs on and Kiln's sampler shares (WebGPU EP, once started). */
@@ -396,9 +289,4 @@ export class OrtEngine implements LLMEngine {
   get lost(): Promise<EngineError> | undefined {
     return this.#lost;
   }
-}
-
-function describeAdapter(device: GPUDevice): string {
-  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
-  return info ? [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") : "";
 }

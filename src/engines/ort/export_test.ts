@@ -20,7 +20,7 @@ const reference = JSON.parse(
 
 // F32 graph: bounds set from the measured error, max 2.1e-5 (fixture) and 2.8e-5 (own export),
 // relative L2 3.7e-7 and 3.8e-7: 1e-4 and 1.5e-6, 3.5x and 4x the worst (the README's general
-// F32 bound, 1e-3, let a RoPE base 0.1 % off through: 4.4e-4, `bench/peers/to_onnx_test.ts`).
+// F32 bound, 1e-3, let a RoPE base 0.1 % off through: 4.4e-4, `tools/peers/to_onnx_test.ts`).
 // F16 graph (f16 weights and activations, ORT's f16 arithmetic): the F16 bounds, max |error|
 // <= 3e-2, relative L2 <= 1e-2.
 // Both the shared fixture and Kiln's own export (what a clean clone uses). Without

@@ -10,6 +10,7 @@ import { describe } from "../../contract/describe.ts";
 import { EngineError } from "../../contract/errors.ts";
 import { htmlPage, looksLikeHtml } from "../../formats/html.ts";
 import { missingFile, type ModelFiles, requireText } from "../../formats/source.ts";
+import { GpuRowSampler } from "./sampling.ts";
 
 export type OrtModule = typeof Ort;
 /** onnxruntime-web's execution provider: WebGPU, or the CPU (WebAssembly, one thread). */
@@ -256,4 +257,56 @@ export async function openSession(ort: OrtModule, o: OpenOptions): Promise<Opene
     await session.release();
     throw e;
   }
+}
+
+function hasWebGpu(): boolean {
+  return typeof navigator !== "undefined" && "gpu" in navigator && navigator.gpu !== undefined;
+}
+
+/**
+ * The execution provider `requested` names (default: `webgpu` where `navigator.gpu` exists, else
+ * `wasm`); `InvalidArgument` for any other value, or `webgpu` without `navigator.gpu`.
+ */
+export function chooseEp(requested: string | undefined): ExecutionProvider {
+  const ep = requested ?? (hasWebGpu() ? "webgpu" : "wasm");
+  if (ep !== "webgpu" && ep !== "wasm") {
+    throw EngineError.invalidArgument(`executionProvider: ${ep} is not webgpu or wasm`);
+  }
+  if (ep === "webgpu" && !hasWebGpu()) {
+    throw EngineError.invalidArgument("executionProvider webgpu: no navigator.gpu here");
+  }
+  return ep;
+}
+
+/** Whether the WebGPU adapter has `shader-f16` (false where there is none, or it fails). */
+export async function adapterHasF16(): Promise<boolean> {
+  try {
+    return (await navigator.gpu.requestAdapter())?.features.has("shader-f16") ?? false;
+  } catch {
+    return false;
+  }
+}
+
+/** The adapter behind `device` in a few words (vendor, architecture, device), for `runtime_data`. */
+export function describeAdapter(device: GPUDevice): string {
+  const info = (device as GPUDevice & { adapterInfo?: GPUAdapterInfo }).adapterInfo;
+  return info ? [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") : "";
+}
+
+/**
+ * WebGPU EP: the device ORT created for its sessions, and Kiln's sampler on it (an app-created
+ * device is not reliably honoured by onnxruntime-web), its pipelines compiled now rather than in
+ * the first request (ORT's own kernels still compile at the session's first run).
+ */
+export async function samplerOnOrtDevice(
+  ort: OrtModule,
+  vocab: number,
+): Promise<{ device: GPUDevice; gpu: GpuRowSampler }> {
+  const device = await ort.env.webgpu.device as GPUDevice;
+  const gpu = new GpuRowSampler(device, vocab);
+  await gpu.warm().catch((e) => {
+    gpu.destroy();
+    throw e;
+  });
+  return { device, gpu };
 }

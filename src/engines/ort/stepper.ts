@@ -1,10 +1,13 @@
 /**
- * One request's state inside `OrtEngine` and its decode step: the feeds for the tokens not yet
- * in its KV (the whole prompt at first, then the last sampled token), `session.run`, the new
- * `present.*` kept as the next step's past (GPU tensors on WebGPU), and the sampled token.
+ * `OrtEngine`'s core: the round-robin loop over its live requests, and one request's state and
+ * decode step: the feeds for the tokens not yet in its KV (the whole prompt at first, then the
+ * last sampled token), `session.run`, the new `present.*` kept as the next step's past (GPU
+ * tensors on WebGPU), and the sampled token.
  */
 import type * as Ort from "onnxruntime-web";
+import { EngineError } from "../../contract/errors.ts";
 import type { SampledToken } from "../../gpu/kernels/sampling.ts";
+import type { Lifecycle } from "../lifecycle.ts";
 import type { Sequence } from "../sequence.ts";
 import { cpuRow, cpuSample, type GpuRowSampler } from "./sampling.ts";
 import type { Layout, OrtModule } from "./session.ts";
@@ -93,5 +96,107 @@ function disposeAll(tensors: Record<string, Ort.Tensor> | undefined): void {
   if (tensors === undefined) return;
   for (const t of new Set(Object.values(tensors))) {
     if (t.location === "gpu-buffer") t.dispose();
+  }
+}
+
+/**
+ * The loop: one step (the whole prompt at first, then one token) of each live request in turn,
+ * at most `max` live at once; more wait in arrival order.
+ */
+export class RoundRobin {
+  #loop: Promise<void> | undefined;
+  #waiting: OrtRequest[] = [];
+  #active: OrtRequest[] = [];
+  /** The request whose step is running (out of `#active` meanwhile). */
+  #stepping: OrtRequest | undefined;
+
+  /**
+   * A loop over `ctx` that steps while `life` is active (and lets every request go once it is
+   * stopped), calling `report` each turn; `steps.runs` counts its `session.run` calls.
+   */
+  constructor(
+    readonly ctx: StepContext,
+    readonly max: number,
+    readonly steps: { runs: number },
+    readonly life: Lifecycle,
+    readonly report: () => void,
+  ) {}
+
+  /** The loop now running (undefined when idle). */
+  get loop(): Promise<void> | undefined {
+    return this.#loop;
+  }
+
+  /** Requests in the rotation, not counting the one stepping now. */
+  get rotating(): number {
+    return this.#active.length;
+  }
+
+  /** Request slots holding KV now. */
+  get usedSlots(): number {
+    return this.#active.length + (this.#stepping === undefined ? 0 : 1);
+  }
+
+  /**
+   * Queue `seq` and start the loop if it is idle. A cancelled request's stream ends at once, not
+   * when the step in flight returns; the loop releases its KV after that step.
+   */
+  admit(seq: Sequence): void {
+    this.#waiting.push(new OrtRequest(seq));
+    seq.signal.addEventListener("abort", () => seq.cancel(), { once: true });
+    this.#loop ??= this.#run();
+  }
+
+  async #run(): Promise<void> {
+    // Not synchronously: `this.#loop ??= this.#run()` must be assigned before this can end.
+    await Promise.resolve();
+    try {
+      while (this.life.active) {
+        this.prune();
+        while (this.#active.length < this.max && this.#waiting.length > 0) {
+          this.#active.push(this.#waiting.shift()!);
+        }
+        this.report();
+        const r = this.#stepping = this.#active.shift();
+        if (r === undefined) return;
+        await this.#step(r);
+        this.#stepping = undefined;
+        if (r.seq.finished) r.dispose();
+        else this.#active.push(r); // to the back: round-robin
+      }
+    } finally {
+      this.#loop = undefined;
+      this.#stepping = undefined;
+      if (this.life.state === "stopped") this.prune();
+      this.report();
+      // A request that arrived while the loop was ending starts a new one.
+      if (this.life.active && this.#waiting.length > 0) this.#loop ??= this.#run();
+    }
+  }
+
+  /** One step of `r`: its token accepted, its next mask made; a failure fails `r` only. */
+  async #step(r: OrtRequest): Promise<void> {
+    try {
+      this.steps.runs++;
+      const t = await step(this.ctx, r);
+      if (r.seq.signal.aborted) r.seq.cancel();
+      else r.seq.accept(t.token, t.logprob, t.top);
+      await r.seq.prepareMask(); // a guided request's next mask
+    } catch (e) {
+      r.seq.fail(EngineError.from(e));
+    }
+  }
+
+  /** Drop requests that ended (cancelled, failed) and release their KV. */
+  prune(): void {
+    const keep = (r: OrtRequest) => {
+      if (r.seq.signal.aborted) r.seq.cancel();
+      if (!r.seq.finished && this.life.state !== "stopped") return true;
+      r.seq.cancel();
+      r.dispose();
+      return false;
+    };
+    this.#active = this.#active.filter(keep);
+    this.#waiting = this.#waiting.filter(keep);
   }
 }

@@ -2,7 +2,7 @@
  * The KV cache gauges a `WebGpuEngine` reports after every step: to the component gauges of its
  * metrics (once `setupMetrics` binds them) and to listeners (the worker host forwards them).
  */
-import type { ComponentGauges } from "../../metrics/engine_metrics.ts";
+import type { ComponentGauges } from "../../contract/metrics/engine_metrics.ts";
 import type { EngineLoad, RouterGauges } from "../../metrics/router_gauges.ts";
 import type { BlockManager } from "./block_manager.ts";
 import type { SpeculationCounts } from "../speculation.ts";

@@ -18,6 +18,7 @@ import {
   FORTUNE,
   fortuneEngine,
   request,
+  withFortune,
 } from "../../../test/support/fortune_engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
 import { WebGpuEngine } from "./engine.ts";
@@ -30,21 +31,8 @@ const prompt = (n: number) =>
   bytes("Fortune favours the bold and the patient alike, always. ".repeat(4))
     .slice(0, n);
 
-async function withEngine(
-  options: Parameters<typeof fortuneEngine>[0],
-  fn: (e: WebGpuEngine) => Promise<void>,
-): Promise<void> {
-  const e = await fortuneEngine(options);
-  await e.start(0n);
-  try {
-    await fn(e);
-  } finally {
-    await e.cleanup();
-  }
-}
-
 Deno.test("a request that outgrows the whole cache ends with length there; one sent meanwhile completes", async () => {
-  await withEngine({ kvBlocks: BLOCKS }, async (e) => {
+  await withFortune({ kvBlocks: BLOCKS }, async (e) => {
     const long = request(prompt(57), {
       eos_token_ids: [257],
       stop_conditions: { max_tokens: 200, ignore_eos: true },
@@ -82,7 +70,7 @@ Deno.test("a request that outgrows the whole cache ends with length there; one s
 });
 
 Deno.test("a prompt the whole cache can never hold is InvalidArgument naming the numbers; the boundary fits", async () => {
-  await withEngine({ kvBlocks: BLOCKS }, async (e) => {
+  await withFortune({ kvBlocks: BLOCKS }, async (e) => {
     const refused = (re: RegExp) => (err: unknown) => {
       ok(err instanceof EngineError && err.type === "InvalidArgument", String(err));
       ok(re.test(err.message), err.message);
@@ -114,11 +102,11 @@ Deno.test("requests that fit one at a time but not together are preempted, readm
     })
   );
   const alone: number[][] = [];
-  await withEngine({}, async (roomy) => {
+  await withFortune({}, async (roomy) => {
     for (const r of prompts) alone.push((await collect(roomy, r)).ids);
   });
   // About 100 tokens each against a 128-token cache: they cannot all stay.
-  await withEngine({ kvBlocks: BLOCKS, pipelineDepth: 4 }, async (tight) => {
+  await withFortune({ kvBlocks: BLOCKS, pipelineDepth: 4 }, async (tight) => {
     const together = await Promise.all(prompts.map((r) => collect(tight, r)));
     deepStrictEqual(together.map((r) => r.ids), alone);
     ok(together.every((r) => r.last.finish_reason === "length"));

@@ -15,7 +15,7 @@ import { BlockManager, DROPPED } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";
 import { Sequence } from "../sequence.ts";
 import { request } from "../../../test/support/fortune_engine.ts";
-import { seeded } from "../../../test/support/kernel_harness.ts";
+import { driveScheduler } from "../../../test/support/scheduler_sim.ts";
 
 const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
 const held = (blocks: number[]) => blocks.filter((id) => id !== DROPPED).length;
@@ -114,25 +114,15 @@ function simulate(
       limit,
     )
   );
-  const arriving = [...seqs];
-  const cache = new Map<number, number>();
-  const r = seeded(seed, 100_000);
-  let draw = 0, steps = 0, maxHeld = 0;
-  while ((arriving.length > 0 || !sched.idle) && steps < 20_000) {
-    if (steps % 3 === 0 && arriving.length > 0) sched.waiting.push(arriving.shift()!);
-    const step = sched.next();
-    ok(step, "a step can always run while sequences wait");
-    if (!step) break;
-    steps++;
-    const { batch } = step;
-    for (const { seq, count } of step.parts) {
+  let maxHeld = 0;
+  driveScheduler(sched, blocks, seqs, seed, 20_000, ({ batch, parts }, cache, steps) => {
+    for (const { seq, count } of parts) {
       if (count === 1 && seq.computed >= seq.promptLength) {
         maxHeld = Math.max(maxHeld, held(seq.blocks!.blocks));
       }
     }
-    for (let i = 0; i < batch.tokens.length; i++) cache.set(batch.slots[i]!, batch.tokens[i]!);
     let t = 0;
-    for (const { seq, count } of step.parts) {
+    for (const { seq, count } of parts) {
       for (let i = 0; i < count; i++, t++) {
         const pos = batch.positions[t]!;
         equal(batch.tokens[t], seq.tokens[pos]);
@@ -142,15 +132,7 @@ function simulate(
         }
       }
     }
-    for (const { seq, count } of step.parts) {
-      seq.computed += count;
-      blocks.commit(seq.blocks!, seq.tokens, seq.computed);
-    }
-    for (const seq of step.sampled) {
-      seq.accept(Math.floor((r[draw++]! + 1) * 8), 0);
-      if (seq.finished) sched.remove(seq);
-    }
-  }
+  });
   equal(blocks.used, 0, "every block is back once all have ended");
   ok(seqs.every((s) => s.finished && s.generated === maxTokens), "every sequence completes");
   return {

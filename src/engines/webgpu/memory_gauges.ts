@@ -5,8 +5,8 @@
  * `dynamo_component_gpu_memory_peak_bytes`, the highest total seen.
  */
 import { GPU_MEMORY_KINDS, memoryLedger } from "../../gpu/memory_ledger.ts";
-import type { EngineMetrics } from "../../metrics/engine_metrics.ts";
-import type { Gauge } from "../../metrics/registry.ts";
+import type { EngineMetrics } from "../../contract/metrics/engine_metrics.ts";
+import type { Gauge } from "../../contract/metrics/registry.ts";
 
 /** The two gauges of one metrics handle (registered once, however many times bound). */
 const families = new WeakMap<EngineMetrics, { bytes: Gauge; peak: Gauge }>();

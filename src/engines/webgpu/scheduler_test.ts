@@ -11,7 +11,7 @@ import { BlockManager } from "./block_manager.ts";
 import { Scheduler, type TokenSlots } from "./scheduler.ts";
 import { Sequence } from "../sequence.ts";
 import { request } from "../../../test/support/fortune_engine.ts";
-import { seeded } from "../../../test/support/kernel_harness.ts";
+import { driveScheduler } from "../../../test/support/scheduler_sim.ts";
 
 const CONTEXT = 256;
 
@@ -32,24 +32,10 @@ function simulate(numBlocks: number, prompts: number[][], maxTokens: number, see
       CONTEXT,
     )
   );
-  // Requests arrive three steps apart, so later ones can hit blocks committed by earlier ones.
-  const arriving = [...seqs];
-  /** slot -> token id written there, per step. Reused (prefix-cached) slots keep their content. */
-  const cache = new Map<number, number>();
-  const r = seeded(seed, 100_000);
-  let draw = 0;
-  let steps = 0;
-  while ((arriving.length > 0 || !sched.idle) && steps < 10_000) {
-    if (steps % 3 === 0 && arriving.length > 0) sched.waiting.push(arriving.shift()!);
-    const step = sched.next();
-    ok(step, "a step can always run while sequences wait");
-    if (!step) break;
-    steps++;
-    const { batch } = step;
-    // Write this step's K/V first (as kv_write does), then check every token's reads.
-    for (let i = 0; i < batch.tokens.length; i++) cache.set(batch.slots[i]!, batch.tokens[i]!);
+  // This step's K/V written first (as kv_write does), then every token's reads checked.
+  driveScheduler(sched, blocks, seqs, seed, 10_000, ({ batch, parts }, cache, steps) => {
     let t = 0;
-    for (const { seq, count } of step.parts) {
+    for (const { seq, count } of parts) {
       const table = seq.blocks!.blocks;
       for (let i = 0; i < count; i++, t++) {
         const pos = batch.positions[t]!;
@@ -60,15 +46,7 @@ function simulate(numBlocks: number, prompts: number[][], maxTokens: number, see
         }
       }
     }
-    for (const { seq, count } of step.parts) {
-      seq.computed += count;
-      blocks.commit(seq.blocks!, seq.tokens, seq.computed);
-    }
-    for (const seq of step.sampled) {
-      seq.accept(Math.floor((r[draw++]! + 1) * 8), 0);
-      if (seq.finished) sched.remove(seq);
-    }
-  }
+  });
   equal(blocks.used, 0);
   ok(seqs.every((s) => s.finished && s.generated === maxTokens));
   return { preemptions: sched.preemptions, hitRate: blocks.hitRate ?? 0 };

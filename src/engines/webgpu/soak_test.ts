@@ -6,11 +6,9 @@
  * `KILN_SOAK_REQUESTS=2000` (`deno task soak`) for the full run.
  */
 import { ok, strictEqual as equal } from "node:assert/strict";
-import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { parseEnv } from "../../adapters/deno/flags.ts";
-import { WebGpuEngine } from "./engine.ts";
 import { testGpu } from "../../../test/support/gpu.ts";
-import { MODELS } from "../../../test/support/models.ts";
+import { fortuneEngine } from "../../../test/support/fortune_engine.ts";
 import { soak } from "../../../test/support/soak.ts";
 
 /**
@@ -35,7 +33,6 @@ function countLiveBuffers(device: GPUDevice): () => number {
   return () => live;
 }
 
-const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
 const TOTAL = parseEnv({
   KILN_SOAK_REQUESTS: {
     type: "integer",
@@ -52,14 +49,7 @@ if (TOTAL % ROUNDS !== 0) {
 Deno.test(`soak: ${TOTAL} requests in ${ROUNDS} rounds; no blocks held, counters balance, heap bounded`, async () => {
   const gpu = await testGpu();
   const live = countLiveBuffers(gpu.device);
-  const engine = new WebGpuEngine({
-    files: dirFiles(fortune),
-    name: "fortune",
-    gpu,
-    kvBlocks: 48,
-    maxNumSeqs: 16,
-    maxNumBatchedTokens: 128,
-  });
+  const engine = await fortuneEngine({ kvBlocks: 48, maxNumSeqs: 16, maxNumBatchedTokens: 128 });
   await engine.start(0n);
   const heap: number[] = [];
   const buffers: number[] = [];

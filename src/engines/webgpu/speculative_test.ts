@@ -8,7 +8,7 @@ import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { EngineError } from "../../contract/errors.ts";
 import type { PreprocessedRequest } from "../../contract/types.ts";
-import { EngineMetrics } from "../../metrics/engine_metrics.ts";
+import { EngineMetrics } from "../../contract/metrics/engine_metrics.ts";
 import { openCheckpoint } from "../../model/checkpoint.ts";
 import { ReferenceModel } from "../../reference/model.ts";
 import type { SpeculativeOptions } from "../speculation.ts";

@@ -1,24 +1,16 @@
+/**
+ * 64 concurrent requests on the fortune engine (random lengths and cancellations,
+ * `test/support/soak.ts`) under a cache small enough that they wait for blocks and get
+ * preempted: every one ends correctly and nothing leaks.
+ */
 import { ok, strictEqual as equal } from "node:assert/strict";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
-import { dirFiles } from "../../adapters/deno/file_source.ts";
-import { WebGpuEngine } from "./engine.ts";
-import { testGpu } from "../../../test/support/gpu.ts";
-import { MODELS } from "../../../test/support/models.ts";
+import { fortuneEngine } from "../../../test/support/fortune_engine.ts";
 import { soak } from "../../../test/support/soak.ts";
 
-const fortune = MODELS.find((m) => m.name === "fortune")!.dir.pathname;
-
 Deno.test("64 concurrent requests with random lengths and cancellations all end correctly; nothing leaks", async () => {
-  const gpu = await testGpu();
   // A small cache (24 blocks of 16) so requests also wait for blocks and get preempted.
-  const engine = new WebGpuEngine({
-    files: dirFiles(fortune),
-    name: "fortune",
-    gpu,
-    kvBlocks: 24,
-    maxNumSeqs: 16,
-    maxNumBatchedTokens: 64,
-  });
+  const engine = await fortuneEngine({ kvBlocks: 24, maxNumSeqs: 16, maxNumBatchedTokens: 64 });
   await engine.start(0n);
   const events: KvCacheEvent[] = [];
   const [source] = await engine.kvEventSources();

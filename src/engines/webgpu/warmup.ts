@@ -13,7 +13,7 @@
  * (`gpu/shader.ts`). Then one workgroup of each pipeline runs once (see `touch`).
  */
 import { type Dispatch, encodeDispatches } from "../../gpu/dispatch.ts";
-import { productRowClasses } from "../../gpu/kernels/product.ts";
+import { productRowClasses } from "../../gpu/product/product.ts";
 import type { Sampler } from "../../gpu/kernels/sampling.ts";
 import { pipelineCounts, watchPipelines } from "../../gpu/shader.ts";
 import type { Forward } from "../../runtime/forward.ts";

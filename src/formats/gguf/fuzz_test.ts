@@ -6,7 +6,7 @@
  * checked like the other fuzzers (`test/fuzz/harness.ts`, `deno task fuzz`).
  */
 import { blobSource } from "../source.ts";
-import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/formats/registry.ts";
 import { readGgufFile } from "./header.ts";
 import { openGguf } from "../../model/gguf/load.ts";
 import { tinyGguf } from "../../model/gguf/test_model.ts";

@@ -13,7 +13,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import type { WeightDtype } from "../../gpu/dtype.ts";
-import { QUANT_BLOCKS, QUANT_TYPES, type QuantType } from "../../gpu/quant/blocks.ts";
+import { QUANT_BLOCKS, QUANT_TYPES, type QuantType } from "../../gpu/formats/blocks.ts";
 import { htmlPage, looksLikeHtml } from "../html.ts";
 import type { ByteSource } from "../source.ts";
 import {

@@ -1,152 +1,23 @@
 /**
- * Wrappers for the paged KV cache write (alone, or fused with RoPE on one q/k/v product) and
- * causal GQA-aware attention (single-pass or split-K). The cache layout is [blocks, blockSize,
+ * Causal GQA-aware attention over the paged KV cache (single-pass or split-K, or the `rows`
+ * kernel on CPU adapters). The cache and its writes (alone, or fused with RoPE on one q/k/v
+ * product) are `kv_cache.ts`'s, re-exported here. The cache layout is [blocks, blockSize,
  * kvHeads, headDim] in f32, or in f16 packed two per u32 (core WGSL, no `shader-f16` needed).
  */
-import { EngineError } from "../../contract/errors.ts";
 import { storageBuffer } from "../buffers.ts";
 import type { Dispatch } from "../dispatch.ts";
-import { grid256, type KernelDispatch, prepareKernel } from "./kernel.ts";
-import { checkBuffer, placeholder } from "./matvec_quant.ts";
 import { kernelPaths } from "../paths.ts";
+import { checkBuffer, fail, groupsOf8, placeholder, prepareKernel } from "./kernel.ts";
+import { checkHeads, type KvDtype } from "./kv_cache.ts";
 
-/** Element type of a KV cache. */
-export type KvDtype = "f16" | "f32";
-
-/** Bytes per cached element (size a cache as blocks * blockSize * kvHeads * headDim * this). */
-export function kvBytesPerElement(kvDtype: KvDtype): number {
-  return kvDtype === "f16" ? 2 : 4;
-}
-
-const invalid = (what: string, message: string) =>
-  EngineError.invalidArgument(`${what}: ${message}`);
-
-function checkHeads(what: string, heads: number, kvHeads: number, headDim: number): void {
-  for (const [name, v] of [["heads", heads], ["kvHeads", kvHeads], ["headDim", headDim]] as const) {
-    if (!Number.isInteger(v) || v < 1) {
-      throw invalid(what, `${name} ${v} is not a positive integer`);
-    }
-  }
-  if (heads % kvHeads !== 0) throw invalid(what, `heads ${heads} not a multiple of ${kvHeads}`);
-  if (headDim % 2 !== 0) throw invalid(what, `head_dim ${headDim} is odd (pairs are required)`);
-}
-
-/** Buffers and shape of {@linkcode prepareKvWrite}. */
-export interface KvWriteArgs {
-  /** Keys, f32 [tokens, kvHeads, headDim]. */
-  k: GPUBuffer;
-  /** Values, f32 [tokens, kvHeads, headDim]. */
-  v: GPUBuffer;
-  /** u32 per token: cache slot (block * blockSize + offset). */
-  slots: GPUBuffer;
-  /** Key cache, [blocks, blockSize, kvHeads, headDim] in `kvDtype`. */
-  kCache: GPUBuffer;
-  /** Value cache, same layout as `kCache`. */
-  vCache: GPUBuffer;
-  /** Number of tokens. */
-  tokens: number;
-  /** Key/value heads per token. */
-  kvHeads: number;
-  /** Width of a head (even for an f16 cache). */
-  headDim: number;
-  /** Cache element type (default f32). */
-  kvDtype?: KvDtype;
-}
-
-/** Scatter K and V rows ([tokens, kvHeads, headDim] f32) into the caches at `slots`. */
-export async function prepareKvWrite(
-  device: GPUDevice,
-  a: KvWriteArgs,
-  label = "kv_write",
-): Promise<KernelDispatch> {
-  const f16 = a.kvDtype === "f16";
-  const row = a.kvHeads * a.headDim;
-  if (f16 && row % 2 !== 0) throw invalid(label, `head_dim ${a.headDim} is odd for an f16 cache`);
-  return await prepareKernel(device, {
-    label,
-    shader: "kv_cache",
-    entry: "main",
-    constants: { KV_F16: f16 ? 1 : 0 },
-    uniform: [a.tokens, row, 0, 0],
-    buffers: { 1: a.k, 2: a.v, 3: a.slots, 4: a.kCache, 5: a.vCache },
-    workgroups: grid256(device, (a.tokens * row) / (f16 ? 2 : 1)),
-  });
-}
-
-/** Buffers and shape of {@linkcode prepareRopeKv}. */
-export interface RopeKvArgs {
-  /** [tokens, (heads + 2 kvHeads) * headDim] f32: per token q, then k, then v. */
-  qkv: GPUBuffer;
-  /** Out: RoPE-rotated q, [tokens, heads, headDim] f32. */
-  q: GPUBuffer;
-  /** u32 per token: its position. */
-  positions: GPUBuffer;
-  /** The RoPE inverse frequencies, [headDim / 2], as `uploadRopeFrequencies` stores them. */
-  frequencies: GPUBuffer;
-  /** u32 per token: cache slot (block * blockSize + offset); 0xFFFFFFFF = padding, skipped. */
-  slots: GPUBuffer;
-  /** Key cache, [blocks, blockSize, kvHeads, headDim] in `kvDtype`. */
-  kCache: GPUBuffer;
-  /** Value cache, same layout as `kCache`. */
-  vCache: GPUBuffer;
-  /** Number of tokens. */
-  tokens: number;
-  /** Query heads per token. */
-  heads: number;
-  /** Key/value heads per token (divides `heads`). */
-  kvHeads: number;
-  /** Width of a head (even). */
-  headDim: number;
-  /**
-   * The leading elements of each q and k head that rotate (even, at most `headDim`; default
-   * `headDim`): partial rotary below it, no RoPE at 0 (k and v are still cached).
-   */
-  rotaryDim?: number;
-  /** The rotated elements times this (default 1): LongRoPE's attention factor. */
-  rotaryScale?: number;
-  /** Cache element type. */
-  kvDtype: KvDtype;
-}
-
-/**
- * One dispatch for RoPE on q and k and the KV cache write: rotated q to `q`, rotated k and v
- * (converted to `kvDtype`) into the caches at each token's slot.
- */
-export async function prepareRopeKv(
-  device: GPUDevice,
-  a: RopeKvArgs,
-  label = "rope_kv",
-): Promise<KernelDispatch> {
-  checkHeads(label, a.heads, a.kvHeads, a.headDim);
-  const rotaryDim = a.rotaryDim ?? a.headDim;
-  if (
-    !Number.isInteger(rotaryDim) || rotaryDim < 0 || rotaryDim % 2 !== 0 || rotaryDim > a.headDim
-  ) {
-    throw invalid(
-      label,
-      `rotaryDim ${rotaryDim}: expected an even count up to head_dim ${a.headDim}`,
-    );
-  }
-  const pairs = a.tokens * (a.heads + 2 * a.kvHeads) * (a.headDim / 2);
-  return await prepareKernel(device, {
-    label,
-    shader: "rope",
-    entry: "rope_kv",
-    constants: { KV_F16: a.kvDtype === "f16" ? 1 : 0 },
-    uniform: [a.tokens, a.heads, a.headDim, a.kvHeads, rotaryDim, a.rotaryScale ?? 1, 0, 0],
-    floats: [5],
-    buffers: {
-      1: a.q,
-      2: a.positions,
-      3: a.frequencies,
-      4: a.qkv,
-      5: a.slots,
-      6: a.kCache,
-      7: a.vCache,
-    },
-    workgroups: grid256(device, pairs),
-  });
-}
+export {
+  kvBytesPerElement,
+  type KvDtype,
+  type KvWriteArgs,
+  prepareKvWrite,
+  prepareRopeKv,
+  type RopeKvArgs,
+} from "./kv_cache.ts";
 
 /** Buffers and shape of {@linkcode prepareAttention}. */
 export interface AttentionArgs {
@@ -210,13 +81,6 @@ export interface AttentionDispatch {
   owned: GPUBuffer[];
   /** The kernel that took the call (see `KernelPaths.attention`). */
   kernel: "tiles" | "rows";
-}
-
-/** Workgroups of 8 for the `rows` kernel's `threads`, over x and y when x would pass the limit. */
-function rowsGrid(device: GPUDevice, threads: number): readonly [number, number] {
-  const groups = Math.ceil(threads / 8);
-  const limit = device.limits.maxComputeWorkgroupsPerDimension;
-  return groups <= limit ? [groups, 1] : [limit, Math.ceil(groups / limit)];
 }
 
 /** Keys per split below which splitting does not pay: one workgroup handles them well. */
@@ -308,7 +172,7 @@ export async function prepareAttention(
   label = "attention",
 ): Promise<AttentionDispatch> {
   checkHeads(label, a.heads, a.kvHeads, a.headDim);
-  if (a.headDim > 256) throw invalid(label, `head_dim ${a.headDim} > 256 is not supported`);
+  if (a.headDim > 256) fail(label, `head_dim ${a.headDim} > 256 is not supported`);
   const splits = Math.max(1, a.splits ?? 1);
   const bounded = a.maxKeys !== undefined && Math.ceil(a.maxKeys / splits) <= ROWS_KEYS;
   const rows = kernelPaths(device).attention === "rows" && bounded
@@ -319,12 +183,12 @@ export async function prepareAttention(
     : attentionLayout(a.heads, a.kvHeads, a.headDim);
   const scale = a.scale ?? 1 / Math.sqrt(a.headDim);
   const window = a.window ?? 0, softcap = a.softcap ?? 0;
-  if (!(Number.isFinite(scale) && scale > 0)) throw invalid(label, `scale ${scale} is not > 0`);
+  if (!(Number.isFinite(scale) && scale > 0)) fail(label, `scale ${scale} is not > 0`);
   if (!(Number.isInteger(window) && window >= 0 && window < 2 ** 32)) {
-    throw invalid(label, `window ${window} is not an integer >= 1 (0: none)`);
+    fail(label, `window ${window} is not an integer >= 1 (0: none)`);
   }
   if (!(Number.isFinite(softcap) && softcap >= 0)) {
-    throw invalid(label, `softcap ${softcap} is not a finite number >= 0 (0: none)`);
+    fail(label, `softcap ${softcap} is not a finite number >= 0 (0: none)`);
   }
   const uniform = [
     a.tokens,
@@ -359,7 +223,9 @@ export async function prepareAttention(
     5: a.tableOffsets,
     6: a.blockTable,
   };
-  const workgroups = rows ? rowsGrid(device, threads) : [a.tokens, a.kvHeads * lay.chunks] as const;
+  const workgroups = rows
+    ? groupsOf8(device, threads)
+    : [a.tokens, a.kvHeads * lay.chunks] as const;
   if (splits === 1) {
     const d = await prepareKernel(device, {
       label,
@@ -389,7 +255,7 @@ export async function prepareAttention(
     uniform,
     floats: [6, 11],
     buffers: { ...common, 8: ml, 9: acc },
-    workgroups: rows ? rowsGrid(device, threads * splits) : [...workgroups, splits],
+    workgroups: rows ? groupsOf8(device, threads * splits) : [...workgroups, splits],
   });
   const merge = await prepareKernel(device, {
     label: `${label}:merge`,

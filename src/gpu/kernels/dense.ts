@@ -1,6 +1,6 @@
 /**
  * Wrappers for the dense kernels: embedding, RMSNorm, RoPE and SwiGLU over stacked gate/up
- * products (the linear layers, with the residual add in their epilogues, are in `linear.ts`).
+ * products (the linear layers, with the residual add in their epilogues, are in `../product/`).
  */
 import { EngineError } from "../../contract/errors.ts";
 import { DTYPE_CODE, type WeightDtype } from "../dtype.ts";

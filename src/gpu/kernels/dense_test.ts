@@ -1,4 +1,10 @@
+/**
+ * The dense kernels (embedding, RMSNorm, per-head RMSNorm, RoPE, gated halves, scale in place)
+ * against their float64 references (`reference/kernels/dense.ts`) over odd shapes and every
+ * weight dtype.
+ */
 import { uploadBuffer } from "../buffers.ts";
+import type { WeightDtype } from "../dtype.ts";
 import {
   embeddingRef,
   gatedRef,
@@ -28,6 +34,36 @@ import {
   weights,
 } from "../../../test/support/kernel_harness.ts";
 
+/**
+ * RMSNorm (eps 1e-5) of `rows` seeded rows of `dim` (x, weights and y's prior contents from
+ * `seeds`) into y, stored or added: y as the GPU leaves it, and float64's norm.
+ */
+async function rmsNormCase(
+  device: GPUDevice,
+  dtype: WeightDtype,
+  rows: number,
+  dim: number,
+  [xSeed, wSeed, priorSeed]: [number, number, number],
+  accumulate: boolean,
+): Promise<{ got: Float32Array; normed: ReturnType<typeof rmsNormRef>; prior: Float64Array }> {
+  const x = asF32(seeded(xSeed, rows * dim, 3));
+  const w = weights(wSeed, dim, dtype, 1);
+  const prior = asF32(seeded(priorSeed, rows * dim, 2));
+  const y = f32Buffer(device, "rms:y", prior);
+  const d = await prepareRmsNorm(device, {
+    x: f32Buffer(device, "rms:x", x),
+    weight: uploadBuffer(device, "rms:w", w.bytes),
+    y,
+    rows,
+    dim,
+    eps: 1e-5,
+    dtype,
+    accumulate,
+  });
+  const got = await runRead(device, [d], y, rows * dim);
+  return { got, normed: rmsNormRef(x, w.values, dim, 1e-5), prior };
+}
+
 for (const dtype of DTYPES) {
   Deno.test(`embedding gathers ${dtype} rows; out-of-vocab ids give zeros`, async () => {
     const { device } = await testGpu();
@@ -36,29 +72,21 @@ for (const dtype of DTYPES) {
       const table = weights(1, vocab * hidden, dtype);
       const ids = [0, 36, 5, 5, 40, 17, 1];
       const out = outBuffer(device, "emb:out", ids.length * hidden);
-      const d = await prepareEmbedding(device, {
-        ids: u32Buffer(device, "emb:ids", ids),
-        table: uploadBuffer(device, "emb:table", table.bytes),
-        out,
-        tokens: ids.length,
-        hidden,
-        vocab,
-        dtype,
-      });
-      const got = await runRead(device, [d], out, ids.length * hidden);
+      const embed = (more: { scale?: number } = {}) =>
+        prepareEmbedding(device, {
+          ids: u32Buffer(device, "emb:ids", ids),
+          table: uploadBuffer(device, "emb:table", table.bytes),
+          out,
+          tokens: ids.length,
+          hidden,
+          vocab,
+          dtype,
+          ...more,
+        });
+      const got = await runRead(device, [await embed()], out, ids.length * hidden);
       assertClose(got, embeddingRef(ids, table.values, hidden), 0, 0, "embedding");
       // Scaled (an embedding multiplier): one f32 rounding of each product.
-      const scaled = await prepareEmbedding(device, {
-        ids: u32Buffer(device, "emb:ids", ids),
-        table: uploadBuffer(device, "emb:table", table.bytes),
-        out,
-        tokens: ids.length,
-        hidden,
-        vocab,
-        dtype,
-        scale: 0.37,
-      });
-      const got2 = await runRead(device, [scaled], out, ids.length * hidden);
+      const got2 = await runRead(device, [await embed({ scale: 0.37 })], out, ids.length * hidden);
       assertClose(got2, embeddingRef(ids, table.values, hidden, 0.37), 0, 2 ** -23, "scaled");
     });
   });
@@ -102,27 +130,21 @@ for (const dtype of DTYPES) {
     await withErrorScopes(device, async () => {
       for (const [rows, dim] of [[3, 1], [5, 63], [2, 257]] as const) {
         for (const accumulate of [false, true]) {
-          const x = asF32(seeded(dim, rows * dim, 3));
-          const w = weights(dim + 1, dim, dtype, 1);
-          const prior = asF32(seeded(dim + 2, rows * dim, 2));
-          const y = f32Buffer(device, "rms:y", prior);
-          const d = await prepareRmsNorm(device, {
-            x: f32Buffer(device, "rms:x", x),
-            weight: uploadBuffer(device, "rms:w", w.bytes),
-            y,
+          const r = await rmsNormCase(
+            device,
+            dtype,
             rows,
             dim,
-            eps: 1e-5,
-            dtype,
+            [dim, dim + 1, dim + 2],
             accumulate,
-          });
-          const want = rmsNormRef(x, w.values, dim, 1e-5);
-          if (accumulate) want.forEach((v, i) => want[i] = v + prior[i]!);
+          );
+          const want = r.normed;
+          if (accumulate) want.forEach((v, i) => want[i] = v + r.prior[i]!);
           // A few f32 roundings per output: the worst measured on lavapipe takes 15 % of this
           // bound (the bound was 1e-6 + 1e-5·|ref|). Added to y (|y| < 2), the sum may cancel:
           // its error is then relative to the terms, 1e-6 of 2 more.
           assertClose(
-            await runRead(device, [d], y, rows * dim),
+            r.got,
             want,
             accumulate ? 2.1e-6 : 1e-7,
             1e-6,
@@ -137,25 +159,11 @@ for (const dtype of DTYPES) {
     const { device } = await testGpu();
     await withErrorScopes(device, async () => {
       for (const [rows, dim] of [[3, 1], [5, 63], [2, 257]] as const) {
-        const x = asF32(seeded(dim + 5, rows * dim, 3));
-        const prior = asF32(seeded(dim + 6, rows * dim, 2));
-        const w = weights(dim + 7, dim, dtype, 1);
-        const y = f32Buffer(device, "rms:y", prior);
-        const d = await prepareRmsNorm(device, {
-          x: f32Buffer(device, "rms:x", x),
-          weight: uploadBuffer(device, "rms:w", w.bytes),
-          y,
-          rows,
-          dim,
-          eps: 1e-5,
-          dtype,
-          accumulate: true,
-        });
-        const normed = rmsNormRef(x, w.values, dim, 1e-5);
+        const r = await rmsNormCase(device, dtype, rows, dim, [dim + 5, dim + 7, dim + 6], true);
         // One more rounding than the stored norm (the add): the same bound over |prior| too.
         assertClose(
-          await runRead(device, [d], y, rows * dim),
-          normed.map((v, i) => v + prior[i]!),
+          r.got,
+          r.normed.map((v, i) => v + r.prior[i]!),
           2e-7,
           1e-6,
           "rmsnorm accumulate",

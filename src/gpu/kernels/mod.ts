@@ -1,11 +1,13 @@
 /**
- * Kernel wrappers: each prepares a labelled, replayable dispatch of a `shaders/*.wgsl` entry.
+ * Kernel wrappers: each prepares a labelled, replayable dispatch of a `shaders/*.wgsl` entry (the
+ * products through the one door `prepareProduct`, `../product/`).
  * @module
  */
 export * from "./kernel.ts";
 export * from "./dense.ts";
 export * from "./rope_frequencies.ts";
-export * from "./linear.ts";
+export * from "../product/product.ts";
+export type { Epilogue, LinearScratch, ProductKernelArgs } from "../product/args.ts";
 export * from "./attention.ts";
 export * from "./sampling.ts";
 export { TokenMaskRows } from "./token_mask.ts";

@@ -19,10 +19,18 @@ import { EngineError } from "../../contract/errors.ts";
 import { grid } from "../dispatch.ts";
 import { kernelPaths } from "../paths.ts";
 import type { TensorDtype } from "../dtype.ts";
-import { productFormat, productRowBytes } from "../quant/product_formats.ts";
+import { productFormat, productRowBytes } from "../formats/registry.ts";
 import { shaderVariant } from "../shader_compose.ts";
-import { type KernelDispatch, type KernelSpec, prepareKernel } from "./kernel.ts";
-import { checkBuffer, checkCount, fail, placeholder, tableBinding } from "./matvec_quant.ts";
+import {
+  checkBuffer,
+  checkCount,
+  fail,
+  type KernelDispatch,
+  type KernelSpec,
+  placeholder,
+  prepareKernel,
+  tableBinding,
+} from "./kernel.ts";
 
 const WG = 64;
 
@@ -164,7 +172,7 @@ export interface MoeExpertsArgs {
 
 /**
  * Rows per thread on the one-thread-per-row path: one load of the activations serves this many
- * weight rows (as `matvec_quant`'s CPU path does).
+ * weight rows (as `product/matvec.wgsl`'s CPU path does).
  */
 const CPU_RPT = 8;
 

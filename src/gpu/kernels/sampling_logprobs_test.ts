@@ -6,6 +6,7 @@
  */
 import { strictEqual as equal } from "node:assert/strict";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
+import { randomMask } from "../../../test/support/token_masks.ts";
 import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import {
   assertReported,
@@ -28,13 +29,6 @@ const VOCABS = [1, 33, 260, 1001, 4099];
 const PATHS: TokenMaskPath[] = ["fused", "pass"];
 // A logprob is a processed logit minus a log-sum-exp in f32, against float64.
 const BOUND: LogprobBound = { tol: 2e-6, eps: 1e-6 };
-
-/** A pseudo-random row keeping about `keep` of the tokens (at least one). */
-function randomMask(vocab: number, seed: number, keep: number): Uint32Array {
-  const r = seeded(seed, vocab);
-  const ids = [...r.keys()].filter((i) => (r[i]! + 1) / 2 < keep);
-  return tokenBitmask(vocab, ids.length > 0 ? ids : [vocab - 1]);
-}
 
 /** Rows of every kind: masks leaving 0, 1, 2 or 3 tokens, truncations with and without one. */
 function batch(V: number): SeqSampling[] {

@@ -9,6 +9,7 @@
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
 import { readF32 } from "../buffers.ts";
 import { f32Buffer, seeded } from "../../../test/support/kernel_harness.ts";
+import { randomMask } from "../../../test/support/token_masks.ts";
 import { assertClose, testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
 import { assertReported, reportedRow } from "../../../test/support/logprobs.ts";
 import {
@@ -33,13 +34,6 @@ const VOCABS = [1, 33, 260, 1001, 4099];
 const PATHS: TokenMaskPath[] = ["fused", "pass"];
 const PROB_TOL = 1.5e-6;
 const LOGPROB_TOL = 3e-6;
-
-/** A pseudo-random row keeping about `keep` of the tokens (at least one). */
-function randomMask(vocab: number, seed: number, keep: number): Uint32Array {
-  const r = seeded(seed, vocab);
-  const ids = [...r.keys()].filter((i) => (r[i]! + 1) / 2 < keep);
-  return tokenBitmask(vocab, ids.length > 0 ? ids : [vocab - 1]);
-}
 
 /** The batch: constrained rows of every sampling kind, free rows, and rows left no token. */
 function batch(vocab: number): SeqSampling[] {

@@ -22,13 +22,10 @@ export function prepareGather(
   a: GatherArgs,
   label = "tokens:gather",
 ): Promise<KernelDispatch> {
-  return prepareKernel(device, {
-    label,
-    shader: "tokens",
-    entry: "gather",
-    uniform: [a.count, a.store.size / 4, 0, 0],
-    buffers: { 1: a.store, 2: a.index, 3: a.ids },
-    workgroups: [Math.max(1, Math.ceil(a.count / 64))],
+  return tokensKernel(device, label, "gather", a.count, a.store, {
+    1: a.store,
+    2: a.index,
+    3: a.ids,
   });
 }
 
@@ -53,12 +50,31 @@ export function prepareAppend(
   a: AppendArgs,
   label = "tokens:append",
 ): Promise<KernelDispatch> {
+  return tokensKernel(device, label, "append", a.count, a.store, {
+    4: a.result,
+    5: a.at,
+    6: a.store,
+  });
+}
+
+/**
+ * One of `tokens.wgsl`'s entries over `count` items (64 a workgroup), its uniform the count and
+ * the store's length in ids.
+ */
+function tokensKernel(
+  device: GPUDevice,
+  label: string,
+  entry: "gather" | "append",
+  count: number,
+  store: GPUBuffer,
+  buffers: Readonly<Record<number, GPUBuffer>>,
+): Promise<KernelDispatch> {
   return prepareKernel(device, {
     label,
     shader: "tokens",
-    entry: "append",
-    uniform: [a.count, a.store.size / 4, 0, 0],
-    buffers: { 4: a.result, 5: a.at, 6: a.store },
-    workgroups: [Math.max(1, Math.ceil(a.count / 64))],
+    entry,
+    uniform: [count, store.size / 4, 0, 0],
+    buffers,
+    workgroups: [Math.max(1, Math.ceil(count / 64))],
   });
 }

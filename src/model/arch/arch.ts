@@ -127,8 +127,9 @@ export type ExpertActivation = "silu" | "swiglu_oai";
 /**
  * One step of a decoder layer. The residual stream is `x`; each step reads what the ones before
  * it wrote. A later family adds a step kind (a post-norm after attention, soft-capped scores, a
- * window) or a variant (`act`), and both compilers (`step_plan.ts`, `reference_layer.ts`) learn
- * it; a step either compiler does not know is a type error there.
+ * window) or a variant (`act`), and both compilers learn it: a step compiler in
+ * `src/runtime/steps/` (the table `STEP_COMPILERS`) and a reference step in
+ * `src/reference/layer.ts`; a step either does not know is a type error there.
  */
 export type LayerStep =
   /** RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). */

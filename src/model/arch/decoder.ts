@@ -1,9 +1,53 @@
 /**
  * The pieces most decoder families share: the global tensors, the attention and MLP tensors of
- * a pre-norm layer (HF and llama.cpp names), and the plain pre-norm layer recipe. Family files
- * compose their descriptions from these.
+ * a pre-norm layer (HF and llama.cpp names), the plain pre-norm layer recipe, and the usual HF
+ * and GGUF naming rules. Family files compose their descriptions from these.
  */
-import type { ExpertRole, GlobalRole, LayerRole, LayerStep, TensorEntry } from "./arch.ts";
+import type {
+  ArchDescription,
+  ExpertRole,
+  GlobalRole,
+  HfConfigRules,
+  LayerRole,
+  LayerStep,
+  TensorEntry,
+} from "./arch.ts";
+
+/**
+ * A family's HF names: one `architectures[0]` and one `model_type`; its config rules are
+ * `config` over the usual ones (biases as `attention_bias` says, the window as
+ * `use_sliding_window` says).
+ */
+export function hfNames(
+  architecture: string,
+  modelType: string,
+  config: Partial<HfConfigRules> = {},
+): ArchDescription["hf"] {
+  return {
+    architectures: [architecture],
+    modelTypes: [modelType],
+    config: { attentionBias: "attention_bias", slidingWindow: "flag", ...config },
+  };
+}
+
+/**
+ * A family's GGUF names: files of `general.architecture` `arch`, and a conversion writes `arch`;
+ * `rest` over the usual rules (q/k rows as in HF, biases when the file has them, no
+ * `rope_freqs.weight`).
+ */
+export function ggufNames(
+  arch: string,
+  rest: Partial<ArchDescription["gguf"]> = {},
+): ArchDescription["gguf"] {
+  return {
+    architectures: [arch],
+    write: arch,
+    interleavedQk: false,
+    attentionBias: "tensors",
+    ropeFreqs: false,
+    ...rest,
+  };
+}
 
 /** Embedding, final norm and LM head (absent when tied to the embedding). */
 export const GLOBAL_TENSORS: readonly TensorEntry<GlobalRole>[] = [

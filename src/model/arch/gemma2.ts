@@ -5,9 +5,9 @@
  * scaled by 1/sqrt(`query_pre_attn_scalar`), attention and final logits soft-capped, and a
  * sliding window on every other layer (0, 2, ...). llama.cpp runs it with NEOX RoPE.
  */
-import type { ArchDescription, TensorEntry } from "./arch.ts";
-import type { GlobalRole, LayerRole } from "./arch.ts";
+import type { ArchDescription, GlobalRole, HfConfigRules, LayerRole, TensorEntry } from "./arch.ts";
 import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QK_NORMS, QKV_BIASES } from "./decoder.ts";
+import { ggufNames, hfNames } from "./decoder.ts";
 
 /** Norm weights (every role ending in `Norm`, and the final `norm`) are stored less one in HF. */
 const addOne = <R extends string>(e: TensorEntry<R>): TensorEntry<R> =>
@@ -52,27 +52,23 @@ export function gemmaLayer(qkNorm: boolean): readonly TensorEntry<LayerRole>[] {
   return layer.map(addOne);
 }
 
+/**
+ * Gemma's HF config rules: the window whenever `sliding_window` is set, on layers in a pattern of
+ * `windowPattern`; GELU; the LM head tied unless the config says otherwise.
+ */
+export function gemmaRules(windowPattern: number): Partial<HfConfigRules> {
+  return {
+    slidingWindow: "when_set",
+    windowPattern,
+    act: "gelu_pytorch_tanh",
+    tiedByDefault: true,
+  };
+}
+
 export const GEMMA2: ArchDescription = {
   name: "gemma2",
-  hf: {
-    architectures: ["Gemma2ForCausalLM"],
-    modelTypes: ["gemma2"],
-    config: {
-      attentionBias: "attention_bias",
-      slidingWindow: "when_set",
-      windowPattern: 2,
-      act: "gelu_pytorch_tanh",
-      tiedByDefault: true,
-    },
-  },
-  gguf: {
-    architectures: ["gemma2"],
-    write: "gemma2",
-    interleavedQk: false,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    hiddenPerHeadScaleAt: [46],
-  },
+  hf: hfNames("Gemma2ForCausalLM", "gemma2", gemmaRules(2)),
+  gguf: ggufNames("gemma2", { hiddenPerHeadScaleAt: [46] }),
   tensors: { global: GEMMA_GLOBAL, layer: gemmaLayer(false) },
   layer: [
     { op: "attn_norm_qkv" },

@@ -10,27 +10,19 @@ import {
   checkAblations,
   familyFixture,
   fixtureGpuTests,
-  maxAbsDiff,
   verifyOnGpu,
 } from "../../../test/support/family_fixture.ts";
-import type { ModelConfig } from "../config.ts";
+import { gemmaAblations, sameAsLlamaCpp } from "../../../test/support/gemma_checks.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
 import { fileListFiles } from "../../formats/source.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
-import { ReferenceModel } from "../../reference/model.ts";
-import { tensorValues } from "../../reference/tensor_values.ts";
-import { archOf, type LayerStep } from "./mod.ts";
 
 const FIXTURE = familyFixture("gemma2");
 const TOKENS = FIXTURE.manifest.tokens;
 /** llama.cpp's GELU reads an F16 table: its logits are 2.3e-3 off an exact forward pass. */
 const LLAMA_CPP_TOL = 5e-3;
 const PROMPTS = [TOKENS, TOKENS.slice(0, 5), TOKENS.slice(7, 30)];
-
-/** The recipe with the post-attention and post-MLP norms dropped. */
-const WITHOUT_POST_NORMS = (steps: readonly LayerStep[]): LayerStep[] =>
-  steps.map((s) => s.op === "o_proj_residual" || s.op === "mlp" ? { ...s, postNorm: false } : s);
 
 Deno.test("gemma2: HF and GGUF give one config and weights; float64 matches llama.cpp", async () => {
   const hf = await FIXTURE.hf(), gguf = await FIXTURE.gguf();
@@ -40,38 +32,16 @@ Deno.test("gemma2: HF and GGUF give one config and weights; float64 matches llam
     ["gemma2", 8, [true, false], 2, 8, Math.sqrt(32)],
   );
   equal(c.attnScale, undefined, "query_pre_attn_scalar = head_dim: the default scale");
-  const { dtype: _a, eosTokenIds: _b, ...fromHf } = c;
-  const { dtype: _c, eosTokenIds: _d, ...fromGguf } = gguf.config;
-  deepStrictEqual(fromGguf, fromHf);
-  // HF stores w, GGUF 1 + w: both load as 1 + w.
-  const norm = (w: typeof hf.weights) => tensorValues(w.layers[1]!.mlpOutNorm!);
-  deepStrictEqual(await norm(hf.weights), await norm(gguf.weights));
-  for (const ck of [hf, gguf]) {
-    const logits = (await ReferenceModel.load(ck.config, ck.weights)).logits(TOKENS);
-    const err = maxAbsDiff(logits, FIXTURE.llamaCpp);
-    console.log(`  ${ck.format}: float64 vs llama.cpp max|err| ${err.toExponential(2)}`);
-    ok(err < LLAMA_CPP_TOL, `${ck.format}: ${err}`);
-  }
+  await sameAsLlamaCpp(FIXTURE, hf, gguf, (w) => w.layers[1]!.mlpOutNorm!, LLAMA_CPP_TOL);
 });
 
 Deno.test("gemma2: each feature, turned off in the float64 reference, moves the logits", async () => {
   const ck = await FIXTURE.hf();
-  const c = ck.config, recipe = archOf(c).layer;
-  const load = (config = c, testRecipe = recipe) =>
-    ReferenceModel.load(config, ck.weights, { testRecipe });
-  const without = (key: keyof ModelConfig) => {
-    const { [key]: _, ...rest } = c;
-    return load(rest as ModelConfig);
-  };
+  const a = gemmaAblations(FIXTURE, ck);
   await checkAblations(FIXTURE, ck, {
-    "the sliding window": () => without("slidingWindow"),
-    "the attention soft-cap": () => without("attnSoftcap"),
-    "the final soft-cap": () => without("finalSoftcap"),
-    "the embedding scale": () => without("embedScale"),
-    "the (1 + w) norm weights": async () => ReferenceModel.load(c, await FIXTURE.hfAsStored()),
-    "the post-attention and post-MLP norms": () => load(c, WITHOUT_POST_NORMS(recipe)),
-    "GELU (SiLU instead)": () =>
-      load(c, recipe.map((s) => s.op === "mlp" ? { ...s, act: "silu" } : s)),
+    ...a.shared,
+    "the attention soft-cap": () => a.without("attnSoftcap"),
+    "the final soft-cap": () => a.without("finalSoftcap"),
   });
 });
 

@@ -4,29 +4,13 @@
  * or `layer_types`) and a RoPE base of their own (`rope_local_base_freq`).
  */
 import type { ArchDescription } from "./arch.ts";
-import { GEMMA_GLOBAL, gemmaLayer } from "./gemma2.ts";
+import { ggufNames, hfNames } from "./decoder.ts";
+import { GEMMA_GLOBAL, gemmaLayer, gemmaRules } from "./gemma2.ts";
 
 export const GEMMA3: ArchDescription = {
   name: "gemma3",
-  hf: {
-    architectures: ["Gemma3ForCausalLM"],
-    modelTypes: ["gemma3_text"],
-    config: {
-      attentionBias: "attention_bias",
-      slidingWindow: "when_set",
-      windowPattern: 6,
-      act: "gelu_pytorch_tanh",
-      tiedByDefault: true,
-    },
-  },
-  gguf: {
-    architectures: ["gemma3"],
-    write: "gemma3",
-    interleavedQk: false,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    hiddenPerHeadScaleAt: [62],
-  },
+  hf: hfNames("Gemma3ForCausalLM", "gemma3_text", gemmaRules(6)),
+  gguf: ggufNames("gemma3", { hiddenPerHeadScaleAt: [62] }),
   tensors: { global: GEMMA_GLOBAL, layer: gemmaLayer(true) },
   layer: [
     { op: "attn_norm_qkv" },

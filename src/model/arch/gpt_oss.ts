@@ -9,6 +9,7 @@
  */
 import type { ArchDescription, ExpertRole, LayerRole, TensorEntry } from "./arch.ts";
 import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QKV_BIASES, SWIGLU_EXPERTS } from "./decoder.ts";
+import { ggufNames, hfNames } from "./decoder.ts";
 
 const LAYER: readonly TensorEntry<LayerRole>[] = [
   ...ATTN_IN,
@@ -63,26 +64,13 @@ const EXPERTS: readonly TensorEntry<ExpertRole>[] = [
 
 export const GPT_OSS: ArchDescription = {
   name: "gpt-oss",
-  hf: {
-    architectures: ["GptOssForCausalLM"],
-    modelTypes: ["gpt_oss"],
-    config: {
-      attentionBias: "attention_bias",
-      slidingWindow: "when_set",
-      windowPattern: 2,
-      experts: { count: "num_local_experts", width: "intermediate_size", normTopK: true },
-      mxfp4: true,
-    },
-  },
-  gguf: {
-    architectures: ["gpt-oss"],
-    write: "gpt-oss",
-    interleavedQk: false,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    expertWeightsNorm: true,
-    swigluLimit: 7,
-  },
+  hf: hfNames("GptOssForCausalLM", "gpt_oss", {
+    slidingWindow: "when_set",
+    windowPattern: 2,
+    experts: { count: "num_local_experts", width: "intermediate_size", normTopK: true },
+    mxfp4: true,
+  }),
+  gguf: ggufNames("gpt-oss", { expertWeightsNorm: true, swigluLimit: 7 }),
   tensors: { global: GLOBAL_TENSORS, layer: LAYER, experts: EXPERTS },
   layer: [
     { op: "attn_norm_qkv" },

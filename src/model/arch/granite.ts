@@ -4,23 +4,12 @@
  * llama.cpp runs it with NORM RoPE, so q/k rows are interleaved as Llama's.
  */
 import type { ArchDescription } from "./arch.ts";
-import { DECODER_LAYER, GLOBAL_TENSORS, PRE_NORM_SWIGLU } from "./decoder.ts";
+import { DECODER_LAYER, ggufNames, GLOBAL_TENSORS, hfNames, PRE_NORM_SWIGLU } from "./decoder.ts";
 
 export const GRANITE: ArchDescription = {
   name: "granite",
-  hf: {
-    architectures: ["GraniteForCausalLM"],
-    modelTypes: ["granite"],
-    config: { attentionBias: "attention_bias", slidingWindow: "flag", multipliers: true },
-  },
-  gguf: {
-    architectures: ["granite"],
-    write: "granite",
-    interleavedQk: true,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    multipliers: true,
-  },
+  hf: hfNames("GraniteForCausalLM", "granite", { multipliers: true }),
+  gguf: ggufNames("granite", { interleavedQk: true, multipliers: true }),
   tensors: { global: GLOBAL_TENSORS, layer: DECODER_LAYER },
   layer: PRE_NORM_SWIGLU,
 };

@@ -9,19 +9,18 @@ import { EngineError } from "../../contract/errors.ts";
 import { type ModelConfig, parseConfig } from "../config.ts";
 import { ReferenceModel } from "../../reference/model.ts";
 import {
+  type Ablation,
+  checkAblations,
   familyFixtureTests,
-  fixtureCheckpoint,
-  loadFixture,
-  maxDiff,
 } from "../../../test/support/family_fixture.ts";
 
-familyFixtureTests("granite", 1e-3, "q8_0");
+const FIXTURE = familyFixtureTests("granite", 1e-3, "q8_0");
 
 const FIELDS = ["embeddingScale", "residualScale", "attnScale", "logitScale"] as const;
 
 Deno.test("granite: the multipliers from config.json and from the GGUF", async () => {
   for (const format of ["hf", "gguf"] as const) {
-    const c = (await fixtureCheckpoint("granite", format)).config;
+    const c = (await FIXTURE[format]()).config;
     deepStrictEqual(FIELDS.map((f) => c[f]), [4, 0.5, 0.125, 2], format);
   }
   const base = JSON.parse(
@@ -43,14 +42,13 @@ Deno.test("granite: the multipliers from config.json and from the GGUF", async (
 });
 
 Deno.test("granite: dropping each multiplier moves the float64 logits", async () => {
-  const fx = await loadFixture("granite");
-  const ck = await fixtureCheckpoint("granite", "gguf");
-  const full = (await ReferenceModel.load(ck.config, ck.weights)).logits(fx.tokens);
-  for (const field of FIELDS) {
+  const without = (field: (typeof FIELDS)[number]): Ablation => (ck) => {
     const { [field]: _, ...rest } = ck.config;
-    const ablated = await ReferenceModel.load(rest as ModelConfig, ck.weights);
-    const moved = maxDiff(full, ablated.logits(fx.tokens));
-    console.log(`  without ${field}: the logits move by ${moved}`);
-    ok(moved >= 0.1, `${field}: moved ${moved}`);
-  }
+    return ReferenceModel.load(rest as ModelConfig, ck.weights);
+  };
+  await checkAblations(
+    FIXTURE,
+    await FIXTURE.gguf(),
+    Object.fromEntries(FIELDS.map((field) => [field, without(field)])),
+  );
 });

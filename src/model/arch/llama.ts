@@ -1,21 +1,11 @@
 /** Llama (1, 2, 3.x): the plain pre-norm decoder; llama.cpp interleaves its q/k rows. */
 import type { ArchDescription } from "./arch.ts";
-import { DECODER_LAYER, GLOBAL_TENSORS, PRE_NORM_SWIGLU } from "./decoder.ts";
+import { DECODER_LAYER, ggufNames, GLOBAL_TENSORS, hfNames, PRE_NORM_SWIGLU } from "./decoder.ts";
 
 export const LLAMA: ArchDescription = {
   name: "llama",
-  hf: {
-    architectures: ["LlamaForCausalLM"],
-    modelTypes: ["llama"],
-    config: { attentionBias: "attention_bias", slidingWindow: "flag" },
-  },
-  gguf: {
-    architectures: ["llama"],
-    write: "llama",
-    interleavedQk: true,
-    attentionBias: "tensors",
-    ropeFreqs: true,
-  },
+  hf: hfNames("LlamaForCausalLM", "llama"),
+  gguf: ggufNames("llama", { interleavedQk: true, ropeFreqs: true }),
   tensors: { global: GLOBAL_TENSORS, layer: DECODER_LAYER },
   layer: PRE_NORM_SWIGLU,
 };

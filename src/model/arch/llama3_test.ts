@@ -7,18 +7,13 @@
 import { deepStrictEqual, ok } from "node:assert/strict";
 import { ReferenceModel } from "../../reference/model.ts";
 import { ropeInvFreq } from "../rope.ts";
-import {
-  familyFixtureTests,
-  fixtureCheckpoint,
-  loadFixture,
-  maxDiff,
-} from "../../../test/support/family_fixture.ts";
+import { checkAblations, familyFixtureTests } from "../../../test/support/family_fixture.ts";
 
-familyFixtureTests("llama3", 1e-3, "q8_0");
+const FIXTURE = familyFixtureTests("llama3", 1e-3, "q8_0");
 
 Deno.test("llama3 GGUF: rope_freqs.weight used as stored, the same frequencies as HF's llama3 scaling", async () => {
-  const gguf = await fixtureCheckpoint("llama3", "gguf");
-  const hf = await fixtureCheckpoint("llama3", "hf");
+  const gguf = await FIXTURE.gguf();
+  const hf = await FIXTURE.hf();
   const s = gguf.config.ropeScaling;
   deepStrictEqual(s.type, "factors");
   deepStrictEqual(hf.config.ropeScaling.type, "llama3");
@@ -29,14 +24,8 @@ Deno.test("llama3 GGUF: rope_freqs.weight used as stored, the same frequencies a
 });
 
 Deno.test("llama3: dropping the frequency factors moves the float64 logits", async () => {
-  const fx = await loadFixture("llama3");
-  const ck = await fixtureCheckpoint("llama3", "gguf");
-  const ref = await ReferenceModel.load(ck.config, ck.weights);
-  const plain = await ReferenceModel.load(
-    { ...ck.config, ropeScaling: { type: "default" } },
-    ck.weights,
-  );
-  const moved = maxDiff(ref.logits(fx.tokens), plain.logits(fx.tokens));
-  console.log(`  dropping rope_freqs moves the logits by ${moved}`);
-  ok(moved >= 0.1, `moved ${moved}`);
+  await checkAblations(FIXTURE, await FIXTURE.gguf(), {
+    "rope_freqs": (ck) =>
+      ReferenceModel.load({ ...ck.config, ropeScaling: { type: "default" } }, ck.weights),
+  });
 });

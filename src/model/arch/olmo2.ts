@@ -6,6 +6,7 @@
  */
 import type { ArchDescription, LayerRole, TensorEntry } from "./arch.ts";
 import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, QK_NORMS, QKV_BIASES } from "./decoder.ts";
+import { ggufNames } from "./decoder.ts";
 
 const WHOLE_QK_NORMS: readonly TensorEntry<LayerRole>[] = QK_NORMS.map((e) => ({
   ...e,
@@ -36,13 +37,7 @@ export const OLMO2: ArchDescription = {
     modelTypes: ["olmo2", "olmo3"],
     config: { attentionBias: "attention_bias", slidingWindow: "when_set", windowPattern: 4 },
   },
-  gguf: {
-    architectures: ["olmo2"],
-    write: "olmo2",
-    interleavedQk: false,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-  },
+  gguf: ggufNames("olmo2"),
   tensors: {
     global: GLOBAL_TENSORS,
     layer: [

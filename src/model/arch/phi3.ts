@@ -7,22 +7,12 @@
  */
 import type { ArchDescription } from "./arch.ts";
 import { ATTN_IN, ATTN_OUT_MLP, GLOBAL_TENSORS, PRE_NORM_SWIGLU } from "./decoder.ts";
+import { ggufNames, hfNames } from "./decoder.ts";
 
 export const PHI3: ArchDescription = {
   name: "phi3",
-  hf: {
-    architectures: ["Phi3ForCausalLM"],
-    modelTypes: ["phi3"],
-    config: { attentionBias: "attention_bias", slidingWindow: "ignored" },
-  },
-  gguf: {
-    architectures: ["phi3"],
-    write: "phi3",
-    interleavedQk: false,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    ignoresSlidingWindow: true,
-  },
+  hf: hfNames("Phi3ForCausalLM", "phi3", { slidingWindow: "ignored" }),
+  gguf: ggufNames("phi3", { ignoresSlidingWindow: true }),
   tensors: {
     global: GLOBAL_TENSORS,
     layer: [

@@ -1,6 +1,6 @@
 /**
  * Phi-3's LongRoPE against llama.cpp (`test/fixtures/rope/phi3_longrope`, made by
- * `bench/peers/phi3_longrope.ts`): a tiny Phi-3 GGUF laid out as llama.cpp's converter writes a
+ * `tools/fixtures/phi3_longrope.ts`): a tiny Phi-3 GGUF laid out as llama.cpp's converter writes a
  * 128k model (context 4096 over an original 512), and llama.cpp's logits in a context of 256
  * (short factors) and 1024 (long ones). Kiln, built for the same engine context (the float64
  * reference's `context`, the GPU model's KV cache), must match both: LongRoPE's factors follow

@@ -12,14 +12,14 @@ import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
 import { fileListFiles } from "../../formats/source.ts";
 import { ReferenceModel } from "../../reference/model.ts";
 import {
+  checkAblations,
   familyFixtureTests,
-  fixtureCheckpoint,
   gpuMatchesReference,
   loadFixture,
   maxDiff,
 } from "../../../test/support/family_fixture.ts";
 
-familyFixtureTests("phi3", 1e-3, "q8_0");
+const FIXTURE = familyFixtureTests("phi3", 1e-3, "q8_0");
 
 async function hfConfig(): Promise<Record<string, unknown>> {
   return JSON.parse(
@@ -31,7 +31,7 @@ async function hfConfig(): Promise<Record<string, unknown>> {
 
 Deno.test("phi3: stacked tensors as one product each, partial rotary from HF and GGUF", async () => {
   for (const format of ["hf", "gguf"] as const) {
-    const ck = await fixtureCheckpoint("phi3", format);
+    const ck = await FIXTURE[format]();
     equal(ck.config.rotaryDim, 4, format);
     const l = ck.weights.layers[1]!;
     deepStrictEqual(l.qkv!.shape, [64, 32]);
@@ -52,14 +52,12 @@ Deno.test("phi3: stacked tensors as one product each, partial rotary from HF and
 });
 
 Deno.test("phi3: full rotary moves the float64 logits", async () => {
-  const fx = await loadFixture("phi3");
-  const ck = await fixtureCheckpoint("phi3", "gguf");
-  const ref = await ReferenceModel.load(ck.config, ck.weights);
-  const { rotaryDim: _, ...full } = ck.config;
-  const ablated = await ReferenceModel.load(full, ck.weights);
-  const moved = maxDiff(ref.logits(fx.tokens), ablated.logits(fx.tokens));
-  console.log(`  full rotary moves the logits by ${moved}`);
-  ok(moved >= 0.1, `moved ${moved}`);
+  await checkAblations(FIXTURE, await FIXTURE.gguf(), {
+    "partial rotary (full instead)": (ck) => {
+      const { rotaryDim: _, ...full } = ck.config;
+      return ReferenceModel.load(full, ck.weights);
+    },
+  });
 });
 
 /**
@@ -86,12 +84,12 @@ async function longRopeCheckpoint(over: object = {}): Promise<Checkpoint> {
 }
 
 Deno.test("phi3 LongRoPE: config, GGUF round trip, and each part moves the logits", async () => {
-  const fx = await loadFixture("phi3");
+  const tokens = FIXTURE.manifest.tokens;
   const ck = await longRopeCheckpoint();
   const s = ck.config.ropeScaling;
   ok(s.type === "longrope");
   ok(Math.abs(s.attentionFactor - Math.sqrt(1 + Math.log(4) / Math.log(64))) < 1e-15);
-  const logits = (await ReferenceModel.load(ck.config, ck.weights)).logits(fx.tokens);
+  const logits = (await ReferenceModel.load(ck.config, ck.weights)).logits(tokens);
   // Written to a GGUF (factor tensors, attn_factor, original context) and read back: the same.
   const parts: Uint8Array[] = [];
   await writeHfAsGguf(
@@ -105,7 +103,7 @@ Deno.test("phi3 LongRoPE: config, GGUF round trip, and each part moves the logit
   const back = gguf.config.ropeScaling;
   ok(back.type === "longrope" && back.originalMaxPositionEmbeddings === 64);
   ok(Math.abs(back.attentionFactor - s.attentionFactor) < 1e-7);
-  const again = (await ReferenceModel.load(gguf.config, gguf.weights)).logits(fx.tokens);
+  const again = (await ReferenceModel.load(gguf.config, gguf.weights)).logits(tokens);
   ok(
     maxDiff(logits, again) < 1e-4,
     `GGUF round trip moves the logits by ${maxDiff(logits, again)}`,
@@ -117,7 +115,7 @@ Deno.test("phi3 LongRoPE: config, GGUF round trip, and each part moves the logit
   };
   for (const [name, ropeScaling] of Object.entries(variants)) {
     const ablated = await ReferenceModel.load({ ...ck.config, ropeScaling }, ck.weights);
-    const moved = maxDiff(logits, ablated.logits(fx.tokens));
+    const moved = maxDiff(logits, ablated.logits(tokens));
     console.log(`  ${name}: the logits move by ${moved}`);
     ok(moved >= 0.1, `${name}: moved ${moved}`);
   }

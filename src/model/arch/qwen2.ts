@@ -3,22 +3,12 @@
  * rotate-half layout, so its q/k rows are stored as in HF.
  */
 import type { ArchDescription } from "./arch.ts";
-import { DECODER_LAYER, GLOBAL_TENSORS, PRE_NORM_SWIGLU } from "./decoder.ts";
+import { DECODER_LAYER, ggufNames, GLOBAL_TENSORS, hfNames, PRE_NORM_SWIGLU } from "./decoder.ts";
 
 export const QWEN2: ArchDescription = {
   name: "qwen2",
-  hf: {
-    architectures: ["Qwen2ForCausalLM"],
-    modelTypes: ["qwen2"],
-    config: { attentionBias: "always", slidingWindow: "flag" },
-  },
-  gguf: {
-    architectures: ["qwen2"],
-    write: "qwen2",
-    interleavedQk: false,
-    attentionBias: "always",
-    ropeFreqs: false,
-  },
+  hf: hfNames("Qwen2ForCausalLM", "qwen2", { attentionBias: "always" }),
+  gguf: ggufNames("qwen2", { attentionBias: "always" }),
   tensors: { global: GLOBAL_TENSORS, layer: DECODER_LAYER },
   layer: PRE_NORM_SWIGLU,
 };

@@ -7,14 +7,12 @@
  * GPU plan runs the norm, on q and k at their places in the fused q/k/v output.
  */
 import { deepStrictEqual, ok, strictEqual as equal } from "node:assert/strict";
-import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { verifyOnGpu } from "../../../test/support/family_fixture.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
-import { GpuModel } from "../../runtime/gpu_model.ts";
 import { ReferenceModel } from "../../reference/model.ts";
 import { fileListFiles } from "../../formats/source.ts";
-import { type Reference, tolerance, verifyModel } from "../../reference/verify.ts";
 import { archOf, type ShapeConfig } from "./mod.ts";
 
 const SHAPE: ShapeConfig = {
@@ -102,32 +100,7 @@ for (const format of ["safetensors", "gguf"] as const) {
   for (const paths of ["cpu", "gpu"] as const) {
     Deno.test(`qwen3 ${format} on the GPU (${paths} paths) matches float64 within verify's bounds`, async () => {
       const ck = format === "gguf" ? (await gguf()).checkpoint : await safetensors();
-      const ref = await ReferenceModel.load(ck.config, ck.weights);
-      const reference: Reference = {
-        vocab_size: SHAPE.vocabSize,
-        prompts: PROMPTS.map((p) => ref.prompt(p, 4)),
-      };
-      const gpu = await testGpu(paths);
-      await withErrorScopes(gpu.device, async () => {
-        const model = await GpuModel.fromCheckpoint(gpu, ck, { kvDtype: "f32" });
-        try {
-          const { passed, results } = await verifyModel(model, reference);
-          for (const r of results) {
-            console.log(
-              `  prompt ${r.prompt} (${r.tokens} tokens): max|err| ${
-                r.max_abs_err.toExponential(2)
-              }` +
-                ` (bound ${r.max_abs_bound.toExponential(2)}), rel_l2 ${
-                  r.rel_l2.toExponential(2)
-                }` +
-                ` (bound ${tolerance("f32").relL2}), greedy ${r.greedy_agree}/${r.greedy_checked}`,
-            );
-          }
-          ok(passed, JSON.stringify(results));
-        } finally {
-          model.destroy();
-        }
-      });
+      await verifyOnGpu(ck, paths, PROMPTS);
     });
   }
 }

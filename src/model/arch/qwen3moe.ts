@@ -10,11 +10,14 @@ import type { ArchDescription, LayerRole, TensorEntry } from "./arch.ts";
 import {
   ATTN_IN,
   ATTN_OUT_MLP,
+  ggufNames,
   GLOBAL_TENSORS,
+  hfNames,
   QK_NORMS,
   QKV_BIASES,
   SWIGLU_EXPERTS,
 } from "./decoder.ts";
+import { QWEN3_ATTENTION } from "./qwen3.ts";
 
 /** The router and the norm before it; the attention output projection. */
 const MOE_IN: readonly TensorEntry<LayerRole>[] = [
@@ -30,30 +33,12 @@ const MOE_IN: readonly TensorEntry<LayerRole>[] = [
 
 export const QWEN3_MOE: ArchDescription = {
   name: "qwen3moe",
-  hf: {
-    architectures: ["Qwen3MoeForCausalLM"],
-    modelTypes: ["qwen3_moe"],
-    config: { attentionBias: "attention_bias", slidingWindow: "flag" },
-  },
-  gguf: {
-    architectures: ["qwen3moe"],
-    write: "qwen3moe",
-    interleavedQk: false,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    expertWeightsNorm: true,
-  },
+  hf: hfNames("Qwen3MoeForCausalLM", "qwen3_moe"),
+  gguf: ggufNames("qwen3moe", { expertWeightsNorm: true }),
   tensors: {
     global: GLOBAL_TENSORS,
     layer: [...ATTN_IN, ...QKV_BIASES, ...QK_NORMS, ...MOE_IN],
     experts: SWIGLU_EXPERTS,
   },
-  layer: [
-    { op: "attn_norm_qkv" },
-    { op: "qk_norm" },
-    { op: "rope" },
-    { op: "attention" },
-    { op: "o_proj_residual" },
-    { op: "moe_mlp", act: "silu" },
-  ],
+  layer: [...QWEN3_ATTENTION, { op: "moe_mlp", act: "silu" }],
 };

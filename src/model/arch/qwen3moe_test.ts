@@ -13,7 +13,8 @@ import { EngineError } from "../../contract/errors.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 import { WebGpuEngine } from "../../engines/webgpu/engine.ts";
 import { collect, request } from "../../../test/support/fortune_engine.ts";
-import { testGpu, withErrorScopes } from "../../../test/support/gpu.ts";
+import { testGpu } from "../../../test/support/gpu.ts";
+import { verifyOnGpu } from "../../../test/support/family_fixture.ts";
 import { tinyFamilyFiles } from "../../../test/support/tiny_family.ts";
 import { type Checkpoint, openCheckpoint } from "../checkpoint.ts";
 import { parseConfig } from "../config.ts";
@@ -25,7 +26,7 @@ import type { GgufMix } from "../../convert/quant_mix.ts";
 import { GpuModel } from "../../runtime/gpu_model.ts";
 import { ReferenceModel } from "../../reference/model.ts";
 import { fileListFiles } from "../../formats/source.ts";
-import { type Reference, tolerance, verifyModel } from "../../reference/verify.ts";
+import { verifyModel } from "../../reference/verify.ts";
 import { archOf, type ShapeConfig } from "./mod.ts";
 
 const DIR = new URL("../../../test/fixtures/families/qwen3moe/", import.meta.url);
@@ -178,54 +179,29 @@ for (const c of CASES) {
   for (const paths of ["cpu", "gpu"] as const) {
     Deno.test(`qwen3moe ${c} on the GPU (${paths} paths) matches float64 within verify's bounds`, async () => {
       const ck = await checkpointOf(c);
-      const ref = await ReferenceModel.load(ck.config, ck.weights);
       const prompts = c === "wide-q4_k_m"
         ? [[1, 17, 40, 95, 3, 3, 60], Array.from({ length: 21 }, (_, i) => (i * 37 + 5) % 96)]
         : [TOKENS.slice(0, 7), TOKENS];
-      const reference: Reference = {
-        vocab_size: ck.config.vocabSize,
-        prompts: prompts.map((p) => ref.prompt(p, 4)),
-      };
-      const gpu = await testGpu(paths);
-      await withErrorScopes(gpu.device, async () => {
-        const model = await GpuModel.fromCheckpoint(gpu, ck, { kvDtype: "f32" });
-        try {
-          const { passed, results } = await verifyModel(model, reference);
-          for (const r of results) {
-            console.log(
-              `  prompt ${r.prompt} (${r.tokens} tokens): max|err| ${
-                r.max_abs_err.toExponential(2)
-              }` +
-                ` (bound ${r.max_abs_bound.toExponential(2)}), rel_l2 ${
-                  r.rel_l2.toExponential(2)
-                }` +
-                ` (bound ${tolerance("f32").relL2}), greedy ${r.greedy_agree}/${r.greedy_checked}`,
-            );
-          }
-          ok(passed, JSON.stringify(results));
-          if (c === "gguf") {
-            // The same file in llama.cpp: its teacher-forced logits over the whole prompt.
-            const vsLlama = await verifyModel(model, {
-              vocab_size: V,
-              prompts: [{
-                input_ids: TOKENS,
-                logits: TOKENS.map((_, t) => [...LLAMA.subarray(t * V, (t + 1) * V)]),
-                greedy_tokens: [],
-                greedy_margins: [],
-                greedy_step_logits: [],
-              }],
-            });
-            const r = vsLlama.results[0]!;
-            console.log(
-              `  vs llama.cpp: max|err| ${r.max_abs_err.toExponential(2)}, rel_l2 ${
-                r.rel_l2.toExponential(2)
-              }`,
-            );
-            ok(r.max_abs_err < 1e-4, JSON.stringify(r));
-          }
-        } finally {
-          model.destroy();
-        }
+      await verifyOnGpu(ck, paths, prompts, 4, async (model) => {
+        if (c !== "gguf") return;
+        // The same file in llama.cpp: its teacher-forced logits over the whole prompt.
+        const vsLlama = await verifyModel(model, {
+          vocab_size: V,
+          prompts: [{
+            input_ids: TOKENS,
+            logits: TOKENS.map((_, t) => [...LLAMA.subarray(t * V, (t + 1) * V)]),
+            greedy_tokens: [],
+            greedy_margins: [],
+            greedy_step_logits: [],
+          }],
+        });
+        const r = vsLlama.results[0]!;
+        console.log(
+          `  vs llama.cpp: max|err| ${r.max_abs_err.toExponential(2)}, rel_l2 ${
+            r.rel_l2.toExponential(2)
+          }`,
+        );
+        ok(r.max_abs_err < 1e-4, JSON.stringify(r));
       });
     });
   }

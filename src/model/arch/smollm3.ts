@@ -4,27 +4,12 @@
  * it with NORM RoPE, so its q/k rows are interleaved as Llama's.
  */
 import type { ArchDescription } from "./arch.ts";
-import { DECODER_LAYER, GLOBAL_TENSORS, PRE_NORM_SWIGLU } from "./decoder.ts";
+import { DECODER_LAYER, ggufNames, GLOBAL_TENSORS, hfNames, PRE_NORM_SWIGLU } from "./decoder.ts";
 
 export const SMOLLM3: ArchDescription = {
   name: "smollm3",
-  hf: {
-    architectures: ["SmolLM3ForCausalLM"],
-    modelTypes: ["smollm3"],
-    config: {
-      attentionBias: "attention_bias",
-      slidingWindow: "flag",
-      noRope: { defaultInterval: 4 },
-    },
-  },
-  gguf: {
-    architectures: ["smollm3"],
-    write: "smollm3",
-    interleavedQk: true,
-    attentionBias: "tensors",
-    ropeFreqs: false,
-    noRopeInterval: 4,
-  },
+  hf: hfNames("SmolLM3ForCausalLM", "smollm3", { noRope: { defaultInterval: 4 } }),
+  gguf: ggufNames("smollm3", { interleavedQk: true, noRopeInterval: 4 }),
   tensors: { global: GLOBAL_TENSORS, layer: DECODER_LAYER },
   layer: PRE_NORM_SWIGLU,
 };

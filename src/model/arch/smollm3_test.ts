@@ -8,20 +8,15 @@ import { deepStrictEqual, ok, rejects } from "node:assert/strict";
 import { EngineError } from "../../contract/errors.ts";
 import { parseConfig } from "../config.ts";
 import { ReferenceModel } from "../../reference/model.ts";
-import {
-  familyFixtureTests,
-  fixtureCheckpoint,
-  loadFixture,
-  maxDiff,
-} from "../../../test/support/family_fixture.ts";
+import { checkAblations, familyFixtureTests } from "../../../test/support/family_fixture.ts";
 import { readHfCheckpoint, writeHfAsGguf } from "../../convert/convert.ts";
 import { dirFiles } from "../../adapters/deno/file_source.ts";
 
-familyFixtureTests("smollm3", 1e-3, "q8_0");
+const FIXTURE = familyFixtureTests("smollm3", 1e-3, "q8_0");
 
 Deno.test("smollm3: layers without RoPE from HF's flags and interval, and from the GGUF", async () => {
-  const hf = await fixtureCheckpoint("smollm3", "hf");
-  const gguf = await fixtureCheckpoint("smollm3", "gguf");
+  const hf = await FIXTURE.hf();
+  const gguf = await FIXTURE.gguf();
   deepStrictEqual(hf.config.noRopeLayers, [3]);
   deepStrictEqual(gguf.config.noRopeLayers, [3]);
   const base = JSON.parse(
@@ -61,12 +56,10 @@ Deno.test("smollm3: a NoPE pattern llama.cpp would not run is refused by the GGU
 });
 
 Deno.test("smollm3: RoPE on every layer moves the float64 logits", async () => {
-  const fx = await loadFixture("smollm3");
-  const ck = await fixtureCheckpoint("smollm3", "gguf");
-  const ref = await ReferenceModel.load(ck.config, ck.weights);
-  const { noRopeLayers: _, ...everywhere } = ck.config;
-  const ablated = await ReferenceModel.load(everywhere, ck.weights);
-  const moved = maxDiff(ref.logits(fx.tokens), ablated.logits(fx.tokens));
-  console.log(`  RoPE on layer 3 too moves the logits by ${moved}`);
-  ok(moved >= 0.1, `moved ${moved}`);
+  await checkAblations(FIXTURE, await FIXTURE.gguf(), {
+    "NoPE on layer 3 (RoPE there too)": (ck) => {
+      const { noRopeLayers: _, ...everywhere } = ck.config;
+      return ReferenceModel.load(everywhere, ck.weights);
+    },
+  });
 });

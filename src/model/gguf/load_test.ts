@@ -7,7 +7,7 @@ import { blobSource } from "../../formats/source.ts";
 import { encodeGguf, T, typed } from "../../formats/gguf/test_encoder.ts";
 import { tinyGguf, tinyHfConfig, tinyMetadata, tinyTensors } from "./test_model.ts";
 import { readGgufFile } from "../../formats/gguf/header.ts";
-import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/quant/formats.ts";
+import { QUANT_FORMATS, QUANT_TYPES } from "../../gpu/formats/registry.ts";
 import { llama3FromFreqFactors, openGguf, openGgufBlobs, openGgufUrl } from "./load.ts";
 
 const blobOpen = (files: Record<string, Uint8Array<ArrayBuffer>>) => (name: string) =>

@@ -15,9 +15,13 @@ import {
 } from "../arch/mod.ts";
 import type { GgufDtype, GgufTensor } from "../../formats/gguf/header.ts";
 
-import type { RopeInterleave } from "../weights.ts";
-
-export type { RopeInterleave };
+/** Rows of a q/k projection stored in llama.cpp's interleaved RoPE order (GGUF files). */
+export interface RopeInterleave {
+  /** Query (or key) heads of the projection. */
+  heads: number;
+  /** Width of one head. */
+  headDim: number;
+}
 
 /** A tensor of a GGUF model, named and shaped as in an HF checkpoint. */
 export interface GgufTensorInfo {
@@ -33,9 +37,12 @@ export interface GgufTensorInfo {
   source: ByteSource;
   /**
    * Set on interleaved q/k weights and biases: their rows are interleaved per head. HF row `i` is
-   * stored row `unpermuteQkRows(shape[0], ropeInterleave.headDim, ropeInterleave.heads)[i]`.
+   * stored row `unpermuteQkRows(shape[0], ropeInterleave.headDim, ropeInterleave.heads)[i]`,
+   * which `rowOrder` returns (what the upload and the float64 reader apply, knowing no GGUF).
    */
   ropeInterleave?: RopeInterleave;
+  /** HF row `i` is stored row `rowOrder()[i]` (with `ropeInterleave`; shared between tensors). */
+  rowOrder?: () => Uint32Array;
 }
 
 /** The HF name of a GGUF tensor name in the config's family, or undefined when it has none. */
@@ -115,8 +122,8 @@ function splitExperts(
 
 /**
  * Every tensor under its HF name (unmapped ones under their GGUF names). q/k weights and biases
- * get `ropeInterleave` in families that store them interleaved; others are in HF order. Stacked
- * expert tensors become one tensor per expert.
+ * get `ropeInterleave` and the `rowOrder` that undoes it in families that store them
+ * interleaved; others are in HF order. Stacked expert tensors become one tensor per expert.
  */
 export function hfTensors(
   config: Pick<ModelConfig, "arch" | "numHeads" | "numKvHeads" | "headDim">,
@@ -124,6 +131,14 @@ export function hfTensors(
 ): Map<string, GgufTensorInfo> {
   const out = new Map<string, GgufTensorInfo>();
   const arch = archOf(config);
+  // One row order per projection shape, shared by every layer's tensors of that shape.
+  const orders = new Map<string, Uint32Array>();
+  const orderOf = (rows: number, il: RopeInterleave) => (): Uint32Array => {
+    const key = `${rows}/${il.heads}/${il.headDim}`;
+    let order = orders.get(key);
+    if (!order) orders.set(key, order = unpermuteQkRows(rows, il.headDim, il.heads));
+    return order;
+  };
   const headsOf = new Map(arch.tensors.layer.map((e) => [e.gguf, e.heads]));
   for (const t of tensors) {
     const experts = splitExperts(config, t);
@@ -156,6 +171,7 @@ export function hfTensors(
     if (heads !== undefined) {
       const n = heads === "q" ? config.numHeads : config.numKvHeads;
       info.ropeInterleave = { heads: n, headDim: config.headDim };
+      info.rowOrder = orderOf(info.shape[0] ?? 1, info.ropeInterleave);
     }
     out.set(name, info);
   }

@@ -2,7 +2,7 @@
  * Test-only: a tiny GGUF of any family `arch/` describes (metadata, tokenizer, the family's
  * tensors) built with the test encoder, and the HF `config.json` of the same model.
  */
-import { quantizedBytes, quantTypeOfGgml } from "../../gpu/quant/formats.ts";
+import { quantizedBytes, quantTypeOfGgml } from "../../gpu/formats/registry.ts";
 import { ARCHS, globalTensors, layerTensors, type ShapeConfig } from "../arch/mod.ts";
 import {
   encodeGguf,

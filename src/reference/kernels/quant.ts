@@ -1,9 +1,9 @@
 /**
- * Float64 references for the quantized kernels (`../kernels/matvec_quant.ts`): the weights as
+ * Float64 references for the quantized kernels (`../product/matvec.ts`): the weights as
  * ggml decodes them, then the float math of the fused product and of the embedding gather.
  */
 import { fusedLinearRef } from "./dense.ts";
-import { dequantize, quantizedRowBytes, type QuantType } from "../../gpu/quant/formats.ts";
+import { dequantize, quantizedRowBytes, type QuantType } from "../../gpu/formats/registry.ts";
 
 export interface QuantMatvecRefOptions {
   /** Bias for output column j at bias[y0 + j]. */
@@ -20,7 +20,7 @@ export interface QuantMatvecRefOptions {
 }
 
 /**
- * The output [m, ldy] of `prepareQuantMatvec`: columns [y0, y0 + n) of each row set to r (or r
+ * The output [m, ldy] of `prepareMatvec`: columns [y0, y0 + n) of each row set to r (or r
  * added to them, or silu(r_gate)·r_up), r = rmsnorm(x)·Wᵀ + bias[y0 + j], W the [n (2n with
  * swiglu), k] matrix that `bytes` decodes to; every other element as in `prior`.
  */

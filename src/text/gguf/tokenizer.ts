@@ -12,7 +12,7 @@
  */
 import { EngineError } from "../../contract/errors.ts";
 import { ChatTemplate } from "../chat.ts";
-import type { ModelText } from "../load.ts";
+import type { ModelText } from "../model_text.ts";
 import { HfTextTokenizer } from "../tokenizer.ts";
 import type { GgufMetadata } from "../../formats/gguf/metadata.ts";
 import { PRE_TOKENIZERS, type PreTokenizer } from "./pretokenizers.ts";

@@ -2,7 +2,7 @@
  * Kiln's GGUF tokenizer against llama.cpp's, token for token: `test/fixtures/tokenizers/` holds a
  * small synthetic vocabulary per tokenizer type the popular model families use and the ids
  * llama.cpp's `llama_tokenize` gave for a fixed multilingual corpus (written by
- * `bench/peers/tokenizer_corpus.ts`; see its README). Each line must encode to exactly those ids
+ * `tools/fixtures/tokenizer_corpus.ts`; see its README). Each line must encode to exactly those ids
  * (BOS/EOS as the file's flags say, special-token text parsed; and without BOS/EOS when
  * `addSpecial` is off), and decode back to the text llama.cpp detokenizes them to wherever that is
  * the line itself; with `parseSpecial: false` it must encode as llama.cpp does with

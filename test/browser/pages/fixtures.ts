@@ -42,7 +42,7 @@ const MODELS = [
 ];
 
 const gpu = await acquireGpu({ label: "kiln-browser-test" });
-/** The files llama.cpp quantized (bench/peers/llama_quantize.ts): model and file type. */
+/** The files llama.cpp quantized (tools/fixtures/llama_quantize.ts): model and file type. */
 const LLAMACPP_FILES = ((await (await fetch("/test/fixtures/llamacpp/manifest.json")).json()) as {
   files: { model: string; ftype: string }[];
 }).files;
@@ -131,7 +131,7 @@ const ggufCheck = (dir: string, mix: GgufMix, g: Gpu, steps: number, prompts?: n
   );
 
 /**
- * A file llama.cpp quantized (test/fixtures/llamacpp/, bench/peers/llama_quantize.ts), fetched
+ * A file llama.cpp quantized (test/fixtures/llamacpp/, tools/fixtures/llama_quantize.ts), fetched
  * and opened as a `File`, as the demo's file picker gives it.
  */
 const llamaCppCheck = (dir: string, ftype: string, steps: number, prompts?: number[][]) => {
@@ -162,18 +162,18 @@ const pathsCheck = (g: Gpu) =>
     // Float and quantized weights take the same product kernels (float ones as formats).
     const want = g.caps.paths === "gpu"
       ? {
-        prefill: "gemm_quant:main",
+        prefill: "product/gemm:main",
         tpr: 32,
         attention: "split",
         quantTpr: 32,
-        quantPrefill: "gemm_quant:main",
+        quantPrefill: "product/gemm:main",
       }
       : {
-        prefill: "gemm_quant:rows",
+        prefill: "product/gemm:rows",
         tpr: 1,
         attention: "single",
         quantTpr: 1,
-        quantPrefill: "gemm_quant:rows",
+        quantPrefill: "product/gemm:rows",
       };
     const got: Record<string, unknown> = {};
     const float = await GpuModel.load(g, urlFiles(new URL(`/${dir}/`, location.href).href));

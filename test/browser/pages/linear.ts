@@ -4,7 +4,7 @@
  */
 import { decodeWeights, encodeWeights, type WeightDtype } from "../../../src/gpu/dtype.ts";
 import { uploadBuffer } from "../../../src/gpu/buffers.ts";
-import { prepareLinear } from "../../../src/gpu/kernels/linear.ts";
+import { prepareLinear } from "../../../src/gpu/product/product.ts";
 import { linearRef } from "../../../src/reference/kernels/dense.ts";
 import { assertSumsClose, boundUsed, sumsTolerance, withErrorScopes } from "../../support/gpu.ts";
 import { asF32, f32Buffer, outBuffer, runRead, seeded } from "../../support/kernel_harness.ts";
@@ -47,12 +47,12 @@ export const linearCheck = (
               const d = await prepareLinear(device, {
                 x: f32Buffer(device, "lin:x", x),
                 w: uploadBuffer(device, "lin:w", wBytes),
-                ...(withBias ? { b: f32Buffer(device, "lin:b", bias) } : {}),
+                ...(withBias ? { bias: f32Buffer(device, "lin:b", bias) } : {}),
                 y,
                 m,
                 n,
                 k,
-                dtype,
+                type: dtype,
               });
               const ref = linearRef(
                 x,

@@ -1,0 +1,42 @@
+/**
+ * The engine contract (stable), for an engine author: `LLMEngine` and the request, output,
+ * error and KV-event types it speaks (Dynamo's backend contract), with `validateRequest` and
+ * `validateStream` to check both sides of it.
+ * @module
+ */
+export {
+  type AllBlocksCleared,
+  type BlockRemoved,
+  type BlockStored,
+  type CompletionUsage,
+  type EngineConfig,
+  EngineError,
+  ERROR_TYPES,
+  type ErrorType,
+  type FinishReason,
+  type GenerateContext,
+  isErrorType,
+  type KvCacheEvent,
+  type KvEventPublisher,
+  type KvEventSource,
+  type LLMEngine,
+  type LLMEngineOutput,
+  type LlmRegistration,
+  type MetricsBindings,
+  type MetricsContext,
+  output,
+  type OutputOptions,
+  type PreprocessedRequest,
+  RequestContext,
+  type SamplingOptions,
+  type SerializedError,
+  serializeError,
+  type ServingEndpoint,
+  type StopConditions,
+  StreamContractError,
+  type StreamViolation,
+  type TopLogprob,
+  type UnknownFields,
+  validateRequest,
+  validateStream,
+} from "../contract/mod.ts";
