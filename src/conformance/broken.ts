@@ -106,14 +106,7 @@ class BrokenEngine implements LLMEngine {
         yield out.token(1);
         throw fail("mid-stream");
       case "ConcurrentGenerateFailed":
-        if (this.active > 0) throw fail("a second stream while one is running");
-        this.active++;
-        try {
-          await sleep(5);
-          yield* stream();
-        } finally {
-          this.active--;
-        }
+        yield* this.#oneAtATime(stream);
         return;
       case "CancellationNotObserved": {
         // Ignores the signal: produces slow tokens until the kit gives up (lazy, so it stops then).
@@ -134,29 +127,9 @@ class BrokenEngine implements LLMEngine {
           yield c.finish_reason === "cancelled" ? { ...c, finish_reason: "length" } : c;
         }
         return;
-      case "OverloadStalled": {
-        // The stall this kind is named after: a request that finds the cache too full waits for
-        // room that never comes (and so does everything after it), until cancelled.
-        const o = this.inner.options;
-        const need = request.token_ids.length + (request.stop_conditions.max_tokens ?? 16);
-        if (this.parked > 0 || this.inUse + need > o.totalBlocks * o.blockSize) {
-          const gone = AbortSignal.any([ctx.signal, this.#stopped.signal]);
-          this.parked++;
-          if (!gone.aborted) {
-            await new Promise((r) => gone.addEventListener("abort", r, { once: true }));
-          }
-          this.parked--;
-          yield out.withUsage(out.cancelled(), out.usage(request.token_ids.length, 0));
-          return;
-        }
-        this.inUse += need;
-        try {
-          yield* stream();
-        } finally {
-          this.inUse -= need;
-        }
+      case "OverloadStalled":
+        yield* this.#stallsWhenFull(request, ctx, stream);
         return;
-      }
       case "OverloadUnserved":
         // Gives up on the overload check's requests (ignore_eos, not a probe) as if cancelled.
         if (request.stop_conditions.ignore_eos && !request.is_probe) {
@@ -183,6 +156,47 @@ class BrokenEngine implements LLMEngine {
         return;
       default:
         yield* stream();
+    }
+  }
+
+  /** Fails a second stream while one runs (`ConcurrentGenerateFailed`). */
+  async *#oneAtATime(stream: () => Gen): AsyncGenerator<LLMEngineOutput> {
+    if (this.active > 0) throw fail("a second stream while one is running");
+    this.active++;
+    try {
+      await sleep(5);
+      yield* stream();
+    } finally {
+      this.active--;
+    }
+  }
+
+  /**
+   * The stall `OverloadStalled` is named after: a request that finds the cache too full waits
+   * for room that never comes (and so does everything after it), until cancelled.
+   */
+  async *#stallsWhenFull(
+    request: PreprocessedRequest,
+    ctx: GenerateContext,
+    stream: () => Gen,
+  ): AsyncGenerator<LLMEngineOutput> {
+    const o = this.inner.options;
+    const need = request.token_ids.length + (request.stop_conditions.max_tokens ?? 16);
+    if (this.parked > 0 || this.inUse + need > o.totalBlocks * o.blockSize) {
+      const gone = AbortSignal.any([ctx.signal, this.#stopped.signal]);
+      this.parked++;
+      if (!gone.aborted) {
+        await new Promise((r) => gone.addEventListener("abort", r, { once: true }));
+      }
+      this.parked--;
+      yield out.withUsage(out.cancelled(), out.usage(request.token_ids.length, 0));
+      return;
+    }
+    this.inUse += need;
+    try {
+      yield* stream();
+    } finally {
+      this.inUse -= need;
     }
   }
 

@@ -53,7 +53,15 @@ export function validateRequest(request: PreprocessedRequest): void {
   }
   checkIds(request.token_ids, "token_ids");
   checkIds(request.eos_token_ids, "eos_token_ids");
-  const stop = section(request.stop_conditions, "stop_conditions") as StopConditions;
+  checkStop(section(request.stop_conditions, "stop_conditions") as StopConditions);
+  const s = section(request.sampling_options, "sampling_options") as SamplingOptions;
+  const output = section(request.output_options, "output_options") as OutputOptions;
+  checkSampling(s);
+  checkOutput(output);
+}
+
+/** The checks of `stop_conditions`: its strings, token ids and token bounds. */
+function checkStop(stop: StopConditions): void {
   if (stop.stop !== undefined) {
     if (!Array.isArray(stop.stop)) {
       throw invalid(
@@ -83,8 +91,10 @@ export function validateRequest(request: PreprocessedRequest): void {
       );
     }
   }
-  const s = section(request.sampling_options, "sampling_options") as SamplingOptions;
-  const output = section(request.output_options, "output_options") as OutputOptions;
+}
+
+/** The checks of `sampling_options`: each knob's range, then its token id lists. */
+function checkSampling(s: SamplingOptions): void {
   const { temperature, top_p, top_k, min_p, repetition_penalty, n, best_of } = s;
   if (
     temperature !== undefined &&
@@ -138,6 +148,10 @@ export function validateRequest(request: PreprocessedRequest): void {
     );
   }
   badWords?.forEach((seq, i) => checkIds(seq, `sampling_options.bad_words_token_ids[${i}]`));
+}
+
+/** The checks of `output_options`. */
+function checkOutput(output: OutputOptions): void {
   const logprobs = output.logprobs;
   if (logprobs !== undefined && !(Number.isInteger(logprobs) && logprobs >= 0)) {
     throw invalid(

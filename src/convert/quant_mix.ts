@@ -15,6 +15,7 @@
  */
 import { EngineError } from "../contract/errors.ts";
 import { QUANT_FORMATS, type QuantType } from "../gpu/formats/registry.ts";
+import type { MixRole } from "../model/arch/mod.ts";
 
 export const GGUF_MIXES = ["q8_0", "q4_0", "q6_k", "q4_k_m"] as const;
 export type GgufMix = (typeof GGUF_MIXES)[number];
@@ -22,18 +23,8 @@ export type GgufMix = (typeof GGUF_MIXES)[number];
 /** The ggml type names a conversion writes. */
 export type GgufTensorType = QuantType | "F32" | "F16" | "BF16";
 
-/** What a tensor is, for the mix rules. */
-export type TensorRole =
-  | "embed"
-  | "output"
-  | "attn_q"
-  | "attn_k"
-  | "attn_v"
-  | "attn_output"
-  | "ffn_gate"
-  | "ffn_up"
-  | "ffn_down"
-  | "vector";
+/** What a tensor is, for the mix rules: the role its family's tensor table gives it. */
+export type TensorRole = MixRole;
 
 export interface MixContext {
   numLayers: number;

@@ -161,10 +161,11 @@ function mergeText(m: unknown, i: number): string {
   throw EngineError.invalidArgument(`tokenizer.json: merge ${i} is not "a b" or [a, b]`);
 }
 
-/** An HF BPE `tokenizer.json` as a `gpt2` or `llama` GGUF vocabulary. */
-function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): Meta {
-  const { json, config } = files;
-  const model = (json.model ?? {}) as Json;
+/**
+ * Whether a BPE `tokenizer.json` is SentencePiece-style (byte fallback) rather than byte-level;
+ * any other model, or a BPE that is neither, is refused.
+ */
+function isSentencePiece(json: Json, model: Json): boolean {
   if (model.type !== "BPE") {
     throw EngineError.invalidArgument(
       `tokenizer.json: model type ${JSON.stringify(model.type)} has no GGUF form here (BPE only)`,
@@ -178,6 +179,16 @@ function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): 
       "tokenizer.json: a BPE that is neither byte-level nor byte-fallback SentencePiece",
     );
   }
+  return spm;
+}
+
+/** The vocabulary and added tokens with their types, padded to the model's `size` ids. */
+function paddedVocab(
+  json: Json,
+  model: Json,
+  spm: boolean,
+  size: number,
+): { all: string[]; allTypes: number[] } {
   const tokens: (string | undefined)[] = [];
   const types: number[] = [];
   for (const [s, id] of Object.entries((model.vocab ?? {}) as Record<string, number>)) {
@@ -189,14 +200,51 @@ function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): 
     tokens[t.id] = t.content;
     types[t.id] = t.special ? TOKEN_TYPE.control : TOKEN_TYPE.userDefined;
   }
-  if (tokens.length > c.vocabSize) {
+  if (tokens.length > size) {
     throw EngineError.invalidArgument(
-      `tokenizer.json: ${tokens.length} tokens, more than the model's vocabulary of ${c.vocabSize}`,
+      `tokenizer.json: ${tokens.length} tokens, more than the model's vocabulary of ${size}`,
     );
   }
-  const size = c.vocabSize;
   const all = Array.from({ length: size }, (_, i) => tokens[i] ?? `[PAD${i}]`);
   const allTypes = Array.from({ length: size }, (_, i) => types[i] ?? TOKEN_TYPE.unused);
+  return { all, allTypes };
+}
+
+/** The `llama` vocabulary's own keys: the space prefix and the scores that rank `merges`. */
+function spmMeta(json: Json, all: readonly string[], merges: readonly string[]): Meta {
+  const prepend = parts(json.normalizer).some((p) => p.type === "Prepend") ||
+    parts(json.pre_tokenizer).some((p) =>
+      p.type === "Metaspace" && (p.prepend_scheme === "always" || p.add_prefix_space === true)
+    );
+  return {
+    "tokenizer.ggml.add_space_prefix": bool(prepend),
+    "tokenizer.ggml.scores": {
+      type: T.ARRAY,
+      itemType: T.FLOAT32,
+      value: spmScores(all, merges),
+    },
+  };
+}
+
+/** The `gpt2` vocabulary's own keys: the pre-tokenizer's name (a guess warned of) and merges. */
+function gpt2Meta(json: Json, merges: readonly string[], warnings: string[]): Meta {
+  let pre = preTokenizerName(json.pre_tokenizer);
+  if (pre === undefined) {
+    warnings.push("tokenizer.json: unrecognised pre-tokenizer; wrote tokenizer.ggml.pre=default");
+    pre = "default";
+  }
+  return {
+    "tokenizer.ggml.pre": str(pre),
+    "tokenizer.ggml.merges": strings(merges),
+  };
+}
+
+/** An HF BPE `tokenizer.json` as a `gpt2` or `llama` GGUF vocabulary. */
+function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): Meta {
+  const { json, config } = files;
+  const model = (json.model ?? {}) as Json;
+  const spm = isSentencePiece(json, model);
+  const { all, allTypes } = paddedVocab(json, model, spm, c.vocabSize);
   const idOf = (name: string): number | undefined => {
     const s = tokenString(config[name]);
     const i = s === undefined ? -1 : all.indexOf(s);
@@ -212,7 +260,7 @@ function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): 
       ? config[key] as boolean
       : templateAdds(json.post_processor, token === undefined ? undefined : all[token], first);
   const merges = ((model.merges ?? []) as unknown[]).map(mergeText);
-  const meta: Meta = {
+  return {
     ...vocabMeta(spm ? "llama" : "gpt2", all, allTypes),
     "tokenizer.ggml.add_bos_token": bool(flag("add_bos_token", true, bos)),
     "tokenizer.ggml.add_eos_token": bool(flag("add_eos_token", false, eos)),
@@ -222,28 +270,8 @@ function hfVocab(files: HfTokenizerFiles, c: TokenizerIds, warnings: string[]): 
       unknown: unk !== undefined && unk >= 0 ? unk : undefined,
       padding: idOf("pad_token"),
     }),
+    ...(spm ? spmMeta(json, all, merges) : gpt2Meta(json, merges, warnings)),
   };
-  if (spm) {
-    const prepend = parts(json.normalizer).some((p) => p.type === "Prepend") ||
-      parts(json.pre_tokenizer).some((p) =>
-        p.type === "Metaspace" && (p.prepend_scheme === "always" || p.add_prefix_space === true)
-      );
-    meta["tokenizer.ggml.add_space_prefix"] = bool(prepend);
-    meta["tokenizer.ggml.scores"] = {
-      type: T.ARRAY,
-      itemType: T.FLOAT32,
-      value: spmScores(all, merges),
-    };
-  } else {
-    let pre = preTokenizerName(json.pre_tokenizer);
-    if (pre === undefined) {
-      warnings.push("tokenizer.json: unrecognised pre-tokenizer; wrote tokenizer.ggml.pre=default");
-      pre = "default";
-    }
-    meta["tokenizer.ggml.pre"] = str(pre);
-    meta["tokenizer.ggml.merges"] = strings(merges);
-  }
-  return meta;
 }
 
 /**

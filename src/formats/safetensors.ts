@@ -47,14 +47,10 @@ function label(name: string): string {
   return name.length <= 200 && /^[\x21-\x7e]+$/.test(name) ? name : describe(name, 200);
 }
 
-/**
- * Read and validate the header of a safetensors file. U8 tensors go to `bytes` when it is given
- * (otherwise they are refused as an unsupported dtype).
- */
-export async function readSafetensorsHeader(
+/** The JSON header object of a safetensors file and its length in bytes. */
+async function readHeaderJson(
   source: ByteSource,
-  bytes?: Map<string, ByteTensorInfo>,
-): Promise<Map<string, TensorInfo>> {
+): Promise<{ header: Record<string, unknown>; headerLen: number }> {
   const file = source.name;
   if (source.size < 8) {
     throw corrupt(file, `truncated: ${source.size} bytes, not a safetensors file`);
@@ -80,6 +76,91 @@ export async function readSafetensorsHeader(
   if (typeof header !== "object" || header === null || Array.isArray(header)) {
     throw corrupt(file, "header is not a JSON object");
   }
+  return { header, headerLen };
+}
+
+/** One header entry, checked: its dtype, shape and data offsets within `dataSize` bytes. */
+interface CheckedEntry {
+  dtype: WeightDtype | "u8";
+  shape: number[];
+  begin: number;
+  end: number;
+}
+
+/**
+ * Check header entry `entry` (tensor `name`, as labelled) of `file`: a known dtype (U8 only
+ * where `allowBytes`), a shape, and data offsets inside the data holding exactly its bytes.
+ */
+function checkEntry(
+  file: string,
+  name: string,
+  entry: unknown,
+  dataSize: number,
+  allowBytes: boolean,
+): CheckedEntry {
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+    throw corrupt(file, `tensor ${name}: expected an object, got ${describe(entry)}`);
+  }
+  const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+  const dtype = typeof e.dtype === "string" && Object.hasOwn(DTYPES, e.dtype)
+    ? DTYPES[e.dtype]
+    : e.dtype === "U8" && allowBytes
+    ? "u8"
+    : undefined;
+  if (dtype === undefined) {
+    throw corrupt(file, `tensor ${name}: unsupported dtype ${describe(e.dtype)}`);
+  }
+  const shape = e.shape;
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    throw corrupt(file, `tensor ${name}: bad shape ${describe(shape)}`);
+  }
+  const offs = e.data_offsets;
+  if (
+    !Array.isArray(offs) || offs.length !== 2 ||
+    !offs.every((o) => Number.isSafeInteger(o) && o >= 0)
+  ) {
+    throw corrupt(file, `tensor ${name}: bad data_offsets ${describe(offs)}`);
+  }
+  const [begin, end] = offs as [number, number];
+  if (end < begin || end > dataSize) {
+    throw corrupt(
+      file,
+      `tensor ${name}: data_offsets [${begin}, ${end}] run past the end of the data (${dataSize} bytes)`,
+    );
+  }
+  const expected = shape.reduce((a: number, b: number) => a * b, 1) *
+    (dtype === "u8" ? 1 : DTYPE_BYTES[dtype]);
+  if (!Number.isSafeInteger(expected) || end - begin !== expected) {
+    throw corrupt(
+      file,
+      `tensor ${name}: ${end - begin} bytes for shape ${
+        describe(shape)
+      } of ${dtype} (expected ${expected})`,
+    );
+  }
+  return { dtype, shape, begin, end };
+}
+
+/** Refuse two tensors whose data (`[begin, end, label]` spans) overlap. */
+function checkOverlaps(file: string, spans: [number, number, string][]): void {
+  spans.sort((a, b) => a[0] - b[0]);
+  for (let i = 1; i < spans.length; i++) {
+    if (spans[i]![0] < spans[i - 1]![1]) {
+      throw corrupt(file, `tensor ${spans[i]![2]}: data overlaps tensor ${spans[i - 1]![2]}`);
+    }
+  }
+}
+
+/**
+ * Read and validate the header of a safetensors file. U8 tensors go to `bytes` when it is given
+ * (otherwise they are refused as an unsupported dtype).
+ */
+export async function readSafetensorsHeader(
+  source: ByteSource,
+  bytes?: Map<string, ByteTensorInfo>,
+): Promise<Map<string, TensorInfo>> {
+  const file = source.name;
+  const { header, headerLen } = await readHeaderJson(source);
   const dataStart = 8 + headerLen;
   const dataSize = source.size - dataStart;
   const tensors = new Map<string, TensorInfo>();
@@ -87,57 +168,19 @@ export async function readSafetensorsHeader(
   for (const [key, entry] of Object.entries(header)) {
     if (key === "__metadata__") continue;
     const name = label(key);
-    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
-      throw corrupt(file, `tensor ${name}: expected an object, got ${describe(entry)}`);
-    }
-    const e = entry as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
-    const dtype = typeof e.dtype === "string" && Object.hasOwn(DTYPES, e.dtype)
-      ? DTYPES[e.dtype]
-      : e.dtype === "U8" && bytes !== undefined
-      ? "u8"
-      : undefined;
-    if (dtype === undefined) {
-      throw corrupt(file, `tensor ${name}: unsupported dtype ${describe(e.dtype)}`);
-    }
-    const shape = e.shape;
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw corrupt(file, `tensor ${name}: bad shape ${describe(shape)}`);
-    }
-    const offs = e.data_offsets;
-    if (
-      !Array.isArray(offs) || offs.length !== 2 ||
-      !offs.every((o) => Number.isSafeInteger(o) && o >= 0)
-    ) {
-      throw corrupt(file, `tensor ${name}: bad data_offsets ${describe(offs)}`);
-    }
-    const [begin, end] = offs as [number, number];
-    if (end < begin || end > dataSize) {
-      throw corrupt(
-        file,
-        `tensor ${name}: data_offsets [${begin}, ${end}] run past the end of the data (${dataSize} bytes)`,
-      );
-    }
-    const expected = shape.reduce((a: number, b: number) => a * b, 1) *
-      (dtype === "u8" ? 1 : DTYPE_BYTES[dtype]);
-    if (!Number.isSafeInteger(expected) || end - begin !== expected) {
-      throw corrupt(
-        file,
-        `tensor ${name}: ${end - begin} bytes for shape ${
-          describe(shape)
-        } of ${dtype} (expected ${expected})`,
-      );
-    }
+    const { dtype, shape, begin, end } = checkEntry(
+      file,
+      name,
+      entry,
+      dataSize,
+      bytes !== undefined,
+    );
     spans.push([begin, end, name]);
     const at = { name: key, shape, offset: dataStart + begin, length: end - begin, source };
     if (dtype === "u8") bytes!.set(key, { ...at, dtype });
     else tensors.set(key, { ...at, dtype });
   }
-  spans.sort((a, b) => a[0] - b[0]);
-  for (let i = 1; i < spans.length; i++) {
-    if (spans[i]![0] < spans[i - 1]![1]) {
-      throw corrupt(file, `tensor ${spans[i]![2]}: data overlaps tensor ${spans[i - 1]![2]}`);
-    }
-  }
+  checkOverlaps(file, spans);
   return tensors;
 }
 

@@ -208,13 +208,8 @@ function checkQuantization(c: Json, arch: ArchDescription): void {
   }
 }
 
-/** Parse a `config.json` (text or parsed). */
-export function parseConfig(json: string | unknown): ModelConfig {
-  const c = jsonValue(json, "config.json");
-  if (typeof c !== "object" || c === null || Array.isArray(c)) {
-    throw EngineError.invalidArgument("config.json: expected an object");
-  }
-  const cfg = c as Json;
+/** The family of `cfg`, refused when it needs an activation, MLP biases or quantization Kiln lacks. */
+function supportedArch(cfg: Json): ArchDescription {
   const arch = architecture(cfg);
   const act = cfg.hidden_activation ?? cfg.hidden_act ?? "silu";
   if (act !== (arch.hf.config.act ?? "silu")) {
@@ -223,6 +218,13 @@ export function parseConfig(json: string | unknown): ModelConfig {
   }
   if (cfg.mlp_bias === true) throw refuse("mlp_bias", "MLP biases are not supported");
   checkQuantization(cfg, arch);
+  return arch;
+}
+
+/** The attention geometry: residual width, query and key/value heads, and the head size. */
+function headGeometry(
+  cfg: Json,
+): Pick<ModelConfig, "hiddenSize" | "numHeads" | "numKvHeads" | "headDim"> {
   const hiddenSize = int(cfg, "hidden_size");
   const numHeads = int(cfg, "num_attention_heads");
   const numKvHeads = int(cfg, "num_key_value_heads", numHeads);
@@ -235,6 +237,74 @@ export function parseConfig(json: string | unknown): ModelConfig {
   if (!Number.isInteger(headDim) || headDim % 2 !== 0 || headDim > 256) {
     throw refuse("head_dim", `${headDim} is not supported (an even size up to 256)`);
   }
+  return { hiddenSize, numHeads, numKvHeads, headDim };
+}
+
+/** The elements of each head `partial_rotary_factor` rotates, or undefined for all of them. */
+function partialRotaryDim(cfg: Json, headDim: number): number | undefined {
+  const rotary = cfg.partial_rotary_factor;
+  if (rotary === undefined || rotary === null || rotary === 1) return undefined;
+  const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;
+  if (!(rotary as number > 0 && rotary as number < 1) || dim % 2 !== 0 || dim === 0) {
+    throw refuse(
+      "partial_rotary_factor",
+      `expected a fraction of head_dim ${headDim} giving an even count, got ${describe(rotary)}`,
+    );
+  }
+  return dim;
+}
+
+/** A `longrope` scaling's factor lists must hold one factor per rotated pair (`rotated / 2`). */
+function checkLongropeFactors(scaling: RopeScaling, rotated: number): void {
+  if (scaling.type !== "longrope") return;
+  const half = rotated / 2;
+  for (
+    const [k, list] of [["short_factor", scaling.shortFactor], [
+      "long_factor",
+      scaling.longFactor,
+    ]] as const
+  ) {
+    if (list.length !== half) {
+      throw refuse(
+        `rope_scaling.${k}`,
+        `${list.length} factors, expected ${half} (rotated dims / 2)`,
+      );
+    }
+  }
+}
+
+/** The optional fields of `config`: BOS, dtype, experts, partial rotary, multipliers, no-RoPE. */
+function addOptionalFields(config: ModelConfig, cfg: Json, arch: ArchDescription): void {
+  const rules = arch.hf.config;
+  if (cfg.bos_token_id !== undefined && cfg.bos_token_id !== null) {
+    config.bosTokenId = tokenId(cfg.bos_token_id, "bos_token_id", config.vocabSize);
+  }
+  const dtype = dtypeOf(cfg);
+  if (dtype) config.dtype = dtype;
+  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg, arch);
+  const rotaryDim = partialRotaryDim(cfg, config.headDim);
+  if (rotaryDim !== undefined) config.rotaryDim = rotaryDim;
+  checkLongropeFactors(config.ropeScaling, config.rotaryDim ?? config.headDim);
+  if (rules.multipliers) {
+    for (const [field, key] of MULTIPLIER_KEYS) {
+      if (cfg[key] !== undefined && cfg[key] !== null) config[field] = num(cfg, key);
+    }
+  }
+  if (rules.noRope) {
+    const skip = noRopeLayers(cfg, config.numLayers, rules.noRope.defaultInterval);
+    if (skip.length > 0) config.noRopeLayers = skip;
+  }
+}
+
+/** Parse a `config.json` (text or parsed). */
+export function parseConfig(json: string | unknown): ModelConfig {
+  const c = jsonValue(json, "config.json");
+  if (typeof c !== "object" || c === null || Array.isArray(c)) {
+    throw EngineError.invalidArgument("config.json: expected an object");
+  }
+  const cfg = c as Json;
+  const arch = supportedArch(cfg);
+  const { hiddenSize, numHeads, numKvHeads, headDim } = headGeometry(cfg);
   const maxPositionEmbeddings = int(cfg, "max_position_embeddings", 2048);
   const rules = arch.hf.config;
   const { theta, scaling } = hfRopeSettings(cfg, maxPositionEmbeddings);
@@ -264,47 +334,6 @@ export function parseConfig(json: string | unknown): ModelConfig {
       maxPositions: maxPositionEmbeddings,
     }),
   };
-  if (cfg.bos_token_id !== undefined && cfg.bos_token_id !== null) {
-    config.bosTokenId = tokenId(cfg.bos_token_id, "bos_token_id", vocabSize);
-  }
-  const dtype = dtypeOf(cfg);
-  if (dtype) config.dtype = dtype;
-  if (hasExperts(arch.layer)) config.moe = moeConfig(cfg, arch);
-  const rotary = cfg.partial_rotary_factor;
-  if (rotary !== undefined && rotary !== null && rotary !== 1) {
-    const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;
-    if (!(rotary as number > 0 && rotary as number < 1) || dim % 2 !== 0 || dim === 0) {
-      throw refuse(
-        "partial_rotary_factor",
-        `expected a fraction of head_dim ${headDim} giving an even count, got ${describe(rotary)}`,
-      );
-    }
-    config.rotaryDim = dim;
-  }
-  if (scaling.type === "longrope") {
-    const half = (config.rotaryDim ?? headDim) / 2;
-    for (
-      const [k, list] of [["short_factor", scaling.shortFactor], [
-        "long_factor",
-        scaling.longFactor,
-      ]] as const
-    ) {
-      if (list.length !== half) {
-        throw refuse(
-          `rope_scaling.${k}`,
-          `${list.length} factors, expected ${half} (rotated dims / 2)`,
-        );
-      }
-    }
-  }
-  if (rules.multipliers) {
-    for (const [field, key] of MULTIPLIER_KEYS) {
-      if (cfg[key] !== undefined && cfg[key] !== null) config[field] = num(cfg, key);
-    }
-  }
-  if (rules.noRope) {
-    const skip = noRopeLayers(cfg, config.numLayers, rules.noRope.defaultInterval);
-    if (skip.length > 0) config.noRopeLayers = skip;
-  }
+  addOptionalFields(config, cfg, arch);
   return config;
 }

@@ -29,6 +29,7 @@ import {
   validatorOf,
 } from "./remote.ts";
 import { type EntryMeta, type EntryStorage, HASH_CHUNK_BYTES } from "./storage.ts";
+import { storeBody } from "./write_body.ts";
 import { ChunkHasher } from "./xxh32.ts";
 
 /** How a download runs. */
@@ -118,6 +119,7 @@ export async function download(
   }
 }
 
+/** One try of a download; `Changed` or `Mismatch` where `download` should try again. */
 async function attempt(
   storage: EntryStorage,
   key: string,
@@ -125,20 +127,8 @@ async function attempt(
   options: DownloadOptions,
 ): Promise<EntryMeta> {
   const { url } = entry;
-  let failures = 0;
-  const fail = async (e: unknown) => {
-    if (!(e instanceof Retryable)) throw e;
-    if (++failures > options.retries) throw e.error;
-    await pause(Math.min(30_000, (options.backoffMs ?? 500) * 2 ** (failures - 1)));
-  };
-  let remote: Remote | "missing" | "html" | undefined;
-  while (remote === undefined) {
-    try {
-      remote = await describeRemote(options.fetch, url);
-    } catch (e) {
-      await fail(e);
-    }
-  }
+  const retry = retries(options);
+  const remote = await remoteOf(options.fetch, url, retry);
   const now = Date.now();
   if (typeof remote === "string") {
     const meta: EntryMeta = { ...entry, size: 0, complete: true, absent: remote, updated: now };
@@ -146,9 +136,7 @@ async function attempt(
     return meta;
   }
   const { size, validator, sha256: expected } = remote;
-  const old = await storage.meta(key);
-  let from = await storage.length(key);
-  if (old?.size !== size || old.validator !== validator || from > size) from = 0;
+  let from = await resumeFrom(storage, key, size, validator);
   const meta: EntryMeta = {
     ...entry,
     size,
@@ -158,17 +146,9 @@ async function attempt(
     updated: now,
   };
   await storage.setMeta(key, meta);
-  let hash = expected === undefined ? undefined : sha256.create();
   const chunkBytes = options.hashChunkBytes ?? HASH_CHUNK_BYTES;
-  let chunks = new ChunkHasher(chunkBytes);
-  if (from > 0) {
-    const stored = await storage.source(key, url);
-    for (let at = 0; at < from; at += options.chunkBytes) {
-      const piece = await stored!.read(at, Math.min(options.chunkBytes, from - at));
-      hash?.update(piece);
-      chunks.update(piece);
-    }
-  }
+  let hashes = freshHashes(expected, chunkBytes);
+  await rehash(storage, key, url, from, options.chunkBytes, hashes);
   options.onLoaded?.(from, size);
   const ifRange = validator?.startsWith('"') && !crossOrigin(url) ? { "if-range": validator } : {};
   let best = from;
@@ -180,76 +160,200 @@ async function attempt(
         headers: { range: `bytes=${from}-${end}`, ...ifRange },
       });
     } catch (e) {
-      await fail(e);
+      await retry.fail(e);
       continue;
     }
-    if (isHtmlType(res.headers)) {
-      await drop(res);
-      throw htmlPage(url);
-    }
-    if (res.status !== 200 && res.status !== 206) {
-      await drop(res);
-      await fail(statusError(url, res));
-      continue;
-    }
-    const tag = validatorOf(res.headers);
-    if (validator !== undefined && tag !== undefined && tag !== validator) {
-      await drop(res);
-      throw new Changed();
-    }
-    let want: number;
-    if (res.status === 206) {
-      const r = rangeOf(res.headers);
-      if (r?.total !== undefined && r.total !== size) {
-        await drop(res);
-        if (tag !== undefined) throw new Changed();
-        throw EngineError.invalidArgument(
-          `${url}: the server gave the size as ${size}, then as ${r.total}`,
-        );
-      }
-      if (r === undefined || r.start !== from || r.end > end) {
-        await drop(res);
-        throw new EngineError(
-          "CannotConnect",
-          `${url}: asked for bytes ${from}-${end}, got ${res.headers.get("content-range")}`,
-        );
-      }
-      want = r.end - r.start + 1;
-    } else {
+    if (!await usable(res, url, validator, retry)) continue;
+    let want = size;
+    if (res.status === 206) want = await partLength(res, url, from, end, size);
+    else if (from > 0) {
       // The server ignores Range: this body is the whole file, so start again from zero.
-      if (from > 0) {
-        from = 0;
-        hash = expected === undefined ? undefined : sha256.create();
-        chunks = new ChunkHasher(chunkBytes);
-        options.onLoaded?.(0, size);
-      }
-      want = size;
+      from = 0;
+      hashes = freshHashes(expected, chunkBytes);
+      options.onLoaded?.(0, size);
     }
-    const length = lengthOf(res.headers);
-    if (length !== undefined && length !== want) {
-      await drop(res);
-      throw EngineError.invalidArgument(
-        `${url}: Content-Length ${length} for ${want} bytes (${
-          res.status === 206 ? res.headers.get("content-range") : "the whole file"
-        })`,
-      );
-    }
-    const got = await store(storage, key, from, want, res, [hash, chunks], (n) => {
+    await checkLength(res, url, want);
+    const got = await storeBody(storage, key, from, want, res, [hashes.sha, hashes.chunks], (n) => {
       options.onLoaded?.(from + n, size);
     });
     from += got.bytes;
     if (from > best) {
       best = from;
-      failures = 0;
+      retry.progressed();
     }
     if (got.error !== undefined) {
-      await fail(new Retryable(new EngineError("CannotConnect", `${url}: ${got.error}`)));
+      await retry.fail(new Retryable(new EngineError("CannotConnect", `${url}: ${got.error}`)));
       continue;
     }
     if (got.bytes !== want) {
       throw EngineError.invalidArgument(`${url}: the server sent ${got.bytes} of ${want} bytes`);
     }
   }
+  return await complete(storage, key, meta, hashes, chunkBytes);
+}
+
+/** How one attempt retries: failures in a row without progress, each waited out longer. */
+interface Retry {
+  /** Rethrow `e` unless it is `Retryable` with retries left; else wait (backing off). */
+  fail(e: unknown): Promise<void>;
+  /** Bytes were gained: the failures in a row count from zero again. */
+  progressed(): void;
+}
+
+/** The retries of one attempt, as `options` set them. */
+function retries(options: DownloadOptions): Retry {
+  let failures = 0;
+  return {
+    fail: async (e: unknown) => {
+      if (!(e instanceof Retryable)) throw e;
+      if (++failures > options.retries) throw e.error;
+      await pause(Math.min(30_000, (options.backoffMs ?? 500) * 2 ** (failures - 1)));
+    },
+    progressed: () => {
+      failures = 0;
+    },
+  };
+}
+
+/** What the server says of `url`: asked again after each retryable failure. */
+async function remoteOf(
+  fetchFn: typeof fetch,
+  url: string,
+  retry: Retry,
+): Promise<Remote | "missing" | "html"> {
+  let remote: Remote | "missing" | "html" | undefined;
+  while (remote === undefined) {
+    try {
+      remote = await describeRemote(fetchFn, url);
+    } catch (e) {
+      await retry.fail(e);
+    }
+  }
+  return remote;
+}
+
+/** The hashes of an entry's bytes: the SHA-256 where one is expected, and each chunk's XXH32. */
+interface Hashes {
+  sha: ReturnType<typeof sha256.create> | undefined;
+  chunks: ChunkHasher;
+}
+
+/** Hashes of no bytes yet. */
+function freshHashes(expected: string | undefined, chunkBytes: number): Hashes {
+  return {
+    sha: expected === undefined ? undefined : sha256.create(),
+    chunks: new ChunkHasher(chunkBytes),
+  };
+}
+
+/** The bytes of `key` to resume from: those stored of this same file (size, validator), or 0. */
+async function resumeFrom(
+  storage: EntryStorage,
+  key: string,
+  size: number,
+  validator: string | undefined,
+): Promise<number> {
+  const old = await storage.meta(key);
+  const from = await storage.length(key);
+  return old?.size !== size || old.validator !== validator || from > size ? 0 : from;
+}
+
+/** Hash the first `from` bytes stored in `key` into `hashes`, `step` bytes at a time. */
+async function rehash(
+  storage: EntryStorage,
+  key: string,
+  url: string,
+  from: number,
+  step: number,
+  hashes: Hashes,
+): Promise<void> {
+  if (!(from > 0)) return;
+  const stored = await storage.source(key, url);
+  for (let at = 0; at < from; at += step) {
+    const piece = await stored!.read(at, Math.min(step, from - at));
+    hashes.sha?.update(piece);
+    hashes.chunks.update(piece);
+  }
+}
+
+/**
+ * Whether `res` may be read: an HTML page throws, another status than 200 or 206 is a failure
+ * to retry (false, once waited out), and a validator other than the bytes' is `Changed`.
+ */
+async function usable(
+  res: Response,
+  url: string,
+  validator: string | undefined,
+  retry: Retry,
+): Promise<boolean> {
+  if (isHtmlType(res.headers)) {
+    await drop(res);
+    throw htmlPage(url);
+  }
+  if (res.status !== 200 && res.status !== 206) {
+    await drop(res);
+    await retry.fail(statusError(url, res));
+    return false;
+  }
+  const tag = validatorOf(res.headers);
+  if (validator !== undefined && tag !== undefined && tag !== validator) {
+    await drop(res);
+    throw new Changed();
+  }
+  return true;
+}
+
+/** The bytes a 206 answer to `bytes=from-end` of a `size`-byte file holds, once checked. */
+async function partLength(
+  res: Response,
+  url: string,
+  from: number,
+  end: number,
+  size: number,
+): Promise<number> {
+  const r = rangeOf(res.headers);
+  if (r?.total !== undefined && r.total !== size) {
+    await drop(res);
+    if (validatorOf(res.headers) !== undefined) throw new Changed();
+    throw EngineError.invalidArgument(
+      `${url}: the server gave the size as ${size}, then as ${r.total}`,
+    );
+  }
+  if (r === undefined || r.start !== from || r.end > end) {
+    await drop(res);
+    throw new EngineError(
+      "CannotConnect",
+      `${url}: asked for bytes ${from}-${end}, got ${res.headers.get("content-range")}`,
+    );
+  }
+  return r.end - r.start + 1;
+}
+
+/** `InvalidArgument` where `res`'s Content-Length is not the `want` bytes it should hold. */
+async function checkLength(res: Response, url: string, want: number): Promise<void> {
+  const length = lengthOf(res.headers);
+  if (length !== undefined && length !== want) {
+    await drop(res);
+    throw EngineError.invalidArgument(
+      `${url}: Content-Length ${length} for ${want} bytes (${
+        res.status === 206 ? res.headers.get("content-range") : "the whole file"
+      })`,
+    );
+  }
+}
+
+/**
+ * Check the entry `meta` describes now that every byte is written (its length, and its SHA-256
+ * where known), then mark it complete with its chunk hashes: the sidecar.
+ */
+async function complete(
+  storage: EntryStorage,
+  key: string,
+  meta: EntryMeta,
+  hashes: Hashes,
+  chunkBytes: number,
+): Promise<EntryMeta> {
+  const { url, size, sha256: expected } = meta;
   const stored = await storage.length(key);
   if (stored !== size) {
     // Every byte was written, yet the storage kept fewer: what it holds cannot be trusted (nor
@@ -261,8 +365,8 @@ async function attempt(
       `${url}: the model store (${storage.kind}) kept ${stored} of the ${size} bytes written; the entry was deleted`,
     );
   }
-  if (hash) {
-    const got = [...hash.digest()].map((b) => b.toString(16).padStart(2, "0")).join("");
+  if (hashes.sha) {
+    const got = [...hashes.sha.digest()].map((b) => b.toString(16).padStart(2, "0")).join("");
     if (got !== expected) {
       throw new Mismatch(`${url}: SHA-256 mismatch: expected ${expected}, got ${got}`);
     }
@@ -270,103 +374,9 @@ async function attempt(
   const done: EntryMeta = {
     ...meta,
     complete: true,
-    chunks: { bytes: chunkBytes, xxh32: chunks.finish() },
+    chunks: { bytes: chunkBytes, xxh32: hashes.chunks.finish() },
     updated: Date.now(),
   };
   await storage.setMeta(key, done);
   return done;
-}
-
-/**
- * Stream `res`'s body into the entry from `from`, hashing it with each of `hashes`: at most
- * `want` bytes (more is an `InvalidArgument`). Returns the bytes stored and, if the body broke,
- * why.
- */
-async function store(
-  storage: EntryStorage,
-  key: string,
-  from: number,
-  want: number,
-  res: Response,
-  hashes: ({ update(bytes: Uint8Array): unknown } | undefined)[],
-  onBytes: (n: number) => void,
-): Promise<{ bytes: number; error?: string }> {
-  const writer = await storage.writer(key, from);
-  let bytes = 0;
-  const reader = bodyReader(res.body!);
-  try {
-    for (;;) {
-      const value = await reader.next();
-      if (value === undefined) return { bytes };
-      if (bytes + value.length > want) {
-        await reader.cancel().catch(() => {});
-        throw EngineError.invalidArgument(
-          `${res.url || "the server"}: sent more than the ${want} bytes it announced`,
-        );
-      }
-      try {
-        await writer.write(value);
-      } catch (e) {
-        throw writeError(key, e, from + bytes, res.url);
-      }
-      for (const h of hashes) h?.update(value);
-      bytes += value.length;
-      onBytes(bytes);
-    }
-  } catch (e) {
-    if (e instanceof EngineError) throw e;
-    return { bytes, error: (e as Error).message };
-  } finally {
-    await writer.close();
-  }
-}
-
-/** Bytes of the buffer a body is read into, where it is a byte stream. */
-const PIECE_BYTES = 1 << 20;
-
-/**
- * A body's bytes piece by piece. Where the body is a byte stream (fetch in Chromium and Deno),
- * each piece is read into one reused buffer (a BYOB reader), valid until the next call: a
- * download of gigabytes then leaves no garbage of network chunks behind it (writers copy or
- * store the bytes before their `write` settles). Else the stream's own chunks.
- */
-function bodyReader(body: ReadableStream<Uint8Array>) {
-  let byob: ReadableStreamBYOBReader | undefined;
-  try {
-    byob = body.getReader({ mode: "byob" });
-  } catch {
-    byob = undefined; // not a byte stream
-  }
-  const plain = byob ? undefined : body.getReader();
-  let buffer = new ArrayBuffer(PIECE_BYTES);
-  return {
-    async next(): Promise<Uint8Array | undefined> {
-      if (plain) {
-        const { done, value } = await plain.read();
-        return done ? undefined : value;
-      }
-      const { done, value } = await byob!.read(new Uint8Array(buffer));
-      if (done || value === undefined) return undefined;
-      buffer = value.buffer as ArrayBuffer;
-      return value;
-    },
-    cancel: () => (byob ?? plain)!.cancel(),
-  };
-}
-
-/**
- * A backend's write failure at byte `at`: `ResourceExhausted` when the storage is full (a quota
- * the browser enforces on writes, whatever `estimate()` said before), naming the byte.
- */
-function writeError(key: string, e: unknown, at: number, url: string): EngineError {
-  const name = (e as Error)?.name;
-  const full = name === "QuotaExceededError" || /no space/i.test((e as Error)?.message ?? "");
-  const what = url || `model store entry ${key}`;
-  return new EngineError(
-    full ? "ResourceExhausted" : "Unknown",
-    full
-      ? `${what}: the model store is full after ${at} bytes (${(e as Error)?.message ?? e})`
-      : `${what}: writing at byte ${at} of the model store entry: ${(e as Error)?.message ?? e}`,
-    { cause: e },
-  );
 }

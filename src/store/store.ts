@@ -32,7 +32,8 @@ import {
 } from "../formats/source.ts";
 import { openUrl, urlLayout } from "../formats/url_source.ts";
 import { hashEntry, storedEntry, validChunks } from "./checked.ts";
-import { download, type DownloadOptions } from "./download.ts";
+import { download, type DownloadOptions, type EntryName } from "./download.ts";
+import { confirmAbsent, fileProgress } from "./prepare_steps.ts";
 import { Meter } from "./progress.ts";
 import { describeRemote } from "./remote.ts";
 import { entryKey, type EntryMeta, type EntryStorage, HASH_CHUNK_BYTES } from "./storage.ts";
@@ -87,6 +88,18 @@ export interface CachedModel {
   files: CachedFile[];
   /** Bytes stored, all files. */
   bytes: number;
+}
+
+/** What the functions of one `files(base)` share. */
+interface View {
+  /** The checkpoint's location (`urlLayout(base).location`). */
+  location: string;
+  /** The store entry of file `name`. */
+  entry: (name: string) => EntryName;
+  /** URLs answered with an HTML page rather than the file. */
+  html: Set<string>;
+  /** Sources of files `prepare` made complete, by key. */
+  local: Map<string, ByteSource>;
 }
 
 /** Checkpoints kept in `storage`; see the module's notes. */
@@ -178,113 +191,11 @@ export class ModelStore {
   /** A checkpoint at `base` (as `urlFiles` takes it) read through this store. */
   files(base: string): ModelFiles {
     const { location, gguf, at } = urlLayout(base);
-    const html = new Set<string>();
-    /** Sources of files `prepare` made complete, by key. */
-    const local = new Map<string, ByteSource>();
-    const entry = (name: string) => ({ url: at(name), base: location, name });
-    const open = async (name: string): Promise<ByteSource | undefined> => {
-      const e = entry(name), key = entryKey(e.url);
-      const meta = await this.storage.meta(key);
-      // An absent mark no successful load confirmed is asked about again: a server that
-      // answered HTML or 404 for a while must not leave the model unloadable.
-      if (meta?.complete && (meta.absent === undefined || meta.confirmed)) {
-        if (meta.absent === "html") html.add(e.url);
-        if (meta.absent) return undefined;
-        const src = local.get(key) ?? await this.#stored(key, meta);
-        if (src) return src;
-      }
-      const opened = await openUrl(e.url, this.#fetch);
-      if (opened.kind !== "file") {
-        if (opened.kind === "html") html.add(e.url);
-        const absent = opened.kind === "html" ? "html" : "missing";
-        await this.storage.setMeta(key, {
-          ...e,
-          size: 0,
-          complete: true,
-          absent,
-          updated: Date.now(),
-        });
-        return undefined;
-      }
-      const net = opened.source;
-      if (net.size <= (this.#options.smallBytes ?? 16 * 1024 * 1024)) {
-        // Stored as it is read, best effort: where the store cannot take it (another realm
-        // writing the same entry holds its lock), it is read over the network as before.
-        const stored = await this.#once(key, () => download(this.storage, key, e, this.#download()))
-          .then(async (done) => {
-            const src = done.absent ? undefined : await this.storage.source(key, e.url);
-            return src && this.#checked(key, done, src);
-          })
-          .catch(() => undefined);
-        if (stored) return stored;
-      }
-      return {
-        name: net.name,
-        size: net.size,
-        read: (offset, length) => (local.get(key) ?? net).read(offset, length),
-        readInto: (offset, into) => readInto(local.get(key) ?? net, offset, into),
-        release: () => (local.get(key) ?? net).release?.(),
-      };
-    };
-    const prepare = async (
-      names: readonly string[],
-      onProgress?: (p: DownloadProgress) => void,
-    ): Promise<void> => {
-      const todo = await this.#plan(names.map(entry));
-      const overall = new Meter(
-        todo.reduce((n, t) => n + t.size, 0),
-        todo.reduce((n, t) => n + t.present, 0),
-      );
-      const pending = todo.filter((t) => !t.done);
-      if (pending.length > 0) {
-        await this.#checkQuota(overall.total - overall.loaded);
-        this.#persisted ??= this.#options.persist?.().catch(() => false) ?? Promise.resolve(false);
-      }
-      for (const t of pending) {
-        const file = new Meter(t.size, t.present);
-        let last = 0;
-        const report = (force: boolean) => {
-          const now = performance.now();
-          if (!force && now - last < 100) return;
-          last = now;
-          onProgress?.({
-            file: t.entry.name,
-            fileProgress: file.progress(),
-            overall: overall.progress(),
-          });
-        };
-        const done = await this.#once(
-          t.key,
-          () =>
-            download(
-              this.storage,
-              t.key,
-              t.entry,
-              this.#download((loaded) => {
-                const delta = loaded - file.loaded;
-                if (delta < 0) {
-                  overall.reset(overall.loaded + delta);
-                  file.reset(loaded);
-                } else {
-                  file.add(delta);
-                  overall.add(delta);
-                }
-                report(false);
-              }),
-            ),
-        );
-        report(true);
-        if (done.absent !== undefined) continue;
-        const src = await this.storage.source(t.key, t.entry.url);
-        if (src) local.set(t.key, this.#checked(t.key, done, src));
-      }
-      // The model loaded this far without its absent files: their marks hold.
-      for (const key of await this.storage.keys()) {
-        const m = await this.storage.meta(key);
-        if (m?.base === location && m.absent !== undefined && !m.confirmed) {
-          await this.storage.setMeta(key, { ...m, confirmed: true });
-        }
-      }
+    const view: View = {
+      location,
+      entry: (name) => ({ url: at(name), base: location, name }),
+      html: new Set<string>(),
+      local: new Map<string, ByteSource>(),
     };
     const missing = (name: string) => {
       const url = at(name);
@@ -295,15 +206,92 @@ export class ModelStore {
       void this.storage.meta(key)
         .then((m) => m?.absent === undefined ? undefined : this.storage.delete(key))
         .catch(() => {});
-      return html.has(url) ? htmlMessage(url) : `${url}: HTTP 404 Not Found`;
+      return view.html.has(url) ? htmlMessage(url) : `${url}: HTTP 404 Not Found`;
     };
     return {
       location,
       ...(gguf ? { gguf: location } : {}),
-      open,
+      open: (name) => this.#open(view, name),
       describeMissing: missing,
-      prepare,
+      prepare: (names, onProgress) => this.#prepare(view, names, onProgress),
     };
+  }
+
+  /** `files(…).open`: from the store where its entry is complete, else read through. */
+  async #open(view: View, name: string): Promise<ByteSource | undefined> {
+    const { html, local } = view;
+    const e = view.entry(name), key = entryKey(e.url);
+    const meta = await this.storage.meta(key);
+    // An absent mark no successful load confirmed is asked about again: a server that
+    // answered HTML or 404 for a while must not leave the model unloadable.
+    if (meta?.complete && (meta.absent === undefined || meta.confirmed)) {
+      if (meta.absent === "html") html.add(e.url);
+      if (meta.absent) return undefined;
+      const src = local.get(key) ?? await this.#stored(key, meta);
+      if (src) return src;
+    }
+    const opened = await openUrl(e.url, this.#fetch);
+    if (opened.kind !== "file") {
+      if (opened.kind === "html") html.add(e.url);
+      const absent = opened.kind === "html" ? "html" : "missing";
+      await this.storage.setMeta(key, {
+        ...e,
+        size: 0,
+        complete: true,
+        absent,
+        updated: Date.now(),
+      });
+      return undefined;
+    }
+    const net = opened.source;
+    if (net.size <= (this.#options.smallBytes ?? 16 * 1024 * 1024)) {
+      // Stored as it is read, best effort: where the store cannot take it (another realm
+      // writing the same entry holds its lock), it is read over the network as before.
+      const stored = await this.#once(key, () => download(this.storage, key, e, this.#download()))
+        .then(async (done) => {
+          const src = done.absent ? undefined : await this.storage.source(key, e.url);
+          return src && this.#checked(key, done, src);
+        })
+        .catch(() => undefined);
+      if (stored) return stored;
+    }
+    return {
+      name: net.name,
+      size: net.size,
+      read: (offset, length) => (local.get(key) ?? net).read(offset, length),
+      readInto: (offset, into) => readInto(local.get(key) ?? net, offset, into),
+      release: () => (local.get(key) ?? net).release?.(),
+    };
+  }
+
+  /** `files(…).prepare`: download what is not stored yet, then serve it from the store. */
+  async #prepare(
+    view: View,
+    names: readonly string[],
+    onProgress?: (p: DownloadProgress) => void,
+  ): Promise<void> {
+    const todo = await this.#plan(names.map(view.entry));
+    const overall = new Meter(
+      todo.reduce((n, t) => n + t.size, 0),
+      todo.reduce((n, t) => n + t.present, 0),
+    );
+    const pending = todo.filter((t) => !t.done);
+    if (pending.length > 0) {
+      await this.#checkQuota(overall.total - overall.loaded);
+      this.#persisted ??= this.#options.persist?.().catch(() => false) ?? Promise.resolve(false);
+    }
+    for (const t of pending) {
+      const file = fileProgress(t.entry.name, t.size, t.present, overall, onProgress);
+      const done = await this.#once(
+        t.key,
+        () => download(this.storage, t.key, t.entry, this.#download(file.onLoaded)),
+      );
+      file.report(true);
+      if (done.absent !== undefined) continue;
+      const src = await this.storage.source(t.key, t.entry.url);
+      if (src) view.local.set(t.key, this.#checked(t.key, done, src));
+    }
+    await confirmAbsent(this.storage, view.location);
   }
 
   /** Each file's key, size and bytes present (asking the server about the incomplete ones). */

@@ -10,16 +10,17 @@ import { withLlm } from "../../contract/engine_hooks.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import type { EngineConfig } from "../../contract/types.ts";
 import { type Gpu, runtimeData } from "../../gpu/device.ts";
+import type { KvDtype } from "../../gpu/kernels/attention.ts";
 import { Sampler } from "../../gpu/kernels/sampling.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";
-import { prepareWeights, readHeaders } from "../../model/checkpoint.ts";
+import { type Checkpoint, prepareWeights, readHeaders } from "../../model/checkpoint.ts";
 import { Forward } from "../../runtime/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../runtime/gpu_model.ts";
 import type { LoadProgress } from "../../runtime/load_options.ts";
 import { BlockManager } from "./block_manager.ts";
 import { routerHash } from "../router_hash.ts";
-import { chooseKvSize, kvRuntimeData } from "./kv_size.ts";
-import { fitModel, fitRuntimeData, memoryBudget } from "./fit.ts";
+import { chooseKvSize, kvRuntimeData, type KvSize } from "./kv_size.ts";
+import { type Fit, fitModel, fitRuntimeData, memoryBudget } from "./fit.ts";
 import { memoryLedger } from "../../gpu/memory_ledger.ts";
 import { weightList } from "../../model/weights.ts";
 import type { WebGpuEngineOptions } from "./options.ts";
@@ -27,7 +28,11 @@ import { Readback } from "../readback.ts";
 import { Scheduler } from "./scheduler.ts";
 import { TokenStore } from "./token_store.ts";
 import { warmUp, type WarmUpReport } from "./warmup.ts";
-import { speculativeRuntimeData, speculativeSettings } from "../speculation.ts";
+import {
+  speculativeRuntimeData,
+  type SpeculativeSettings,
+  speculativeSettings,
+} from "../speculation.ts";
 import { ngramDrafter } from "../prompt_lookup.ts";
 import { type DraftHooks, modelDrafter } from "../draft_model.ts";
 import { checkDraftVocab, type StartedDraft } from "./draft_engine.ts";
@@ -51,6 +56,29 @@ export interface DraftParts {
   hooks: DraftHooks;
 }
 
+/** The parts built while the weights upload (`beside`): all but those needing the whole model. */
+type BesideParts = Omit<EngineParts, "model" | "blocks" | "scheduler" | "config">;
+
+/** The engine's sizes, from its options and the checkpoint's headers, before any weight is read. */
+interface EngineSizes {
+  checkpoint: Checkpoint;
+  /** Tokens per KV block. */
+  blockSize: number;
+  /** The model's context (its maximum position embeddings). */
+  context: number;
+  kvDtype: KvDtype;
+  maxNumSeqs: number;
+  maxNumBatchedTokens: number;
+  /** Logit rows a step may sample. */
+  maxRows: number;
+  /** The speculative decoding settings, when `o.speculative` asks for it. */
+  spec: SpeculativeSettings | undefined;
+  /** The fit of the model (and the KV blocks it leaves room for) in the memory budget. */
+  fit: Fit;
+  /** The KV cache's size. */
+  kv: KvSize;
+}
+
 /**
  * Build the engine's parts on `gpu`; `onKvEvent` receives the block manager's events, `draft`
  * is the draft model's engine when `o.speculative` names one.
@@ -61,6 +89,53 @@ export async function assembleEngine(
   onKvEvent: (e: KvCacheEvent) => void,
   draft?: DraftParts,
 ): Promise<EngineParts> {
+  const s = await sizeEngine(o, gpu, draft);
+  const { blockSize, maxNumSeqs, maxNumBatchedTokens, spec, kv } = s;
+  // Only now, with the fit known, download (or resume) the weight files into the store.
+  await prepareWeights(o.files, s.checkpoint, o.onLoadProgress);
+  // The pipelines compile while the weights upload (`beside`).
+  const phases = loadPhases(o.onLoadProgress);
+  let built: BesideParts | undefined;
+  const model = await GpuModel.fromCheckpoint(gpu, s.checkpoint, {
+    blockSize,
+    kvBlocks: kv.blocks,
+    kvDtype: s.kvDtype,
+    ...(phases.weights ? { onProgress: phases.weights } : {}),
+    ...(o.upload ? { upload: o.upload } : {}),
+    beside: async (model) => {
+      built = await buildBeside(o, gpu.device, model, s, phases.pipelines);
+    },
+  });
+  phases.weightsDone();
+  const { tokens, forward, sampler, readback, warmUpReport } = built!;
+  const blocks = new BlockManager({
+    numBlocks: kv.blocks,
+    blockSize,
+    onEvent: onKvEvent,
+    routerHash: await routerHash(),
+  });
+  const keyWindow = kvWindow(model.config, model.config.numLayers);
+  const scheduler = new Scheduler(
+    blocks,
+    { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
+    tokens,
+    spec?.method === "ngram"
+      ? ngramDrafter(spec)
+      : draft && modelDrafter(spec!.numSpeculativeTokens, draft.started, draft.hooks),
+  );
+  const config = engineConfig(o, gpu, s, model, keyWindow, draft);
+  return { model, tokens, forward, sampler, readback, blocks, scheduler, config, warmUpReport };
+}
+
+/**
+ * Read the checkpoint's headers and size the engine from them and `o`: the step limits, and,
+ * refusing what cannot fit, the KV cache from the memory the rest leaves.
+ */
+async function sizeEngine(
+  o: WebGpuEngineOptions,
+  gpu: Gpu,
+  draft: DraftParts | undefined,
+): Promise<EngineSizes> {
   const blockSize = o.blockSize ?? 16;
   const checkpoint = await readHeaders(o.files);
   if (draft) checkDraftVocab(draft.started, checkpoint.config.vocabSize);
@@ -90,12 +165,35 @@ export async function assembleEngine(
     o.kvBlocks,
     Math.max(maxNumSeqs, fit.kvBlocks),
   );
-  // Only now, with the fit known, download (or resume) the weight files into the store.
-  await prepareWeights(o.files, checkpoint, o.onLoadProgress);
-  // The pipelines compile while the weights upload (`beside`); the warm-up's progress is held
-  // back until the weights' last report, so that the phases are reported one after the other.
-  const device = gpu.device;
-  const progress = o.onLoadProgress;
+  return {
+    checkpoint,
+    blockSize,
+    context,
+    kvDtype,
+    maxNumSeqs,
+    maxNumBatchedTokens,
+    maxRows,
+    spec,
+    fit,
+    kv,
+  };
+}
+
+/** The load's two progress phases, reported one after the other (see {@linkcode loadPhases}). */
+interface LoadPhases {
+  /** Reports the weights' upload. */
+  weights: LoadProgress | undefined;
+  /** Reports the pipelines' compiling (warm-up). */
+  pipelines: ((n: number, total: number, label: string) => void) | undefined;
+  /** Marks the weights uploaded, releasing a held-back pipelines report. */
+  weightsDone: () => void;
+}
+
+/**
+ * Split `progress` into the weights' and the pipelines' reports: the warm-up's progress is held
+ * back until the weights' last report, so that the phases are reported one after the other.
+ */
+function loadPhases(progress: LoadProgress | undefined): LoadPhases {
   let uploaded = false;
   let heldBack: (() => void) | undefined;
   const weightsDone = () => {
@@ -103,76 +201,76 @@ export async function assembleEngine(
     heldBack?.();
     heldBack = undefined;
   };
-  const weightsProgress: LoadProgress | undefined = progress &&
+  const weights: LoadProgress | undefined = progress &&
     ((done, total, item, phase, download) => {
       progress(done, total, item, phase, download);
       if (phase === "weights" && done >= total) weightsDone();
     });
-  const pipelinesProgress = progress &&
+  const pipelines = progress &&
     ((n: number, total: number, label: string) => {
       const report = () => progress(n, total, label, "pipelines");
       if (uploaded) report();
       else heldBack = report;
     });
-  let built: Omit<EngineParts, "model" | "blocks" | "scheduler" | "config"> | undefined;
-  const model = await GpuModel.fromCheckpoint(gpu, checkpoint, {
-    blockSize,
-    kvBlocks: kv.blocks,
-    kvDtype,
-    ...(weightsProgress ? { onProgress: weightsProgress } : {}),
-    ...(o.upload ? { upload: o.upload } : {}),
-    beside: async (model) => {
-      const tokens = new TokenStore(device, maxNumSeqs, context, maxRows);
-      const forward = new Forward(model, { tokensFrom: tokens.buffer });
-      const sampler = new Sampler(device, maxRows, model.config.vocabSize, {
-        history: tokens.buffer,
-        ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
-      });
-      const readback = new Readback(device, sampler);
-      built = { tokens, forward, sampler, readback, warmUpReport: undefined };
-      if (o.warmUp ?? true) {
-        built.warmUpReport = await warmUp({
-          device,
-          forward,
-          sampler,
-          tokens,
-          maxTokens: maxNumBatchedTokens,
-          maxSeqs: maxRows,
-        }, pipelinesProgress);
-      }
-    },
+  return { weights, pipelines, weightsDone };
+}
+
+/**
+ * What runs while the weights upload: the token store, forward pass, sampler and read-back on
+ * `model`'s buffers, and (unless `o.warmUp` is false) the warm-up compiling their pipelines.
+ */
+async function buildBeside(
+  o: WebGpuEngineOptions,
+  device: GPUDevice,
+  model: GpuModel,
+  s: EngineSizes,
+  pipelinesProgress: LoadPhases["pipelines"],
+): Promise<BesideParts> {
+  const tokens = new TokenStore(device, s.maxNumSeqs, s.context, s.maxRows);
+  const forward = new Forward(model, { tokensFrom: tokens.buffer });
+  const sampler = new Sampler(device, s.maxRows, model.config.vocabSize, {
+    history: tokens.buffer,
+    ...(o.tokenMaskPath ? { maskPath: o.tokenMaskPath } : {}),
   });
-  weightsDone();
-  const { tokens, forward, sampler, readback, warmUpReport } = built!;
-  const blocks = new BlockManager({
-    numBlocks: kv.blocks,
-    blockSize,
-    onEvent: onKvEvent,
-    routerHash: await routerHash(),
-  });
-  const keyWindow = kvWindow(model.config, model.config.numLayers);
-  const scheduler = new Scheduler(
-    blocks,
-    { maxNumSeqs, maxNumBatchedTokens, kvWindow: keyWindow },
-    tokens,
-    spec?.method === "ngram"
-      ? ngramDrafter(spec)
-      : draft && modelDrafter(spec!.numSpeculativeTokens, draft.started, draft.hooks),
-  );
-  const config: EngineConfig = withLlm({
+  const readback = new Readback(device, sampler);
+  const built: BesideParts = { tokens, forward, sampler, readback, warmUpReport: undefined };
+  if (o.warmUp ?? true) {
+    built.warmUpReport = await warmUp({
+      device,
+      forward,
+      sampler,
+      tokens,
+      maxTokens: s.maxNumBatchedTokens,
+      maxSeqs: s.maxRows,
+    }, pipelinesProgress);
+  }
+  return built;
+}
+
+/** The `EngineConfig` that `start()` returns, its `runtime_data` read from the parts built. */
+function engineConfig(
+  o: WebGpuEngineOptions,
+  gpu: Gpu,
+  s: EngineSizes,
+  model: GpuModel,
+  keyWindow: ReturnType<typeof kvWindow>,
+  draft: DraftParts | undefined,
+): EngineConfig {
+  const { spec } = s;
+  return withLlm({
     model: o.name,
     ...(o.servedModelName ? { served_model_name: o.servedModelName } : {}),
-    context_length: context,
-    kv_cache_block_size: blockSize,
-    total_kv_blocks: kv.blocks,
-    max_num_seqs: maxNumSeqs,
-    max_num_batched_tokens: maxNumBatchedTokens,
+    context_length: s.context,
+    kv_cache_block_size: s.blockSize,
+    total_kv_blocks: s.kv.blocks,
+    max_num_seqs: s.maxNumSeqs,
+    max_num_batched_tokens: s.maxNumBatchedTokens,
     runtime_data: {
       ...runtimeData(gpu.caps),
       engine: "webgpu",
       weights_format: model.format,
       weights_dtype: model.dtype,
-      ...kvRuntimeData(kv),
+      ...kvRuntimeData(s.kv),
       kv_window: keyWindow,
       ...(spec
         ? {
@@ -187,9 +285,8 @@ export async function assembleEngine(
           ),
         }
         : {}),
-      ...fitRuntimeData(fit),
-      gpu_memory_bytes: memoryLedger(device).snapshot(),
+      ...fitRuntimeData(s.fit),
+      gpu_memory_bytes: memoryLedger(gpu.device).snapshot(),
     },
   });
-  return { model, tokens, forward, sampler, readback, blocks, scheduler, config, warmUpReport };
 }

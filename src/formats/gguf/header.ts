@@ -164,22 +164,110 @@ function checkLengths(
   }
 }
 
-/** Read and check the header of one GGUF file. */
-export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
-  const file = source.name;
-  const bad = (why: string) => EngineError.invalidArgument(`${file}: ${why}`);
-  let parsed;
+/** The parser's reading of `source`'s header; any failure is an `EngineError`. */
+async function parseHeader(source: ByteSource) {
   try {
-    parsed = await parseGgufHeader("https://kiln.invalid/model.gguf", {
+    return await parseGgufHeader("https://kiln.invalid/model.gguf", {
       fetch: rangeFetch(source),
       typedMetadata: true,
     });
   } catch (e) {
     // An HTML page (an SPA fallback's index.html) has no GGUF magic: say what it is.
     const html = await source.read(0, Math.min(source.size, 256)).then(looksLikeHtml, () => false);
-    if (html) throw htmlPage(file);
-    throw EngineError.fromLibrary("@huggingface/gguf", `${file}: not a readable GGUF file`, e);
+    if (html) throw htmlPage(source.name);
+    throw EngineError.fromLibrary(
+      "@huggingface/gguf",
+      `${source.name}: not a readable GGUF file`,
+      e,
+    );
   }
+}
+
+/** Bytes of a tensor of ggml type `ggmlType` and `dims` (quantized rows must be whole blocks). */
+function tensorBytes(
+  name: string,
+  ggmlType: number,
+  dtype: GgufDtype,
+  dims: readonly number[],
+  bad: (why: string) => EngineError,
+): number {
+  const elements = product(name, dims, bad);
+  const float = FLOAT_TYPES[ggmlType];
+  if (float) return elements * float[1];
+  const f = QUANT_BLOCKS[dtype as QuantType];
+  if (dims[0]! % f.blockSize !== 0) {
+    throw bad(
+      `tensor ${name}: rows of ${
+        dims[0]
+      } elements are not whole ${f.type} blocks of ${f.blockSize}`,
+    );
+  }
+  return (elements / f.blockSize) * f.blockBytes;
+}
+
+/** Where tensor data lies in the file: its start, alignment, and the file holding it. */
+interface DataLayout {
+  source: ByteSource;
+  dataOffset: number;
+  alignment: number;
+}
+
+/**
+ * Tensor info `info`, checked: a ggml type Kiln reads, 1 to `MAX_DIMS` dims, a whole number of
+ * blocks per row, and an aligned offset with its bytes inside the file.
+ */
+function checkedTensor(
+  info: GGUFTensorInfo,
+  at: DataLayout,
+  bad: (why: string) => EngineError,
+): GgufTensor {
+  const { source, dataOffset, alignment } = at;
+  const name = info.name;
+  const ggmlType = Number(info.dtype);
+  const dtype = dtypeOfGgml(ggmlType);
+  if (dtype === undefined) {
+    throw bad(
+      `tensor ${name}: ggml type ${ggmlTypeName(ggmlType)} is not supported ` +
+        `(F32, F16, BF16, ${QUANT_TYPES.join(", ")})`,
+    );
+  }
+  if (info.shape.length < 1 || info.shape.length > MAX_DIMS) {
+    throw bad(`tensor ${name}: ${info.shape.length} dims (1 to ${MAX_DIMS} supported)`);
+  }
+  const dims = info.shape.map(Number);
+  if (!dims.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    throw bad(`tensor ${name}: bad dims [${info.shape}]`);
+  }
+  const length = tensorBytes(name, ggmlType, dtype, dims, bad);
+  const rel = info.offset;
+  if (rel > BigInt(Number.MAX_SAFE_INTEGER) || Number(rel) % alignment !== 0) {
+    throw bad(`tensor ${name}: data offset ${rel} is not a multiple of ${alignment}`);
+  }
+  const offset = dataOffset + Number(rel);
+  if (!Number.isSafeInteger(offset + length) || offset + length > source.size) {
+    throw bad(
+      `tensor ${name}: ${length} bytes at offset ${offset} run past the end of the file (${source.size} bytes)`,
+    );
+  }
+  return { name, ggmlType, dtype, dims, offset, length, source };
+}
+
+/** Refuse two tensors whose (non-empty) data overlap. */
+function checkOverlaps(tensors: readonly GgufTensor[], bad: (why: string) => EngineError): void {
+  const spans = tensors.filter((t) => t.length > 0).sort((a, b) => a.offset - b.offset);
+  for (let i = 1; i < spans.length; i++) {
+    const [a, b] = [spans[i - 1]!, spans[i]!];
+    if (b.offset < a.offset + a.length) {
+      throw bad(`tensor ${b.name}: data overlaps tensor ${a.name}`);
+    }
+  }
+}
+
+/** Read and check the header of one GGUF file. */
+export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
+  const file = source.name;
+  const bad = (why: string) => EngineError.invalidArgument(`${file}: ${why}`);
+  const parsed = await parseHeader(source);
   const raw = parsed.metadata as unknown as Record<string, unknown>;
   const version = Number(raw.version);
   if (version < 2) throw bad(`GGUF version ${version} is not supported (2 or 3)`);
@@ -198,58 +286,10 @@ export async function readGgufFile(source: ByteSource): Promise<GgufFile> {
   const tensors: GgufTensor[] = [];
   const names = new Set<string>();
   for (const info of parsed.tensorInfos) {
-    const name = info.name;
-    if (names.has(name)) throw bad(`tensor ${name} appears twice`);
-    names.add(name);
-    const ggmlType = Number(info.dtype);
-    const dtype = dtypeOfGgml(ggmlType);
-    if (dtype === undefined) {
-      throw bad(
-        `tensor ${name}: ggml type ${ggmlTypeName(ggmlType)} is not supported ` +
-          `(F32, F16, BF16, ${QUANT_TYPES.join(", ")})`,
-      );
-    }
-    if (info.shape.length < 1 || info.shape.length > MAX_DIMS) {
-      throw bad(`tensor ${name}: ${info.shape.length} dims (1 to ${MAX_DIMS} supported)`);
-    }
-    const dims = info.shape.map(Number);
-    if (!dims.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw bad(`tensor ${name}: bad dims [${info.shape}]`);
-    }
-    const elements = product(name, dims, bad);
-    let length: number;
-    const float = FLOAT_TYPES[ggmlType];
-    if (float) {
-      length = elements * float[1];
-    } else {
-      const f = QUANT_BLOCKS[dtype as QuantType];
-      if (dims[0]! % f.blockSize !== 0) {
-        throw bad(
-          `tensor ${name}: rows of ${
-            dims[0]
-          } elements are not whole ${f.type} blocks of ${f.blockSize}`,
-        );
-      }
-      length = (elements / f.blockSize) * f.blockBytes;
-    }
-    const rel = info.offset;
-    if (rel > BigInt(Number.MAX_SAFE_INTEGER) || Number(rel) % alignment !== 0) {
-      throw bad(`tensor ${name}: data offset ${rel} is not a multiple of ${alignment}`);
-    }
-    const offset = dataOffset + Number(rel);
-    if (!Number.isSafeInteger(offset + length) || offset + length > source.size) {
-      throw bad(
-        `tensor ${name}: ${length} bytes at offset ${offset} run past the end of the file (${source.size} bytes)`,
-      );
-    }
-    tensors.push({ name, ggmlType, dtype, dims, offset, length, source });
+    if (names.has(info.name)) throw bad(`tensor ${info.name} appears twice`);
+    names.add(info.name);
+    tensors.push(checkedTensor(info, { source, dataOffset, alignment }, bad));
   }
-  const spans = tensors.filter((t) => t.length > 0).sort((a, b) => a.offset - b.offset);
-  for (let i = 1; i < spans.length; i++) {
-    const [a, b] = [spans[i - 1]!, spans[i]!];
-    if (b.offset < a.offset + a.length) {
-      throw bad(`tensor ${b.name}: data overlaps tensor ${a.name}`);
-    }
-  }
+  checkOverlaps(tensors, bad);
   return { source, version, metadata, tensors, dataOffset };
 }

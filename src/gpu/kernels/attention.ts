@@ -160,6 +160,31 @@ export function rowsLayout(
   return { group: perKv / chunks, chunks };
 }
 
+/** The uniform words of an attention call that are f32 (scale, softcap). */
+const FLOATS = [6, 11] as const;
+
+/** What the kernels of one attention call share, from its checked arguments. */
+interface AttentionPlan {
+  /** Key-axis splits (1: single pass). */
+  splits: number;
+  /** Whether the `rows` kernel takes the call (else `tiles`). */
+  rows: boolean;
+  /** The attention pass's shader. */
+  shader: "attention" | "attention_rows";
+  /** The uniform every kernel of the call reads. */
+  uniform: number[];
+  /** The attention pass's override constants. */
+  constants: Record<string, number>;
+  /** Bindings 1..6: q, the caches, positions, table offsets and block table. */
+  common: Record<number, GPUBuffer>;
+  /** Binding 10: the sinks, or a placeholder. */
+  sinks: Record<number, GPUBuffer>;
+  /** Threads of the `rows` kernel per split: one per (token, kv head, head chunk). */
+  threads: number;
+  /** The single pass's workgroups (on `tiles`, the split pass's before its split axis). */
+  workgroups: readonly [number, number];
+}
+
 /**
  * Causal attention over the paged KV cache, scaled by `scale` (1/sqrt(headDim)), in one pass or split over
  * the key axis and merged, by the kernel the device's paths take (`tiles`, or on a CPU adapter
@@ -171,6 +196,25 @@ export async function prepareAttention(
   a: AttentionArgs,
   label = "attention",
 ): Promise<AttentionDispatch> {
+  const p = planAttention(device, a, label);
+  if (p.splits === 1) {
+    const d = await prepareKernel(device, {
+      label,
+      shader: p.shader,
+      entry: p.rows ? "rows" : "single",
+      constants: p.constants,
+      uniform: p.uniform,
+      floats: FLOATS,
+      buffers: { ...p.common, 7: a.out, ...p.sinks },
+      workgroups: p.workgroups,
+    });
+    return { dispatches: [d], owned: [d.uniform], kernel: p.rows ? "rows" : "tiles" };
+  }
+  return await prepareSplitAttention(device, a, label, p);
+}
+
+/** Check `a` (throwing `InvalidArgument` as {@linkcode prepareAttention} says) and plan its call. */
+function planAttention(device: GPUDevice, a: AttentionArgs, label: string): AttentionPlan {
   checkHeads(label, a.heads, a.kvHeads, a.headDim);
   if (a.headDim > 256) fail(label, `head_dim ${a.headDim} > 256 is not supported`);
   const splits = Math.max(1, a.splits ?? 1);
@@ -205,41 +249,44 @@ export async function prepareAttention(
     softcap,
   ];
   if (a.sinks) checkBuffer(device, label, "sinks", a.sinks, a.heads * 4);
-  const sinks = { 10: a.sinks ?? placeholder(device) };
-  const constants = {
-    KV_F16: a.kvDtype === "f16" ? 1 : 0,
-    GROUP: lay.group,
-    ...(rows ? {} : { PPT: lay.pairsPerThread }),
-    SINKS: a.sinks ? 1 : 0,
-  };
   // `rows`: one thread per (token, kv head, head chunk, split), 8 to a workgroup.
-  const shader = rows ? "attention_rows" : "attention";
   const threads = a.tokens * a.kvHeads * lay.chunks;
-  const common = {
-    1: a.q,
-    2: a.kCache,
-    3: a.vCache,
-    4: a.positions,
-    5: a.tableOffsets,
-    6: a.blockTable,
+  return {
+    splits,
+    rows: rows !== undefined,
+    shader: rows ? "attention_rows" : "attention",
+    uniform,
+    constants: {
+      KV_F16: a.kvDtype === "f16" ? 1 : 0,
+      GROUP: lay.group,
+      ...(rows ? {} : { PPT: lay.pairsPerThread }),
+      SINKS: a.sinks ? 1 : 0,
+    },
+    common: {
+      1: a.q,
+      2: a.kCache,
+      3: a.vCache,
+      4: a.positions,
+      5: a.tableOffsets,
+      6: a.blockTable,
+    },
+    sinks: { 10: a.sinks ?? placeholder(device) },
+    threads,
+    workgroups: rows ? groupsOf8(device, threads) : [a.tokens, a.kvHeads * lay.chunks],
   };
-  const workgroups = rows
-    ? groupsOf8(device, threads)
-    : [a.tokens, a.kvHeads * lay.chunks] as const;
-  if (splits === 1) {
-    const d = await prepareKernel(device, {
-      label,
-      shader,
-      entry: rows ? "rows" : "single",
-      constants,
-      uniform,
-      floats: [6, 11],
-      buffers: { ...common, 7: a.out, ...sinks },
-      workgroups,
-    });
-    return { dispatches: [d], owned: [d.uniform], kernel: rows ? "rows" : "tiles" };
-  }
-  const parts = a.tokens * a.heads * splits;
+}
+
+/**
+ * The split call of plan `p`: the attention pass writing each split's partial results (to
+ * `a.partials`, checked, or to buffers of its own), then their merge into `a.out`.
+ */
+async function prepareSplitAttention(
+  device: GPUDevice,
+  a: AttentionArgs,
+  label: string,
+  p: AttentionPlan,
+): Promise<AttentionDispatch> {
+  const parts = a.tokens * a.heads * p.splits;
   if (a.partials) {
     checkBuffer(device, label, "partials.ml", a.partials.ml, parts * 8);
     checkBuffer(device, label, "partials.acc", a.partials.acc, parts * a.headDim * 4);
@@ -249,27 +296,27 @@ export async function prepareAttention(
     storageBuffer(device, `${label}:partial_acc`, parts * a.headDim * 4);
   const split = await prepareKernel(device, {
     label: `${label}:split`,
-    shader,
-    entry: rows ? "rows_split" : "split",
-    constants,
-    uniform,
-    floats: [6, 11],
-    buffers: { ...common, 8: ml, 9: acc },
-    workgroups: rows ? groupsOf8(device, threads * splits) : [...workgroups, splits],
+    shader: p.shader,
+    entry: p.rows ? "rows_split" : "split",
+    constants: p.constants,
+    uniform: p.uniform,
+    floats: FLOATS,
+    buffers: { ...p.common, 8: ml, 9: acc },
+    workgroups: p.rows ? groupsOf8(device, p.threads * p.splits) : [...p.workgroups, p.splits],
   });
   const merge = await prepareKernel(device, {
     label: `${label}:merge`,
     shader: "attention",
     entry: "merge",
-    constants: { SINKS: constants.SINKS },
-    uniform,
-    floats: [6, 11],
-    buffers: { 7: a.out, 8: ml, 9: acc, ...sinks },
+    constants: { SINKS: a.sinks ? 1 : 0 },
+    uniform: p.uniform,
+    floats: FLOATS,
+    buffers: { 7: a.out, 8: ml, 9: acc, ...p.sinks },
     workgroups: [a.tokens, a.heads],
   });
   return {
     dispatches: [split, merge],
     owned: [split.uniform, merge.uniform, ...(a.partials ? [] : [ml, acc])],
-    kernel: rows ? "rows" : "tiles",
+    kernel: p.rows ? "rows" : "tiles",
   };
 }

@@ -196,35 +196,7 @@ export async function prepareMoeExperts(
   a: MoeExpertsArgs,
   label = "moe_experts",
 ): Promise<KernelDispatch[]> {
-  const what = "moe_experts";
-  for (const k of ["tokens", "hidden", "inter", "experts", "topK"] as const) {
-    checkCount(what, k, a[k], 1);
-  }
-  if (a.topK > a.experts) fail(what, `topK ${a.topK} is more than the ${a.experts} experts`);
-  if (!(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
-    fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
-  }
-  const fg = productFormat(a.gateUp.dtype), fd = productFormat(a.down.dtype);
-  const routes = a.tokens * a.topK;
-  checkBuffer(device, what, "x", a.x, a.tokens * a.hidden * 4);
-  checkBuffer(device, what, "norm weight", a.norm.weight, a.hidden * 4);
-  checkParts(device, "gateUp", a.gateUp, a.experts, 2 * a.inter * productRowBytes(fg, a.hidden));
-  checkParts(device, "down", a.down, a.experts, a.hidden * productRowBytes(fd, a.inter));
-  checkBuffer(device, what, "ids", a.ids, routes * 4);
-  checkBuffer(device, what, "weights", a.weights, routes * 4);
-  checkBuffer(device, what, "act", a.act, routes * a.inter * 4);
-  const oai = a.activation === "swiglu_oai";
-  if (a.activation !== undefined && a.activation !== "silu" && !oai) {
-    fail(what, `unknown activation ${a.activation}`);
-  }
-  const limit = a.swigluLimit ?? 0;
-  if (oai && !(Number.isFinite(limit) && limit > 0)) {
-    fail(what, `swigluLimit must be a positive number with swiglu_oai, got ${a.swigluLimit}`);
-  }
-  if (a.biases) {
-    checkBuffer(device, what, "gate/up biases", a.biases.gateUp, a.experts * 2 * a.inter * 4);
-    checkBuffer(device, what, "down biases", a.biases.down, a.experts * a.hidden * 4);
-  }
+  const { oai, limit } = checkExperts(device, a);
   const { tpr, wg, rpt } = expertThreads(device, a.threadsPerRow);
   const constants = { WG: wg, TPR: tpr, RPT: rpt, ACT: oai ? 1 : 0, BIASES: a.biases ? 1 : 0 };
   /** Workgroups for `rows` output rows in blocks of `rpt` per `tokens` token (or route). */
@@ -268,7 +240,7 @@ export async function prepareMoeExperts(
       4: a.act,
       5: a.ids,
       8: a.biases?.gateUp ?? placeholder(device),
-    }), groups(routes, a.inter)),
+    }), groups(a.tokens * a.topK, a.inter)),
     pass("down", a.down, (w) => ({
       1: a.act,
       2: w,
@@ -279,6 +251,44 @@ export async function prepareMoeExperts(
     }), groups(a.tokens, a.hidden)),
   ]);
   return [...gateUp, ...down];
+}
+
+/**
+ * Check `a` as {@linkcode prepareMoeExperts} takes it (`InvalidArgument` naming the first
+ * fault): counts, eps, formats, buffer sizes, activation and biases. Returns whether the
+ * activation is `swiglu_oai`, and its limit (0 without one).
+ */
+function checkExperts(device: GPUDevice, a: MoeExpertsArgs): { oai: boolean; limit: number } {
+  const what = "moe_experts";
+  for (const k of ["tokens", "hidden", "inter", "experts", "topK"] as const) {
+    checkCount(what, k, a[k], 1);
+  }
+  if (a.topK > a.experts) fail(what, `topK ${a.topK} is more than the ${a.experts} experts`);
+  if (!(Number.isFinite(a.norm.eps) && a.norm.eps >= 0)) {
+    fail(what, `norm eps must be finite and >= 0, got ${a.norm.eps}`);
+  }
+  const fg = productFormat(a.gateUp.dtype), fd = productFormat(a.down.dtype);
+  const routes = a.tokens * a.topK;
+  checkBuffer(device, what, "x", a.x, a.tokens * a.hidden * 4);
+  checkBuffer(device, what, "norm weight", a.norm.weight, a.hidden * 4);
+  checkParts(device, "gateUp", a.gateUp, a.experts, 2 * a.inter * productRowBytes(fg, a.hidden));
+  checkParts(device, "down", a.down, a.experts, a.hidden * productRowBytes(fd, a.inter));
+  checkBuffer(device, what, "ids", a.ids, routes * 4);
+  checkBuffer(device, what, "weights", a.weights, routes * 4);
+  checkBuffer(device, what, "act", a.act, routes * a.inter * 4);
+  const oai = a.activation === "swiglu_oai";
+  if (a.activation !== undefined && a.activation !== "silu" && !oai) {
+    fail(what, `unknown activation ${a.activation}`);
+  }
+  const limit = a.swigluLimit ?? 0;
+  if (oai && !(Number.isFinite(limit) && limit > 0)) {
+    fail(what, `swigluLimit must be a positive number with swiglu_oai, got ${a.swigluLimit}`);
+  }
+  if (a.biases) {
+    checkBuffer(device, what, "gate/up biases", a.biases.gateUp, a.experts * 2 * a.inter * 4);
+    checkBuffer(device, what, "down biases", a.biases.down, a.experts * a.hidden * 4);
+  }
+  return { oai, limit };
 }
 
 /**

@@ -73,7 +73,7 @@ export type Dim =
   /** The query heads. */
   | "heads";
 
-/** The role a tensor plays in a GGUF quantization mix (`gguf/quant_mix.ts`). */
+/** The role a tensor plays in a GGUF quantization mix (`src/convert/quant_mix.ts`). */
 export type MixRole =
   | "embed"
   | "output"

@@ -5,7 +5,15 @@
  * MLP) is refused naming the key.
  */
 import type { WeightDtype } from "../../gpu/dtype.ts";
-import { archByGguf, ggufArchitectures, hasExperts, layerEntry, MAX_EXPERTS } from "../arch/mod.ts";
+import {
+  archByGguf,
+  type ArchDescription,
+  ggufArchitectures,
+  hasExperts,
+  layerEntry,
+  MAX_EXPERTS,
+  type MoeConfig,
+} from "../arch/mod.ts";
 import { ggufAttentionKnobs } from "../attention_knobs.ts";
 import { type ModelConfig, MULTIPLIER_KEYS } from "../config.ts";
 import { ggufRopeScaling } from "../rope_config.ts";
@@ -20,26 +28,11 @@ function eosIds(m: GgufMetadata): number[] {
   return [...new Set(keys.filter((k) => m.has(k)).map((k) => m.uint(k)))];
 }
 
-/**
- * `tensorNames`: the GGUF names of the model's tensors (tied embeddings when there is no
- * `output.weight`; attention biases, in families where they are optional, when there is
- * `blk.0.attn_q.bias`).
- */
-export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): ModelConfig {
-  const archName = m.string("general.architecture");
-  const arch = archByGguf(archName);
-  if (arch === undefined) {
-    throw m.refuse(
-      "general.architecture",
-      `unsupported architecture ${JSON.stringify(archName)} (${ggufArchitectures().join(", ")})`,
-    );
-  }
-  const p = `${archName}.`;
-  const qBias = layerEntry(arch, "qBias")?.gguf;
-  const moe = hasExperts(arch.layer);
-  if (!moe && m.uint(`${p}expert_count`, 0) > 0) {
-    throw m.refuse(`${p}expert_count`, "experts in a family without a mixture-of-experts MLP");
-  }
+/** The attention geometry: residual width, query and key/value heads, and the head size. */
+function headGeometry(
+  m: GgufMetadata,
+  p: string,
+): Pick<ModelConfig, "hiddenSize" | "numHeads" | "numKvHeads" | "headDim"> {
   const hiddenSize = m.count(`${p}embedding_length`);
   const numHeads = m.count(`${p}attention.head_count`);
   const numKvHeads = m.count(`${p}attention.head_count_kv`, numHeads);
@@ -62,7 +55,11 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   if (m.has(valueKey) && m.count(valueKey) !== headDim) {
     throw m.refuse(valueKey, `${m.count(valueKey)} differs from the head size ${headDim}`);
   }
-  // Partial rotary: RoPE on the first rope.dimension_count elements of each head (NEOX only).
+  return { hiddenSize, numHeads, numKvHeads, headDim };
+}
+
+/** Partial rotary: RoPE on the first `rope.dimension_count` elements of each head (NEOX only). */
+function rotaryDimOf(m: GgufMetadata, p: string, arch: ArchDescription, headDim: number): number {
   const rotKey = `${p}rope.dimension_count`;
   const rotaryDim = m.has(rotKey) ? m.count(rotKey) : headDim;
   if (
@@ -75,12 +72,91 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       }`,
     );
   }
-  const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
-  const vocabSize = m.has(`${p}vocab_size`)
+  return rotaryDim;
+}
+
+/** `<arch>.vocab_size`, else the count of `tokenizer.ggml.tokens` (else refused as missing). */
+function vocabSizeOf(m: GgufMetadata, p: string): number {
+  return m.has(`${p}vocab_size`)
     ? m.count(`${p}vocab_size`)
     : m.has("tokenizer.ggml.tokens")
     ? m.strings("tokenizer.ggml.tokens").length
     : m.count(`${p}vocab_size`);
+}
+
+/** The experts' sizes and routing (`<arch>.expert_*`). */
+function expertConfig(m: GgufMetadata, p: string, arch: ArchDescription): MoeConfig {
+  const experts = m.count(`${p}expert_count`);
+  if (experts > MAX_EXPERTS) {
+    throw m.refuse(`${p}expert_count`, `${experts} is more than the ${MAX_EXPERTS} supported`);
+  }
+  const topK = m.count(`${p}expert_used_count`);
+  if (topK > experts) {
+    throw m.refuse(`${p}expert_used_count`, `${topK} is more than the ${experts} experts`);
+  }
+  const norm = `${p}expert_weights_norm`;
+  const moe: MoeConfig = {
+    experts,
+    topK,
+    expertIntermediateSize: m.count(`${p}expert_feed_forward_length`),
+    normTopK: m.has(norm) ? m.bool(norm) : arch.gguf.expertWeightsNorm === true,
+  };
+  if (arch.gguf.swigluLimit !== undefined) moe.swigluLimit = arch.gguf.swigluLimit;
+  return moe;
+}
+
+/** The optional fields of `config`: BOS, experts, partial rotary, multipliers, no-RoPE, dtype. */
+function addOptionalFields(
+  config: ModelConfig,
+  m: GgufMetadata,
+  p: string,
+  arch: ArchDescription,
+  rotaryDim: number,
+): void {
+  if (m.has("tokenizer.ggml.bos_token_id")) {
+    config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
+  }
+  if (hasExperts(arch.layer)) config.moe = expertConfig(m, p, arch);
+  if (rotaryDim < config.headDim) config.rotaryDim = rotaryDim;
+  if (arch.gguf.multipliers) {
+    for (const [field, , key] of MULTIPLIER_KEYS) {
+      if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);
+    }
+  }
+  const every = arch.gguf.noRopeInterval;
+  if (every !== undefined && config.numLayers >= every) {
+    const layers = Array.from({ length: config.numLayers }, (_, l) => l);
+    config.noRopeLayers = layers.filter((l) => (l + 1) % every === 0);
+  }
+  if (m.has("general.file_type")) {
+    const dtype = FILE_DTYPES[m.uint("general.file_type")];
+    if (dtype) config.dtype = dtype;
+  }
+}
+
+/**
+ * `tensorNames`: the GGUF names of the model's tensors (tied embeddings when there is no
+ * `output.weight`; attention biases, in families where they are optional, when there is
+ * `blk.0.attn_q.bias`).
+ */
+export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): ModelConfig {
+  const archName = m.string("general.architecture");
+  const arch = archByGguf(archName);
+  if (arch === undefined) {
+    throw m.refuse(
+      "general.architecture",
+      `unsupported architecture ${JSON.stringify(archName)} (${ggufArchitectures().join(", ")})`,
+    );
+  }
+  const p = `${archName}.`;
+  const qBias = layerEntry(arch, "qBias")?.gguf;
+  if (!hasExperts(arch.layer) && m.uint(`${p}expert_count`, 0) > 0) {
+    throw m.refuse(`${p}expert_count`, "experts in a family without a mixture-of-experts MLP");
+  }
+  const { hiddenSize, numHeads, numKvHeads, headDim } = headGeometry(m, p);
+  const rotaryDim = rotaryDimOf(m, p, arch, headDim);
+  const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
+  const vocabSize = vocabSizeOf(m, p);
   const config: ModelConfig = {
     arch: arch.name,
     vocabSize,
@@ -104,41 +180,6 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
       maxPositions: maxPositionEmbeddings,
     }),
   };
-  if (m.has("tokenizer.ggml.bos_token_id")) {
-    config.bosTokenId = m.uint("tokenizer.ggml.bos_token_id");
-  }
-  if (moe) {
-    const experts = m.count(`${p}expert_count`);
-    if (experts > MAX_EXPERTS) {
-      throw m.refuse(`${p}expert_count`, `${experts} is more than the ${MAX_EXPERTS} supported`);
-    }
-    const topK = m.count(`${p}expert_used_count`);
-    if (topK > experts) {
-      throw m.refuse(`${p}expert_used_count`, `${topK} is more than the ${experts} experts`);
-    }
-    const norm = `${p}expert_weights_norm`;
-    config.moe = {
-      experts,
-      topK,
-      expertIntermediateSize: m.count(`${p}expert_feed_forward_length`),
-      normTopK: m.has(norm) ? m.bool(norm) : arch.gguf.expertWeightsNorm === true,
-    };
-    if (arch.gguf.swigluLimit !== undefined) config.moe.swigluLimit = arch.gguf.swigluLimit;
-  }
-  if (rotaryDim < headDim) config.rotaryDim = rotaryDim;
-  if (arch.gguf.multipliers) {
-    for (const [field, , key] of MULTIPLIER_KEYS) {
-      if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);
-    }
-  }
-  const every = arch.gguf.noRopeInterval;
-  if (every !== undefined && config.numLayers >= every) {
-    const layers = Array.from({ length: config.numLayers }, (_, l) => l);
-    config.noRopeLayers = layers.filter((l) => (l + 1) % every === 0);
-  }
-  if (m.has("general.file_type")) {
-    const dtype = FILE_DTYPES[m.uint("general.file_type")];
-    if (dtype) config.dtype = dtype;
-  }
+  addOptionalFields(config, m, p, arch, rotaryDim);
   return config;
 }
