@@ -25,7 +25,7 @@ const JOBS: [string, string][] = [
   ],
   [
     "src/metrics",
-    "`RequestMetrics` (`dynamo_frontend_*`), router gauges, lifecycle timings; forwards to `contract/metrics/`",
+    "`RequestMetrics` (`dynamo_frontend_*`), router gauges, lifecycle timings (the registry is in `contract/metrics/`)",
   ],
   ["src/conformance", "`runConformance`, its checks, the report, broken engines"],
   [
