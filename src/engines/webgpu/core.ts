@@ -92,6 +92,8 @@ export class EngineCore {
     }
     if (sched.idle && this.#pipe.length === 0) {
       this.#loop = undefined;
+      // The settles above may have ended the last requests: the gauges show the idle state.
+      this.#hooks.report();
       return false;
     }
     sched.maxAhead = depth.depth;
