@@ -72,19 +72,4 @@ export class TrackedRequest {
       this.abandoned(); // ignored once counted
     }
   }
-
-  /**
-   * The single choice of `job` as a stream that counts the request itself: how it ends, or
-   * `cancelled` when its consumer stops pulling.
-   */
-  static async *single(
-    requests: RequestMetrics | undefined,
-    engine: LLMEngine,
-    text: ModelText,
-    job: Job,
-    signal: AbortSignal,
-  ): AsyncGenerator<Piece> {
-    const run = new TrackedRequest(requests, job);
-    yield* run.counted(run.choice(engine, text, 0, signal), signal);
-  }
 }
