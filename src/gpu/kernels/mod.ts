@@ -13,3 +13,6 @@ export * from "./sampling.ts";
 export { TokenMaskRows } from "./token_mask.ts";
 export * from "./tokens.ts";
 export * from "./moe.ts";
+export * from "./short_conv.ts";
+export * from "./gated_delta_net.ts";
+export * from "./ssm_scan.ts";

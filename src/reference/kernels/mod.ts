@@ -8,3 +8,6 @@ export * from "./sampling.ts";
 export * from "../../gpu/token_mask_bits.ts";
 export * from "./tokens.ts";
 export * from "./moe.ts";
+export * from "./short_conv.ts";
+export * from "./gated_delta_net.ts";
+export * from "./ssm_scan.ts";
