@@ -32,7 +32,14 @@ import {
 import type { ModelConfig } from "../model/config.ts";
 import { ropeInvFreq } from "../model/rope.ts";
 import type { WeightInfo } from "../model/weights.ts";
-import { type GgufMix, type GgufTensorType, mixType, type TensorRole } from "./quant_mix.ts";
+import {
+  type GgufMix,
+  type GgufTensorType,
+  type MixContext,
+  mixType,
+  type TensorRole,
+} from "./quant_mix.ts";
+import { isRecurrent } from "../model/layer_kinds.ts";
 import { ggufMetadata } from "./convert_metadata.ts";
 import type { ConvertOptions, HfCheckpoint } from "./hf_checkpoint.ts";
 
@@ -98,7 +105,10 @@ function tensorBytesOf(type: GgufTensorType, shape: readonly number[]): number {
 export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   const { config: c, weights: w } = ck;
   const arch = archOf(c);
-  const ctx = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
+  const ctx: MixContext = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
+  if (isRecurrent(c)) {
+    ctx.attentionLayers = c.layerKinds!.flatMap((k, l) => k === "attention" ? [l] : []);
+  }
   const out: PlannedTensor[] = [];
   const add = (r: ResolvedTensor<string>, source: WeightInfo) => {
     const shape = [...source.shape];

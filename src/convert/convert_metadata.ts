@@ -97,10 +97,28 @@ export function ggufMetadata(
     }
     meta[`${arch}.${key}`] = f32(v);
   }
-  Object.assign(meta, ggufRopeMetadata(c.ropeScaling, arch, warnings));
+  Object.assign(meta, layerKindMetadata(c, arch), ggufRopeMetadata(c.ropeScaling, arch, warnings));
   // llama3 scaling and stored factors travel as the `rope_freqs` tensor (see ggufTensors).
   Object.assign(meta, knobMetadata(c, `${arch}.`));
   return { ...meta, ...tokenizerMetadata(ck.tokenizer, c, warnings) };
+}
+
+/**
+ * A hybrid family's layer kinds as llama.cpp's converter writes them (`ArchDescription.kinds`):
+ * `attention.head_count_kv` one entry per layer, 0 at a recurrent layer, and the convolution's
+ * taps. Nothing for a family without kinds.
+ */
+function layerKindMetadata(c: ModelConfig, arch: string): Record<string, GgufValue> {
+  const kinds = archOf(c).kinds;
+  if (kinds === undefined || c.layerKinds === undefined) return {};
+  const perLayer = c.layerKinds.map((k) => k === "attention" ? c.numKvHeads : 0);
+  const meta: Record<string, GgufValue> = {
+    [`${arch}.attention.head_count_kv`]: { type: T.ARRAY, itemType: T.INT32, value: perLayer },
+  };
+  if (kinds.convWidth && c.convWidth !== undefined) {
+    meta[`${arch}.${kinds.convWidth.gguf}`] = { type: T.UINT32, value: c.convWidth };
+  }
+  return meta;
 }
 
 /**

@@ -7,7 +7,8 @@
  *   embedding too when the embeddings are tied, since it then is the LM head), and for `attn_v`
  *   and `ffn_down` in the layers llama.cpp's "use more bits" rule picks: the first and last
  *   eighth of the layers, and every third layer in between (layer i of n with
- *   `i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2`, integer division).
+ *   `i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2`, integer division); for `attn_v` of a hybrid
+ *   model, i and n count the attention layers only, as llama.cpp counts `attn_v` tensors.
  *
  * Norms and biases (1-D) stay F32. A block type needs whole blocks per row (32 elements for
  * Q8_0/Q4_0/Q4_1/Q5_0/Q5_1, 256 for the K-quants). Rows that do not fit fall back as llama.cpp's
@@ -30,6 +31,12 @@ export interface MixContext {
   numLayers: number;
   /** The LM head shares the token embedding (no `output.weight` is written). */
   tied: boolean;
+  /**
+   * The layers that hold `attn_v`, in order, when not every layer does (a hybrid model's attention
+   * layers): llama.cpp counts `attn_v` tensors, so its rule takes an attention layer's rank among
+   * them and their count.
+   */
+  attentionLayers?: readonly number[];
 }
 
 /** The mix named `name` (`q8_0`, `q4_0`, `q6_k`, `q4_k_m`); anything else is refused. */
@@ -80,9 +87,12 @@ const FALLBACK: Partial<Record<QuantType, GgufTensorType>> = {
 function wanted(mix: GgufMix, role: TensorRole, layer: number, ctx: MixContext): QuantType {
   if (mix !== "q4_k_m") return UNIFORM[mix];
   if (role === "output" || (role === "embed" && ctx.tied)) return "Q6_K";
-  if ((role === "attn_v" || role === "ffn_down") && useMoreBits(layer, ctx.numLayers)) {
-    return "Q6_K";
+  if (role === "attn_v") {
+    const among = ctx.attentionLayers;
+    const [i, n] = among ? [among.indexOf(layer), among.length] : [layer, ctx.numLayers];
+    if (useMoreBits(i, n)) return "Q6_K";
   }
+  if (role === "ffn_down" && useMoreBits(layer, ctx.numLayers)) return "Q6_K";
   return "Q4_K";
 }
 

@@ -4,7 +4,8 @@
  * takes it off again when the buffer is destroyed (once, however often `destroy()` is called).
  * Compute pipelines are counted too (their memory is the driver's and WebGPU does not say it).
  *
- * Kinds: `weights` (the checkpoint's tensors), `kv` (the KV cache), `scratch` (activations,
+ * Kinds: `weights` (the checkpoint's tensors), `kv` (the KV cache), `state` (recurrent layers'
+ * per-sequence state, beside the KV cache in hybrid models), `scratch` (activations,
  * logits, the token store, sampler and other per-step buffers), `staging` (mappable buffers for
  * upload and read-back), `other` (uniforms, RoPE tables, quantization tables, placeholders).
  *
@@ -12,12 +13,13 @@
  */
 
 /** What a buffer holds. */
-export type GpuMemoryKind = "weights" | "kv" | "scratch" | "staging" | "other";
+export type GpuMemoryKind = "weights" | "kv" | "state" | "scratch" | "staging" | "other";
 
 /** The kinds, in report order. */
 export const GPU_MEMORY_KINDS: readonly GpuMemoryKind[] = [
   "weights",
   "kv",
+  "state",
   "scratch",
   "staging",
   "other",
@@ -35,6 +37,7 @@ export class GpuMemoryLedger {
   readonly #bytes: Record<GpuMemoryKind, number> = {
     weights: 0,
     kv: 0,
+    state: 0,
     scratch: 0,
     staging: 0,
     other: 0,

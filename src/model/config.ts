@@ -19,12 +19,13 @@ import { type AttentionKnobs, hfAttentionKnobs } from "./attention_knobs.ts";
 import { type Json, positiveInt, positiveNumber, refuse } from "./config_fields.ts";
 import type { RopeScaling } from "./rope.ts";
 import { hfRopeSettings } from "./rope_config.ts";
+import { hfLayerKinds, type LayerKindFields } from "./layer_kinds.ts";
 
 /** A family's name: the `name` of its `ArchDescription` (`arch/mod.ts` lists them). */
 export type Architecture = string;
 
 /** The hyperparameters of a checkpoint, from its HF `config.json` (or GGUF metadata). */
-export interface ModelConfig extends AttentionKnobs {
+export interface ModelConfig extends AttentionKnobs, LayerKindFields {
   /** The model family (`archOf(config)` gives its description). */
   arch: Architecture;
   /** Rows of the embedding and the LM head. */
@@ -296,6 +297,29 @@ function addOptionalFields(config: ModelConfig, cfg: Json, arch: ArchDescription
   }
 }
 
+/** The tied head: the family's own key when present, else `tie_word_embeddings` (and its default). */
+function tied(cfg: Json, rules: ArchDescription["hf"]["config"]): boolean {
+  const own = rules.keys?.tieWordEmbeddings;
+  const v = own !== undefined && cfg[own] != null ? cfg[own] : cfg.tie_word_embeddings;
+  if (v != null && typeof v !== "boolean") {
+    throw refuse(own ?? "tie_word_embeddings", `expected true or false, got ${describe(v)}`);
+  }
+  return v === true || (v == null && rules.tiedByDefault === true);
+}
+
+/** The MLP width of a `block_ff_dim` config (`HfConfigRules.blockFfDim`). */
+function blockFfDim(cfg: Json): number {
+  const key = cfg.block_ff_dim != null ? "block_ff_dim" : "intermediate_size";
+  let dim = int(cfg, key);
+  if (cfg.block_auto_adjust_ff_dim !== true) return dim;
+  dim = Math.floor((2 * dim) / 3);
+  if (cfg.block_ffn_dim_multiplier != null) {
+    dim = Math.floor(num(cfg, "block_ffn_dim_multiplier") * dim);
+  }
+  const multiple = int(cfg, "block_multiple_of", 1);
+  return multiple * Math.ceil(dim / multiple);
+}
+
 /** Parse a `config.json` (text or parsed). */
 export function parseConfig(json: string | unknown): ModelConfig {
   const c = jsonValue(json, "config.json");
@@ -314,17 +338,16 @@ export function parseConfig(json: string | unknown): ModelConfig {
     arch: arch.name,
     vocabSize,
     hiddenSize,
-    intermediateSize: int(cfg, "intermediate_size"),
+    intermediateSize: rules.blockFfDim ? blockFfDim(cfg) : int(cfg, "intermediate_size"),
     numLayers: int(cfg, "num_hidden_layers"),
     numHeads,
     numKvHeads,
     headDim,
-    rmsNormEps: num(cfg, "rms_norm_eps", 1e-6),
+    rmsNormEps: num(cfg, rules.keys?.rmsNormEps ?? "rms_norm_eps", 1e-6),
     ropeTheta: theta,
     ropeScaling: scaling,
     maxPositionEmbeddings,
-    tieWordEmbeddings: cfg.tie_word_embeddings === true ||
-      (cfg.tie_word_embeddings == null && rules.tiedByDefault === true),
+    tieWordEmbeddings: tied(cfg, rules),
     attentionBias,
     eosTokenIds: eosIds(cfg, vocabSize),
     ...hfAttentionKnobs(cfg, arch, {
@@ -335,5 +358,5 @@ export function parseConfig(json: string | unknown): ModelConfig {
     }),
   };
   addOptionalFields(config, cfg, arch);
-  return config;
+  return { ...config, ...hfLayerKinds(cfg, arch, config.numLayers) };
 }

@@ -5,7 +5,8 @@
  */
 export * from "./config.ts";
 export type { AttentionKnobs } from "./attention_knobs.ts";
-export type { ExpertRole, MoeConfig } from "./arch/mod.ts";
+export type { ExpertRole, LayerKind, MoeConfig } from "./arch/mod.ts";
+export * from "./layer_kinds.ts";
 export * from "./rope.ts";
 export * from "../formats/source.ts";
 export * from "../formats/url_source.ts";

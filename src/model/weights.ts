@@ -55,8 +55,8 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   k?: T;
   /** Value projection (`self_attn.v_proj`), unless stacked. */
   v?: T;
-  /** Attention output projection (`self_attn.o_proj`). */
-  o: T;
+  /** Attention output projection (`self_attn.o_proj`), in attention layers. */
+  o?: T;
   /** Query bias, when the config has attention biases. */
   qBias?: T;
   /** Key bias, when the config has attention biases. */
@@ -93,6 +93,12 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   sinks?: T;
   /** The router's bias [experts] (`mlp.router.bias`), in families with one. */
   routerBias?: T;
+  /** A short-convolution layer's input projection [3·hidden, hidden] (B, C and x rows). */
+  convIn?: T;
+  /** A short-convolution layer's taps [hidden, convWidth]. */
+  conv?: T;
+  /** A short-convolution layer's output projection [hidden, hidden]. */
+  convOut?: T;
 }
 
 /**
@@ -168,7 +174,10 @@ export function mapWeights<T extends WeightInfo>(
   for (let i = 0; i < config.numLayers; i++) {
     const layer: Partial<LayerWeights<T>> = {};
     for (const r of layerTensors(arch, config, i)) {
-      const t = get(r.hf, r.shape);
+      const unit = hf ? r.entry.hfUnitAxis : undefined;
+      const t = unit === undefined
+        ? get(r.hf, r.shape)
+        : { ...get(r.hf, r.shape.toSpliced(unit, 0, 1)), shape: r.shape };
       layer[r.entry.role] = hf && r.entry.hfAddOne ? plusOne(t) : t;
     }
     const experts: Partial<ExpertWeights<T>>[] = [];

@@ -78,7 +78,7 @@ function matrixDtypes(m: GpuModel): Set<TensorDtype> {
   const ws: GpuWeight[] = [
     m.embed,
     m.lmHead,
-    ...m.layers.flatMap((l) => [l.qkv, l.o, l.gateUp!, l.down!]),
+    ...m.layers.flatMap((l) => [l.qkv!, l.o!, l.gateUp!, l.down!]),
   ];
   return new Set(ws.flatMap((w) => w.parts.map((p) => p.dtype)));
 }
@@ -176,7 +176,7 @@ for (const [i, c] of CASES.entries()) {
         const dtypes = matrixDtypes(model);
         if ("type" in c) equal([...dtypes].join(), c.type === "F16" ? "f16" : c.type);
         else {
-          const qkv = new Set(model.layers[0]!.qkv.parts.map((p) => p.dtype));
+          const qkv = new Set(model.layers[0]!.qkv!.parts.map((p) => p.dtype));
           ok(qkv.size > 1, `${c.name}: q/k/v in parts of two types`);
         }
         const short = LENGTHS.filter((l) => l <= SHORT);

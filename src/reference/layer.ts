@@ -11,6 +11,7 @@ import { windowOf } from "../model/attention_knobs.ts";
 import { type RoundedInput, roundQ8_0 } from "./rounding.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "../model/rope.ts";
+import { type RecurrentState, shortConvLayerRef } from "./recurrent.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
 export type LayerValues =
@@ -176,6 +177,8 @@ export interface LayerContext {
   layer: number;
   /** TEST ONLY: the products whose input is rounded as llama.cpp's CPU does (`reference_rounding.ts`). */
   rounded?: ReadonlySet<RoundedInput>;
+  /** A recurrent layer's state over the run (absent at attention layers). */
+  state?: RecurrentState;
 }
 
 /** `v` ([rows, `row`]) as the product `role` reads it (rounded with `x.rounded`). */
@@ -336,6 +339,15 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
     case "moe_mlp":
       moeMlp(s, x, step);
       return;
+    case "short_conv": {
+      if (x.state === undefined) {
+        throw EngineError.invalidArgument("reference model: a short_conv step without a state");
+      }
+      rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
+      s.proj.set(shortConvLayerRef(c, w, s.xn, T, x.state));
+      add(undefined);
+      return;
+    }
   }
 }
 

@@ -14,7 +14,9 @@ import type { ExpertMatrices } from "./kernels/moe.ts";
 import { llamaCppRoundedInputs, type RoundedInput, roundQ8_0 } from "./rounding.ts";
 import { tensorValues } from "./tensor_values.ts";
 import type { LayerWeights, ModelWeights, WeightInfo } from "../model/weights.ts";
-import { archOf, type LayerRole, type LayerStep } from "../model/arch/mod.ts";
+import type { LayerRole, LayerStep } from "../model/arch/mod.ts";
+import { hasKv, layerRecipe } from "../model/layer_kinds.ts";
+import { freshState, type RecurrentState } from "./recurrent.ts";
 import {
   layerScratch,
   type LayerValues,
@@ -40,7 +42,14 @@ class KvCache {
   k: Float64Array[] = [];
   v: Float64Array[] = [];
   length = 0;
-  constructor(readonly layers: number, readonly width: number) {}
+  /** Each recurrent layer's state (undefined at attention layers). */
+  readonly states: (RecurrentState | undefined)[];
+  constructor(readonly layers: number, readonly width: number, config: ModelConfig) {
+    this.states = Array.from(
+      { length: layers },
+      (_, l) => hasKv(config, l) ? undefined : freshState(config),
+    );
+  }
 
   reserve(total: number): void {
     const have = this.k[0] ? this.k[0].length / this.width : 0;
@@ -107,7 +116,9 @@ export interface ReferenceOptions {
    * TEST ONLY: run this layer recipe instead of the family's (an ablation: the family less one
    * step shows that step matters); never set outside tests.
    */
-  testRecipe?: readonly LayerStep[];
+  testRecipe?:
+    | readonly LayerStep[]
+    | ((layer: number, own: readonly LayerStep[]) => readonly LayerStep[]);
   /**
    * TEST ONLY: round the input of each product over Q8_0 or MXFP4 weights to Q8_0 blocks, as
    * llama.cpp's CPU build does (`reference_rounding.ts`), to hold the reference against
@@ -120,7 +131,8 @@ export class ReferenceModel {
   readonly invFreq: Float64Array;
   /** RoPE frequencies of sliding-window layers with a base of their own (else `invFreq`). */
   readonly localInvFreq: Float64Array;
-  readonly #recipe: readonly LayerStep[];
+  /** A test's recipe for every layer, else each layer's own (`layerRecipe`). */
+  readonly #recipe: ReferenceOptions["testRecipe"];
 
   private constructor(
     readonly config: ModelConfig,
@@ -129,7 +141,7 @@ export class ReferenceModel {
     private readonly norm: Float64Array,
     private readonly lmHead: Float64Array,
     private readonly mutation: TestMutation | undefined,
-    recipe: readonly LayerStep[] | undefined,
+    recipe: ReferenceOptions["testRecipe"],
     private readonly rounded: ReadonlySet<RoundedInput> = new Set(),
     /** The most positions one sequence may reach ({@linkcode ReferenceOptions.context}). */
     readonly context: number = config.maxPositionEmbeddings,
@@ -143,7 +155,7 @@ export class ReferenceModel {
     this.localInvFreq = config.ropeLocalTheta === undefined
       ? this.invFreq
       : ropeInvFreq(config.headDim, config.ropeLocalTheta, { type: "default" });
-    this.#recipe = recipe ?? archOf(config).layer;
+    this.#recipe = recipe;
   }
 
   /** Read every tensor of `weights` (a tensor used twice, like a tied LM head, once). */
@@ -253,7 +265,8 @@ export class ReferenceModel {
   }
 
   #cache(): KvCache {
-    return new KvCache(this.config.numLayers, this.config.numKvHeads * this.config.headDim);
+    const c = this.config;
+    return new KvCache(c.numLayers, c.numKvHeads * c.headDim, c);
   }
 
   #check(tokens: readonly number[], cache: KvCache): void {
@@ -299,8 +312,11 @@ export class ReferenceModel {
         mutation: this.mutation,
         layer: l,
         ...(this.rounded.size > 0 ? { rounded: this.rounded } : {}),
+        ...(cache.states[l] ? { state: cache.states[l] } : {}),
       };
-      for (const step of this.#recipe) runStep(step, s, ctx);
+      const own = layerRecipe(c, l), test = this.#recipe;
+      const recipe = test === undefined ? own : typeof test === "function" ? test(l, own) : test;
+      for (const step of recipe) runStep(step, s, ctx);
     }
     cache.length = start + T;
     rmsNorm(x, T, this.norm, H, c.rmsNormEps, xn);

@@ -16,6 +16,7 @@ import {
   type Scratch,
 } from "./step_plan.ts";
 import { kernelPaths } from "../gpu/paths.ts";
+import { isRecurrent } from "../model/layer_kinds.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -31,6 +32,13 @@ export interface StepBatch {
   blockTable: ArrayLike<number>;
   /** Rows (token indices) whose logits to compute, in output order. */
   logitRows: readonly number[];
+  /**
+   * Each token's recurrent-state slot (below `GpuModel.stateSlots`), in a model with recurrent
+   * layers: its sequence's, the same for all its tokens, which are contiguous in the step with
+   * consecutive positions. A sequence whose first token here is at position 0 starts from a
+   * clean state. Absent: slot 0 for every token (one sequence).
+   */
+  stateSlots?: ArrayLike<number>;
 }
 
 /** Plans kept per forward (one per step shape); the least recently used is dropped beyond this. */
@@ -77,6 +85,8 @@ export class Forward {
     const f = (label: string, n: number) => storageBuffer(d, `fwd:${label}`, n * 4);
     const Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
     const widest = Math.max(c.hiddenSize, c.intermediateSize, Q);
+    // A convolution layer's B | C | x rows share the q/k/v scratch, its output attention's.
+    const conv = isRecurrent(c) ? 3 * c.hiddenSize : 0;
     this.#scratch = {
       capacity: cap,
       tableCapacity: table,
@@ -84,13 +94,14 @@ export class Forward {
       ids: f("ids", cap),
       positions: f("positions", cap),
       slots: f("slots", cap),
+      stateSlots: f("state_slots", cap),
       tableOffsets: f("table_offsets", cap),
       blockTable: f("block_table", table),
       x: f("x", cap * c.hiddenSize),
       branch: f("branch", cap * c.hiddenSize),
-      qkv: f("qkv", cap * (Q + 2 * KV)),
+      qkv: f("qkv", cap * Math.max(Q + 2 * KV, conv)),
       q: f("q", cap * Q),
-      attn: f("attn", cap * Q),
+      attn: f("attn", cap * Math.max(Q, conv && c.hiddenSize)),
       act: f("act", cap * c.intermediateSize),
       linear: {
         normed: f("normed", cap * widest),
@@ -228,10 +239,53 @@ export class Forward {
         throw EngineError.invalidArgument(`KV slot ${b.slots[i]} is outside the cache`);
       }
     }
+    this.#validateStates(b);
     for (const r of b.logitRows) {
       if (!(Number.isInteger(r) && r >= 0 && r < n)) {
         throw EngineError.invalidArgument(`logit row ${r} is not a token of the step`);
       }
+    }
+  }
+
+  /**
+   * Each token's state slot is below the model's `stateSlots`, and one slot's tokens are one
+   * run (contiguous, consecutive positions): the convolution kernels read a run's earlier tokens
+   * from the step by that layout.
+   */
+  #validateStates(b: StepBatch): void {
+    // A model without recurrent layers reads no state: its batches' slots are not used.
+    if (!isRecurrent(this.model.config)) return;
+    const slots = b.stateSlots;
+    if (slots === undefined) {
+      for (let i = 1; i < b.tokens.length; i++) {
+        if (b.positions[i] !== b.positions[i - 1]! + 1) {
+          throw EngineError.invalidArgument(
+            "forward: a step of several sequences of a recurrent model needs stateSlots",
+          );
+        }
+      }
+      return;
+    }
+    const n = b.tokens.length, most = this.model.stateSlots;
+    if (slots.length !== n) {
+      throw EngineError.invalidArgument("forward: per-token arrays differ in length");
+    }
+    const seen = new Set<number>();
+    for (let i = 0; i < n; i++) {
+      const s = slots[i]!;
+      if (!(Number.isInteger(s) && s >= 0 && s < most)) {
+        throw EngineError.invalidArgument(`state slot ${s} is outside the ${most} slots`);
+      }
+      const continues = i > 0 && slots[i - 1] === s;
+      if (continues && b.positions[i] !== b.positions[i - 1]! + 1) {
+        throw EngineError.invalidArgument(
+          `state slot ${s}: its tokens' positions are not consecutive`,
+        );
+      }
+      if (!continues && seen.has(s)) {
+        throw EngineError.invalidArgument(`state slot ${s}: its tokens are not contiguous`);
+      }
+      seen.add(s);
     }
   }
 
@@ -251,6 +305,9 @@ export class Forward {
     q.writeBuffer(this.#store ? s.index : s.ids, 0, Uint32Array.from(b.tokens));
     q.writeBuffer(s.positions, 0, Uint32Array.from(b.positions));
     q.writeBuffer(s.slots, 0, Uint32Array.from(b.slots));
+    if (isRecurrent(this.model.config)) {
+      q.writeBuffer(s.stateSlots, 0, Uint32Array.from(b.stateSlots ?? new Uint32Array(tokens)));
+    }
     q.writeBuffer(s.tableOffsets, 0, Uint32Array.from(b.tableOffsets));
     if (b.blockTable.length > 0) q.writeBuffer(s.blockTable, 0, Uint32Array.from(b.blockTable));
     encodeDispatches(encoder, plan.body, "forward:body");

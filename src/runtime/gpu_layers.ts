@@ -18,16 +18,16 @@ export interface GpuLayer {
   inputNorm?: GPUBuffer;
   /** RMSNorm weights before the MLP, f32 (pre-norm families). */
   postNorm?: GPUBuffer;
-  /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden]. */
-  qkv: GpuWeight;
+  /** [q; k; v] stacked: [heads·head_dim + 2·kv_heads·head_dim, hidden] (attention layers). */
+  qkv?: GpuWeight;
   /** [q; k; v] biases, f32 (for every weight format). */
   qkvBias?: GPUBuffer;
   /** Per-head RMSNorm weight of q [head_dim], f32, in families with a `qk_norm` step. */
   qNorm?: GPUBuffer;
   /** Per-head RMSNorm weight of k [head_dim], f32, in families with a `qk_norm` step. */
   kNorm?: GPUBuffer;
-  /** Attention output projection: [hidden, heads·head_dim]. */
-  o: GpuWeight;
+  /** Attention output projection: [hidden, heads·head_dim] (attention layers). */
+  o?: GpuWeight;
   /** [gate; up] stacked: [2·intermediate, hidden] (a dense MLP). */
   gateUp?: GpuWeight;
   /** MLP down projection: [hidden, intermediate] (a dense MLP). */
@@ -47,6 +47,11 @@ export interface GpuLayer {
   sinks?: GPUBuffer;
   /** A mixture-of-experts MLP's router bias [experts]. */
   routerBias?: GPUBuffer;
+  /** A short-convolution layer's input projection [3·hidden, hidden] and output one. */
+  convIn?: GpuWeight;
+  convOut?: GpuWeight;
+  /** A short-convolution layer's taps [hidden, convWidth], f32. */
+  conv?: GPUBuffer;
 }
 
 /**
@@ -93,10 +98,12 @@ function stacked(
 
 /** Layer `l`'s buffers, made through `a` in file order. */
 export function layerOnGpu(l: LayerTensors, a: LayerBuffers): GpuLayer {
-  const layer: GpuLayer = {
-    qkv: a.weight(...stacked(l.qkv, [l.q, l.k, l.v])),
-    o: a.weight(l.o.name, [l.o]),
-  };
+  const layer: GpuLayer = {};
+  if (l.qkv || l.q) layer.qkv = a.weight(...stacked(l.qkv, [l.q, l.k, l.v]));
+  if (l.o) layer.o = a.weight(l.o.name, [l.o]);
+  if (l.convIn) layer.convIn = a.weight(l.convIn.name, [l.convIn]);
+  if (l.conv) layer.conv = a.vector([l.conv], "f32");
+  if (l.convOut) layer.convOut = a.weight(l.convOut.name, [l.convOut]);
   if ((l.gate && l.up) || l.gateUp) {
     layer.gateUp = a.weight(...stacked(l.gateUp, [l.gate, l.up]));
   }

@@ -21,6 +21,7 @@ import { allocatePlan, type BufferPlan, fillPlan, planStack } from "./upload.ts"
 import type { LoadOptionsOf, LoadProgress } from "./load_options.ts";
 import { type GpuLayer, layerOnGpu } from "./gpu_layers.ts";
 import { StagingWriter } from "./staging.ts";
+import { hasKv, isRecurrent, recurrentStateBytes } from "../model/layer_kinds.ts";
 import { checkFits, type ModelWeights, type WeightInfo, weightList } from "../model/weights.ts";
 
 export type { GpuWeight, WeightPart } from "../gpu/product/product.ts";
@@ -49,10 +50,19 @@ export class GpuModel {
   lmHead!: GpuWeight;
   /** The final RMSNorm weight, f32. */
   finalNorm!: GPUBuffer;
-  /** Key cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
-  readonly kCache: GPUBuffer[] = [];
-  /** Value cache, one buffer per layer (`kvBlocks` blocks of `blockSize` tokens). */
-  readonly vCache: GPUBuffer[] = [];
+  /**
+   * Key cache, one buffer per attention layer (`kvBlocks` blocks of `blockSize` tokens);
+   * undefined at a recurrent layer, which keeps no keys.
+   */
+  readonly kCache: (GPUBuffer | undefined)[] = [];
+  /** Value cache, as `kCache`. */
+  readonly vCache: (GPUBuffer | undefined)[] = [];
+  /**
+   * Recurrent state, one buffer per recurrent layer (undefined at attention layers): a short
+   * convolution's last `convWidth - 1` inputs per channel, f32 [stateSlots, convWidth - 1,
+   * hidden]. A step's sequences each name their slot (`StepBatch.stateSlots`).
+   */
+  readonly state: (GPUBuffer | undefined)[] = [];
   /** RoPE inverse frequencies (with the config's scaling), as `uploadRopeFrequencies` stores them. */
   readonly ropeFrequencies: GPUBuffer;
   /** Those of sliding-window layers with a RoPE base of their own (`ropeLocalTheta`). */
@@ -75,6 +85,8 @@ export class GpuModel {
     readonly blockSize: number,
     readonly kvBlocks: number,
     readonly kvDtype: KvDtype,
+    /** Sequences that may hold a recurrent state at once (1 for a model without recurrent layers). */
+    readonly stateSlots: number,
   ) {
     this.format = checkpoint.format;
     this.context = Math.min(checkpoint.config.maxPositionEmbeddings, kvBlocks * blockSize);
@@ -145,15 +157,26 @@ export class GpuModel {
         `a KV cache layer of ${kvBlocks} blocks needs ${kvBytes} bytes; one buffer may hold ${bufferLimit}`,
       );
     }
-    const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype);
+    const stateSlots = isRecurrent(config) ? options.stateSlots ?? 1 : 1;
+    const stateBytes = recurrentStateBytes(config) * stateSlots;
+    if (!Number.isInteger(stateSlots) || stateSlots < 1 || stateBytes > bufferLimit) {
+      throw EngineError.invalidArgument(
+        `stateSlots: ${stateSlots} recurrent states need ${stateBytes} bytes per layer; one buffer may hold ${bufferLimit}`,
+      );
+    }
+    const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype, stateSlots);
     const writer = new StagingWriter(gpu.device, options.upload);
     try {
       // Every buffer first (the fills queue behind), so that `beside` can build on the whole
       // model while its weights stream in.
       model.#allocateAll(writer, options.onProgress, options.maxSlabBytes);
       for (let l = 0; l < config.numLayers; l++) {
-        model.kCache.push(model.own(storageBuffer(gpu.device, `kv:k${l}`, kvBytes, "kv")));
-        model.vCache.push(model.own(storageBuffer(gpu.device, `kv:v${l}`, kvBytes, "kv")));
+        const kv = hasKv(config, l);
+        const buffer = (label: string, bytes: number, kind: "kv" | "state") =>
+          model.own(storageBuffer(gpu.device, label, bytes, kind));
+        model.kCache.push(kv ? buffer(`kv:k${l}`, kvBytes, "kv") : undefined);
+        model.vCache.push(kv ? buffer(`kv:v${l}`, kvBytes, "kv") : undefined);
+        model.state.push(kv ? undefined : buffer(`state:${l}`, stateBytes, "state"));
       }
       const filled = model.#fills.then(() => writer.close());
       const beside = (async () => await options.beside?.(model))();

@@ -14,6 +14,11 @@ export interface LoadOptionsOf<Model> {
   onProgress?: LoadProgress;
   /** KV cache blocks to allocate (default: enough for one full context). */
   kvBlocks?: number;
+  /**
+   * Sequences that may hold a recurrent state at once, in a model with recurrent layers (default
+   * 1): an engine passes its `max_num_seqs`, and each step's sequences name their slot.
+   */
+  stateSlots?: number;
   /** Tokens per KV block (default 16). */
   blockSize?: number;
   /**

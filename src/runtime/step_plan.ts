@@ -1,6 +1,6 @@
 /**
  * One step's dispatches, as a `Forward` caches them per step shape (tokens, logit rows): each
- * layer's recipe (`ArchDescription.layer`) compiled step by step, one step compiler per op
+ * layer's recipe (`ArchDescription.layer`, or its kind's in a hybrid family) compiled step by step, one step compiler per op
  * (`steps/table.ts`, as `reference/layer.ts` interprets the same ops in float64).
  *
  * Per layer of the plain pre-norm recipe, at decode (at most `MATVEC_MAX_M` tokens), six or
@@ -29,7 +29,7 @@ import type { Dispatch } from "../gpu/dispatch.ts";
 import { chooseSplits, ROWS_KEYS, rowsSplits } from "../gpu/kernels/attention.ts";
 import { prepareProduct, type ProductArgs } from "../gpu/product/product.ts";
 import { kernelPaths } from "../gpu/paths.ts";
-import { archOf } from "../model/arch/mod.ts";
+import { layerRecipe } from "../model/layer_kinds.ts";
 import type { GpuModel } from "./gpu_model.ts";
 import type { Part, PlanContext, Scratch } from "./steps/context.ts";
 import { embedParts, headParts } from "./steps/embedding.ts";
@@ -145,10 +145,9 @@ export async function buildPlan(
 ): Promise<Plan> {
   const x = planContext(m, s, tokens, options);
   const body: Part[] = embedParts(x, options.store);
-  const recipe = archOf(m.config).layer;
   for (let l = 0; l < m.config.numLayers; l++) {
     const L = m.layers[l]!;
-    for (const step of recipe) body.push(...compileStep(x, step, l, L));
+    for (const step of layerRecipe(m.config, l)) body.push(...compileStep(x, step, l, L));
   }
   return await settle(body, headParts(x, rows));
 }

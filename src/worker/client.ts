@@ -352,6 +352,7 @@ export class WorkerEngine implements LLMEngine {
         gauges.setTotalBlocks(v.totalBlocks);
         gauges.setGpuCacheUsagePercent(v.usagePercent);
         gauges.setKvCacheHitRate(v.hitRate);
+        if (v.prefixCaching !== undefined) gauges.setPrefixCaching(v.prefixCaching);
         speculation.report(v.speculation);
         if (v.load) routerGauges(ctx.metrics).report({ ...v, load: v.load });
       }))

@@ -83,6 +83,8 @@ export interface GaugeValues {
   usagePercent: number;
   /** Prefix cache hit rate; `undefined` before any lookup. */
   hitRate: number | undefined;
+  /** Whether cached prefixes are reused (`webgpu` engine; not for recurrent models). */
+  prefixCaching?: boolean;
   /** Speculative decoding's counts so far (`webgpu` engine with `speculative` on). */
   speculation?: SpeculationCounts;
   /** Requests running and waiting, and blocks in use (`webgpu` engine): what routers scrape. */

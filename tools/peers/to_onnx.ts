@@ -215,7 +215,7 @@ export async function onnxDecoder(
     ]);
     x = g.op1("Add", [
       x,
-      g.op1("MatMul", [o, await matrix(`${p}o_proj`, l.o)]),
+      g.op1("MatMul", [o, await matrix(`${p}o_proj`, l.o!)]),
     ]);
 
     const h2 = rms(x, await vector(`${p}post_attention_layernorm`, l.postNorm!));

@@ -80,7 +80,9 @@ export class EngineMetrics {
   /** The framework's cleanup, drain and model-load time gauges. */
   readonly lifecycle: LifecycleGauges;
   readonly #components = new Map<number, ComponentGauges>();
-  #componentFamilies: { total: Gauge; usage: Gauge; hitRate: Gauge } | undefined;
+  #componentFamilies:
+    | { total: Gauge; usage: Gauge; hitRate: Gauge; prefixCaching: Gauge }
+    | undefined;
 
   private constructor(hierarchy: MetricsHierarchy, config?: EngineConfig) {
     this.hierarchy = hierarchy;
@@ -160,6 +162,13 @@ export class EngineMetrics {
           this.model,
           [LABELS.dpRank],
         ),
+        prefixCaching: this.gauge(
+          "prefix_cache_enabled",
+          "1 when the engine reuses cached prompt prefixes; 0 when it cannot for this model " +
+            "(recurrent layers keep no state per block).",
+          this.model,
+          [LABELS.dpRank],
+        ),
       };
       g = new ComponentGauges(this.#componentFamilies, { [LABELS.dpRank]: String(dpRank) });
       this.#components.set(dpRank, g);
@@ -233,7 +242,7 @@ export class ComponentGauges {
    * @param labels The rank's `dp_rank` label.
    */
   constructor(
-    private readonly families: { total: Gauge; usage: Gauge; hitRate: Gauge },
+    private readonly families: { total: Gauge; usage: Gauge; hitRate: Gauge; prefixCaching: Gauge },
     private readonly labels: Labels,
   ) {}
 
@@ -244,6 +253,10 @@ export class ComponentGauges {
   /** Set `dynamo_component_gpu_cache_usage_percent`: the fraction (0 to 1) of blocks in use. */
   setGpuCacheUsagePercent(fraction: number): void {
     this.families.usage.set(fraction, this.labels);
+  }
+  /** Set `dynamo_component_prefix_cache_enabled`: 1 when prefixes are reused, else 0. */
+  setPrefixCaching(enabled: boolean): void {
+    this.families.prefixCaching.set(enabled ? 1 : 0, this.labels);
   }
   /** Tri-state: `undefined` means no data yet, and writes nothing (the series stays absent). */
   setKvCacheHitRate(rate: number | undefined): void {

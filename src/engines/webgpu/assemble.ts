@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { EngineError } from "../../contract/errors.ts";
 import { withLlm } from "../../contract/engine_hooks.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import type { EngineConfig } from "../../contract/types.ts";
@@ -13,6 +14,7 @@ import { type Gpu, runtimeData } from "../../gpu/device.ts";
 import type { KvDtype } from "../../gpu/kernels/attention.ts";
 import { Sampler } from "../../gpu/kernels/sampling.ts";
 import { kvWindow } from "../../model/attention_knobs.ts";
+import { isRecurrent, kvLayers, sequenceStateBytes } from "../../model/layer_kinds.ts";
 import { type Checkpoint, prepareWeights, readHeaders } from "../../model/checkpoint.ts";
 import { Forward } from "../../runtime/forward.ts";
 import { defaultKvDtype, GpuModel } from "../../runtime/gpu_model.ts";
@@ -99,6 +101,7 @@ export async function assembleEngine(
   const model = await GpuModel.fromCheckpoint(gpu, s.checkpoint, {
     blockSize,
     kvBlocks: kv.blocks,
+    stateSlots: maxNumSeqs,
     kvDtype: s.kvDtype,
     ...(phases.weights ? { onProgress: phases.weights } : {}),
     ...(o.upload ? { upload: o.upload } : {}),
@@ -113,6 +116,8 @@ export async function assembleEngine(
     blockSize,
     onEvent: onKvEvent,
     routerHash: await routerHash(),
+    // A recurrent layer's state at a block boundary is in no block: no prefix can be reused.
+    prefixCaching: !isRecurrent(model.config),
   });
   const keyWindow = kvWindow(model.config, model.config.numLayers);
   const scheduler = new Scheduler(
@@ -144,6 +149,13 @@ async function sizeEngine(
   const maxNumSeqs = o.maxNumSeqs ?? 16;
   const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
   const spec = o.speculative && speculativeSettings(o.speculative);
+  if (spec && isRecurrent(checkpoint.config)) {
+    throw EngineError.invalidField(
+      "speculative",
+      `speculative decoding is not supported on ${checkpoint.config.arch}: its recurrent ` +
+        "layers would need their state rolled back past a rejected draft",
+    );
+  }
   // Logit rows a step may sample: one per sequence, and one per drafted token.
   const maxRows = Math.min(
     maxNumSeqs * (1 + (spec?.numSpeculativeTokens ?? 0)),
@@ -272,6 +284,7 @@ function engineConfig(
       weights_dtype: model.dtype,
       ...kvRuntimeData(s.kv),
       kv_window: keyWindow,
+      ...recurrentRuntimeData(model),
       ...(spec
         ? {
           speculative: speculativeRuntimeData(
@@ -289,4 +302,25 @@ function engineConfig(
       gpu_memory_bytes: memoryLedger(gpu.device).snapshot(),
     },
   });
+}
+
+/**
+ * A hybrid model's recurrent layers in `runtime_data`: how many, the state one sequence holds,
+ * the slots allocated, and that prefix caching is off (and why). Nothing for other models.
+ */
+function recurrentRuntimeData(model: GpuModel): Record<string, unknown> {
+  const c = model.config;
+  if (!isRecurrent(c)) return { prefix_caching: true };
+  return {
+    prefix_caching: false,
+    prefix_caching_off_because:
+      "recurrent layers keep one state per sequence, not per block: a cached prefix's KV " +
+      "would come without the state after it",
+    recurrent: {
+      layer_kinds: c.layerKinds,
+      recurrent_layers: c.numLayers - kvLayers(c),
+      state_bytes_per_sequence: sequenceStateBytes(c),
+      state_slots: model.stateSlots,
+    },
+  };
 }

@@ -30,6 +30,11 @@ export interface BlockManagerOptions {
    */
   blockKey?: (parent: BlockKey | null, tokens: readonly number[]) => BlockKey;
   /**
+   * Reuse cached prefixes (default true). Off for a model with recurrent layers, whose state at
+   * a block boundary no block holds: no block is then looked up, cached or published.
+   */
+  prefixCaching?: boolean;
+  /**
    * The hash events publish for a block (`router_hash.ts`: Dynamo's router's XXH3 chain, which
    * engines pass). Without it, events carry the low 64 bits of the SHA-256 key instead.
    */
@@ -110,12 +115,16 @@ export class BlockManager {
   mismatches = 0;
 
   /** A cache with every block free. */
+  /** Whether cached prefixes are reused ({@linkcode BlockManagerOptions.prefixCaching}). */
+  readonly prefixCaching: boolean;
+
   constructor(options: BlockManagerOptions) {
     this.numBlocks = options.numBlocks;
     this.blockSize = options.blockSize;
     this.#onEvent = options.onEvent;
     this.#key = options.blockKey ?? blockKey;
     this.#routerHash = options.routerHash;
+    this.prefixCaching = options.prefixCaching ?? true;
     this.#blocks = Array.from(
       { length: this.numBlocks },
       (_, id) => ({ id, refs: 0, prefix: undefined, lastUse: 0 }),
@@ -184,7 +193,7 @@ export class BlockManager {
     const hits: Block[] = [];
     const prefixes: BlockPrefix[] = [];
     // Keep at least one prompt token to compute: a fully cached prompt still needs its logits.
-    const fullBlocks = Math.floor(Math.max(0, tokens.length - 1) / bs);
+    const fullBlocks = this.prefixCaching ? Math.floor(Math.max(0, tokens.length - 1) / bs) : 0;
     for (let i = 0; i < fullBlocks; i++) {
       const parent = prefixes[i - 1] ?? null;
       const blockTokens = tokens.slice(i * bs, (i + 1) * bs);
@@ -229,6 +238,7 @@ export class BlockManager {
    * sequence so far, `computed` how many have their K/V written), publishing BlockStored.
    */
   commit(seq: SeqBlocks, tokens: readonly number[], computed: number): void {
+    if (!this.prefixCaching) return;
     const bs = this.blockSize;
     while ((seq.prefixes.length + 1) * bs <= computed) {
       const i = seq.prefixes.length;

@@ -13,6 +13,8 @@
  * - **scratch**: the forward pass's activations and logits for `maxNumBatchedTokens` tokens, the
  *   sampler's per-sequence vocabulary rows, the token store (`maxNumSeqs` contexts of ids), the
  *   read-back and upload staging, and the split attention partials of a CPU adapter (32 MiB).
+ * - **recurrent state** (hybrid models): each recurrent layer's state for `maxNumSeqs`
+ *   sequences (a short convolution's last inputs), allocated whole at load.
  * - **minimum KV**: one block per sequence that may run at once (`maxNumSeqs` blocks): the
  *   least the engine can serve with (requests end with `length` when the cache fills). One full
  *   context is not required: a 128k-token context can need more than a whole GPU.
@@ -30,6 +32,7 @@ import { kvBytesPerElement, type KvDtype } from "../../gpu/kernels/attention.ts"
 import type { ModelConfig } from "../../model/config.ts";
 import { STAGING_BUFFERS, STAGING_CHUNK_BYTES } from "../../runtime/staging.ts";
 import type { WeightInfo } from "../../model/weights.ts";
+import { isRecurrent, kvLayers, sequenceStateBytes } from "../../model/layer_kinds.ts";
 
 const GiB = 1024 ** 3;
 /** The budget where neither the option nor the device's memory says one: 4 GiB. */
@@ -89,7 +92,9 @@ export function scratchBytes(c: ModelConfig, s: StepLimits): number {
   const moe = c.moe
     ? c.moe.experts + 2 * c.moe.topK + c.moe.topK * c.moe.expertIntermediateSize
     : 0;
-  const perToken = 5 + 3 * c.hiddenSize + (q + 2 * kv) + 2 * q + 3 * c.intermediateSize + widest +
+  // A convolution layer's B | C | x rows widen the q/k/v scratch.
+  const qkv = Math.max(q + 2 * kv, isRecurrent(c) ? 3 * c.hiddenSize : 0);
+  const perToken = 6 + 3 * c.hiddenSize + qkv + 2 * q + 3 * c.intermediateSize + widest +
     c.vocabSize + moe;
   const forward = tokens * perToken * 4;
   const sampler = (s.maxRows ?? s.maxNumSeqs) *
@@ -101,13 +106,13 @@ export function scratchBytes(c: ModelConfig, s: StepLimits): number {
   return forward + sampler + tokenStore + staging + ROWS_PARTIAL_BYTES;
 }
 
-/** Bytes of one KV block over every layer, K and V. */
+/** Bytes of one KV block over every attention layer, K and V. */
 export function kvBlockBytes(
-  c: Pick<ModelConfig, "numLayers" | "numKvHeads" | "headDim">,
+  c: Pick<ModelConfig, "numLayers" | "numKvHeads" | "headDim" | "layerKinds">,
   dtype: KvDtype,
   blockSize: number,
 ): number {
-  return 2 * c.numLayers * blockSize * c.numKvHeads * c.headDim * kvBytesPerElement(dtype);
+  return 2 * kvLayers(c) * blockSize * c.numKvHeads * c.headDim * kvBytesPerElement(dtype);
 }
 
 /** What the fit found: the budget, the estimates, what is left for the KV cache. */
@@ -117,7 +122,9 @@ export interface Fit {
   scratch: number;
   /** The least KV cache the engine starts with (one block per sequence). */
   minKv: number;
-  /** Budget minus weights and scratch. */
+  /** Recurrent layers' state: one per sequence that may run at once (0 without such layers). */
+  state: number;
+  /** Budget minus weights, scratch and recurrent state. */
   left: number;
   /** The most KV blocks `left` holds. */
   kvBlocks: number;
@@ -139,7 +146,8 @@ export function fitModel(
   const scratch = scratchBytes(config, steps);
   const perBlock = kvBlockBytes(config, kv.dtype, kv.blockSize);
   const minKv = (kv.requested ?? steps.maxNumSeqs) * perBlock;
-  const need = weights + scratch + minKv;
+  const state = steps.maxNumSeqs * sequenceStateBytes(config);
+  const need = weights + scratch + state + minKv;
   const name = budget.source === "option"
     ? "the gpuMemoryBytes option"
     : budget.source === "device_memory"
@@ -149,11 +157,13 @@ export function fitModel(
     throw new EngineError(
       "ResourceExhausted",
       `the model needs ${need} bytes of GPU memory (weights ${weights}, scratch ${scratch}, ` +
-        `KV cache ${minKv}); ${name} allows ${budget.bytes}`,
+        `${
+          state > 0 ? `recurrent state ${state}, ` : ""
+        }KV cache ${minKv}); ${name} allows ${budget.bytes}`,
     );
   }
-  const left = budget.bytes - weights - scratch;
-  return { budget, weights, scratch, minKv, left, kvBlocks: Math.floor(left / perBlock) };
+  const left = budget.bytes - weights - scratch - state;
+  return { budget, weights, scratch, minKv, state, left, kvBlocks: Math.floor(left / perBlock) };
 }
 
 /** The fit as `EngineConfig.runtime_data` entries. */
@@ -161,7 +171,12 @@ export function fitRuntimeData(f: Fit): Record<string, unknown> {
   return {
     gpu_memory_budget_bytes: f.budget.bytes,
     gpu_memory_budget_source: f.budget.source,
-    gpu_memory_estimate_bytes: { weights: f.weights, scratch: f.scratch, min_kv: f.minKv },
+    gpu_memory_estimate_bytes: {
+      weights: f.weights,
+      scratch: f.scratch,
+      min_kv: f.minKv,
+      ...(f.state > 0 ? { recurrent_state: f.state } : {}),
+    },
     gpu_memory_left_for_kv_bytes: f.left,
   };
 }

@@ -15,6 +15,8 @@ export interface KvGaugeValues {
   usagePercent: number;
   /** Prefix-cache hits over lookups, undefined before the first lookup. */
   hitRate: number | undefined;
+  /** Whether cached prefixes are reused (not for a model with recurrent layers). */
+  prefixCaching?: boolean;
   /** Speculative decoding's counts so far (with `speculative` on). */
   speculation?: SpeculationCounts;
   /** Requests running and waiting, and blocks in use: what routers scrape (`RouterGauges`). */
@@ -52,12 +54,14 @@ export class KvGauges {
       totalBlocks: blocks.numBlocks,
       usagePercent: used / blocks.numBlocks,
       hitRate: blocks.hitRate,
+      prefixCaching: blocks.prefixCaching,
       ...(speculation && speculation.numSpecTokens > 0 ? { speculation } : {}),
       load: { ...requests, activeBlocks: used },
     };
     this.#metrics?.setTotalBlocks(values.totalBlocks);
     this.#metrics?.setGpuCacheUsagePercent(values.usagePercent);
     this.#metrics?.setKvCacheHitRate(values.hitRate);
+    this.#metrics?.setPrefixCaching(values.prefixCaching);
     this.#router?.report(values);
     for (const cb of this.#listeners) cb(values);
   }

@@ -19,6 +19,7 @@ import { EngineError } from "../../contract/errors.ts";
 import type { GpuCapabilities } from "../../gpu/device.ts";
 import { kvBytesPerElement, type KvDtype } from "../../gpu/kernels/attention.ts";
 import type { ModelConfig } from "../../model/config.ts";
+import { kvLayers } from "../../model/layer_kinds.ts";
 
 /** Full contexts the cache holds by default. */
 export const KV_CONTEXTS = 4;
@@ -45,7 +46,10 @@ export interface KvSize {
  * has room for; at least one). Throws `InvalidArgument` on a bad `requested`.
  */
 export function chooseKvSize(
-  model: Pick<ModelConfig, "maxPositionEmbeddings" | "numLayers" | "numKvHeads" | "headDim">,
+  model: Pick<
+    ModelConfig,
+    "maxPositionEmbeddings" | "numLayers" | "numKvHeads" | "headDim" | "layerKinds"
+  >,
   dtype: KvDtype,
   blockSize: number,
   caps: Pick<GpuCapabilities, "maxBufferSize" | "maxStorageBufferBindingSize">,
@@ -68,7 +72,7 @@ export function chooseKvSize(
   else if (fit <= memoryBlocks) [blocks, source] = [Math.max(1, fit), "limit"];
   else [blocks, source] = [Math.max(1, memoryBlocks), "memory"];
   const layerBytes = blocks * blockBytes;
-  const totalBytes = 2 * model.numLayers * layerBytes;
+  const totalBytes = 2 * kvLayers(model) * layerBytes;
   return { blocks, source, layerBytes, totalBytes, bufferLimit, dtype };
 }
 

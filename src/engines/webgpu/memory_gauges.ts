@@ -22,7 +22,7 @@ export class MemoryGauges {
       f = {
         bytes: metrics.gauge(
           "gpu_memory_bytes",
-          "Bytes of the GPU buffers the engine holds, by kind (weights, kv, scratch, staging, " +
+          "Bytes of the GPU buffers the engine holds, by kind (weights, kv, state, scratch, staging, " +
             "other).",
           metrics.model,
           ["kind"],

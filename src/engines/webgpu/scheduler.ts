@@ -269,6 +269,7 @@ export class Scheduler {
     const tokens: number[] = [],
       positions: number[] = [],
       slots: number[] = [],
+      stateSlots: number[] = [],
       tableOffsets: number[] = [];
     const blockTable: number[] = [];
     const logitRows: number[] = [];
@@ -286,6 +287,7 @@ export class Scheduler {
         tokens.push(this.slots.index(seq, pos));
         positions.push(pos);
         slots.push(seq.blocks!.blocks[Math.floor(pos / bs)]! * bs + (pos % bs));
+        stateSlots.push(seq.slot ?? 0);
         tableOffsets.push(offset);
         if (i >= count - 1 && seq.computed + count === seq.length) {
           logitRows.push(tokens.length - 1);
@@ -295,7 +297,7 @@ export class Scheduler {
       if (seq.computed + count === seq.length) sampled.push(seq);
     }
     return {
-      batch: { tokens, positions, slots, tableOffsets, blockTable, logitRows },
+      batch: { tokens, positions, slots, stateSlots, tableOffsets, blockTable, logitRows },
       sampled,
       rows,
       parts,

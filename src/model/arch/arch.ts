@@ -34,7 +34,15 @@ export type LayerRole =
   /** One learned logit per query head ([heads], f32) joining each softmax's denominator. */
   | "sinks"
   /** The router's bias ([experts]), added to its logits before the top-k. */
-  | "routerBias";
+  | "routerBias"
+  /**
+   * A short-convolution layer's input projection ([3·hidden, hidden]: the B, C and x rows), its
+   * depthwise causal convolution ([hidden, convWidth] taps, the last one the current token's) and
+   * its output projection ([hidden, hidden]).
+   */
+  | "convIn"
+  | "conv"
+  | "convOut";
 
 /**
  * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
@@ -71,7 +79,11 @@ export type Dim =
   | "experts"
   | "expertInter"
   /** The query heads. */
-  | "heads";
+  | "heads"
+  /** Three residual widths (a short-convolution layer's B, C and x rows). */
+  | "hidden3"
+  /** The taps of a short convolution (`ModelConfig.convWidth`). */
+  | "convWidth";
 
 /** The role a tensor plays in a GGUF quantization mix (`src/convert/quant_mix.ts`). */
 export type MixRole =
@@ -84,6 +96,8 @@ export type MixRole =
   | "ffn_gate"
   | "ffn_up"
   | "ffn_down"
+  /** A recurrent layer's input or output projection: the mix's base type, never promoted. */
+  | "recurrent"
   | "vector";
 
 /** One tensor under both names. */
@@ -100,6 +114,16 @@ export interface TensorEntry<R extends string> {
    * only with an LM head of its own (`untiedHead`).
    */
   when?: "attentionBias" | "untiedHead";
+  /**
+   * The layer kinds whose layers hold the tensor (absent: every layer). A hybrid family's
+   * attention tensors name `attention`, its convolution tensors `short_conv`.
+   */
+  kinds?: readonly LayerKind[];
+  /**
+   * HF stores the tensor with one more axis of size 1 at this index (a depthwise `Conv1d`'s
+   * `[channels, 1, taps]`); GGUF and the loaded model hold it without.
+   */
+  hfUnitAxis?: number;
   /**
    * Rows are heads of q (or k): when the family's GGUF files store q/k in llama.cpp's
    * interleaved RoPE order (`gguf.interleavedQk`), these rows are permuted there.
@@ -169,7 +193,36 @@ export type LayerStep =
    */
   | { op: "moe_mlp"; act: ExpertActivation; biases?: boolean }
   /** The q/k/v products of x itself, no input norm (with their biases when present). */
-  | { op: "qkv" };
+  | { op: "qkv" }
+  /**
+   * A gated short convolution (LFM2): n = RMSNorm(x) with `inputNorm`; B | C | u = n · `convIn`ᵀ;
+   * y = C ⊙ conv(B ⊙ u), the convolution causal and depthwise over the sequence (`conv`: each
+   * channel's `convWidth` taps, the last on the current token; positions before 0 hold zeros),
+   * so each sequence keeps its last `convWidth - 1` values of B ⊙ u as recurrent state;
+   * x += y · `convOut`ᵀ.
+   */
+  | { op: "short_conv" };
+
+/**
+ * What one layer of a hybrid family is: an attention layer (the description's `layer` recipe,
+ * with a KV cache) or a recurrent one with a fixed-size state per sequence instead.
+ */
+export type LayerKind = "attention" | "short_conv";
+
+/**
+ * How a hybrid family says which layers are which (`ArchDescription.kinds`): each kind's recipe,
+ * and where the kinds are read: in GGUF files, a layer whose entry of the per-layer
+ * `attention.head_count_kv` array is 0 is of kind `ggufZeroKvHeads`; in HF configs, `hfKey`
+ * lists one name per layer, mapped by `hfNames`.
+ */
+export interface LayerKinds {
+  recipes: { readonly [K in Exclude<LayerKind, "attention">]?: readonly LayerStep[] };
+  ggufZeroKvHeads: Exclude<LayerKind, "attention">;
+  hfKey: string;
+  hfNames: Readonly<Record<string, LayerKind>>;
+  /** The short convolution's taps: the HF key and the GGUF key (after `<arch>.`). */
+  convWidth?: { hf: string; gguf: string };
+}
 
 /** How the shared HF `config.json` reader treats the keys families read differently. */
 export interface HfConfigRules {
@@ -191,6 +244,17 @@ export interface HfConfigRules {
    * a saved config.json when it equals PretrainedConfig's default, true).
    */
   tiedByDefault?: true;
+  /**
+   * Keys the family names its own way: the RMSNorm epsilon (default `rms_norm_eps`) and the tied
+   * head (read before `tie_word_embeddings` when present).
+   */
+  keys?: { rmsNormEps?: string; tieWordEmbeddings?: string };
+  /**
+   * The MLP width is `block_ff_dim` (else `intermediate_size`), taken to 2/3 of itself, times
+   * `block_ffn_dim_multiplier` and rounded up to `block_multiple_of` when
+   * `block_auto_adjust_ff_dim` is true (LFM2's configs; llama.cpp's converter does the same).
+   */
+  blockFfDim?: true;
   /** The activation `hidden_act` / `hidden_activation` must name (default `silu`). */
   act?: "gelu_pytorch_tanh";
   /**
@@ -289,4 +353,6 @@ export interface ArchDescription {
   scaleEmbedding?: true;
   /** HF checkpoints fuse each layer's experts (see {@linkcode FusedExperts}). */
   fusedExperts?: FusedExperts;
+  /** A hybrid family: layers of other kinds beside attention (see {@linkcode LayerKinds}). */
+  kinds?: LayerKinds;
 }

@@ -14,6 +14,7 @@ import { GEMMA2 } from "./gemma2.ts";
 import { GEMMA3 } from "./gemma3.ts";
 import { GPT_OSS } from "./gpt_oss.ts";
 import { GRANITE } from "./granite.ts";
+import { LFM2 } from "./lfm2.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
 import { OLMO2 } from "./olmo2.ts";
@@ -36,6 +37,7 @@ const FAMILIES: readonly ArchDescription[] = [
   OLMO2,
   PHI3,
   GPT_OSS,
+  LFM2,
 ];
 
 /** The families by `ModelConfig.arch`. */

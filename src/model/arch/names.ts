@@ -8,6 +8,7 @@ import type {
   Dim,
   ExpertRole,
   GlobalRole,
+  LayerKind,
   LayerRole,
   TensorEntry,
 } from "./arch.ts";
@@ -45,6 +46,10 @@ export interface ShapeConfig {
   tieWordEmbeddings: boolean;
   /** Mixture-of-experts families: the experts' sizes and routing. */
   moe?: MoeConfig;
+  /** Hybrid families: each layer's kind (absent: attention). */
+  layerKinds?: readonly LayerKind[];
+  /** Taps of a short convolution. */
+  convWidth?: number;
 }
 
 /** One tensor of a model: its table entry, layer (-1 for a global one) and names. */
@@ -87,10 +92,22 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
       return (c.numHeads + 2 * c.numKvHeads) * c.headDim;
     case "inter2":
       return 2 * c.intermediateSize;
+    case "hidden3":
+      return 3 * c.hiddenSize;
+    case "convWidth":
+      if (c.convWidth === undefined) {
+        throw EngineError.invalidArgument(
+          `config: dimension ${d} of a config without convolutions`,
+        );
+      }
+      return c.convWidth;
   }
 }
 
-function present(c: ShapeConfig, e: TensorEntry<string>): boolean {
+function present(c: ShapeConfig, e: TensorEntry<string>, layer = -1): boolean {
+  if (e.kinds && layer >= 0 && !e.kinds.includes(c.layerKinds?.[layer] ?? "attention")) {
+    return false;
+  }
   if (e.when === "attentionBias") return c.attentionBias;
   if (e.when === "untiedHead") return !c.tieWordEmbeddings;
   return true;
@@ -118,7 +135,7 @@ export function layerTensors(
   c: ShapeConfig,
   layer: number,
 ): ResolvedTensor<LayerRole>[] {
-  return a.tensors.layer.filter((e) => present(c, e)).map((e) => resolve(c, e, layer));
+  return a.tensors.layer.filter((e) => present(c, e, layer)).map((e) => resolve(c, e, layer));
 }
 
 /** The global tensors the model holds (the LM head only when untied). */

@@ -17,6 +17,7 @@ import {
 import { ggufAttentionKnobs } from "../attention_knobs.ts";
 import { type ModelConfig, MULTIPLIER_KEYS } from "../config.ts";
 import { ggufRopeScaling } from "../rope_config.ts";
+import { ggufLayerKinds, type LayerKindFields } from "../layer_kinds.ts";
 import type { GgufMetadata } from "../../formats/gguf/metadata.ts";
 
 /** `general.file_type` values of files whose weights are all (or mostly) one float dtype. */
@@ -28,14 +29,24 @@ function eosIds(m: GgufMetadata): number[] {
   return [...new Set(keys.filter((k) => m.has(k)).map((k) => m.uint(k)))];
 }
 
-/** The attention geometry: residual width, query and key/value heads, and the head size. */
+/**
+ * The attention geometry: residual width, query and key/value heads, and the head size; and a
+ * hybrid family's layer kinds (`layer_kinds.ts`).
+ */
 function headGeometry(
   m: GgufMetadata,
   p: string,
-): Pick<ModelConfig, "hiddenSize" | "numHeads" | "numKvHeads" | "headDim"> {
+  arch: ArchDescription,
+): Pick<ModelConfig, "hiddenSize" | "numHeads" | "numKvHeads" | "headDim"> & LayerKindFields {
   const hiddenSize = m.count(`${p}embedding_length`);
   const numHeads = m.count(`${p}attention.head_count`);
-  const numKvHeads = m.count(`${p}attention.head_count_kv`, numHeads);
+  const { numKvHeads, ...kinds } = ggufLayerKinds(
+    m,
+    p,
+    arch,
+    m.count(`${p}block_count`),
+    numHeads,
+  );
   if (numHeads % numKvHeads !== 0) {
     throw m.refuse(
       `${p}attention.head_count_kv`,
@@ -55,7 +66,7 @@ function headGeometry(
   if (m.has(valueKey) && m.count(valueKey) !== headDim) {
     throw m.refuse(valueKey, `${m.count(valueKey)} differs from the head size ${headDim}`);
   }
-  return { hiddenSize, numHeads, numKvHeads, headDim };
+  return { hiddenSize, numHeads, numKvHeads, headDim, ...kinds };
 }
 
 /** Partial rotary: RoPE on the first `rope.dimension_count` elements of each head (NEOX only). */
@@ -153,7 +164,7 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
   if (!hasExperts(arch.layer) && m.uint(`${p}expert_count`, 0) > 0) {
     throw m.refuse(`${p}expert_count`, "experts in a family without a mixture-of-experts MLP");
   }
-  const { hiddenSize, numHeads, numKvHeads, headDim } = headGeometry(m, p);
+  const { hiddenSize, numHeads, numKvHeads, headDim, ...kinds } = headGeometry(m, p, arch);
   const rotaryDim = rotaryDimOf(m, p, arch, headDim);
   const maxPositionEmbeddings = m.count(`${p}context_length`, 2048);
   const vocabSize = vocabSizeOf(m, p);
@@ -181,5 +192,5 @@ export function ggufConfig(m: GgufMetadata, tensorNames: ReadonlySet<string>): M
     }),
   };
   addOptionalFields(config, m, p, arch, rotaryDim);
-  return config;
+  return { ...config, ...kinds };
 }

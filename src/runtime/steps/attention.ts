@@ -15,6 +15,7 @@ import { missing, type Part, type PlanContext, type StepOf } from "./context.ts"
 /** The q/k/v product, after the input norm when `norm` is given. */
 function qkvProduct(x: PlanContext, l: number, L: GpuLayer, norm?: GPUBuffer): Part {
   const { s, c } = x;
+  if (L.qkv === undefined) return Promise.reject(missing("q", l));
   return x.linear({
     x: s.x,
     weight: L.qkv,

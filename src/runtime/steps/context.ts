@@ -21,15 +21,17 @@ export interface Scratch {
   ids: GPUBuffer;
   positions: GPUBuffer;
   slots: GPUBuffer;
+  /** Each token's recurrent-state slot (its sequence's; `StepBatch.stateSlots`). */
+  stateSlots: GPUBuffer;
   tableOffsets: GPUBuffer;
   blockTable: GPUBuffer;
   /** The residual stream [tokens, hidden]. */
   x: GPUBuffer;
   /** A residual branch before its post-norm [tokens, hidden]. */
   branch: GPUBuffer;
-  /** The fused q/k/v product [tokens, q + 2kv]. */
+  /** The fused q/k/v product [tokens, q + 2kv] (or a convolution's B | C | x, 3·hidden). */
   qkv: GPUBuffer;
-  /** Rotated q [tokens, q], and attention's output. */
+  /** Rotated q [tokens, q], and attention's (or a convolution's) output. */
   q: GPUBuffer;
   attn: GPUBuffer;
   /** SwiGLU's output [tokens, intermediate]. */

@@ -52,6 +52,8 @@ export function oProjResidual(
   l: number,
   L: GpuLayer,
 ): Part[] {
+  const o = L.o;
+  if (o === undefined) return [Promise.reject(missing("o", l))];
   return residual(
     x,
     l,
@@ -60,7 +62,7 @@ export function oProjResidual(
     (y, epilogue) =>
       x.linear({
         x: x.s.attn,
-        weight: L.o,
+        weight: o,
         ...(L.oBias ? { b: L.oBias } : {}),
         y,
         n: x.H,

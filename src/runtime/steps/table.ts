@@ -10,6 +10,7 @@ import type { Part, PlanContext, StepCompiler } from "./context.ts";
 import { mlp } from "./mlp.ts";
 import { moeMlp } from "./moe.ts";
 import { oProjResidual } from "./residual.ts";
+import { shortConv } from "./short_conv.ts";
 
 /** One compiler per recipe op. */
 export const STEP_COMPILERS: { readonly [K in LayerStep["op"]]: StepCompiler<K> } = {
@@ -21,6 +22,7 @@ export const STEP_COMPILERS: { readonly [K in LayerStep["op"]]: StepCompiler<K> 
   o_proj_residual: oProjResidual,
   mlp,
   moe_mlp: moeMlp,
+  short_conv: shortConv,
 };
 
 /** The kernels of recipe step `step` of layer `l`, by its op's compiler. */

@@ -1,0 +1,151 @@
+/**
+ * Hybrid families' layers: which layers are attention and which are recurrent (a short
+ * convolution, ...), read from an HF `config.json` or GGUF metadata as the family's description
+ * says (`ArchDescription.kinds`), and the recipe each layer runs. A family without kinds has
+ * attention layers only and none of these fields. Anything out of range is refused with
+ * `InvalidArgument` naming the key.
+ */
+import { describe } from "../contract/describe.ts";
+import type { ArchDescription, LayerKind, LayerStep } from "./arch/mod.ts";
+import { archOf } from "./arch/mod.ts";
+import { type Json, positiveInt, refuse } from "./config_fields.ts";
+import type { GgufMetadata } from "../formats/gguf/metadata.ts";
+
+/** The config fields of a hybrid family's layers. */
+export interface LayerKindFields {
+  /** Each layer's kind (absent: every layer attention). */
+  layerKinds?: LayerKind[];
+  /** Taps of the short convolution (families with `short_conv` layers). */
+  convWidth?: number;
+}
+
+/** The most taps a short convolution may have (LFM2's have 3; the kernel holds 8). */
+export const MAX_CONV_WIDTH = 8;
+
+/** The kind of layer `l` of `c` (attention in a family without kinds). */
+export function layerKind(c: { layerKinds?: readonly LayerKind[] }, l: number): LayerKind {
+  return c.layerKinds?.[l] ?? "attention";
+}
+
+/** Whether layer `l` keeps keys and values (an attention layer). */
+export function hasKv(c: { layerKinds?: readonly LayerKind[] }, l: number): boolean {
+  return layerKind(c, l) === "attention";
+}
+
+/** The layers of `c` that keep keys and values. */
+export function kvLayers(c: { numLayers: number; layerKinds?: readonly LayerKind[] }): number {
+  let n = 0;
+  for (let l = 0; l < c.numLayers; l++) if (hasKv(c, l)) n++;
+  return n;
+}
+
+/** Whether any layer of `c` keeps a recurrent state per sequence. */
+export function isRecurrent(c: { layerKinds?: readonly LayerKind[] }): boolean {
+  return c.layerKinds?.some((k) => k !== "attention") === true;
+}
+
+/** The recipe of layer `l`: its kind's, or the family's attention layer. */
+export function layerRecipe(
+  c: { arch: string; layerKinds?: readonly LayerKind[] },
+  l: number,
+): readonly LayerStep[] {
+  const arch = archOf(c);
+  const kind = layerKind(c, l);
+  if (kind === "attention") return arch.layer;
+  const recipe = arch.kinds?.recipes[kind];
+  if (recipe === undefined) throw refuse("layer_types", `no recipe for a ${kind} layer`);
+  return recipe;
+}
+
+function checkWidth(width: number, key: string, refuseAs: (k: string, w: string) => Error) {
+  if (width < 2 || width > MAX_CONV_WIDTH) {
+    throw refuseAs(key, `${width} taps are not supported (2 to ${MAX_CONV_WIDTH})`);
+  }
+  return width;
+}
+
+/** The kinds from an HF config: `kinds.hfKey` lists one name per layer. */
+export function hfLayerKinds(cfg: Json, arch: ArchDescription, numLayers: number): LayerKindFields {
+  const k = arch.kinds;
+  if (k === undefined) return {};
+  const names = cfg[k.hfKey];
+  if (!Array.isArray(names) || names.length !== numLayers) {
+    throw refuse(k.hfKey, `expected ${numLayers} layer types, got ${describe(names)}`);
+  }
+  const layerKinds = names.map((n, l) => {
+    const kind = typeof n === "string" && Object.hasOwn(k.hfNames, n) ? k.hfNames[n] : undefined;
+    if (kind === undefined) {
+      throw refuse(
+        `${k.hfKey}[${l}]`,
+        `unknown layer type ${describe(n)} (${Object.keys(k.hfNames).join(", ")})`,
+      );
+    }
+    return kind;
+  });
+  const out: LayerKindFields = { layerKinds };
+  if (layerKinds.includes("short_conv") && cfg.conv_bias === true) {
+    throw refuse("conv_bias", "a short convolution with a bias is not supported");
+  }
+  if (k.convWidth && layerKinds.includes("short_conv")) {
+    const key = k.convWidth.hf;
+    out.convWidth = checkWidth(positiveInt(cfg, key, key), key, refuse);
+  }
+  return out;
+}
+
+/**
+ * The kinds from GGUF metadata and the KV heads of the attention layers: a hybrid file's
+ * `attention.head_count_kv` is an array with one entry per layer, 0 for a recurrent layer, the
+ * same count for every attention layer.
+ */
+export function ggufLayerKinds(
+  m: GgufMetadata,
+  p: string,
+  arch: ArchDescription,
+  numLayers: number,
+  numHeads: number,
+): LayerKindFields & { numKvHeads: number } {
+  const key = `${p}attention.head_count_kv`;
+  const k = arch.kinds;
+  if (k === undefined || !Array.isArray(m.get(key))) {
+    return { numKvHeads: m.count(key, numHeads) };
+  }
+  const counts = m.uints(key);
+  if (counts.length !== numLayers) {
+    throw m.refuse(key, `${counts.length} entries for ${numLayers} layers`);
+  }
+  const attention = [...new Set(counts.filter((n) => n > 0))];
+  if (attention.length !== 1) {
+    throw m.refuse(key, `expected one KV head count for every attention layer, got ${counts}`);
+  }
+  const layerKinds = counts.map((n): LayerKind => n === 0 ? k.ggufZeroKvHeads : "attention");
+  const out: LayerKindFields & { numKvHeads: number } = { numKvHeads: attention[0]!, layerKinds };
+  if (k.convWidth && layerKinds.includes("short_conv")) {
+    const wKey = `${p}${k.convWidth.gguf}`;
+    out.convWidth = checkWidth(m.count(wKey), wKey, (kk, why) => m.refuse(kk, why));
+  }
+  return out;
+}
+
+/**
+ * Bytes of one sequence's recurrent state in one recurrent layer of `c` (0 without one): a short
+ * convolution keeps its last `convWidth - 1` inputs of every channel, f32.
+ */
+export function recurrentStateBytes(
+  c: { hiddenSize: number; layerKinds?: readonly LayerKind[]; convWidth?: number },
+): number {
+  if (!isRecurrent(c)) return 0;
+  return ((c.convWidth ?? 1) - 1) * c.hiddenSize * 4;
+}
+
+/** Bytes of one sequence's recurrent state over every layer of `c`. */
+export function sequenceStateBytes(
+  c: {
+    numLayers: number;
+    hiddenSize: number;
+    layerKinds?: readonly LayerKind[];
+    convWidth?: number;
+  },
+): number {
+  return (c.numLayers - kvLayers(c)) * recurrentStateBytes(c);
+}

@@ -1,0 +1,80 @@
+/**
+ * The float64 steps of recurrent layers (hybrid families), for `layer.ts`'s interpreter: each
+ * layer keeps a fixed-size state for the run (`RecurrentState`) instead of keys and values.
+ */
+import { EngineError } from "../contract/errors.ts";
+import type { LayerRole } from "../model/arch/mod.ts";
+import type { ModelConfig } from "../model/config.ts";
+
+/** One recurrent layer's state over a run: a short convolution's last inputs [width - 1, hidden]. */
+export interface RecurrentState {
+  conv: Float64Array;
+}
+
+/** A fresh (zero) state for a layer of `c`: the values before position 0. */
+export function freshState(c: ModelConfig): RecurrentState {
+  return { conv: new Float64Array(((c.convWidth ?? 1) - 1) * c.hiddenSize) };
+}
+
+/** The tensors a short-convolution step reads. */
+type ConvWeights = { readonly [R in LayerRole]?: Float64Array };
+
+function need(w: ConvWeights, role: LayerRole): Float64Array {
+  const t = w[role];
+  if (t === undefined) {
+    throw EngineError.invalidArgument(`reference model: the layer has no ${role} tensor`);
+  }
+  return t;
+}
+
+/**
+ * The gated short convolution of `T` normed rows `xn` ([T, hidden]) continuing `state`: B | C | u
+ * = xn · convIn; y = C ⊙ conv(B ⊙ u); returns y · convOut ([T, hidden]) and leaves in `state`
+ * the last width - 1 values of B ⊙ u (oldest first).
+ */
+export function shortConvLayerRef(
+  c: ModelConfig,
+  w: ConvWeights,
+  xn: Float64Array,
+  T: number,
+  state: RecurrentState,
+): Float64Array {
+  const H = c.hiddenSize, W = c.convWidth;
+  if (W === undefined) throw EngineError.invalidArgument("reference model: no convWidth");
+  const inW = need(w, "convIn"), taps = need(w, "conv"), outW = need(w, "convOut");
+  // The inputs of the convolution: the state's W - 1 rows, then this run's T rows.
+  const u = new Float64Array((W - 1 + T) * H);
+  u.set(state.conv);
+  const gateC = new Float64Array(T * H);
+  for (let t = 0; t < T; t++) {
+    for (let ch = 0; ch < H; ch++) {
+      let b = 0, g = 0, v = 0;
+      for (let k = 0; k < H; k++) {
+        const xv = xn[t * H + k]!;
+        b += inW[ch * H + k]! * xv;
+        g += inW[(H + ch) * H + k]! * xv;
+        v += inW[(2 * H + ch) * H + k]! * xv;
+      }
+      u[(W - 1 + t) * H + ch] = b * v;
+      gateC[t * H + ch] = g;
+    }
+  }
+  const y = new Float64Array(T * H);
+  for (let t = 0; t < T; t++) {
+    for (let ch = 0; ch < H; ch++) {
+      let acc = 0;
+      for (let j = 0; j < W; j++) acc += taps[ch * W + j]! * u[(t + j) * H + ch]!;
+      y[t * H + ch] = gateC[t * H + ch]! * acc;
+    }
+  }
+  state.conv.set(u.subarray(T * H));
+  const out = new Float64Array(T * H);
+  for (let t = 0; t < T; t++) {
+    for (let n = 0; n < H; n++) {
+      let acc = 0;
+      for (let k = 0; k < H; k++) acc += outW[n * H + k]! * y[t * H + k]!;
+      out[t * H + n] = acc;
+    }
+  }
+  return out;
+}
