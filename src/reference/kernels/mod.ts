@@ -11,3 +11,4 @@ export * from "./moe.ts";
 export * from "./short_conv.ts";
 export * from "./gated_delta_net.ts";
 export * from "./ssm_scan.ts";
+export * from "./ssm_gate_norm.ts";
