@@ -78,16 +78,7 @@ export function ggufMetadata(
       `config.partial_rotary_factor: llama.cpp's ${arch} interleaves q/k rows for full rotary only`,
     );
   }
-  const every = archOf(c).gguf.noRopeInterval;
-  const skips = every === undefined
-    ? []
-    : Array.from({ length: c.numLayers }, (_, l) => l).filter((l) => (l + 1) % every === 0);
-  if (String(c.noRopeLayers ?? []) !== String(skips)) {
-    throw EngineError.invalidArgument(
-      `config.no_rope_layers: layers ${c.noRopeLayers ?? []} without RoPE; llama.cpp's ${arch} ` +
-        `skips it on ${skips.length > 0 ? `layers ${skips}` : "none"}`,
-    );
-  }
+  Object.assign(meta, noRopeMetadata(c, arch));
   for (const [field, hfKey, key] of MULTIPLIER_KEYS) {
     const v = c[field];
     // The attention scale is an attention knob too, written with them (knobMetadata).
@@ -104,6 +95,28 @@ export function ggufMetadata(
 }
 
 /**
+ * RoPE-free layers as the family's files say them: `rope.scaling.finetuned` false for every layer
+ * (`ropeFinetunedSwitch`), else only the family's fixed pattern (`noRopeInterval`); any other set
+ * is refused.
+ */
+function noRopeMetadata(c: ModelConfig, arch: string): Record<string, GgufValue> {
+  const meta: Record<string, GgufValue> = {};
+  const every = archOf(c).gguf.noRopeInterval;
+  const all = Array.from({ length: c.numLayers }, (_, l) => l);
+  // A family whose files switch RoPE off for every layer (`rope.scaling.finetuned` false).
+  const off = archOf(c).gguf.ropeFinetunedSwitch && String(c.noRopeLayers) === String(all);
+  if (off) meta[`${arch}.rope.scaling.finetuned`] = { type: T.BOOL, value: false };
+  const skips = off ? all : every === undefined ? [] : all.filter((l) => (l + 1) % every === 0);
+  if (String(c.noRopeLayers ?? []) !== String(skips)) {
+    throw EngineError.invalidArgument(
+      `config.no_rope_layers: layers ${c.noRopeLayers ?? []} without RoPE; llama.cpp's ${arch} ` +
+        `skips it on ${skips.length > 0 ? `layers ${skips}` : "none"}`,
+    );
+  }
+  return meta;
+}
+
+/**
  * A hybrid family's layer kinds as llama.cpp's converter writes them (`ArchDescription.kinds`):
  * `attention.head_count_kv` one entry per layer, 0 at a recurrent layer, and the convolution's
  * taps. Nothing for a family without kinds.
@@ -115,8 +128,15 @@ function layerKindMetadata(c: ModelConfig, arch: string): Record<string, GgufVal
   const meta: Record<string, GgufValue> = {
     [`${arch}.attention.head_count_kv`]: { type: T.ARRAY, itemType: T.INT32, value: perLayer },
   };
+  const u32 = (value: number): GgufValue => ({ type: T.UINT32, value });
   if (kinds.convWidth && c.convWidth !== undefined) {
-    meta[`${arch}.${kinds.convWidth.gguf}`] = { type: T.UINT32, value: c.convWidth };
+    meta[`${arch}.${kinds.convWidth.gguf}`] = u32(c.convWidth);
+  }
+  if (c.ssm) {
+    meta[`${arch}.ssm.inner_size`] = u32(c.ssm.inner);
+    meta[`${arch}.ssm.state_size`] = u32(c.ssm.state);
+    meta[`${arch}.ssm.group_count`] = u32(c.ssm.groups);
+    meta[`${arch}.ssm.time_step_rank`] = u32(c.ssm.heads);
   }
   return meta;
 }

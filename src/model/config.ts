@@ -295,6 +295,17 @@ function addOptionalFields(config: ModelConfig, cfg: Json, arch: ArchDescription
     const skip = noRopeLayers(cfg, config.numLayers, rules.noRope.defaultInterval);
     if (skip.length > 0) config.noRopeLayers = skip;
   }
+  if (rules.positionEmbeddingType) {
+    const type = cfg.position_embedding_type ?? "rope";
+    if (type !== "rope" && type !== "nope") {
+      throw refuse("position_embedding_type", `expected "rope" or "nope", got ${describe(type)}`);
+    }
+    if (type === "nope") config.noRopeLayers = [...Array(config.numLayers).keys()];
+  }
+  const experts = rules.noExperts;
+  if (experts !== undefined && cfg[experts] != null && cfg[experts] !== 0) {
+    throw refuse(experts, `the family's mixture-of-experts variants are not supported`);
+  }
 }
 
 /** The tied head: the family's own key when present, else `tie_word_embeddings` (and its default). */
@@ -338,7 +349,9 @@ export function parseConfig(json: string | unknown): ModelConfig {
     arch: arch.name,
     vocabSize,
     hiddenSize,
-    intermediateSize: rules.blockFfDim ? blockFfDim(cfg) : int(cfg, "intermediate_size"),
+    intermediateSize: rules.blockFfDim
+      ? blockFfDim(cfg)
+      : int(cfg, rules.keys?.intermediateSize ?? "intermediate_size"),
     numLayers: int(cfg, "num_hidden_layers"),
     numHeads,
     numKvHeads,

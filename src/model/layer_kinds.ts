@@ -6,7 +6,8 @@
  * `InvalidArgument` naming the key.
  */
 import { describe } from "../contract/describe.ts";
-import type { ArchDescription, LayerKind, LayerStep } from "./arch/mod.ts";
+import type { ArchDescription, LayerKind, LayerStep, SsmConfig } from "./arch/mod.ts";
+import { ggufSsm, hfSsm } from "./ssm_config.ts";
 import { archOf } from "./arch/mod.ts";
 import { type Json, positiveInt, refuse } from "./config_fields.ts";
 import type { GgufMetadata } from "../formats/gguf/metadata.ts";
@@ -15,8 +16,10 @@ import type { GgufMetadata } from "../formats/gguf/metadata.ts";
 export interface LayerKindFields {
   /** Each layer's kind (absent: every layer attention). */
   layerKinds?: LayerKind[];
-  /** Taps of the short convolution (families with `short_conv` layers). */
+  /** Taps of the recurrent layers' causal convolution (`short_conv`, `mamba2`). */
   convWidth?: number;
+  /** A Mamba2 layer's sizes (families with `mamba2` layers). */
+  ssm?: SsmConfig;
 }
 
 /** The most taps a short convolution may have (LFM2's have 3; the kernel holds 8). */
@@ -86,10 +89,11 @@ export function hfLayerKinds(cfg: Json, arch: ArchDescription, numLayers: number
   if (layerKinds.includes("short_conv") && cfg.conv_bias === true) {
     throw refuse("conv_bias", "a short convolution with a bias is not supported");
   }
-  if (k.convWidth && layerKinds.includes("short_conv")) {
+  if (k.convWidth && layerKinds.some((x) => x !== "attention")) {
     const key = k.convWidth.hf;
     out.convWidth = checkWidth(positiveInt(cfg, key, key), key, refuse);
   }
+  if (layerKinds.includes("mamba2")) out.ssm = hfSsm(cfg, k);
   return out;
 }
 
@@ -120,32 +124,10 @@ export function ggufLayerKinds(
   }
   const layerKinds = counts.map((n): LayerKind => n === 0 ? k.ggufZeroKvHeads : "attention");
   const out: LayerKindFields & { numKvHeads: number } = { numKvHeads: attention[0]!, layerKinds };
-  if (k.convWidth && layerKinds.includes("short_conv")) {
+  if (k.convWidth && layerKinds.some((x) => x !== "attention")) {
     const wKey = `${p}${k.convWidth.gguf}`;
     out.convWidth = checkWidth(m.count(wKey), wKey, (kk, why) => m.refuse(kk, why));
   }
+  if (layerKinds.includes("mamba2")) out.ssm = ggufSsm(m, p);
   return out;
-}
-
-/**
- * Bytes of one sequence's recurrent state in one recurrent layer of `c` (0 without one): a short
- * convolution keeps its last `convWidth - 1` inputs of every channel, f32.
- */
-export function recurrentStateBytes(
-  c: { hiddenSize: number; layerKinds?: readonly LayerKind[]; convWidth?: number },
-): number {
-  if (!isRecurrent(c)) return 0;
-  return ((c.convWidth ?? 1) - 1) * c.hiddenSize * 4;
-}
-
-/** Bytes of one sequence's recurrent state over every layer of `c`. */
-export function sequenceStateBytes(
-  c: {
-    numLayers: number;
-    hiddenSize: number;
-    layerKinds?: readonly LayerKind[];
-    convWidth?: number;
-  },
-): number {
-  return (c.numLayers - kvLayers(c)) * recurrentStateBytes(c);
 }

@@ -8,7 +8,8 @@ import { EngineError } from "../contract/errors.ts";
 import { GgufMetadata } from "../formats/gguf/metadata.ts";
 import { ARCHS } from "./arch/mod.ts";
 import { parseConfig } from "./config.ts";
-import { ggufLayerKinds, kvLayers, layerRecipe, sequenceStateBytes } from "./layer_kinds.ts";
+import { ggufLayerKinds, kvLayers, layerRecipe } from "./layer_kinds.ts";
+import { sequenceStateBytes } from "./recurrent_state.ts";
 
 const HF = JSON.parse(
   Deno.readTextFileSync(

@@ -8,11 +8,15 @@ import { EngineError } from "../contract/errors.ts";
 import { decodeWeights, DTYPE_BYTES, type TensorDtype, type WeightDtype } from "../gpu/dtype.ts";
 import {
   archOf,
+  type Dim,
+  dimSize,
   type ExpertRole,
   expertTensors,
   type GlobalRole,
   globalTensors,
+  type LayerRole,
   layerTensors,
+  type ResolvedTensor,
 } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ByteSource } from "../formats/source.ts";
@@ -99,6 +103,22 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   conv?: T;
   /** A short-convolution layer's output projection [hidden, hidden]. */
   convOut?: T;
+  /** A Mamba2 layer's input projection [z; x; B; C; dt rows, hidden]. */
+  ssmIn?: T;
+  /** A Mamba2 layer's convolution taps [x + B + C channels, convWidth]. */
+  ssmConv?: T;
+  /** A Mamba2 layer's convolution bias. */
+  ssmConvBias?: T;
+  /** A Mamba2 layer's time-step bias [heads]. */
+  ssmDtBias?: T;
+  /** A Mamba2 layer's A = -exp(A_log) [heads, 1]. */
+  ssmA?: T;
+  /** A Mamba2 layer's skip D [heads, 1]. */
+  ssmD?: T;
+  /** A Mamba2 layer's grouped norm weight [groups, inner / groups]. */
+  ssmNorm?: T;
+  /** A Mamba2 layer's output projection [hidden, inner]. */
+  ssmOut?: T;
 }
 
 /**
@@ -122,23 +142,24 @@ export interface ModelWeights<T extends WeightInfo = TensorInfo> {
 }
 
 /**
- * A 1-D float tensor whose values are read as `1 + w` (as f32): where HF stores a norm weight
- * less one (`TensorEntry.hfAddOne`), so the loaded model holds the weight it multiplies by.
+ * A float tensor whose values are read as `f(w)` (as f32): where HF stores a norm weight less one
+ * (`TensorEntry.hfAddOne`: `1 + w`) or Mamba's `A_log` (`hfNegExp`: `-exp(w)`), so the loaded
+ * model holds the value it computes with, as GGUF stores it.
  */
-function plusOne<T extends WeightInfo>(t: T): T {
+function mapValues<T extends WeightInfo>(t: T, what: string, f: (v: number) => number): T {
   const dtype = t.dtype;
-  if (!Object.hasOwn(DTYPE_BYTES, dtype) || t.shape.length !== 1) {
+  if (!Object.hasOwn(DTYPE_BYTES, dtype) || t.shape.length > 2) {
     throw EngineError.invalidArgument(`tensor ${t.name}: expected a float vector, got ${dtype}`);
   }
-  const length = t.shape[0]! * 4;
+  const length = t.shape.reduce((a, b) => a * b, 1) * 4;
   const inner = t.source, offset = t.offset, bytes = t.length;
   const source = {
-    name: `${inner.name} (${t.name} + 1)`,
+    name: `${inner.name} (${t.name} ${what})`,
     size: length,
     async read(at: number, n: number): Promise<Uint8Array> {
       const raw = await inner.read(offset, bytes);
       const w = decodeWeights(raw, dtype as WeightDtype);
-      const out = Float32Array.from(w, (v) => 1 + v);
+      const out = Float32Array.from(w, f);
       return new Uint8Array(out.buffer).slice(at, at + n);
     },
     release(): void {
@@ -146,6 +167,27 @@ function plusOne<T extends WeightInfo>(t: T): T {
     },
   };
   return { ...t, dtype: "f32", offset: 0, length, source } as T;
+}
+
+/**
+ * A layer tensor of an HF checkpoint as the model holds it: reshaped (`hfShape`), cut from a
+ * stack of row blocks (`hfRows`), `1 + w` (`hfAddOne`) or `-exp(w)` (`hfNegExp`).
+ */
+function hfLayerTensor<T extends WeightInfo>(
+  r: ResolvedTensor<LayerRole>,
+  config: ModelConfig,
+  get: (name: string, shape: number[]) => T,
+): T {
+  const e = r.entry, dims = (ds: readonly Dim[]) => ds.map((d) => dimSize(config, d));
+  let t: T;
+  if (e.hfRows) {
+    const whole = get(r.hfStored ?? r.hf, dims(e.hfRows.of));
+    const bytes = whole.length / e.hfRows.parts;
+    t = { ...whole, offset: whole.offset + e.hfRows.part * bytes, length: bytes, shape: r.shape };
+  } else if (e.hfShape) t = { ...get(r.hf, dims(e.hfShape)), shape: r.shape };
+  else t = get(r.hf, r.shape);
+  if (e.hfAddOne) return mapValues(t, "+ 1", (v) => 1 + v);
+  return e.hfNegExp ? mapValues(t, "-exp", (v) => -Math.exp(v)) : t;
 }
 
 /**
@@ -174,11 +216,7 @@ export function mapWeights<T extends WeightInfo>(
   for (let i = 0; i < config.numLayers; i++) {
     const layer: Partial<LayerWeights<T>> = {};
     for (const r of layerTensors(arch, config, i)) {
-      const unit = hf ? r.entry.hfUnitAxis : undefined;
-      const t = unit === undefined
-        ? get(r.hf, r.shape)
-        : { ...get(r.hf, r.shape.toSpliced(unit, 0, 1)), shape: r.shape };
-      layer[r.entry.role] = hf && r.entry.hfAddOne ? plusOne(t) : t;
+      layer[r.entry.role] = hf ? hfLayerTensor(r, config, get) : get(r.hf, r.shape);
     }
     const experts: Partial<ExpertWeights<T>>[] = [];
     for (const r of expertTensors(arch, config, i)) {
@@ -190,7 +228,7 @@ export function mapWeights<T extends WeightInfo>(
   const global: Partial<Record<GlobalRole, T>> = {};
   for (const r of globalTensors(arch, config)) {
     const t = get(r.hf, r.shape);
-    global[r.entry.role] = hf && r.entry.hfAddOne ? plusOne(t) : t;
+    global[r.entry.role] = hf && r.entry.hfAddOne ? mapValues(t, "+ 1", (v) => 1 + v) : t;
   }
   const embed = global.embed!;
   return { embed, layers, norm: global.norm!, lmHead: global.lmHead ?? embed };

@@ -12,6 +12,7 @@ import { type RoundedInput, roundQ8_0 } from "./rounding.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "../model/rope.ts";
 import { type RecurrentState, shortConvLayerRef } from "./recurrent.ts";
+import { mamba2Ref } from "./mamba2.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
 export type LayerValues =
@@ -344,7 +345,18 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
         throw EngineError.invalidArgument("reference model: a short_conv step without a state");
       }
       rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      s.proj.set(shortConvLayerRef(c, w, s.xn, T, x.state));
+      const round = (role: LayerRole, v: Float64Array, row: number) => input(x, role, v, row);
+      s.proj.set(shortConvLayerRef(c, w, s.xn, T, x.state, round));
+      add(undefined);
+      return;
+    }
+    case "mamba2": {
+      if (x.state === undefined) {
+        throw EngineError.invalidArgument("reference model: a mamba2 step without a state");
+      }
+      rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
+      const round = (role: LayerRole, v: Float64Array, row: number) => input(x, role, v, row);
+      s.proj.set(mamba2Ref(c, w, s.xn, T, x.state, round));
       add(undefined);
       return;
     }

@@ -47,7 +47,7 @@ class KvCache {
   constructor(readonly layers: number, readonly width: number, config: ModelConfig) {
     this.states = Array.from(
       { length: layers },
-      (_, l) => hasKv(config, l) ? undefined : freshState(config),
+      (_, l) => hasKv(config, l) ? undefined : freshState(config, l),
     );
   }
 

@@ -5,21 +5,38 @@
 import { EngineError } from "../contract/errors.ts";
 import type { LayerRole } from "../model/arch/mod.ts";
 import type { ModelConfig } from "../model/config.ts";
+import { layerKind } from "../model/layer_kinds.ts";
+import { stateShape } from "../model/recurrent_state.ts";
 
-/** One recurrent layer's state over a run: a short convolution's last inputs [width - 1, hidden]. */
+/**
+ * One recurrent layer's state over a run: the causal convolution's last inputs
+ * [width - 1, channels] and a Mamba2 scan's state [heads, headDim, state].
+ */
 export interface RecurrentState {
   conv: Float64Array;
+  ssm: Float64Array;
 }
 
-/** A fresh (zero) state for a layer of `c`: the values before position 0. */
-export function freshState(c: ModelConfig): RecurrentState {
-  return { conv: new Float64Array(((c.convWidth ?? 1) - 1) * c.hiddenSize) };
+/** A fresh (zero) state for layer `l` of `c`: the values before position 0. */
+export function freshState(c: ModelConfig, l: number): RecurrentState {
+  const s = stateShape(c, layerKind(c, l));
+  return {
+    conv: new Float64Array(s.convRows * s.convChannels),
+    ssm: new Float64Array(s.ssmValues),
+  };
 }
 
-/** The tensors a short-convolution step reads. */
-type ConvWeights = { readonly [R in LayerRole]?: Float64Array };
+/**
+ * A product's input as the product reads it: as is, or (TEST ONLY, `testLlamaCppRounding`)
+ * rounded as llama.cpp's CPU rounds the input of a product over `role`'s weights.
+ */
+export type ProductInput = (role: LayerRole, v: Float64Array, row: number) => Float64Array;
 
-function need(w: ConvWeights, role: LayerRole): Float64Array {
+/** The tensors a recurrent step reads. */
+export type RecurrentWeights = { readonly [R in LayerRole]?: Float64Array };
+type ConvWeights = RecurrentWeights;
+
+export function need(w: ConvWeights, role: LayerRole): Float64Array {
   const t = w[role];
   if (t === undefined) {
     throw EngineError.invalidArgument(`reference model: the layer has no ${role} tensor`);
@@ -35,10 +52,12 @@ function need(w: ConvWeights, role: LayerRole): Float64Array {
 export function shortConvLayerRef(
   c: ModelConfig,
   w: ConvWeights,
-  xn: Float64Array,
+  xn0: Float64Array,
   T: number,
   state: RecurrentState,
+  round: ProductInput = (_role, v) => v,
 ): Float64Array {
+  const xn = round("convIn", xn0, c.hiddenSize);
   const H = c.hiddenSize, W = c.convWidth;
   if (W === undefined) throw EngineError.invalidArgument("reference model: no convWidth");
   const inW = need(w, "convIn"), taps = need(w, "conv"), outW = need(w, "convOut");
@@ -68,11 +87,12 @@ export function shortConvLayerRef(
     }
   }
   state.conv.set(u.subarray(T * H));
+  const yIn = round("convOut", y, H);
   const out = new Float64Array(T * H);
   for (let t = 0; t < T; t++) {
     for (let n = 0; n < H; n++) {
       let acc = 0;
-      for (let k = 0; k < H; k++) acc += outW[n * H + k]! * y[t * H + k]!;
+      for (let k = 0; k < H; k++) acc += outW[n * H + k]! * yIn[t * H + k]!;
       out[t * H + n] = acc;
     }
   }

@@ -1,6 +1,7 @@
 /**
  * TEST ONLY: llama.cpp's CPU rounding of activations, for holding Kiln's float64 reference
- * against llama.cpp's logits on a quantized file. ggml's CPU product of a Q8_0 or MXFP4 matrix
+ * against llama.cpp's logits on a quantized file. ggml's CPU product of a Q8_0, Q4_0, Q5_0 or
+ * MXFP4 matrix
  * first quantizes its input to Q8_0 (the types' `vec_dot_type`): each block of 32 becomes
  * round(x / d) · d with d = max |x| / 127 stored as f16 (x read as f32). Products over F32
  * weights read their input as is. Other block types quantize theirs differently (Q8_1, Q8_K):
@@ -12,7 +13,7 @@ import type { LayerRole } from "../model/arch/mod.ts";
 import type { ModelWeights, WeightInfo } from "../model/weights.ts";
 
 /** The weight types whose products round their input to Q8_0 on llama.cpp's CPU. */
-const Q8_0_INPUT: ReadonlySet<TensorDtype> = new Set(["Q8_0", "MXFP4"]);
+const Q8_0_INPUT: ReadonlySet<TensorDtype> = new Set(["Q8_0", "MXFP4", "Q4_0", "Q5_0"]);
 
 /** `x` with each `32`-wide block of every `row`-wide row rounded as ggml's `quantize_row_q8_0`. */
 export function roundQ8_0(x: Float64Array, row: number): Float64Array {

@@ -17,6 +17,7 @@ import {
 } from "./step_plan.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { isRecurrent } from "../model/layer_kinds.ts";
+import { ssmWidths } from "../model/ssm_config.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -85,8 +86,9 @@ export class Forward {
     const f = (label: string, n: number) => storageBuffer(d, `fwd:${label}`, n * 4);
     const Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
     const widest = Math.max(c.hiddenSize, c.intermediateSize, Q);
-    // A convolution layer's B | C | x rows share the q/k/v scratch, its output attention's.
-    const conv = isRecurrent(c) ? 3 * c.hiddenSize : 0;
+    // A convolution layer's B | C | x rows (a Mamba2 layer's z | xBC | dt) share the q/k/v
+    // scratch, a short convolution's output attention's.
+    const conv = !isRecurrent(c) ? 0 : c.ssm ? ssmWidths(c.ssm).in : 3 * c.hiddenSize;
     this.#scratch = {
       capacity: cap,
       tableCapacity: table,
@@ -117,6 +119,14 @@ export class Forward {
         ml: storageBuffer(d, "fwd:attn_partial_ml", slots * 8),
         acc: storageBuffer(d, "fwd:attn_partial_acc", slots * c.headDim * 4),
         slots,
+      };
+    }
+    if (c.ssm) {
+      const w = ssmWidths(c.ssm);
+      this.#scratch.ssm = {
+        conv: f("ssm_conv", cap * w.conv),
+        y: f("ssm_y", cap * c.ssm.inner),
+        out: f("ssm_out", cap * c.ssm.inner),
       };
     }
     if (c.moe) {
@@ -332,11 +342,12 @@ export class Forward {
     for (const p of this.#plans.values()) for (const b of p.owned) b.destroy();
     this.#plans.clear();
     if (this.#scratch) {
-      const { linear, moe, partials, ...rest } = this.#scratch;
+      const { linear, moe, ssm, partials, ...rest } = this.#scratch;
       const all = [
         ...Object.values(rest),
         ...Object.values(linear),
         ...Object.values(moe ?? {}),
+        ...Object.values(ssm ?? {}),
         ...(partials ? [partials.ml, partials.acc] : []),
       ];
       for (const v of all) {

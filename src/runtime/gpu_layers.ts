@@ -52,6 +52,16 @@ export interface GpuLayer {
   convOut?: GpuWeight;
   /** A short-convolution layer's taps [hidden, convWidth], f32. */
   conv?: GPUBuffer;
+  /** A Mamba2 layer's input and output projections. */
+  ssmIn?: GpuWeight;
+  ssmOut?: GpuWeight;
+  /** A Mamba2 layer's vectors, f32: conv taps and bias, dt bias, A, D, the grouped norm's weight. */
+  ssmConv?: GPUBuffer;
+  ssmConvBias?: GPUBuffer;
+  ssmDtBias?: GPUBuffer;
+  ssmA?: GPUBuffer;
+  ssmD?: GPUBuffer;
+  ssmNorm?: GPUBuffer;
 }
 
 /**
@@ -104,6 +114,13 @@ export function layerOnGpu(l: LayerTensors, a: LayerBuffers): GpuLayer {
   if (l.convIn) layer.convIn = a.weight(l.convIn.name, [l.convIn]);
   if (l.conv) layer.conv = a.vector([l.conv], "f32");
   if (l.convOut) layer.convOut = a.weight(l.convOut.name, [l.convOut]);
+  if (l.ssmIn) layer.ssmIn = a.weight(l.ssmIn.name, [l.ssmIn]);
+  const vectors = ["ssmConv", "ssmConvBias", "ssmDtBias", "ssmA", "ssmD", "ssmNorm"] as const;
+  for (const role of vectors) {
+    const t = l[role];
+    if (t) layer[role] = a.vector([t], "f32");
+  }
+  if (l.ssmOut) layer.ssmOut = a.weight(l.ssmOut.name, [l.ssmOut]);
   if ((l.gate && l.up) || l.gateUp) {
     layer.gateUp = a.weight(...stacked(l.gateUp, [l.gate, l.up]));
   }

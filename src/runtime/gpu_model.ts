@@ -21,7 +21,8 @@ import { allocatePlan, type BufferPlan, fillPlan, planStack } from "./upload.ts"
 import type { LoadOptionsOf, LoadProgress } from "./load_options.ts";
 import { type GpuLayer, layerOnGpu } from "./gpu_layers.ts";
 import { StagingWriter } from "./staging.ts";
-import { hasKv, isRecurrent, recurrentStateBytes } from "../model/layer_kinds.ts";
+import { hasKv, isRecurrent, layerKind } from "../model/layer_kinds.ts";
+import { stateShape } from "../model/recurrent_state.ts";
 import { checkFits, type ModelWeights, type WeightInfo, weightList } from "../model/weights.ts";
 
 export type { GpuWeight, WeightPart } from "../gpu/product/product.ts";
@@ -58,11 +59,12 @@ export class GpuModel {
   /** Value cache, as `kCache`. */
   readonly vCache: (GPUBuffer | undefined)[] = [];
   /**
-   * Recurrent state, one buffer per recurrent layer (undefined at attention layers): a short
-   * convolution's last `convWidth - 1` inputs per channel, f32 [stateSlots, convWidth - 1,
-   * hidden]. A step's sequences each name their slot (`StepBatch.stateSlots`).
+   * Recurrent state per recurrent layer (undefined at attention layers), f32, per state slot: the
+   * causal convolution's last `convWidth - 1` inputs per channel ([stateSlots, convWidth - 1,
+   * channels]) and a Mamba2 scan's state ([stateSlots, heads, headDim, state]). A step's
+   * sequences each name their slot (`StepBatch.stateSlots`).
    */
-  readonly state: (GPUBuffer | undefined)[] = [];
+  readonly state: (LayerState | undefined)[] = [];
   /** RoPE inverse frequencies (with the config's scaling), as `uploadRopeFrequencies` stores them. */
   readonly ropeFrequencies: GPUBuffer;
   /** Those of sliding-window layers with a RoPE base of their own (`ropeLocalTheta`). */
@@ -158,12 +160,7 @@ export class GpuModel {
       );
     }
     const stateSlots = isRecurrent(config) ? options.stateSlots ?? 1 : 1;
-    const stateBytes = recurrentStateBytes(config) * stateSlots;
-    if (!Number.isInteger(stateSlots) || stateSlots < 1 || stateBytes > bufferLimit) {
-      throw EngineError.invalidArgument(
-        `stateSlots: ${stateSlots} recurrent states need ${stateBytes} bytes per layer; one buffer may hold ${bufferLimit}`,
-      );
-    }
+    checkStateSlots(config, stateSlots, bufferLimit);
     const model = new GpuModel(gpu, checkpoint, blockSize, kvBlocks, kvDtype, stateSlots);
     const writer = new StagingWriter(gpu.device, options.upload);
     try {
@@ -176,7 +173,15 @@ export class GpuModel {
           model.own(storageBuffer(gpu.device, label, bytes, kind));
         model.kCache.push(kv ? buffer(`kv:k${l}`, kvBytes, "kv") : undefined);
         model.vCache.push(kv ? buffer(`kv:v${l}`, kvBytes, "kv") : undefined);
-        model.state.push(kv ? undefined : buffer(`state:${l}`, stateBytes, "state"));
+        const st = stateShape(config, layerKind(config, l));
+        model.state.push(
+          kv ? undefined : {
+            conv: buffer(`state:conv${l}`, stateSlots * st.convRows * st.convChannels * 4, "state"),
+            ...(st.ssmValues > 0
+              ? { ssm: buffer(`state:ssm${l}`, stateSlots * st.ssmValues * 4, "state") }
+              : {}),
+          },
+        );
       }
       const filled = model.#fills.then(() => writer.close());
       const beside = (async () => await options.beside?.(model))();
@@ -276,6 +281,33 @@ export class GpuModel {
   /** Free every buffer this model owns. Safe to call twice. */
   destroy(): void {
     for (const b of this.#owned.splice(0)) b.destroy();
+  }
+}
+
+/** One recurrent layer's state buffers (see `GpuModel.state`). */
+export interface LayerState {
+  /** The causal convolution's last inputs, [stateSlots, convWidth - 1, channels]. */
+  conv: GPUBuffer;
+  /** A Mamba2 scan's state, [stateSlots, heads, headDim, state]. */
+  ssm?: GPUBuffer;
+}
+
+/** `slots` recurrent states fit one buffer per layer and kind; else `InvalidArgument`. */
+function checkStateSlots(config: ModelConfig, slots: number, bufferLimit: number): void {
+  const kinds = new Set(config.layerKinds ?? []);
+  const most = Math.max(
+    0,
+    ...[...kinds].map((k) => {
+      const s = stateShape(config, k);
+      return Math.max(s.convRows * s.convChannels, s.ssmValues) * 4;
+    }),
+  );
+  if (!Number.isInteger(slots) || slots < 1 || slots * most > bufferLimit) {
+    throw EngineError.invalidArgument(
+      `stateSlots: ${slots} recurrent states need ${
+        slots * most
+      } bytes in one buffer; one buffer may hold ${bufferLimit}`,
+    );
   }
 }
 

@@ -32,7 +32,8 @@ import { kvBytesPerElement, type KvDtype } from "../../gpu/kernels/attention.ts"
 import type { ModelConfig } from "../../model/config.ts";
 import { STAGING_BUFFERS, STAGING_CHUNK_BYTES } from "../../runtime/staging.ts";
 import type { WeightInfo } from "../../model/weights.ts";
-import { isRecurrent, kvLayers, sequenceStateBytes } from "../../model/layer_kinds.ts";
+import { isRecurrent, kvLayers } from "../../model/layer_kinds.ts";
+import { sequenceStateBytes } from "../../model/recurrent_state.ts";
 
 const GiB = 1024 ** 3;
 /** The budget where neither the option nor the device's memory says one: 4 GiB. */

@@ -5,6 +5,10 @@
  * read a description; none of them names a family (`test/arch_names_test.ts` checks that).
  */
 
+import type { HfConfigRules } from "./hf_rules.ts";
+
+export type { HfConfigRules } from "./hf_rules.ts";
+
 /** A checkpoint tensor of one decoder layer, by what it does. */
 export type LayerRole =
   | "inputNorm"
@@ -42,7 +46,21 @@ export type LayerRole =
    */
   | "convIn"
   | "conv"
-  | "convOut";
+  | "convOut"
+  /**
+   * A Mamba2 layer's tensors: the input projection ([z; x; B; C; dt] rows), the convolution's
+   * taps [ssmConv, convWidth] and bias [ssmConv] over x | B | C, the time-step bias and A
+   * (−exp(A_log)) [heads, 1], the skip D [heads, 1], the grouped norm's weight
+   * [groups, inner / groups] and the output projection [hidden, inner].
+   */
+  | "ssmIn"
+  | "ssmConv"
+  | "ssmConvBias"
+  | "ssmDtBias"
+  | "ssmA"
+  | "ssmD"
+  | "ssmNorm"
+  | "ssmOut";
 
 /**
  * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
@@ -83,7 +101,19 @@ export type Dim =
   /** Three residual widths (a short-convolution layer's B, C and x rows). */
   | "hidden3"
   /** The taps of a short convolution (`ModelConfig.convWidth`). */
-  | "convWidth";
+  | "convWidth"
+  /**
+   * A Mamba2 layer's widths (`ModelConfig.ssm`): its input projection (2·inner + 2·groups·state +
+   * heads), its convolution's channels (inner + 2·groups·state), `inner`, the heads, the groups
+   * and one group's width (inner / groups); and an axis of size 1.
+   */
+  | "ssmIn"
+  | "ssmConv"
+  | "ssmInner"
+  | "ssmHeads"
+  | "ssmGroups"
+  | "ssmGroupWidth"
+  | "one";
 
 /** The role a tensor plays in a GGUF quantization mix (`src/convert/quant_mix.ts`). */
 export type MixRole =
@@ -120,10 +150,17 @@ export interface TensorEntry<R extends string> {
    */
   kinds?: readonly LayerKind[];
   /**
-   * HF stores the tensor with one more axis of size 1 at this index (a depthwise `Conv1d`'s
-   * `[channels, 1, taps]`); GGUF and the loaded model hold it without.
+   * HF stores the same values in this shape (a depthwise `Conv1d`'s `[channels, 1, taps]`, a
+   * vector where GGUF holds `[n, 1]`); the loaded model holds `shape`, as GGUF does.
    */
-  hfUnitAxis?: number;
+  hfShape?: readonly Dim[];
+  /**
+   * HF stores the tensor as part `part` of `parts` equal row blocks of a tensor of shape `of`
+   * (Granite 4.0-H's gate and up rows in one `input_linear`); GGUF holds it alone.
+   */
+  hfRows?: { of: readonly Dim[]; part: number; parts: number };
+  /** HF stores `log(-w)` (Mamba's `A_log`): the loaded value is `-exp` of it, as GGUF stores. */
+  hfNegExp?: true;
   /**
    * Rows are heads of q (or k): when the family's GGUF files store q/k in llama.cpp's
    * interleaved RoPE order (`gguf.interleavedQk`), these rows are permuted there.
@@ -201,13 +238,21 @@ export type LayerStep =
    * so each sequence keeps its last `convWidth - 1` values of B ⊙ u as recurrent state;
    * x += y · `convOut`ᵀ.
    */
-  | { op: "short_conv" };
+  | { op: "short_conv" }
+  /**
+   * A Mamba2 layer: n = RMSNorm(x) with `inputNorm`; z | xBC | dt = n · `ssmIn`ᵀ; xBC =
+   * silu(conv(xBC) + `ssmConvBias`) (causal, depthwise, `ssmConv`'s taps, state per sequence);
+   * the selective scan over x (heads of inner / heads channels) with B, C per group, dt =
+   * softplus(dt + `ssmDtBias`), decay exp(dt·`ssmA`), state per sequence; y += x·`ssmD`;
+   * y = RMSNorm per group (`ssmNorm`) of y ⊙ silu(z); x += y · `ssmOut`ᵀ.
+   */
+  | { op: "mamba2" };
 
 /**
  * What one layer of a hybrid family is: an attention layer (the description's `layer` recipe,
  * with a KV cache) or a recurrent one with a fixed-size state per sequence instead.
  */
-export type LayerKind = "attention" | "short_conv";
+export type LayerKind = "attention" | "short_conv" | "mamba2";
 
 /**
  * How a hybrid family says which layers are which (`ArchDescription.kinds`): each kind's recipe,
@@ -222,63 +267,19 @@ export interface LayerKinds {
   hfNames: Readonly<Record<string, LayerKind>>;
   /** The short convolution's taps: the HF key and the GGUF key (after `<arch>.`). */
   convWidth?: { hf: string; gguf: string };
-}
-
-/** How the shared HF `config.json` reader treats the keys families read differently. */
-export interface HfConfigRules {
-  /** q/k/v biases: always present, or as `attention_bias` says (default false). */
-  attentionBias: "always" | "attention_bias";
   /**
-   * Sliding-window attention is on when `use_sliding_window` is true (`flag`), or whenever
-   * `sliding_window` is set (`when_set`); or never (`ignored`: llama.cpp runs the family
-   * without one, whatever its config says).
+   * A Mamba2 kind's sizes in HF configs: the keys of the heads, one head's width, the state,
+   * the groups (GGUF files use llama.cpp's `ssm.*` keys).
    */
-  slidingWindow: "flag" | "when_set" | "ignored";
-  /**
-   * Which layers the window applies to when the config lists no `layer_types` and no
-   * `sliding_window_pattern`: with pattern p, layer i when i % p < p - 1 (absent: every layer).
-   */
-  windowPattern?: number;
-  /**
-   * The LM head is the embedding when `tie_word_embeddings` is absent (transformers omits it from
-   * a saved config.json when it equals PretrainedConfig's default, true).
-   */
-  tiedByDefault?: true;
-  /**
-   * Keys the family names its own way: the RMSNorm epsilon (default `rms_norm_eps`) and the tied
-   * head (read before `tie_word_embeddings` when present).
-   */
-  keys?: { rmsNormEps?: string; tieWordEmbeddings?: string };
-  /**
-   * The MLP width is `block_ff_dim` (else `intermediate_size`), taken to 2/3 of itself, times
-   * `block_ffn_dim_multiplier` and rounded up to `block_multiple_of` when
-   * `block_auto_adjust_ff_dim` is true (LFM2's configs; llama.cpp's converter does the same).
-   */
-  blockFfDim?: true;
-  /** The activation `hidden_act` / `hidden_activation` must name (default `silu`). */
-  act?: "gelu_pytorch_tanh";
-  /**
-   * Some layers skip RoPE: those `no_rope_layers` marks 0 (one 1/0 per layer), or without it
-   * every `no_rope_layer_interval`-th (the 4th, 8th, ... for an interval of 4; default
-   * `defaultInterval`).
-   */
-  noRope?: { defaultInterval: number };
-  /**
-   * `embedding_multiplier`, `residual_multiplier`, `attention_multiplier` and `logits_scaling`
-   * are read (`ModelConfig.embeddingScale` ...).
-   */
-  multipliers?: boolean;
-  /**
-   * Mixture-of-experts keys where the family names them its own way: the expert count (default
-   * `num_experts`) and width (default `moe_intermediate_size`); `normTopK`: the top-k weights
-   * are always renormalised (no `norm_topk_prob`).
-   */
-  experts?: { count: string; width: string; normTopK?: true };
-  /**
-   * `quantization_config` with `quant_method: "mxfp4"` is accepted: the experts are stored as
-   * MXFP4 `_blocks`/`_scales` (see `ArchDescription.fusedExperts`).
-   */
-  mxfp4?: true;
+  ssmHf?: {
+    heads: string;
+    headDim: string;
+    state: string;
+    groups: string;
+    /** Keys that must say the convolution has a bias and the projections none. */
+    convBias: string;
+    projBias: string;
+  };
 }
 
 /**
@@ -340,6 +341,11 @@ export interface ArchDescription {
     ignoresSlidingWindow?: boolean;
     /** The clamp of `swiglu_oai` experts, which llama.cpp hard-codes for the family (no key). */
     swigluLimit?: number;
+    /**
+     * `rope.scaling.finetuned` switches RoPE (llama.cpp's Granite hybrids): false leaves every
+     * layer without it.
+     */
+    ropeFinetunedSwitch?: true;
   };
   tensors: {
     global: readonly TensorEntry<GlobalRole>[];

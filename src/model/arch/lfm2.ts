@@ -71,7 +71,7 @@ const CONV_TENSORS: readonly TensorEntry<LayerRole>[] = [
     hf: "conv.conv.weight",
     gguf: "shortconv.conv.weight",
     shape: ["hidden", "convWidth"],
-    hfUnitAxis: 1,
+    hfShape: ["hidden", "one", "convWidth"],
     kinds: CONV,
   },
   {

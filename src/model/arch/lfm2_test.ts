@@ -11,6 +11,7 @@ import {
   checkAblations,
   familyFixtureTests,
 } from "../../../test/support/family_fixture.ts";
+import { llamaCppQuantizedTests } from "../../../test/support/llamacpp_quantized.ts";
 
 const FIXTURE = familyFixtureTests("lfm2", 1e-3, "q8_0");
 
@@ -25,3 +26,7 @@ Deno.test("lfm2: the convolution and the attention layer's q/k norm each move th
     "the convolution": dropped("short_conv"),
   });
 });
+
+// llama.cpp rounds each product's input to 8 bits and Kiln does not: 2.0 and 48/50 measured (the
+// float64 test shows the rounding accounts for it to 2e-6).
+llamaCppQuantizedTests("lfm2", 4, 45);

@@ -14,6 +14,7 @@ import { GEMMA2 } from "./gemma2.ts";
 import { GEMMA3 } from "./gemma3.ts";
 import { GPT_OSS } from "./gpt_oss.ts";
 import { GRANITE } from "./granite.ts";
+import { GRANITE_HYBRID } from "./granite_hybrid.ts";
 import { LFM2 } from "./lfm2.ts";
 import { LLAMA } from "./llama.ts";
 import { MISTRAL } from "./mistral.ts";
@@ -38,6 +39,7 @@ const FAMILIES: readonly ArchDescription[] = [
   PHI3,
   GPT_OSS,
   LFM2,
+  GRANITE_HYBRID,
 ];
 
 /** The families by `ModelConfig.arch`. */

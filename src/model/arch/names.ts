@@ -50,6 +50,16 @@ export interface ShapeConfig {
   layerKinds?: readonly LayerKind[];
   /** Taps of a short convolution. */
   convWidth?: number;
+  /** A Mamba2 layer's sizes. */
+  ssm?: SsmConfig;
+}
+
+/** A Mamba2 layer's sizes: `inner` channels in `heads` heads, `groups` of B and C of `state`. */
+export interface SsmConfig {
+  inner: number;
+  state: number;
+  groups: number;
+  heads: number;
 }
 
 /** One tensor of a model: its table entry, layer (-1 for a global one) and names. */
@@ -63,6 +73,16 @@ export interface ResolvedTensor<R extends string = LayerRole | GlobalRole> {
   heads?: number;
   /** For an expert's tensor: the expert (its GGUF name is the stack of all of them). */
   expert?: number;
+  /**
+   * The HF tensor that holds it, where `hf` is not one (`TensorEntry.hfRows`: `hf` is then a key
+   * of its own, the tensor's name with `#part`).
+   */
+  hfStored?: string;
+}
+
+/** A layer entry's key among a checkpoint's tensors: its HF name, `#part` for a row block. */
+function entryKey(e: TensorEntry<string>): string {
+  return e.hfRows ? `${e.hf}#${e.hfRows.part}` : e.hf;
 }
 
 /** A dimension's size in `c`. */
@@ -101,7 +121,31 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
         );
       }
       return c.convWidth;
+    case "one":
+      return 1;
+    default:
+      return ssmDim(c, d);
   }
+}
+
+/** A Mamba2 dimension's size in `c`. */
+function ssmDim(c: ShapeConfig, d: Dim): number {
+  const s = c.ssm;
+  if (s === undefined) {
+    throw EngineError.invalidArgument(`config: dimension ${d} of a config without Mamba2 layers`);
+  }
+  const conv = s.inner + 2 * s.groups * s.state;
+  const sizes: Partial<Record<Dim, number>> = {
+    ssmIn: s.inner + conv + s.heads,
+    ssmConv: conv,
+    ssmInner: s.inner,
+    ssmHeads: s.heads,
+    ssmGroups: s.groups,
+    ssmGroupWidth: s.inner / s.groups,
+  };
+  const n = sizes[d];
+  if (n === undefined) throw EngineError.invalidArgument(`config: unknown dimension ${d}`);
+  return n;
 }
 
 function present(c: ShapeConfig, e: TensorEntry<string>, layer = -1): boolean {
@@ -121,11 +165,12 @@ function resolve<R extends string>(
   const out: ResolvedTensor<R> = {
     entry: e,
     layer,
-    hf: layer < 0 ? e.hf : `model.layers.${layer}.${e.hf}`,
+    hf: layer < 0 ? e.hf : `model.layers.${layer}.${entryKey(e)}`,
     gguf: layer < 0 ? e.gguf : `blk.${layer}.${e.gguf}`,
     shape: e.shape.map((d) => dimSize(c, d)),
   };
   if (e.heads) out.heads = e.heads === "q" ? c.numHeads : c.numKvHeads;
+  if (e.hfRows) out.hfStored = `model.layers.${layer}.${e.hf}`;
   return out;
 }
 
@@ -182,7 +227,7 @@ export function hfTensorName(a: ArchDescription, ggufName: string): string | und
   if (g) return g.hf;
   const m = LAYER_NAME.exec(ggufName);
   const e = m && a.tensors.layer.find((e) => e.gguf === m[2]);
-  return e ? `model.layers.${m![1]}.${e.hf}` : undefined;
+  return e ? `model.layers.${m![1]}.${entryKey(e)}` : undefined;
 }
 
 const HF_LAYER_NAME = /^model\.layers\.(0|[1-9]\d{0,5})\.(.+)$/;

@@ -134,6 +134,10 @@ function addOptionalFields(
       if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);
     }
   }
+  const finetuned = `${p}rope.scaling.finetuned`;
+  if (arch.gguf.ropeFinetunedSwitch && m.has(finetuned) && !m.bool(finetuned)) {
+    config.noRopeLayers = [...Array(config.numLayers).keys()];
+  }
   const every = arch.gguf.noRopeInterval;
   if (every !== undefined && config.numLayers >= every) {
     const layers = Array.from({ length: config.numLayers }, (_, l) => l);

@@ -43,6 +43,11 @@ export interface Scratch {
   /** A mixture-of-experts MLP's router outputs, routes and expert activations. */
   moe?: MoeScratch;
   /**
+   * A Mamba2 layer's convolution output [tokens, inner + 2·groups·state], scan output and gated,
+   * normed output [tokens, inner].
+   */
+  ssm?: { conv: GPUBuffer; y: GPUBuffer; out: GPUBuffer };
+  /**
    * Split attention's partials, shared by every layer of a step (CPU paths): room for `slots`
    * (token, head, split) partials.
    */

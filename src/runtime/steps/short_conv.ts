@@ -41,7 +41,7 @@ export function shortConv(
       cOffset: H,
       xOffset: 2 * H,
       weight: L.conv!,
-      state,
+      state: state.conv,
       positions: s.positions,
       stateSlots: s.stateSlots,
       out: s.attn,

@@ -11,6 +11,7 @@ import { mlp } from "./mlp.ts";
 import { moeMlp } from "./moe.ts";
 import { oProjResidual } from "./residual.ts";
 import { shortConv } from "./short_conv.ts";
+import { mamba2 } from "./mamba2.ts";
 
 /** One compiler per recipe op. */
 export const STEP_COMPILERS: { readonly [K in LayerStep["op"]]: StepCompiler<K> } = {
@@ -23,6 +24,7 @@ export const STEP_COMPILERS: { readonly [K in LayerStep["op"]]: StepCompiler<K> 
   mlp,
   moe_mlp: moeMlp,
   short_conv: shortConv,
+  mamba2,
 };
 
 /** The kernels of recipe step `step` of layer `l`, by its op's compiler. */

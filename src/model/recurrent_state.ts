@@ -1,0 +1,48 @@
+/**
+ * How big one sequence's recurrent state is, per layer kind: a short convolution keeps its last
+ * `convWidth - 1` inputs of every channel (the residual width); a Mamba2 layer keeps those of its
+ * convolution's channels (inner + 2·groups·state) and the scan's state (inner·state values). All
+ * f32. `GpuModel` allocates them per state slot; the engine's fit counts them.
+ */
+import type { LayerKind, SsmConfig } from "./arch/mod.ts";
+import { layerKind } from "./layer_kinds.ts";
+
+/** What the state sizes depend on. */
+export interface StateConfig {
+  numLayers: number;
+  hiddenSize: number;
+  layerKinds?: readonly LayerKind[];
+  convWidth?: number;
+  ssm?: SsmConfig;
+}
+
+/** One sequence's state in a layer of `kind`: convolution channels and SSM values (0 for none). */
+export function stateShape(
+  c: StateConfig,
+  kind: LayerKind,
+): { convRows: number; convChannels: number; ssmValues: number } {
+  const convRows = (c.convWidth ?? 1) - 1;
+  if (kind === "short_conv") return { convRows, convChannels: c.hiddenSize, ssmValues: 0 };
+  if (kind === "mamba2" && c.ssm) {
+    const s = c.ssm;
+    return {
+      convRows,
+      convChannels: s.inner + 2 * s.groups * s.state,
+      ssmValues: s.inner * s.state,
+    };
+  }
+  return { convRows: 0, convChannels: 0, ssmValues: 0 };
+}
+
+/** Bytes of one sequence's state in layer `l` of `c` (0 at an attention layer). */
+export function layerStateBytes(c: StateConfig, l: number): number {
+  const s = stateShape(c, layerKind(c, l));
+  return (s.convRows * s.convChannels + s.ssmValues) * 4;
+}
+
+/** Bytes of one sequence's recurrent state over every layer of `c`. */
+export function sequenceStateBytes(c: StateConfig): number {
+  let n = 0;
+  for (let l = 0; l < c.numLayers; l++) n += layerStateBytes(c, l);
+  return n;
+}

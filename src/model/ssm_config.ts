@@ -1,0 +1,66 @@
+/**
+ * A Mamba2 layer's sizes (`ModelConfig.ssm`), from llama.cpp's `ssm.*` GGUF keys or from the HF
+ * keys a family names (`LayerKinds.ssmHf`), checked against what the kernels hold: `inner`
+ * channels in `heads` heads, B and C in `groups` groups of `state` (at most `SSM_MAX_STATE`), the
+ * heads and channels dividing evenly into the groups. Anything else is `InvalidArgument` naming
+ * the key.
+ */
+import type { LayerKinds, SsmConfig } from "./arch/mod.ts";
+import { type Json, positiveInt, refuse } from "./config_fields.ts";
+import type { GgufMetadata } from "../formats/gguf/metadata.ts";
+
+/** The largest SSM state the scan kernel holds per channel (`gpu/kernels/ssm_scan.ts`). */
+export const MAX_SSM_STATE = 128;
+
+/** `s` checked; `keys` names each field's key for the refusal. */
+function checked(
+  s: SsmConfig,
+  keys: Record<keyof SsmConfig, string>,
+  no: (key: string, why: string) => Error,
+): SsmConfig {
+  if (s.state > MAX_SSM_STATE) {
+    throw no(keys.state, `a state of ${s.state} is more than the ${MAX_SSM_STATE} supported`);
+  }
+  if (s.inner % s.heads !== 0) throw no(keys.heads, `${s.heads} heads do not divide ${s.inner}`);
+  if (s.heads % s.groups !== 0 || s.inner % s.groups !== 0) {
+    throw no(keys.groups, `${s.groups} groups do not divide ${s.heads} heads of ${s.inner}`);
+  }
+  return s;
+}
+
+/** The sizes from GGUF metadata (`<arch>.ssm.*`, as llama.cpp's converter writes them). */
+export function ggufSsm(m: GgufMetadata, p: string): SsmConfig {
+  const keys = {
+    inner: `${p}ssm.inner_size`,
+    state: `${p}ssm.state_size`,
+    groups: `${p}ssm.group_count`,
+    heads: `${p}ssm.time_step_rank`,
+  };
+  const s = {
+    inner: m.count(keys.inner),
+    state: m.count(keys.state),
+    groups: m.count(keys.groups),
+    heads: m.count(keys.heads),
+  };
+  return checked(s, keys, (k, why) => m.refuse(k, why));
+}
+
+/** The sizes from an HF config, under the family's keys; projection biases are refused. */
+export function hfSsm(cfg: Json, kinds: LayerKinds): SsmConfig {
+  const k = kinds.ssmHf;
+  if (k === undefined) throw refuse("layer_types", "Mamba2 layers in a family without their keys");
+  const int = (key: string) => positiveInt(cfg, key, key);
+  if (cfg[k.projBias] === true) throw refuse(k.projBias, "projection biases are not supported");
+  if (cfg[k.convBias] === false) {
+    throw refuse(k.convBias, "a convolution without a bias is not supported");
+  }
+  const heads = int(k.heads);
+  const s = { inner: heads * int(k.headDim), state: int(k.state), groups: int(k.groups), heads };
+  return checked(s, { inner: k.headDim, state: k.state, groups: k.groups, heads: k.heads }, refuse);
+}
+
+/** A Mamba2 layer's row widths: the input projection (z | x B C | dt) and the convolution's. */
+export function ssmWidths(s: SsmConfig): { in: number; conv: number } {
+  const conv = s.inner + 2 * s.groups * s.state;
+  return { in: s.inner + conv + s.heads, conv };
+}
