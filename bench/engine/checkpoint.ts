@@ -109,7 +109,7 @@ export async function ensureCheckpoint(
       );
     }
     slice = { kept: opts.layers, of };
-    configText = JSON.stringify({ ...raw, num_hidden_layers: opts.layers }, null, 2) + "\n";
+    configText = JSON.stringify(sliceConfig(raw, opts.layers), null, 2) + "\n";
   }
   const config = parseConfig(configText);
   const dir = `${cacheRoot}/${slice ? `${shape}-first${slice.kept}` : shape}`;
@@ -167,6 +167,19 @@ export async function ensureCheckpoint(
     }`,
   );
   return dir;
+}
+
+/**
+ * An HF config cut to its first `n` layers: `num_hidden_layers`, and the per-layer lists a hybrid
+ * family keeps beside it (`layer_types` cut to `n` entries, `full_attn_idxs` to indices below `n`).
+ */
+export function sliceConfig(raw: Record<string, unknown>, n: number): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...raw, num_hidden_layers: n };
+  if (Array.isArray(raw.layer_types)) out.layer_types = raw.layer_types.slice(0, n);
+  if (Array.isArray(raw.full_attn_idxs)) {
+    out.full_attn_idxs = raw.full_attn_idxs.filter((i) => typeof i === "number" && i < n);
+  }
+  return out;
 }
 
 /** The manifest of a generated checkpoint directory, if it has one. */

@@ -13,7 +13,7 @@ import { GpuModel } from "../../src/runtime/gpu_model.ts";
 import { readCheckpoint, type TensorInfo } from "../../src/formats/safetensors.ts";
 import { mapWeights } from "../../src/model/weights.ts";
 import { testGpu } from "../../test/support/gpu.ts";
-import { ensureCheckpoint, hashFile, listShapes, readManifest } from "./checkpoint.ts";
+import { ensureCheckpoint, hashFile, listShapes, readManifest, sliceConfig } from "./checkpoint.ts";
 import { elements, tensorFiller, type TensorSpec, tensorSpecs } from "./random_weights.ts";
 
 /** A Qwen2-style shape small enough to generate and run in a test (odd sizes on purpose). */
@@ -45,6 +45,7 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
   const shapes = await listShapes();
   deepEqual(shapes, [
     "gemma-3-1b",
+    "lfm2-1.2b",
     "llama-3.2-1b",
     "phi-4-mini",
     "qwen2.5-0.5b",
@@ -63,15 +64,19 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
     for (const t of tensorSpecs(config)) {
       const length = elements(t) * 2;
       params += elements(t);
-      tensors.set(t.name, { ...t, dtype: "f16", offset: 0, length, source: undefined! });
+      // A stand-in source: only names and shapes are checked.
+      const source = { name: t.name } as TensorInfo["source"];
+      tensors.set(t.name, { ...t, dtype: "f16", offset: 0, length, source });
     }
-    mapWeights(config, tensors); // throws naming a missing or misshapen tensor
+    mapWeights(config, tensors, true); // throws naming a missing or misshapen tensor
     const expected: Record<string, number> = {
       "smollm2-135m": 134_515_008,
       "qwen2.5-0.5b": 494_032_768,
       "llama-3.2-1b": 1_235_814_400,
       "qwen3-0.6b": 596_049_920,
       "gemma-3-1b": 999_885_952,
+      // 10 short-conv and 6 attention layers, MLP 8192 (block_ff_dim 12288 auto-adjusted), tied.
+      "lfm2-1.2b": 1_170_340_608,
       "smollm3-3b": 3_075_098_624,
       "phi-4-mini": 3_836_021_760,
       // 48 layers of 623,120,640 (128 experts of 3 × 768 × 2048 each), untied head.
@@ -177,6 +182,55 @@ Deno.test("a slice of a shape holds the whole shape's first layers byte for byte
   } finally {
     for (const d of [shapes, cache]) await Deno.remove(d, { recursive: true });
   }
+});
+
+Deno.test("a hybrid shape lists each layer's own kind of tensors, in HF's shapes, and slices its layer list", async () => {
+  const raw = JSON.parse(
+    await Deno.readTextFile(new URL("./shapes/lfm2-1.2b.json", import.meta.url)),
+  ) as Record<string, unknown>;
+  const cut = sliceConfig(raw, 3);
+  deepEqual(cut.layer_types, ["conv", "conv", "full_attention"]);
+  equal(cut.num_hidden_layers, 3);
+  deepEqual(
+    sliceConfig({ num_hidden_layers: 16, full_attn_idxs: [2, 5, 8] }, 6).full_attn_idxs,
+    [2, 5],
+  );
+  const specs = new Map(tensorSpecs(parseConfig(cut)).map((t) => [t.name, t.shape]));
+  const layer = (l: number) =>
+    [...specs.keys()].filter((n) => n.startsWith(`model.layers.${l}.`))
+      .map((n) => n.slice(`model.layers.${l}.`.length)).sort();
+  const mlp = [
+    "feed_forward.w1.weight",
+    "feed_forward.w2.weight",
+    "feed_forward.w3.weight",
+    "ffn_norm.weight",
+    "operator_norm.weight",
+  ];
+  deepEqual(
+    layer(1),
+    [
+      "conv.conv.weight",
+      "conv.in_proj.weight",
+      "conv.out_proj.weight",
+      ...mlp,
+    ].sort(),
+  );
+  deepEqual(
+    layer(2),
+    [
+      ...mlp,
+      "self_attn.k_layernorm.weight",
+      "self_attn.k_proj.weight",
+      "self_attn.out_proj.weight",
+      "self_attn.q_layernorm.weight",
+      "self_attn.q_proj.weight",
+      "self_attn.v_proj.weight",
+    ].sort(),
+  );
+  deepEqual(specs.get("model.layers.0.conv.conv.weight"), [2048, 1, 3]);
+  deepEqual(specs.get("model.layers.0.conv.in_proj.weight"), [6144, 2048]);
+  deepEqual(specs.get("model.layers.2.self_attn.k_proj.weight"), [512, 2048]);
+  equal(specs.has("lm_head.weight"), false, "tied head");
 });
 
 Deno.test("the values do not depend on how a tensor is chunked", () => {

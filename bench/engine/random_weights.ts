@@ -16,6 +16,7 @@ import {
   layerTensors,
   type ResolvedTensor,
 } from "../../src/model/arch/mod.ts";
+import { dimSize } from "../../src/model/arch/names.ts";
 import { numberToF16 } from "../../src/gpu/dtype.ts";
 
 /** Bumped whenever the bytes this module produces for a given config change. */
@@ -41,14 +42,18 @@ function fillOf(t: ResolvedTensor<string>): Fill {
 
 /**
  * Every tensor of the checkpoint as its family's description lists them (`src/model/arch/`),
- * under HF names, in file order: the embedding, each layer's (a mixture-of-experts layer's
- * experts after its own tensors, expert by expert), then the final norm and the LM head.
+ * under HF names and HF shapes, in file order: the embedding, each layer's (only the tensors of
+ * that layer's kind in a hybrid family; a mixture-of-experts layer's experts after its own
+ * tensors, expert by expert), then the final norm and the LM head.
  */
 export function tensorSpecs(c: ModelConfig): TensorSpec[] {
   const a = archOf(c);
+  // HF's own shape where it differs (`hfShape`: a depthwise Conv1d's [channels, 1, taps]); a
+  // tensor HF stores as one stack of row blocks (`hfRows`) is written once, at its whole shape.
+  const hfDims = (t: ResolvedTensor<string>) => t.entry.hfRows?.of ?? t.entry.hfShape;
   const spec = (t: ResolvedTensor<string>): TensorSpec => ({
-    name: t.hf,
-    shape: t.shape,
+    name: t.hfStored ?? t.hf,
+    shape: hfDims(t)?.map((d) => dimSize(c, d)) ?? t.shape,
     fill: fillOf(t),
   });
   const globals = globalTensors(a, c);
@@ -56,11 +61,12 @@ export function tensorSpecs(c: ModelConfig): TensorSpec[] {
     { length: c.numLayers },
     (_, l) => [...layerTensors(a, c, l), ...expertTensors(a, c, l)],
   ).flat();
-  return [
+  const all = [
     ...globals.filter((t) => t.entry.role === "embed").map(spec),
     ...layers.map(spec),
     ...globals.filter((t) => t.entry.role !== "embed").map(spec),
   ];
+  return all.filter((t, i) => all.findIndex((u) => u.name === t.name) === i);
 }
 
 export const elements = (t: TensorSpec): number => t.shape.reduce((a, b) => a * b, 1);
