@@ -241,7 +241,7 @@ export function ggufTensorName(a: ArchDescription, hfName: string): string | und
   if (g) return g.gguf;
   const m = HF_LAYER_NAME.exec(hfName);
   if (!m) return undefined;
-  const e = a.tensors.layer.find((e) => e.hf === m[2]) ??
+  const e = a.tensors.layer.find((e) => entryKey(e) === m[2]) ??
     a.tensors.experts?.find((e) => expertPattern(e.hf).test(m[2]!));
   return e ? `blk.${m[1]}.${e.gguf}` : undefined;
 }
