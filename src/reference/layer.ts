@@ -340,23 +340,15 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
     case "moe_mlp":
       moeMlp(s, x, step);
       return;
-    case "short_conv": {
-      if (x.state === undefined) {
-        throw EngineError.invalidArgument("reference model: a short_conv step without a state");
-      }
-      rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      const round = (role: LayerRole, v: Float64Array, row: number) => input(x, role, v, row);
-      s.proj.set(shortConvLayerRef(c, w, s.xn, T, x.state, round));
-      add(undefined);
-      return;
-    }
+    case "short_conv":
     case "mamba2": {
       if (x.state === undefined) {
-        throw EngineError.invalidArgument("reference model: a mamba2 step without a state");
+        throw EngineError.invalidArgument(`reference model: a ${step.op} step without a state`);
       }
       rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
       const round = (role: LayerRole, v: Float64Array, row: number) => input(x, role, v, row);
-      s.proj.set(mamba2Ref(c, w, s.xn, T, x.state, round));
+      const mixer = step.op === "short_conv" ? shortConvLayerRef : mamba2Ref;
+      s.proj.set(mixer(c, w, s.xn, T, x.state, round));
       add(undefined);
       return;
     }

@@ -7,7 +7,7 @@
  * (llama.cpp's files: `rope.scaling.finetuned` false). The MoE variants are refused by name.
  */
 import type { ArchDescription, Dim, LayerRole, MixRole, TensorEntry } from "./arch.ts";
-import { ggufNames, hfNames, PRE_NORM_SWIGLU } from "./decoder.ts";
+import { ggufNames, GLOBAL_TENSORS, hfNames, PRE_NORM_SWIGLU } from "./decoder.ts";
 
 const ATTENTION = ["attention"] as const;
 const MAMBA = ["mamba2"] as const;
@@ -97,24 +97,7 @@ export const GRANITE_HYBRID: ArchDescription = {
     ropeFinetunedSwitch: true,
   }),
   tensors: {
-    global: [
-      {
-        role: "embed",
-        hf: "model.embed_tokens.weight",
-        gguf: "token_embd.weight",
-        shape: ["vocab", "hidden"],
-        mix: "embed",
-      },
-      { role: "norm", hf: "model.norm.weight", gguf: "output_norm.weight", shape: ["hidden"] },
-      {
-        role: "lmHead",
-        hf: "lm_head.weight",
-        gguf: "output.weight",
-        shape: ["vocab", "hidden"],
-        when: "untiedHead",
-        mix: "output",
-      },
-    ],
+    global: GLOBAL_TENSORS,
     layer: [...NORMS_MLP, ...ATTENTION_TENSORS, ...MAMBA_TENSORS],
   },
   layer: PRE_NORM_SWIGLU,

@@ -6,7 +6,7 @@
  * is `embedding_norm` (`token_embd_norm` in llama.cpp's files). LFM2-MoE is not described yet.
  */
 import type { ArchDescription, LayerRole, MixRole, TensorEntry } from "./arch.ts";
-import { ggufNames, hfNames } from "./decoder.ts";
+import { ggufNames, GLOBAL_TENSORS, hfNames } from "./decoder.ts";
 import { QWEN3_ATTENTION } from "./qwen3.ts";
 
 const ATTENTION = ["attention"] as const;
@@ -96,29 +96,12 @@ export const LFM2: ArchDescription = {
   },
   gguf: ggufNames("lfm2"),
   tensors: {
-    global: [
-      {
-        role: "embed",
-        hf: "model.embed_tokens.weight",
-        gguf: "token_embd.weight",
-        shape: ["vocab", "hidden"],
-        mix: "embed",
-      },
-      {
-        role: "norm",
-        hf: "model.embedding_norm.weight",
-        gguf: "token_embd_norm.weight",
-        shape: ["hidden"],
-      },
-      {
-        role: "lmHead",
-        hf: "lm_head.weight",
-        gguf: "output.weight",
-        shape: ["vocab", "hidden"],
-        when: "untiedHead",
-        mix: "output",
-      },
-    ],
+    // The final norm is `embedding_norm` (llama.cpp: `token_embd_norm`).
+    global: GLOBAL_TENSORS.map((e) =>
+      e.role === "norm"
+        ? { ...e, hf: "model.embedding_norm.weight", gguf: "token_embd_norm.weight" }
+        : e
+    ),
     layer: [...NORMS_MLP, ...ATTENTION_TENSORS, ...CONV_TENSORS],
   },
   layer: [...QWEN3_ATTENTION, { op: "mlp", act: "silu" }],
