@@ -17,3 +17,5 @@ export * from "./short_conv.ts";
 export * from "./gated_delta_net.ts";
 export * from "./ssm_scan.ts";
 export * from "./ssm_gate_norm.ts";
+export * from "./query_gate.ts";
+export * from "./delta_prep.ts";
