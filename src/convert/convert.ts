@@ -107,7 +107,10 @@ export function planTensors(ck: HfCheckpoint, mix?: GgufMix): PlannedTensor[] {
   const arch = archOf(c);
   const ctx: MixContext = { numLayers: c.numLayers, tied: c.tieWordEmbeddings };
   if (isRecurrent(c)) {
-    ctx.attentionLayers = c.layerKinds!.flatMap((k, l) => k === "attention" ? [l] : []);
+    // llama.cpp counts the tensors it files as attn_v (a delta net's attn_qkv among them).
+    ctx.attentionLayers = Array.from({ length: c.numLayers }, (_, l) => l).filter((l) =>
+      layerTensors(arch, c, l).some((r) => r.entry.mix === "attn_v")
+    );
   }
   const out: PlannedTensor[] = [];
   const add = (r: ResolvedTensor<string>, source: WeightInfo) => {

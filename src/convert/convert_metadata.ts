@@ -124,10 +124,14 @@ function noRopeMetadata(c: ModelConfig, arch: string): Record<string, GgufValue>
 function layerKindMetadata(c: ModelConfig, arch: string): Record<string, GgufValue> {
   const kinds = archOf(c).kinds;
   if (kinds === undefined || c.layerKinds === undefined) return {};
-  const perLayer = c.layerKinds.map((k) => k === "attention" ? c.numKvHeads : 0);
-  const meta: Record<string, GgufValue> = {
-    [`${arch}.attention.head_count_kv`]: { type: T.ARRAY, itemType: T.INT32, value: perLayer },
-  };
+  const meta: Record<string, GgufValue> = {};
+  if (kinds.ggufMarks === "flags") {
+    const value = c.layerKinds.map((k) => k !== "attention");
+    meta[`${arch}.attention.recurrent_layers`] = { type: T.ARRAY, itemType: T.BOOL, value };
+  } else {
+    const value = c.layerKinds.map((k) => k === "attention" ? c.numKvHeads : 0);
+    meta[`${arch}.attention.head_count_kv`] = { type: T.ARRAY, itemType: T.INT32, value };
+  }
   const u32 = (value: number): GgufValue => ({ type: T.UINT32, value });
   if (kinds.convWidth && c.convWidth !== undefined) {
     meta[`${arch}.${kinds.convWidth.gguf}`] = u32(c.convWidth);
@@ -137,6 +141,16 @@ function layerKindMetadata(c: ModelConfig, arch: string): Record<string, GgufVal
     meta[`${arch}.ssm.state_size`] = u32(c.ssm.state);
     meta[`${arch}.ssm.group_count`] = u32(c.ssm.groups);
     meta[`${arch}.ssm.time_step_rank`] = u32(c.ssm.heads);
+  }
+  if (c.delta) {
+    meta[`${arch}.ssm.inner_size`] = u32(c.delta.vHeads * c.delta.vDim);
+    meta[`${arch}.ssm.state_size`] = u32(c.delta.kDim);
+    meta[`${arch}.ssm.group_count`] = u32(c.delta.kHeads);
+    meta[`${arch}.ssm.time_step_rank`] = u32(c.delta.vHeads);
+  }
+  if (c.ropeSections) {
+    const value = [...c.ropeSections, 0, 0, 0, 0].slice(0, 4);
+    meta[`${arch}.rope.dimension_sections`] = { type: T.ARRAY, itemType: T.INT32, value };
   }
   return meta;
 }

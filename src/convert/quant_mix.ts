@@ -32,9 +32,9 @@ export interface MixContext {
   /** The LM head shares the token embedding (no `output.weight` is written). */
   tied: boolean;
   /**
-   * The layers that hold `attn_v`, in order, when not every layer does (a hybrid model's attention
-   * layers): llama.cpp counts `attn_v` tensors, so its rule takes an attention layer's rank among
-   * them and their count.
+   * The layers that hold a tensor of role `attn_v`, in order (a hybrid model's attention layers,
+   * and a gated delta net's `attn_qkv`, which llama.cpp files with them): llama.cpp counts those
+   * tensors, so its rule takes a layer's rank among them and their count.
    */
   attentionLayers?: readonly number[];
 }

@@ -67,6 +67,12 @@ export interface ModelConfig extends AttentionKnobs, LayerKindFields {
   // Per-layer RoPE (`layerRotaryDim` in rope.ts reads these).
   /** Leading elements of each q/k head that RoPE rotates (partial rotary); absent: `headDim`. */
   rotaryDim?: number;
+  /**
+   * Multi-section RoPE's sections (pairs of dims per position kind: time, height, width); text
+   * positions are one position for every kind, so the rotation is the plain one. Kept to write
+   * llama.cpp's `rope.dimension_sections` back.
+   */
+  ropeSections?: number[];
   /** Indices of the layers without RoPE (their attention sees no positions); absent: none. */
   noRopeLayers?: number[];
 
@@ -243,7 +249,12 @@ function headGeometry(
 
 /** The elements of each head `partial_rotary_factor` rotates, or undefined for all of them. */
 function partialRotaryDim(cfg: Json, headDim: number): number | undefined {
-  const rotary = cfg.partial_rotary_factor;
+  // transformers 5 keeps it in rope_parameters (Qwen3.5).
+  const params = cfg.rope_parameters;
+  const rotary = cfg.partial_rotary_factor ??
+    (typeof params === "object" && params !== null
+      ? (params as Json).partial_rotary_factor
+      : undefined);
   if (rotary === undefined || rotary === null || rotary === 1) return undefined;
   const dim = typeof rotary === "number" ? Math.floor(headDim * rotary) : NaN;
   if (!(rotary as number > 0 && rotary as number < 1) || dim % 2 !== 0 || dim === 0) {
@@ -253,6 +264,27 @@ function partialRotaryDim(cfg: Json, headDim: number): number | undefined {
     );
   }
   return dim;
+}
+
+/** `rope_parameters.mrope_section`: non-negative counts of at most `rotated / 2` pairs in all. */
+function ropeSectionsOf(cfg: Json, rotated: number): number[] | undefined {
+  const params = cfg.rope_parameters;
+  const v = typeof params === "object" && params !== null
+    ? (params as Json).mrope_section
+    : undefined;
+  if (v === undefined || v === null) return undefined;
+  const ok = Array.isArray(v) && v.length <= 4 &&
+    v.every((n) => Number.isInteger(n) && n >= 0) &&
+    (v as number[]).reduce((a, b) => a + b, 0) <= rotated / 2;
+  if (!ok) {
+    throw refuse(
+      "rope_parameters.mrope_section",
+      `expected up to 4 counts of at most ${rotated / 2} pairs in all, got ${describe(v)}`,
+    );
+  }
+  const out = [...v as number[]];
+  while (out.length > 0 && out[out.length - 1] === 0) out.pop();
+  return out;
 }
 
 /** A `longrope` scaling's factor lists must hold one factor per rotated pair (`rotated / 2`). */
@@ -285,6 +317,8 @@ function addOptionalFields(config: ModelConfig, cfg: Json, arch: ArchDescription
   if (hasExperts(arch.layer)) config.moe = moeConfig(cfg, arch);
   const rotaryDim = partialRotaryDim(cfg, config.headDim);
   if (rotaryDim !== undefined) config.rotaryDim = rotaryDim;
+  const sections = ropeSectionsOf(cfg, config.rotaryDim ?? config.headDim);
+  if (sections) config.ropeSections = sections;
   checkLongropeFactors(config.ropeScaling, config.rotaryDim ?? config.headDim);
   if (rules.multipliers) {
     for (const [field, key] of MULTIPLIER_KEYS) {
@@ -301,6 +335,11 @@ function addOptionalFields(config: ModelConfig, cfg: Json, arch: ArchDescription
       throw refuse("position_embedding_type", `expected "rope" or "nope", got ${describe(type)}`);
     }
     if (type === "nope") config.noRopeLayers = [...Array(config.numLayers).keys()];
+  }
+  for (const [key, value] of Object.entries(rules.fixed ?? {})) {
+    if (cfg[key] != null && cfg[key] !== value) {
+      throw refuse(key, `the family's layers assume ${describe(value)}, got ${describe(cfg[key])}`);
+    }
   }
   const experts = rules.noExperts;
   if (experts !== undefined && cfg[experts] != null && cfg[experts] !== 0) {

@@ -6,8 +6,8 @@
  * `InvalidArgument` naming the key.
  */
 import { describe } from "../contract/describe.ts";
-import type { ArchDescription, LayerKind, LayerStep, SsmConfig } from "./arch/mod.ts";
-import { ggufSsm, hfSsm } from "./ssm_config.ts";
+import type { ArchDescription, DeltaConfig, LayerKind, LayerStep, SsmConfig } from "./arch/mod.ts";
+import { ggufDelta, ggufSsm, hfDelta, hfSsm } from "./ssm_config.ts";
 import { archOf } from "./arch/mod.ts";
 import { type Json, positiveInt, refuse } from "./config_fields.ts";
 import type { GgufMetadata } from "../formats/gguf/metadata.ts";
@@ -20,6 +20,8 @@ export interface LayerKindFields {
   convWidth?: number;
   /** A Mamba2 layer's sizes (families with `mamba2` layers). */
   ssm?: SsmConfig;
+  /** A gated delta net layer's sizes (families with `delta_net` layers). */
+  delta?: DeltaConfig;
 }
 
 /** The most taps a short convolution may have (LFM2's have 3; the kernel holds 8). */
@@ -94,6 +96,7 @@ export function hfLayerKinds(cfg: Json, arch: ArchDescription, numLayers: number
     out.convWidth = checkWidth(positiveInt(cfg, key, key), key, refuse);
   }
   if (layerKinds.includes("mamba2")) out.ssm = hfSsm(cfg, k);
+  if (layerKinds.includes("delta_net")) out.delta = hfDelta(cfg, k);
   return out;
 }
 
@@ -111,6 +114,7 @@ export function ggufLayerKinds(
 ): LayerKindFields & { numKvHeads: number } {
   const key = `${p}attention.head_count_kv`;
   const k = arch.kinds;
+  if (k?.ggufMarks === "flags") return flaggedKinds(m, p, k, numLayers, numHeads);
   if (k === undefined || !Array.isArray(m.get(key))) {
     return { numKvHeads: m.count(key, numHeads) };
   }
@@ -124,10 +128,57 @@ export function ggufLayerKinds(
   }
   const layerKinds = counts.map((n): LayerKind => n === 0 ? k.ggufZeroKvHeads : "attention");
   const out: LayerKindFields & { numKvHeads: number } = { numKvHeads: attention[0]!, layerKinds };
-  if (k.convWidth && layerKinds.some((x) => x !== "attention")) {
+  return withSizes(out, m, p, k);
+}
+
+/** The convolution width and the recurrent sizes of the kinds `out` holds (GGUF). */
+function withSizes<T extends LayerKindFields>(
+  out: T,
+  m: GgufMetadata,
+  p: string,
+  k: NonNullable<ArchDescription["kinds"]>,
+): T {
+  const kinds = out.layerKinds ?? [];
+  if (k.convWidth && kinds.some((x) => x !== "attention") && out.convWidth === undefined) {
     const wKey = `${p}${k.convWidth.gguf}`;
     out.convWidth = checkWidth(m.count(wKey), wKey, (kk, why) => m.refuse(kk, why));
   }
-  if (layerKinds.includes("mamba2")) out.ssm = ggufSsm(m, p);
+  if (kinds.includes("mamba2")) out.ssm = ggufSsm(m, p);
+  if (kinds.includes("delta_net")) out.delta = ggufDelta(m, p);
   return out;
+}
+
+/**
+ * Kinds marked by llama.cpp's `attention.recurrent_layers` booleans (true: the family's
+ * recurrent kind), else every `full_attention_interval`-th layer attention (default 4); one KV
+ * head count for the attention layers.
+ */
+function flaggedKinds(
+  m: GgufMetadata,
+  p: string,
+  k: NonNullable<ArchDescription["kinds"]>,
+  numLayers: number,
+  numHeads: number,
+): LayerKindFields & { numKvHeads: number } {
+  const flagsKey = `${p}attention.recurrent_layers`;
+  let flags: boolean[];
+  if (m.has(flagsKey)) {
+    const v = m.get(flagsKey);
+    if (!Array.isArray(v) || v.length !== numLayers || v.some((f) => typeof f !== "boolean")) {
+      throw m.refuse(flagsKey, `expected ${numLayers} booleans, got ${describe(v)}`);
+    }
+    flags = v as boolean[];
+  } else {
+    const every = m.count(`${p}full_attention_interval`, 4);
+    flags = Array.from({ length: numLayers }, (_, l) => (l + 1) % every !== 0);
+  }
+  if (flags.every((f) => f)) throw m.refuse(flagsKey, "no attention layer");
+  const layerKinds = flags.map((f): LayerKind => f ? k.ggufZeroKvHeads : "attention");
+  const numKvHeads = m.count(`${p}attention.head_count_kv`, numHeads);
+  return withSizes({ numKvHeads, layerKinds }, m, p, k);
+}
+
+/** Whether the attention layers of `c` compute a gated query (`attn_norm_qkv`'s `gatedQuery`). */
+export function hasGatedQuery(c: { arch: string }): boolean {
+  return archOf(c).layer.some((s) => s.op === "attn_norm_qkv" && s.gatedQuery === true);
 }

@@ -86,3 +86,68 @@ Deno.test("layer kinds: GGUF's per-layer KV heads say which layers are recurrent
     { numKvHeads: 2 },
   );
 });
+
+Deno.test("layer kinds: Qwen3.5's flags and sizes, and their bad values refused by name", () => {
+  const QWEN35 = ARCHS.get("qwen35")!;
+  const meta = (over: Record<string, unknown>) =>
+    new GgufMetadata(Object.fromEntries(
+      Object.entries({
+        "qwen35.attention.head_count_kv": 2,
+        "qwen35.attention.recurrent_layers": [true, true, true, false],
+        "qwen35.ssm.conv_kernel": 4,
+        "qwen35.ssm.state_size": 8,
+        "qwen35.ssm.group_count": 2,
+        "qwen35.ssm.time_step_rank": 4,
+        "qwen35.ssm.inner_size": 32,
+        ...over,
+      }).filter(([, v]) => v !== undefined),
+    ));
+  const good = ggufLayerKinds(meta({}), "qwen35.", QWEN35, 4, 4);
+  deepStrictEqual(good.layerKinds, ["delta_net", "delta_net", "delta_net", "attention"]);
+  deepStrictEqual(good.delta, { kHeads: 2, kDim: 8, vHeads: 4, vDim: 8, headMap: "tiled" });
+  // Without the flags, every fourth layer is attention (full_attention_interval, default 4).
+  const byInterval = ggufLayerKinds(
+    meta({ "qwen35.attention.recurrent_layers": undefined, "qwen35.full_attention_interval": 2 }),
+    "qwen35.",
+    QWEN35,
+    4,
+    4,
+  );
+  deepStrictEqual(byInterval.layerKinds, ["delta_net", "attention", "delta_net", "attention"]);
+  const flags = "qwen35.attention.recurrent_layers";
+  refused(flags, () => ggufLayerKinds(meta({ [flags]: [true, false] }), "qwen35.", QWEN35, 4, 4));
+  refused(flags, () => ggufLayerKinds(meta({ [flags]: [1, 1, 1, 0] }), "qwen35.", QWEN35, 4, 4));
+  refused(
+    flags,
+    () => ggufLayerKinds(meta({ [flags]: [true, true, true, true] }), "qwen35.", QWEN35, 4, 4),
+  );
+  const dim = "qwen35.ssm.state_size";
+  refused(dim, () => ggufLayerKinds(meta({ [dim]: 129 }), "qwen35.", QWEN35, 4, 4));
+  const rank = "qwen35.ssm.time_step_rank";
+  refused(
+    rank,
+    () => ggufLayerKinds(meta({ [rank]: 3, "qwen35.ssm.inner_size": 24 }), "qwen35.", QWEN35, 4, 4),
+  );
+  const hf = JSON.parse(
+    Deno.readTextFileSync(
+      new URL("../../test/fixtures/families/qwen35/hf/config.json", import.meta.url),
+    ),
+  );
+  equal(parseConfig(hf).delta?.vHeads, 4);
+  refused("attn_output_gate", () => parseConfig({ ...hf, attn_output_gate: false }));
+  refused("linear_key_head_dim", () => parseConfig({ ...hf, linear_key_head_dim: 200 }));
+  refused("linear_num_value_heads", () => parseConfig({ ...hf, linear_num_value_heads: 3 }));
+  refused(
+    "layer_types[1]",
+    () =>
+      parseConfig({
+        ...hf,
+        layer_types: ["linear_attention", "sliding", "linear_attention", "full_attention"],
+      }),
+  );
+  refused(
+    "rope_parameters.mrope_section",
+    () =>
+      parseConfig({ ...hf, rope_parameters: { ...hf.rope_parameters, mrope_section: [2, 2, 2] } }),
+  );
+});

@@ -1,10 +1,11 @@
 /**
  * How big one sequence's recurrent state is, per layer kind: a short convolution keeps its last
  * `convWidth - 1` inputs of every channel (the residual width); a Mamba2 layer keeps those of its
- * convolution's channels (inner + 2·groups·state) and the scan's state (inner·state values). All
- * f32. `GpuModel` allocates them per state slot; the engine's fit counts them.
+ * convolution's channels (inner + 2·groups·state) and the scan's state (inner·state values); a
+ * gated delta net layer those of its q | k | v convolution and a [vDim, kDim] state per value head.
+ * All f32. `GpuModel` allocates them per state slot; the engine's fit counts them.
  */
-import type { LayerKind, SsmConfig } from "./arch/mod.ts";
+import type { DeltaConfig, LayerKind, SsmConfig } from "./arch/mod.ts";
 import { layerKind } from "./layer_kinds.ts";
 
 /** What the state sizes depend on. */
@@ -14,6 +15,7 @@ export interface StateConfig {
   layerKinds?: readonly LayerKind[];
   convWidth?: number;
   ssm?: SsmConfig;
+  delta?: DeltaConfig;
 }
 
 /** One sequence's state in a layer of `kind`: convolution channels and SSM values (0 for none). */
@@ -30,6 +32,10 @@ export function stateShape(
       convChannels: s.inner + 2 * s.groups * s.state,
       ssmValues: s.inner * s.state,
     };
+  }
+  if (kind === "delta_net" && c.delta) {
+    const d = c.delta, inner = d.vHeads * d.vDim;
+    return { convRows, convChannels: 2 * d.kHeads * d.kDim + inner, ssmValues: inner * d.kDim };
   }
   return { convRows: 0, convChannels: 0, ssmValues: 0 };
 }

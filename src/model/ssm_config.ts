@@ -1,11 +1,12 @@
 /**
- * A Mamba2 layer's sizes (`ModelConfig.ssm`), from llama.cpp's `ssm.*` GGUF keys or from the HF
+ * A Mamba2 layer's sizes (`ModelConfig.ssm`) and a gated delta net layer's (`ModelConfig.delta`),
+ * from llama.cpp's `ssm.*` GGUF keys or from the HF
  * keys a family names (`LayerKinds.ssmHf`), checked against what the kernels hold: `inner`
  * channels in `heads` heads, B and C in `groups` groups of `state` (at most `SSM_MAX_STATE`), the
  * heads and channels dividing evenly into the groups. Anything else is `InvalidArgument` naming
  * the key.
  */
-import type { LayerKinds, SsmConfig } from "./arch/mod.ts";
+import type { DeltaConfig, LayerKinds, SsmConfig } from "./arch/mod.ts";
 import { type Json, positiveInt, refuse } from "./config_fields.ts";
 import type { GgufMetadata } from "../formats/gguf/metadata.ts";
 
@@ -63,4 +64,71 @@ export function hfSsm(cfg: Json, kinds: LayerKinds): SsmConfig {
 export function ssmWidths(s: SsmConfig): { in: number; conv: number } {
   const conv = s.inner + 2 * s.groups * s.state;
   return { in: s.inner + conv + s.heads, conv };
+}
+
+/** The largest key or value head a gated delta net kernel holds (`gated_delta_net.ts`). */
+export const MAX_DELTA_DIM = 128;
+
+function checkedDelta(
+  d: DeltaConfig,
+  keys: Record<"kHeads" | "kDim" | "vHeads" | "vDim", string>,
+  no: (key: string, why: string) => Error,
+): DeltaConfig {
+  for (const k of ["kDim", "vDim"] as const) {
+    if (d[k] > MAX_DELTA_DIM) {
+      throw no(keys[k], `${d[k]} is more than the ${MAX_DELTA_DIM} supported`);
+    }
+  }
+  if (d.vHeads % d.kHeads !== 0) {
+    throw no(keys.vHeads, `${d.vHeads} value heads are not a multiple of ${d.kHeads} key heads`);
+  }
+  return d;
+}
+
+/**
+ * A gated delta net's sizes from GGUF metadata: key heads `ssm.group_count` of `ssm.state_size`,
+ * value heads `ssm.time_step_rank` sharing `ssm.inner_size`; llama.cpp's files tile the value
+ * heads.
+ */
+export function ggufDelta(m: GgufMetadata, p: string): DeltaConfig {
+  const keys = {
+    kHeads: `${p}ssm.group_count`,
+    kDim: `${p}ssm.state_size`,
+    vHeads: `${p}ssm.time_step_rank`,
+    vDim: `${p}ssm.inner_size`,
+  };
+  const vHeads = m.count(keys.vHeads), inner = m.count(keys.vDim);
+  if (inner % vHeads !== 0) throw m.refuse(keys.vDim, `${inner} is not ${vHeads} equal heads`);
+  const d = {
+    kHeads: m.count(keys.kHeads),
+    kDim: m.count(keys.kDim),
+    vHeads,
+    vDim: inner / vHeads,
+    headMap: "tiled" as const,
+  };
+  return checkedDelta(d, keys, (k, why) => m.refuse(k, why));
+}
+
+/**
+ * A gated delta net's sizes from an HF config. HF groups the value heads by key head; the loader
+ * puts them in llama.cpp's tiled order (`TensorEntry.hfTiledHeads`), so the model is tiled.
+ */
+export function hfDelta(cfg: Json, kinds: LayerKinds): DeltaConfig {
+  const k = kinds.deltaHf;
+  if (k === undefined) throw refuse("layer_types", "delta layers in a family without their keys");
+  const int = (key: string) => positiveInt(cfg, key, key);
+  const d = {
+    kHeads: int(k.kHeads),
+    kDim: int(k.kDim),
+    vHeads: int(k.vHeads),
+    vDim: int(k.vDim),
+    headMap: "tiled" as const,
+  };
+  return checkedDelta(d, k, refuse);
+}
+
+/** A gated delta net's row widths: its q | k | v convolution's and its value width. */
+export function deltaWidths(d: DeltaConfig): { conv: number; inner: number } {
+  const inner = d.vHeads * d.vDim;
+  return { conv: 2 * d.kHeads * d.kDim + inner, inner };
 }

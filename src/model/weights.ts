@@ -17,6 +17,7 @@ import {
   type LayerRole,
   layerTensors,
   type ResolvedTensor,
+  type TensorEntry,
 } from "./arch/mod.ts";
 import type { ModelConfig } from "./config.ts";
 import type { ByteSource } from "../formats/source.ts";
@@ -117,8 +118,16 @@ export interface LayerWeights<T extends WeightInfo = TensorInfo> {
   ssmD?: T;
   /** A Mamba2 layer's grouped norm weight [groups, inner / groups]. */
   ssmNorm?: T;
-  /** A Mamba2 layer's output projection [hidden, inner]. */
+  /** A Mamba2 layer's output projection [hidden, inner] (a delta net layer's [hidden, vInner]). */
   ssmOut?: T;
+  /** A gated delta net layer's q | k | v projection [deltaConv, hidden]. */
+  deltaQkv?: T;
+  /** A gated delta net layer's output gate projection [vHeads·vDim, hidden]. */
+  deltaZ?: T;
+  /** A gated delta net layer's beta logits [vHeads, hidden]. */
+  deltaBeta?: T;
+  /** A gated delta net layer's decay logits [vHeads, hidden]. */
+  deltaAlpha?: T;
 }
 
 /**
@@ -169,6 +178,31 @@ function mapValues<T extends WeightInfo>(t: T, what: string, f: (v: number) => n
   return { ...t, dtype: "f32", offset: 0, length, source } as T;
 }
 
+/** A float matrix `t` whose column `i` is the stored column `order[i]` (read as f32). */
+function permuteColumns<T extends WeightInfo>(t: T, order: Uint32Array): T {
+  const dtype = t.dtype, [rows, cols] = t.shape as [number, number];
+  if (!Object.hasOwn(DTYPE_BYTES, dtype) || t.shape.length !== 2 || cols !== order.length) {
+    throw EngineError.invalidArgument(`tensor ${t.name}: expected a float matrix, got ${dtype}`);
+  }
+  const inner = t.source, offset = t.offset, bytes = t.length, length = rows * cols * 4;
+  const source = {
+    name: `${inner.name} (${t.name} columns reordered)`,
+    size: length,
+    async read(at: number, n: number): Promise<Uint8Array> {
+      const w = decodeWeights(await inner.read(offset, bytes), dtype as WeightDtype);
+      const out = new Float32Array(rows * cols);
+      for (let r = 0; r < rows; r++) {
+        for (let c = 0; c < cols; c++) out[r * cols + c] = w[r * cols + order[c]!]!;
+      }
+      return new Uint8Array(out.buffer).slice(at, at + n);
+    },
+    release(): void {
+      inner.release?.();
+    },
+  };
+  return { ...t, dtype: "f32", offset: 0, length, source } as T;
+}
+
 /**
  * A layer tensor of an HF checkpoint as the model holds it: reshaped (`hfShape`), cut from a
  * stack of row blocks (`hfRows`), `1 + w` (`hfAddOne`) or `-exp(w)` (`hfNegExp`).
@@ -186,8 +220,33 @@ function hfLayerTensor<T extends WeightInfo>(
     t = { ...whole, offset: whole.offset + e.hfRows.part * bytes, length: bytes, shape: r.shape };
   } else if (e.hfShape) t = { ...get(r.hf, dims(e.hfShape)), shape: r.shape };
   else t = get(r.hf, r.shape);
-  if (e.hfAddOne) return mapValues(t, "+ 1", (v) => 1 + v);
-  return e.hfNegExp ? mapValues(t, "-exp", (v) => -Math.exp(v)) : t;
+  if (e.hfAddOne) t = mapValues(t, "+ 1", (v) => 1 + v);
+  if (e.hfNegExp) t = mapValues(t, "-exp", (v) => -Math.exp(v));
+  return e.hfTiledHeads ? tiledHeads(t, e.hfTiledHeads, config, dims) : t;
+}
+
+/**
+ * `t` with its delta net value heads in llama.cpp's tiled order (`TensorEntry.hfTiledHeads`):
+ * rows through `rowOrder`, columns (a float tensor) through a source that reorders each row.
+ */
+function tiledHeads<T extends WeightInfo>(
+  t: T,
+  tile: NonNullable<TensorEntry<LayerRole>["hfTiledHeads"]>,
+  config: ModelConfig,
+  dims: (ds: readonly Dim[]) => number[],
+): T {
+  const d = config.delta;
+  if (d === undefined) throw EngineError.invalidArgument(`tensor ${t.name}: no delta sizes`);
+  const [offset] = tile.offset ? dims([tile.offset]) : [0];
+  const [unit] = dims([tile.unit]);
+  const n = t.shape[tile.axis]!, per = d.vHeads / d.kHeads;
+  const order = Uint32Array.from({ length: n }, (_, i) => i);
+  for (let s = 0; s < d.vHeads; s++) {
+    const hf = (s % d.kHeads) * per + Math.floor(s / d.kHeads);
+    for (let u = 0; u < unit!; u++) order[offset! + s * unit! + u] = offset! + hf * unit! + u;
+  }
+  if (tile.axis === 0) return { ...t, rowOrder: () => order };
+  return permuteColumns(t, order);
 }
 
 /**

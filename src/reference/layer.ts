@@ -13,6 +13,7 @@ import type { ModelConfig } from "../model/config.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "../model/rope.ts";
 import { type RecurrentState, shortConvLayerRef } from "./recurrent.ts";
 import { mamba2Ref } from "./mamba2.ts";
+import { deltaNetRef } from "./delta_net.ts";
 
 /** A layer's tensors as float64 values, by role (optional ones absent), and its experts'. */
 export type LayerValues =
@@ -101,6 +102,8 @@ export interface LayerScratch {
   k: Float64Array;
   v: Float64Array;
   attn: Float64Array;
+  /** A gated query's gates [T, q] (`attn_norm_qkv` with `gatedQuery`). */
+  qGate: Float64Array;
   gate: Float64Array;
   up: Float64Array;
   scores: Float64Array;
@@ -156,6 +159,7 @@ export function layerScratch(
     k: new Float64Array(T * kvDim),
     v: new Float64Array(T * kvDim),
     attn: new Float64Array(T * qDim),
+    qGate: new Float64Array(T * qDim),
     gate: new Float64Array(T * F),
     up: new Float64Array(T * F),
     scores: new Float64Array(start + T),
@@ -283,6 +287,20 @@ function moeMlp(s: LayerScratch, x: LayerContext, step: LayerStep & { op: "moe_m
   });
 }
 
+/** A gated query (each head's query, then its gate) into `s.q` and `s.qGate`. */
+function gatedQuery(s: LayerScratch, x: LayerContext, from: Float64Array): void {
+  const c = x.c, D = c.headDim, qDim = c.numHeads * D, H = c.hiddenSize;
+  const qg = new Float64Array(s.T * 2 * qDim);
+  linear(from, s.T, need(x.w, "q"), undefined, 2 * qDim, H, qg);
+  for (let t = 0; t < s.T; t++) {
+    for (let h = 0; h < c.numHeads; h++) {
+      const at = (t * c.numHeads + h) * 2 * D, to = (t * c.numHeads + h) * D;
+      s.q.set(qg.subarray(at, at + D), to);
+      s.qGate.set(qg.subarray(at + D, at + 2 * D), to);
+    }
+  }
+}
+
 /** Run one recipe step of a layer over `s`. */
 export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void {
   const { c, w } = x;
@@ -298,7 +316,8 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
     case "qkv": {
       const from = step.op === "qkv" ? s.x : s.xn;
       if (step.op === "attn_norm_qkv") rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
-      linear(input(x, "q", from, H), T, need(w, "q"), w.qBias, qDim, H, s.q);
+      if (step.op === "attn_norm_qkv" && step.gatedQuery) gatedQuery(s, x, input(x, "q", from, H));
+      else linear(input(x, "q", from, H), T, need(w, "q"), w.qBias, qDim, H, s.q);
       linear(input(x, "k", from, H), T, need(w, "k"), w.kBias, kvDim, H, s.k);
       linear(input(x, "v", from, H), T, need(w, "v"), w.vBias, kvDim, H, s.v);
       return;
@@ -340,14 +359,20 @@ export function runStep(step: LayerStep, s: LayerScratch, x: LayerContext): void
     case "moe_mlp":
       moeMlp(s, x, step);
       return;
+    case "attention_gate":
+      for (let i = 0; i < T * qDim; i++) s.attn[i] = s.attn[i]! / (1 + Math.exp(-s.qGate[i]!));
+      return;
     case "short_conv":
-    case "mamba2": {
+    case "mamba2":
+    case "delta_net": {
       if (x.state === undefined) {
         throw EngineError.invalidArgument(`reference model: a ${step.op} step without a state`);
       }
       rmsNorm(s.x, T, need(w, "inputNorm"), H, c.rmsNormEps, s.xn);
       const round = (role: LayerRole, v: Float64Array, row: number) => input(x, role, v, row);
-      const mixer = step.op === "short_conv" ? shortConvLayerRef : mamba2Ref;
+      const mixer = { short_conv: shortConvLayerRef, mamba2: mamba2Ref, delta_net: deltaNetRef }[
+        step.op
+      ];
       s.proj.set(mixer(c, w, s.xn, T, x.state, round));
       add(undefined);
       return;

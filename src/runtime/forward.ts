@@ -17,7 +17,8 @@ import {
 } from "./step_plan.ts";
 import { kernelPaths } from "../gpu/paths.ts";
 import { isRecurrent } from "../model/layer_kinds.ts";
-import { ssmWidths } from "../model/ssm_config.ts";
+import { deltaWidths, ssmWidths } from "../model/ssm_config.ts";
+import { hasGatedQuery } from "../model/layer_kinds.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -88,7 +89,13 @@ export class Forward {
     const widest = Math.max(c.hiddenSize, c.intermediateSize, Q);
     // A convolution layer's B | C | x rows (a Mamba2 layer's z | xBC | dt) share the q/k/v
     // scratch, a short convolution's output attention's.
-    const conv = !isRecurrent(c) ? 0 : c.ssm ? ssmWidths(c.ssm).in : 3 * c.hiddenSize;
+    const conv = !isRecurrent(c)
+      ? 0
+      : c.ssm
+      ? ssmWidths(c.ssm).in
+      : c.delta
+      ? deltaWidths(c.delta).conv
+      : 3 * c.hiddenSize;
     this.#scratch = {
       capacity: cap,
       tableCapacity: table,
@@ -129,6 +136,7 @@ export class Forward {
         out: f("ssm_out", cap * c.ssm.inner),
       };
     }
+    this.#recurrentScratch(this.#scratch, cap);
     if (c.moe) {
       const { experts, topK, expertIntermediateSize } = c.moe;
       this.#scratch.moe = {
@@ -139,6 +147,30 @@ export class Forward {
       };
     }
     return this.#scratch;
+  }
+
+  /** The gated delta net's and the gated query's scratch, in models that have them. */
+  #recurrentScratch(s: Scratch, cap: number): void {
+    const c = this.model.config, d = this.model.gpu.device;
+    const f = (label: string, n: number) => storageBuffer(d, `fwd:${label}`, n * 4);
+    if (c.delta) {
+      const w = deltaWidths(c.delta);
+      s.delta = {
+        zba: f("delta_zba", cap * (w.inner + 2 * c.delta.vHeads)),
+        conv: f("delta_conv", cap * w.conv),
+        beta: f("delta_beta", cap * c.delta.vHeads),
+        g: f("delta_g", cap * c.delta.vHeads),
+        o: f("delta_o", cap * w.inner),
+        out: f("delta_out", cap * w.inner),
+      };
+    }
+    if (hasGatedQuery(c)) {
+      const Q = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim;
+      s.gatedQuery = {
+        rows: f("gated_q_rows", cap * (2 * Q + 2 * KV)),
+        gate: f("q_gate", cap * Q),
+      };
+    }
   }
 
   /** How a step of `tokens` tokens whose queries see at most `keys` keys splits its attention. */
@@ -342,12 +374,14 @@ export class Forward {
     for (const p of this.#plans.values()) for (const b of p.owned) b.destroy();
     this.#plans.clear();
     if (this.#scratch) {
-      const { linear, moe, ssm, partials, ...rest } = this.#scratch;
+      const { linear, moe, ssm, delta, gatedQuery, partials, ...rest } = this.#scratch;
       const all = [
         ...Object.values(rest),
         ...Object.values(linear),
         ...Object.values(moe ?? {}),
         ...Object.values(ssm ?? {}),
+        ...Object.values(delta ?? {}),
+        ...Object.values(gatedQuery ?? {}),
         ...(partials ? [partials.ml, partials.acc] : []),
       ];
       for (const v of all) {

@@ -62,6 +62,9 @@ export interface GpuLayer {
   ssmA?: GPUBuffer;
   ssmD?: GPUBuffer;
   ssmNorm?: GPUBuffer;
+  /** A gated delta net layer's q | k | v projection, and its z, beta and decay rows stacked. */
+  deltaQkv?: GpuWeight;
+  deltaZba?: GpuWeight;
 }
 
 /**
@@ -121,6 +124,10 @@ export function layerOnGpu(l: LayerTensors, a: LayerBuffers): GpuLayer {
     if (t) layer[role] = a.vector([t], "f32");
   }
   if (l.ssmOut) layer.ssmOut = a.weight(l.ssmOut.name, [l.ssmOut]);
+  if (l.deltaQkv) layer.deltaQkv = a.weight(l.deltaQkv.name, [l.deltaQkv]);
+  if (l.deltaZ && l.deltaBeta && l.deltaAlpha) {
+    layer.deltaZba = a.weight(...stacked(undefined, [l.deltaZ, l.deltaBeta, l.deltaAlpha]));
+  }
   if ((l.gate && l.up) || l.gateUp) {
     layer.gateUp = a.weight(...stacked(l.gateUp, [l.gate, l.up]));
   }

@@ -32,6 +32,12 @@ const FAMILIES = [
     state: 3 * 2 * 32 * 4,
   },
   {
+    // Qwen3.5: 3 delta net layers × (3 rows × 64 conv channels + 4 value heads × 8 × 8 state).
+    family: "qwen35",
+    kinds: ["delta_net", "delta_net", "delta_net", "attention"],
+    state: 3 * (3 * 64 + 4 * 8 * 8) * 4,
+  },
+  {
     family: "granitehybrid",
     kinds: ["mamba2", "mamba2", "attention", "mamba2"],
     state: 3 * (3 * 128 + 64 * 16) * 4,

@@ -60,7 +60,16 @@ export type LayerRole =
   | "ssmA"
   | "ssmD"
   | "ssmNorm"
-  | "ssmOut";
+  | "ssmOut"
+  /**
+   * A gated delta net layer's input projections (Qwen3.5): q | k | v [deltaConv, hidden], the
+   * output gate z [deltaInner, hidden], beta's and the decay's logits [vHeads, hidden]. Its conv
+   * taps, A (−exp(A_log)), dt bias, per-head norm and output projection take the `ssm*` roles.
+   */
+  | "deltaQkv"
+  | "deltaZ"
+  | "deltaBeta"
+  | "deltaAlpha";
 
 /**
  * A tensor of one expert of a mixture-of-experts MLP. HF checkpoints hold one tensor per expert
@@ -113,7 +122,19 @@ export type Dim =
   | "ssmHeads"
   | "ssmGroups"
   | "ssmGroupWidth"
-  | "one";
+  | "one"
+  /** Twice the query width (a query projection with a gate per head). */
+  | "q2"
+  /**
+   * A gated delta net layer's widths (`ModelConfig.delta`): q | k | v (2·kHeads·kDim +
+   * vHeads·vDim), q | k alone, the value width vHeads·vDim, the value heads and one value
+   * head's width.
+   */
+  | "deltaConv"
+  | "deltaQk"
+  | "deltaInner"
+  | "deltaVHeads"
+  | "deltaVDim";
 
 /** The role a tensor plays in a GGUF quantization mix (`src/convert/quant_mix.ts`). */
 export type MixRole =
@@ -162,6 +183,12 @@ export interface TensorEntry<R extends string> {
   /** HF stores `log(-w)` (Mamba's `A_log`): the loaded value is `-exp` of it, as GGUF stores. */
   hfNegExp?: true;
   /**
+   * HF orders the value heads of a gated delta net grouped by key head, llama.cpp's files tile
+   * them (slot j·kHeads + g holds HF head g·(vHeads / kHeads) + j): along `axis` (0: rows, 1:
+   * columns), past `offset` elements, blocks of `unit` are put in GGUF's order at load.
+   */
+  hfTiledHeads?: { axis: 0 | 1; offset?: Dim; unit: Dim };
+  /**
    * Rows are heads of q (or k): when the family's GGUF files store q/k in llama.cpp's
    * interleaved RoPE order (`gguf.interleavedQk`), these rows are permuted there.
    */
@@ -193,8 +220,23 @@ export type ExpertActivation = "silu" | "swiglu_oai";
  * `src/reference/layer.ts`; a step either does not know is a type error there.
  */
 export type LayerStep =
-  /** RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). */
-  | { op: "attn_norm_qkv" }
+  /**
+   * RMSNorm(x) with `inputNorm`, then the q/k/v products (with their biases when present). With
+   * `gatedQuery`, `q` holds each head's query then its output gate (2·head_dim rows a head), kept
+   * apart for `attention_gate`.
+   */
+  | { op: "attn_norm_qkv"; gatedQuery?: boolean }
+  /** The attention output times sigmoid of the gate `attn_norm_qkv` kept (`gatedQuery`). */
+  | { op: "attention_gate" }
+  /**
+   * A gated delta net layer (Qwen3.5): n = RMSNorm(x) with `inputNorm`; q | k | v = n ·
+   * `deltaQkv`ᵀ through the causal conv (`ssmConv`, no bias) and SiLU, with its state; q and k
+   * L2-normed per key head; beta = sigmoid(n · `deltaBeta`ᵀ); decay g = softplus(n ·
+   * `deltaAlpha`ᵀ + `ssmDtBias`) · `ssmA`; the delta rule per value head with its state
+   * (`ModelConfig.delta.headMap` says which key head a value head reads); o = RMSNorm per value
+   * head (`ssmNorm`) ⊙ silu(n · `deltaZ`ᵀ); x += o · `ssmOut`ᵀ.
+   */
+  | { op: "delta_net" }
   /**
    * An RMSNorm of q and of k before RoPE: per head (weights `qNorm`, `kNorm` [head_dim]), or with
    * `width: "projection"` over each token's whole q (and k) projection (weights [q], [kv]).
@@ -252,7 +294,7 @@ export type LayerStep =
  * What one layer of a hybrid family is: an attention layer (the description's `layer` recipe,
  * with a KV cache) or a recurrent one with a fixed-size state per sequence instead.
  */
-export type LayerKind = "attention" | "short_conv" | "mamba2";
+export type LayerKind = "attention" | "short_conv" | "mamba2" | "delta_net";
 
 /**
  * How a hybrid family says which layers are which (`ArchDescription.kinds`): each kind's recipe,
@@ -262,7 +304,13 @@ export type LayerKind = "attention" | "short_conv" | "mamba2";
  */
 export interface LayerKinds {
   recipes: { readonly [K in Exclude<LayerKind, "attention">]?: readonly LayerStep[] };
+  /**
+   * GGUF files mark the recurrent layers (of this kind) by 0 KV heads in the per-layer
+   * `attention.head_count_kv` array, or (`flags`) by llama.cpp's `attention.recurrent_layers`
+   * booleans, else by `full_attention_interval` (every n-th layer attention, default 4).
+   */
   ggufZeroKvHeads: Exclude<LayerKind, "attention">;
+  ggufMarks?: "zero_kv_heads" | "flags";
   hfKey: string;
   hfNames: Readonly<Record<string, LayerKind>>;
   /** The short convolution's taps: the HF key and the GGUF key (after `<arch>.`). */
@@ -280,6 +328,8 @@ export interface LayerKinds {
     convBias: string;
     projBias: string;
   };
+  /** A gated delta net kind's sizes in HF configs (GGUF files use llama.cpp's `ssm.*` keys). */
+  deltaHf?: { kHeads: string; kDim: string; vHeads: string; vDim: string };
 }
 
 /**

@@ -36,6 +36,8 @@ export interface HfConfigRules {
   positionEmbeddingType?: true;
   /** A key that must be 0 or absent: the family's mixture-of-experts variant is not described. */
   noExperts?: string;
+  /** Keys whose value the family's layer assumes (when present): any other is refused. */
+  fixed?: Readonly<Record<string, unknown>>;
   /**
    * The MLP width is `block_ff_dim` (else `intermediate_size`), taken to 2/3 of itself, times
    * `block_ffn_dim_multiplier` and rounded up to `block_multiple_of` when

@@ -23,6 +23,7 @@ import { PHI3 } from "./phi3.ts";
 import { QWEN2 } from "./qwen2.ts";
 import { QWEN3 } from "./qwen3.ts";
 import { QWEN3_MOE } from "./qwen3moe.ts";
+import { QWEN35 } from "./qwen35.ts";
 import { SMOLLM3 } from "./smollm3.ts";
 
 const FAMILIES: readonly ArchDescription[] = [
@@ -40,6 +41,7 @@ const FAMILIES: readonly ArchDescription[] = [
   GPT_OSS,
   LFM2,
   GRANITE_HYBRID,
+  QWEN35,
 ];
 
 /** The families by `ModelConfig.arch`. */

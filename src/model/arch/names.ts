@@ -52,6 +52,21 @@ export interface ShapeConfig {
   convWidth?: number;
   /** A Mamba2 layer's sizes. */
   ssm?: SsmConfig;
+  /** A gated delta net layer's sizes. */
+  delta?: DeltaConfig;
+}
+
+/**
+ * A gated delta net layer's sizes: `kHeads` key heads of `kDim`, `vHeads` value heads of `vDim`,
+ * and which key head a value head reads: llama.cpp's files tile the value heads (head h reads key
+ * head h % kHeads), HF checkpoints group them (h / (vHeads / kHeads)).
+ */
+export interface DeltaConfig {
+  kHeads: number;
+  kDim: number;
+  vHeads: number;
+  vDim: number;
+  headMap: "tiled" | "grouped";
 }
 
 /** A Mamba2 layer's sizes: `inner` channels in `heads` heads, `groups` of B and C of `state`. */
@@ -123,6 +138,14 @@ export function dimSize(c: ShapeConfig, d: Dim): number {
       return c.convWidth;
     case "one":
       return 1;
+    case "q2":
+      return 2 * c.numHeads * c.headDim;
+    case "deltaConv":
+    case "deltaQk":
+    case "deltaInner":
+    case "deltaVHeads":
+    case "deltaVDim":
+      return deltaDim(c, d);
     default:
       return ssmDim(c, d);
   }
@@ -258,4 +281,17 @@ export function layerEntry(
   role: LayerRole,
 ): TensorEntry<LayerRole> | undefined {
   return a.tensors.layer.find((e) => e.role === role);
+}
+
+/** A gated delta net dimension's size in `c`. */
+function deltaDim(c: ShapeConfig, d: Dim): number {
+  const s = c.delta;
+  if (s === undefined) {
+    throw EngineError.invalidArgument(`config: dimension ${d} of a config without delta layers`);
+  }
+  const inner = s.vHeads * s.vDim;
+  if (d === "deltaConv") return 2 * s.kHeads * s.kDim + inner;
+  if (d === "deltaQk") return 2 * s.kHeads * s.kDim;
+  if (d === "deltaInner") return inner;
+  return d === "deltaVHeads" ? s.vHeads : s.vDim;
 }

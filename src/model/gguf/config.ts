@@ -129,6 +129,15 @@ function addOptionalFields(
   }
   if (hasExperts(arch.layer)) config.moe = expertConfig(m, p, arch);
   if (rotaryDim < config.headDim) config.rotaryDim = rotaryDim;
+  const sections = `${p}rope.dimension_sections`;
+  if (m.has(sections)) {
+    const v = m.uints(sections);
+    while (v.length > 0 && v[v.length - 1] === 0) v.pop();
+    if (v.reduce((a, b) => a + b, 0) > rotaryDim / 2) {
+      throw m.refuse(sections, `more than the ${rotaryDim / 2} rotated pairs`);
+    }
+    config.ropeSections = v;
+  }
   if (arch.gguf.multipliers) {
     for (const [field, , key] of MULTIPLIER_KEYS) {
       if (m.has(`${p}${key}`)) config[field] = m.positive(`${p}${key}`);

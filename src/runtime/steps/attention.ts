@@ -11,6 +11,7 @@ import { windowOf } from "../../model/attention_knobs.ts";
 import { layerRotaryDim, ropeAttentionFactor } from "../../model/rope.ts";
 import type { GpuLayer } from "../gpu_layers.ts";
 import { missing, type Part, type PlanContext, type StepOf } from "./context.ts";
+import { gatedQkv } from "./gated_attention.ts";
 
 /** The q/k/v product, after the input norm when `norm` is given. */
 function qkvProduct(x: PlanContext, l: number, L: GpuLayer, norm?: GPUBuffer): Part {
@@ -27,13 +28,17 @@ function qkvProduct(x: PlanContext, l: number, L: GpuLayer, norm?: GPUBuffer): P
   }, `L${l}:qkv`);
 }
 
-/** `attn_norm_qkv`: the q/k/v product with the input RMSNorm folded in. */
+/**
+ * `attn_norm_qkv`: the q/k/v product with the input RMSNorm folded in (with `gatedQuery`, the
+ * gated product and its split: `gated_attention.ts`).
+ */
 export function attnNormQkv(
   x: PlanContext,
-  _step: StepOf<"attn_norm_qkv">,
+  step: StepOf<"attn_norm_qkv">,
   l: number,
   L: GpuLayer,
 ): Part[] {
+  if (step.gatedQuery) return gatedQkv(x, l, L);
   return [
     L.inputNorm ? qkvProduct(x, l, L, L.inputNorm) : Promise.reject(missing("inputNorm", l)),
   ];

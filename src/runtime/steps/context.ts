@@ -48,6 +48,20 @@ export interface Scratch {
    */
   ssm?: { conv: GPUBuffer; y: GPUBuffer; out: GPUBuffer };
   /**
+   * A gated delta net layer's z | beta | alpha rows, its convolution output, beta and decay
+   * [tokens, vHeads], the delta rule's output and the normed, gated output [tokens, vInner].
+   */
+  delta?: {
+    zba: GPUBuffer;
+    conv: GPUBuffer;
+    beta: GPUBuffer;
+    g: GPUBuffer;
+    o: GPUBuffer;
+    out: GPUBuffer;
+  };
+  /** A gated query's product rows [tokens, 2Q + 2KV] and its gates [tokens, Q]. */
+  gatedQuery?: { rows: GPUBuffer; gate: GPUBuffer };
+  /**
    * Split attention's partials, shared by every layer of a step (CPU paths): room for `slots`
    * (token, head, split) partials.
    */

@@ -12,6 +12,8 @@ import { moeMlp } from "./moe.ts";
 import { oProjResidual } from "./residual.ts";
 import { shortConv } from "./short_conv.ts";
 import { mamba2 } from "./mamba2.ts";
+import { deltaNet } from "./delta_net.ts";
+import { attentionGate } from "./gated_attention.ts";
 
 /** One compiler per recipe op. */
 export const STEP_COMPILERS: { readonly [K in LayerStep["op"]]: StepCompiler<K> } = {
@@ -25,6 +27,8 @@ export const STEP_COMPILERS: { readonly [K in LayerStep["op"]]: StepCompiler<K> 
   moe_mlp: moeMlp,
   short_conv: shortConv,
   mamba2,
+  delta_net: deltaNet,
+  attention_gate: attentionGate,
 };
 
 /** The kernels of recipe step `step` of layer `l`, by its op's compiler. */
