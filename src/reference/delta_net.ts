@@ -13,26 +13,13 @@ import type { ModelConfig } from "../model/config.ts";
 import { deltaWidths } from "../model/ssm_config.ts";
 import {
   need,
+  product,
   type ProductInput,
   type RecurrentState,
   type RecurrentWeights,
+  silu,
+  softplus,
 } from "./recurrent.ts";
-
-const silu = (v: number) => v / (1 + Math.exp(-v));
-const softplus = (v: number) => v > 20 ? v : Math.log1p(Math.exp(v));
-
-/** y[r, n] = Σ_k x[r, k]·W[n, k] over `rows` rows of `k` values. */
-function product(x: Float64Array, rows: number, w: Float64Array, n: number, k: number) {
-  const y = new Float64Array(rows * n);
-  for (let r = 0; r < rows; r++) {
-    for (let j = 0; j < n; j++) {
-      let acc = 0;
-      for (let i = 0; i < k; i++) acc += x[r * k + i]! * w[j * k + i]!;
-      y[r * n + j] = acc;
-    }
-  }
-  return y;
-}
 
 /** Each `width`-wide piece of `v` divided by sqrt(Σx² + eps), in place. */
 function l2Norm(v: Float64Array, width: number, eps: number): void {

@@ -98,3 +98,28 @@ export function shortConvLayerRef(
   }
   return out;
 }
+
+/** SiLU. */
+export const silu = (v: number): number => v / (1 + Math.exp(-v));
+
+/** ggml's softplus: the value itself above 20. */
+export const softplus = (v: number): number => v > 20 ? v : Math.log1p(Math.exp(v));
+
+/** y[r, n] = Σ_k x[r, k]·W[n, k] over `rows` rows of `k` values. */
+export function product(
+  x: Float64Array,
+  rows: number,
+  w: Float64Array,
+  n: number,
+  k: number,
+): Float64Array {
+  const y = new Float64Array(rows * n);
+  for (let r = 0; r < rows; r++) {
+    for (let j = 0; j < n; j++) {
+      let acc = 0;
+      for (let i = 0; i < k; i++) acc += x[r * k + i]! * w[j * k + i]!;
+      y[r * n + j] = acc;
+    }
+  }
+  return y;
+}

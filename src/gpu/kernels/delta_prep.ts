@@ -13,7 +13,7 @@
  * out = RMSNorm(o, weight) ⊙ silu(z), the norm first, then the gate (`build_norm_gated`).
  */
 import { checkBuffer, checkCount, fail, type KernelDispatch, prepareKernel } from "./kernel.ts";
-import type { StridedF32 } from "./gated_delta_net.ts";
+import { checkStrided, type StridedF32 } from "./gated_delta_net.ts";
 import { grid } from "../dispatch.ts";
 
 export type { StridedF32 } from "./gated_delta_net.ts";
@@ -74,24 +74,6 @@ export interface NormGateArgs {
   headDim: number;
   /** Added to each head's mean square inside the root. */
   eps: number;
-}
-
-/** Refuse a strided input of `width` floats a token whose buffer cannot hold `tokens` rows. */
-function checkStrided(
-  device: GPUDevice,
-  what: string,
-  name: string,
-  s: StridedF32,
-  width: number,
-  tokens: number,
-): void {
-  checkCount(what, `${name}.offset`, s.offset, 0);
-  checkCount(what, `${name}.stride`, s.stride, 1);
-  if (s.offset + width > s.stride) {
-    fail(what, `${name}: offset ${s.offset} + width ${width} exceeds stride ${s.stride}`);
-  }
-  const floats = (tokens - 1) * s.stride + s.offset + width;
-  checkBuffer(device, what, `${name}.buffer`, s.buffer, floats * 4);
 }
 
 /** Refuse counts below 1, a head dim over the limit and a bad eps. */

@@ -86,7 +86,7 @@ export function deltaSegmentTokens(kDim: number): number {
 }
 
 /** Refuse a strided tensor of `width` floats a token whose buffer cannot hold `tokens` rows. */
-function checkStrided(
+export function checkStrided(
   device: GPUDevice,
   what: string,
   name: string,

@@ -10,7 +10,7 @@
  * weight flattened to [inner] (GGUF `ssm_norm` [groups, inner / groups]).
  */
 import { checkBuffer, checkCount, fail, type KernelDispatch, prepareKernel } from "./kernel.ts";
-import type { StridedF32 } from "./gated_delta_net.ts";
+import { checkStrided, type StridedF32 } from "./gated_delta_net.ts";
 import { grid } from "../dispatch.ts";
 
 export type { StridedF32 } from "./gated_delta_net.ts";
@@ -45,24 +45,6 @@ export interface SsmGateNormArgs {
   groups: number;
   /** Added to the mean square inside the square root. */
   eps: number;
-}
-
-/** Refuse a strided input of `width` floats a token whose buffer cannot hold `tokens` rows. */
-function checkStrided(
-  device: GPUDevice,
-  what: string,
-  name: string,
-  s: StridedF32,
-  width: number,
-  tokens: number,
-): void {
-  checkCount(what, `${name}.offset`, s.offset, 0);
-  checkCount(what, `${name}.stride`, s.stride, 1);
-  if (s.offset + width > s.stride) {
-    fail(what, `${name}: offset ${s.offset} + width ${width} exceeds stride ${s.stride}`);
-  }
-  const floats = (tokens - 1) * s.stride + s.offset + width;
-  checkBuffer(device, what, `${name}.buffer`, s.buffer, floats * 4);
 }
 
 /** Check every count, buffer and alias of `a`. */
