@@ -19,8 +19,8 @@ const ARCH_DIR = "model/arch/";
 const ALLOWED: Record<string, readonly string[]> = {
   "text/gguf/tokenizer.ts": ["llama", "qwen2", "phi3"],
   "convert/tokenizer_meta.ts": ["llama", "qwen2"],
-  // `tokenizer.ggml.pre` names that are also family names (LFM2's vocabulary is "lfm2").
-  "text/gguf/pretokenizers.ts": ["qwen2", "lfm2"],
+  // `tokenizer.ggml.pre` names that are also family names (LFM2's vocabulary is "lfm2", Qwen3.5's "qwen35").
+  "text/gguf/pretokenizers.ts": ["qwen2", "lfm2", "qwen35"],
 };
 
 /** Every name a family answers to: its own, HF's and GGUF's. */
