@@ -14,9 +14,10 @@
 // run with the state row s[h, p, :] in private memory (vec4 lanes, d_state <= 128), then writes
 // it back to the slot. A run starting at position 0 starts from zeros (the slot's old contents are
 // never read); others start from the slot. A slot serves at most one run a step. Tokens whose
-// slot is >= slot_count are padding: their y is left as it was. The walk stops after max_run
-// tokens (lavapipe ends an invocation's loops after 65535 iterations; the wrapper refuses longer
-// runs).
+// slot is >= slot_count are padding: their y is left as it was. A dispatch walks tokens
+// [begin, tokens): lavapipe ends an invocation's loops after 65535 iterations in all, so the
+// wrapper cuts a step into dispatches of at most max_run tokens, and a run cut between two resumes
+// from the state the first left in its slot.
 //
 // x, B and C are read from one buffer `xbc` (the conv output row [x | B | C]), each at its own
 // offset and row stride in elements; dt from `dt` likewise. The state is f32
@@ -30,7 +31,7 @@ struct Params {
   groups: u32,
   slot_count: u32,
   max_run: u32,
-  _pad0: u32,
+  begin: u32, // this dispatch's first token (`tokens` is one past its last)
   x_off: u32,
   x_stride: u32,
   dt_off: u32,
@@ -75,13 +76,14 @@ fn softplus(v: f32) -> f32 {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
   let row = p.heads * p.head_dim;
-  if (i >= p.tokens * row) {
+  if (i >= (p.tokens - p.begin) * row) {
     return;
   }
-  let t0 = i / row;
+  let t0 = p.begin + i / row;
   let hp = i % row;
   let slot = slots[t0];
-  if (slot >= p.slot_count || (t0 > 0u && continues(t0))) {
+  // A run cut by the previous dispatch resumes here from the state it left in the slot.
+  if (slot >= p.slot_count || (t0 > p.begin && continues(t0))) {
     return;
   }
   let h = hp / p.head_dim;

@@ -7,7 +7,6 @@
  * @module
  */
 import { EngineError } from "../../contract/errors.ts";
-import { ssmScanMaxRun } from "../../gpu/kernels/ssm_scan.ts";
 import { withLlm } from "../../contract/engine_hooks.ts";
 import type { KvCacheEvent } from "../../contract/kv_events.ts";
 import type { EngineConfig } from "../../contract/types.ts";
@@ -151,14 +150,6 @@ async function sizeEngine(
   const maxNumSeqs = o.maxNumSeqs ?? 16;
   const maxNumBatchedTokens = Math.max(o.maxNumBatchedTokens ?? 256, maxNumSeqs);
   const spec = o.speculative && speculativeSettings(o.speculative);
-  const ssm = checkpoint.config.ssm;
-  if (ssm && maxNumBatchedTokens > ssmScanMaxRun(ssm.state)) {
-    throw EngineError.invalidField(
-      "maxNumBatchedTokens",
-      `${maxNumBatchedTokens} tokens in one step pass the ${ssmScanMaxRun(ssm.state)} one ` +
-        `Mamba2 scan walks in a dispatch (state ${ssm.state}); ask for fewer`,
-    );
-  }
   if (spec && isRecurrent(checkpoint.config)) {
     throw EngineError.invalidField(
       "speculative",

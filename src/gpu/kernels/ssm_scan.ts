@@ -27,7 +27,8 @@ const ITERATION_BUDGET = 65_000;
  * loop's final, exiting test as an iteration too (measured: a run at dState 128 was cut after
  * 1923 tokens, = (65535 - 129) / 34): an invocation spends dState + 1 iterations loading its
  * state row, as many storing it, and ceil(dState / 4) + 2 a token. At dState 128 this is 1904
- * tokens (lavapipe's own limit there is 1919); split longer prefills into chunks of at most this.
+ * tokens (lavapipe's own limit there is 1919); `prepareSsmScan` cuts longer steps into dispatches
+ * of at most this.
  */
 export function ssmScanMaxRun(dState: number): number {
   return Math.floor((ITERATION_BUDGET - 2 * (dState + 1)) / (Math.ceil(dState / 4) + 2));
@@ -82,8 +83,11 @@ export interface SsmScanArgs {
   groups: number;
   /** State slots `state` holds. */
   slotCount: number;
-  /** The step's longest run in tokens (at most {@linkcode ssmScanMaxRun} of `dState`). */
-  longestRun: number;
+  /**
+   * Most tokens one dispatch walks (default, and at most, {@linkcode ssmScanMaxRun} of
+   * `dState`): a longer step is cut into dispatches, a run cut between two resuming from its slot.
+   */
+  segmentTokens?: number;
 }
 
 /** Refuse shapes the kernel cannot take. */
@@ -93,12 +97,13 @@ function checkShape(what: string, a: SsmScanArgs): void {
   }
   if (a.dState > SSM_MAX_STATE) fail(what, `dState ${a.dState} is over ${SSM_MAX_STATE}`);
   if (a.heads % a.groups !== 0) fail(what, `groups ${a.groups} do not divide heads ${a.heads}`);
-  checkCount(what, "longestRun", a.longestRun, 1);
-  const max = ssmScanMaxRun(a.dState);
-  if (a.longestRun > max) {
-    fail(what, `longestRun ${a.longestRun} is over ${max} tokens for dState ${a.dState}`);
+  if (a.segmentTokens !== undefined) {
+    checkCount(what, "segmentTokens", a.segmentTokens, 1);
+    const max = ssmScanMaxRun(a.dState);
+    if (a.segmentTokens > max) {
+      fail(what, `segmentTokens ${a.segmentTokens} is over ${max} tokens for dState ${a.dState}`);
+    }
   }
-  if (a.longestRun > a.tokens) fail(what, `longestRun ${a.longestRun} is over tokens ${a.tokens}`);
 }
 
 /** Refuse rows of `width` elements placed badly; the elements the rows need. */
@@ -132,28 +137,47 @@ function checkBuffers(device: GPUDevice, what: string, a: SsmScanArgs): void {
 
 /**
  * The selective scan over a step's runs: y for every non-padding token and each run's final
- * state in its slot (see `shaders/ssm_scan.wgsl` for the arithmetic and the batch model).
+ * state in its slot (see `shaders/ssm_scan.wgsl` for the arithmetic and the batch model). One
+ * dispatch per `segmentTokens` tokens, to be recorded in order.
  */
 export async function prepareSsmScan(
   device: GPUDevice,
   a: SsmScanArgs,
   label = "ssm_scan",
-): Promise<KernelDispatch> {
+): Promise<KernelDispatch[]> {
   checkShape(label, a);
   checkBuffers(device, label, a);
-  return await prepareKernel(device, {
+  const seg = a.segmentTokens ?? ssmScanMaxRun(a.dState);
+  const parts: Promise<KernelDispatch>[] = [];
+  for (let begin = 0; begin < a.tokens; begin += seg) {
+    const end = Math.min(a.tokens, begin + seg);
+    parts.push(segment(device, a, begin, end, seg, `${label}[${begin}..${end})`));
+  }
+  return await Promise.all(parts);
+}
+
+/** The dispatch walking tokens [begin, end) of `a`. */
+function segment(
+  device: GPUDevice,
+  a: SsmScanArgs,
+  begin: number,
+  end: number,
+  seg: number,
+  label: string,
+): Promise<KernelDispatch> {
+  return prepareKernel(device, {
     label,
     shader: "ssm_scan",
     entry: "main",
     uniform: [
-      a.tokens,
+      end,
       a.heads,
       a.headDim,
       a.dState,
       a.groups,
       a.slotCount,
-      ssmScanMaxRun(a.dState),
-      0,
+      seg,
+      begin,
       a.x.offset,
       a.x.stride,
       a.dtRows.offset,
@@ -173,6 +197,6 @@ export async function prepareSsmScan(
       7: a.state,
       8: a.y,
     },
-    workgroups: grid256(device, a.tokens * a.heads * a.headDim),
+    workgroups: grid256(device, (end - begin) * a.heads * a.headDim),
   });
 }

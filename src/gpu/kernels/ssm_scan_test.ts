@@ -107,6 +107,7 @@ async function scanOnGpu(
   inp: ReturnType<typeof makeInputs>,
   state: GPUBuffer,
   dtApart = false,
+  segmentTokens?: number,
 ): Promise<Float32Array> {
   const packed = packRows(shape, tokens, inp, dtApart);
   const { slots, positions } = tokenTables(tokens, runs);
@@ -131,9 +132,9 @@ async function scanOnGpu(
     state,
     y,
     tokens,
-    longestRun: Math.max(...runs.map((r) => r.count)),
+    ...(segmentTokens !== undefined ? { segmentTokens } : {}),
   });
-  submitDispatches(device, [d], "test");
+  submitDispatches(device, d, "test");
   return await readF32(device, y, tokens * shape.heads * shape.headDim);
 }
 
@@ -245,18 +246,25 @@ Deno.test("ssm_scan: chunks of 1, 3 and 7 tokens carry the state as one shot doe
     assert.deepEqual(chunked, oneY); // same f32 arithmetic in the same order
     const n = inp.state.length;
     assert.deepEqual(await readF32(device, chunkState, n), await readF32(device, oneState, n));
+    // One step cut into dispatches of 1 and of 4 tokens walks the same arithmetic.
+    for (const segmentTokens of [1, 4]) {
+      const segState = f32Buffer(device, "ssm:stateS", inp.state);
+      const segY = await scanOnGpu(device, shape, 11, whole, inp, segState, false, segmentTokens);
+      assert.deepEqual(segY, oneY, `segments of ${segmentTokens}`);
+      assert.deepEqual(await readF32(device, segState, n), await readF32(device, oneState, n));
+    }
     const ref = reference(shape, 11, whole, inp);
     const yb = bound(ref.y, shape.dState);
     assertClose(oneY, ref.y, yb.tol, yb.eps, "ssm y one shot");
   });
 });
 
-Deno.test("ssm_scan: the longest run allowed at dState 128 completes on lavapipe", async () => {
+Deno.test("ssm_scan: a run past one dispatch's walk at dState 128 is cut in two and matches", async () => {
   const { device } = await testGpu();
   await withErrorScopes(device, async () => {
     const shape = { heads: 2, headDim: 1, dState: 128, groups: 1, slotCount: 1 };
-    const count = ssmScanMaxRun(128);
-    assert.equal(count, 1904);
+    assert.equal(ssmScanMaxRun(128), 1904);
+    const count = 2000;
     const runs = [{ slot: 0, start: 0, count, position: 3 }];
     const inp = makeInputs(shape, count, runs, 5);
     const state = f32Buffer(device, "ssm:state", inp.state);
@@ -291,15 +299,14 @@ Deno.test("ssm_scan: bad arguments are refused, naming the argument", async () =
     state: buf(2 * 6 * 12 * 16),
     y: buf(tokens * 72),
     tokens,
-    longestRun: 4,
   };
   await prepareSsmScan(device, good); // the base case is accepted
   const bad: [Partial<SsmScanArgs>, RegExp][] = [
     [{ groups: 4 }, /groups 4 do not divide heads 6/],
     [{ dState: 129 }, /dState 129 is over 128/],
     [{ headDim: 0 }, /headDim must be an integer >= 1/],
-    [{ longestRun: 5 }, /longestRun 5 is over tokens 4/],
-    [{ tokens: 13000, longestRun: 13000 }, /longestRun 13000 is over 10827 tokens for dState 16/],
+    [{ segmentTokens: 0 }, /segmentTokens must be an integer >= 1/],
+    [{ segmentTokens: 10828 }, /segmentTokens 10828 is over 10827 tokens for dState 16/],
     [{ c: { offset: 121, stride: rowW } }, /xbc holds/],
     [{ b: { offset: 72, stride: 40 } }, /b.stride 40 is under its row width 48/],
     [{ x: { offset: -1, stride: rowW } }, /x.offset must be an integer >= 0/],

@@ -76,7 +76,6 @@ export function mamba2(x: PlanContext, _step: StepOf<"mamba2">, l: number, L: Gp
       dState: ssm.state,
       groups: ssm.groups,
       slotCount: m.stateSlots,
-      longestRun: x.tokens,
     }, `L${l}:ssm_scan`),
     prepareSsmGateNorm(x.d, {
       y: { buffer: scratch.y, stride: inner, offset: 0 },
