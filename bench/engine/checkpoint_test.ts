@@ -45,12 +45,14 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
   const shapes = await listShapes();
   deepEqual(shapes, [
     "gemma-3-1b",
+    "granite-4.0-h-1b",
     "lfm2-1.2b",
     "llama-3.2-1b",
     "phi-4-mini",
     "qwen2.5-0.5b",
     "qwen3-0.6b",
     "qwen3-30b-a3b",
+    "qwen3.5-0.8b",
     "smollm2-135m",
     "smollm3-3b",
   ]);
@@ -77,6 +79,12 @@ Deno.test("every bench shape parses, and its generated tensor list is what the w
       "gemma-3-1b": 999_885_952,
       // 10 short-conv and 6 attention layers, MLP 8192 (block_ff_dim 12288 auto-adjusted), tied.
       "lfm2-1.2b": 1_170_340_608,
+      // 18 Gated DeltaNet layers of 21,555,360 and 6 gated-attention layers of 18,352,640
+      // (8 query heads of 256, their gate doubling q_proj), 248,320 × 1024 tied embedding.
+      "qwen3.5-0.8b": 752_393_024,
+      // 36 Mamba-2 layers of 33,520,016 (48 heads of 64, state 128, one group) and 4 attention
+      // layers of 25,168,896, MLP 4096, 100,352 × 1536 tied embedding.
+      "granite-4.0-h-1b": 1_461_538_368,
       "smollm3-3b": 3_075_098_624,
       "phi-4-mini": 3_836_021_760,
       // 48 layers of 623,120,640 (128 experts of 3 × 768 × 2048 each), untied head.
