@@ -12,6 +12,7 @@ import type { DeltaConfig } from "../model/arch/mod.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { deltaWidths } from "../model/ssm_config.ts";
 import {
+  causalConv,
   need,
   product,
   type ProductInput,
@@ -29,30 +30,6 @@ function l2Norm(v: Float64Array, width: number, eps: number): void {
     const scale = 1 / Math.sqrt(ss + eps);
     for (let i = 0; i < width; i++) v[o + i] = v[o + i]! * scale;
   }
-}
-
-/** The convolution of q | k | v over the state and this run, through SiLU ([T, conv]). */
-function conv(
-  c: ModelConfig,
-  taps: Float64Array,
-  qkv: Float64Array,
-  T: number,
-  st: RecurrentState,
-) {
-  const K = c.convWidth!, C = deltaWidths(c.delta!).conv;
-  const u = new Float64Array((K - 1 + T) * C);
-  u.set(st.conv);
-  u.set(qkv, (K - 1) * C);
-  const out = new Float64Array(T * C);
-  for (let t = 0; t < T; t++) {
-    for (let ch = 0; ch < C; ch++) {
-      let acc = 0;
-      for (let j = 0; j < K; j++) acc += taps[ch * K + j]! * u[(t + j) * C + ch]!;
-      out[t * C + ch] = silu(acc);
-    }
-  }
-  st.conv.set(u.subarray(T * C));
-  return out;
 }
 
 /** The key head value head `h` reads. */
@@ -110,7 +87,8 @@ export function deltaNetRef(
   const z = product(round("deltaZ", xn, H), T, need(w, "deltaZ"), inner, H);
   const b = product(round("deltaBeta", xn, H), T, need(w, "deltaBeta"), d.vHeads, H);
   const a = product(round("deltaAlpha", xn, H), T, need(w, "deltaAlpha"), d.vHeads, H);
-  const x = conv(c, need(w, "ssmConv"), qkv, T, st);
+  // The convolution of q | k | v over the state and this run, through SiLU ([T, conv]).
+  const x = causalConv(need(w, "ssmConv"), c.convWidth, qkv, T, C, st).map(silu);
   for (let t = 0; t < T; t++) l2Norm(x.subarray(t * C, t * C + 2 * d.kHeads * d.kDim), d.kDim, eps);
   const A = need(w, "ssmA"), dtBias = need(w, "ssmDtBias");
   const beta = b.map((v) => 1 / (1 + Math.exp(-v)));

@@ -9,6 +9,7 @@ import { EngineError } from "../contract/errors.ts";
 import type { ModelConfig } from "../model/config.ts";
 import { ssmWidths } from "../model/ssm_config.ts";
 import {
+  causalConv,
   need,
   product,
   type ProductInput,
@@ -26,23 +27,11 @@ function conv(
   T: number,
   st: RecurrentState,
 ) {
-  const K = c.convWidth!, { in: D, conv: C } = ssmWidths(c.ssm!), inner = c.ssm!.inner;
-  const u = new Float64Array((K - 1 + T) * C);
-  u.set(st.conv);
-  for (let t = 0; t < T; t++) {
-    u.set(zxbcdt.subarray(t * D + inner, t * D + inner + C), (K - 1 + t) * C);
-  }
-  const taps = need(w, "ssmConv"), bias = need(w, "ssmConvBias");
-  const out = new Float64Array(T * C);
-  for (let t = 0; t < T; t++) {
-    for (let ch = 0; ch < C; ch++) {
-      let acc = bias[ch]!;
-      for (let j = 0; j < K; j++) acc += taps[ch * K + j]! * u[(t + j) * C + ch]!;
-      out[t * C + ch] = silu(acc);
-    }
-  }
-  st.conv.set(u.subarray(T * C));
-  return out;
+  const { in: D, conv: C } = ssmWidths(c.ssm!), inner = c.ssm!.inner;
+  const rows = new Float64Array(T * C);
+  for (let t = 0; t < T; t++) rows.set(zxbcdt.subarray(t * D + inner, t * D + inner + C), t * C);
+  const bias = need(w, "ssmConvBias");
+  return causalConv(need(w, "ssmConv"), c.convWidth!, rows, T, C, st, bias).map(silu);
 }
 
 /** The scan, the D skip, the gate and the grouped norm: [T, inner]. */

@@ -52,50 +52,53 @@ export function need(w: ConvWeights, role: LayerRole): Float64Array {
 export function shortConvLayerRef(
   c: ModelConfig,
   w: ConvWeights,
-  xn0: Float64Array,
+  xn: Float64Array,
   T: number,
   state: RecurrentState,
   round: ProductInput = (_role, v) => v,
 ): Float64Array {
-  const xn = round("convIn", xn0, c.hiddenSize);
   const H = c.hiddenSize, W = c.convWidth;
   if (W === undefined) throw EngineError.invalidArgument("reference model: no convWidth");
-  const inW = need(w, "convIn"), taps = need(w, "conv"), outW = need(w, "convOut");
-  // The inputs of the convolution: the state's W - 1 rows, then this run's T rows.
-  const u = new Float64Array((W - 1 + T) * H);
+  const bcx = product(round("convIn", xn, H), T, need(w, "convIn"), 3 * H, H);
+  const u = new Float64Array(T * H);
+  for (let t = 0; t < T; t++) {
+    for (let ch = 0; ch < H; ch++) {
+      u[t * H + ch] = bcx[t * 3 * H + ch]! * bcx[(t * 3 + 2) * H + ch]!;
+    }
+  }
+  const y = causalConv(need(w, "conv"), W, u, T, H, state);
+  for (let t = 0; t < T; t++) {
+    for (let ch = 0; ch < H; ch++) y[t * H + ch] = bcx[(t * 3 + 1) * H + ch]! * y[t * H + ch]!;
+  }
+  return product(round("convOut", y, H), T, need(w, "convOut"), H, H);
+}
+
+/**
+ * The causal depthwise convolution of `rows` ([T, C]) continuing `state`, whose `conv` holds the
+ * `width - 1` rows before them (oldest first): out[t, c] = bias[c] + Σ_j taps[c, j]·u[t + j, c]
+ * over u = those rows then `rows`; `state.conv` is left holding the last `width - 1` rows.
+ */
+export function causalConv(
+  taps: Float64Array,
+  width: number,
+  rows: Float64Array,
+  T: number,
+  C: number,
+  state: RecurrentState,
+  bias?: Float64Array,
+): Float64Array {
+  const u = new Float64Array((width - 1 + T) * C);
   u.set(state.conv);
-  const gateC = new Float64Array(T * H);
+  u.set(rows.subarray(0, T * C), (width - 1) * C);
+  const out = new Float64Array(T * C);
   for (let t = 0; t < T; t++) {
-    for (let ch = 0; ch < H; ch++) {
-      let b = 0, g = 0, v = 0;
-      for (let k = 0; k < H; k++) {
-        const xv = xn[t * H + k]!;
-        b += inW[ch * H + k]! * xv;
-        g += inW[(H + ch) * H + k]! * xv;
-        v += inW[(2 * H + ch) * H + k]! * xv;
-      }
-      u[(W - 1 + t) * H + ch] = b * v;
-      gateC[t * H + ch] = g;
+    for (let ch = 0; ch < C; ch++) {
+      let acc = bias?.[ch] ?? 0;
+      for (let j = 0; j < width; j++) acc += taps[ch * width + j]! * u[(t + j) * C + ch]!;
+      out[t * C + ch] = acc;
     }
   }
-  const y = new Float64Array(T * H);
-  for (let t = 0; t < T; t++) {
-    for (let ch = 0; ch < H; ch++) {
-      let acc = 0;
-      for (let j = 0; j < W; j++) acc += taps[ch * W + j]! * u[(t + j) * H + ch]!;
-      y[t * H + ch] = gateC[t * H + ch]! * acc;
-    }
-  }
-  state.conv.set(u.subarray(T * H));
-  const yIn = round("convOut", y, H);
-  const out = new Float64Array(T * H);
-  for (let t = 0; t < T; t++) {
-    for (let n = 0; n < H; n++) {
-      let acc = 0;
-      for (let k = 0; k < H; k++) acc += outW[n * H + k]! * yIn[t * H + k]!;
-      out[t * H + n] = acc;
-    }
-  }
+  state.conv.set(u.subarray(T * C));
   return out;
 }
 

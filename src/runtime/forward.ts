@@ -16,9 +16,8 @@ import {
   type Scratch,
 } from "./step_plan.ts";
 import { kernelPaths } from "../gpu/paths.ts";
-import { isRecurrent } from "../model/layer_kinds.ts";
+import { hasGatedQuery, isRecurrent } from "../model/layer_kinds.ts";
 import { deltaWidths, ssmWidths } from "../model/ssm_config.ts";
-import { hasGatedQuery } from "../model/layer_kinds.ts";
 
 /** One step: tokens of one or more sequences, where their K/V go, and which logits to return. */
 export interface StepBatch {
@@ -69,11 +68,14 @@ export class Forward {
   #plans = new Map<string, Plan>();
   readonly #store: GPUBuffer | undefined;
   readonly #splits: number | undefined;
+  /** The model has recurrent layers: steps carry state slots (`StepBatch.stateSlots`). */
+  readonly #recurrent: boolean;
 
   /** A forward over `model`; scratch buffers are allocated on the first step. */
   constructor(readonly model: GpuModel, options: ForwardOptions = {}) {
     this.#store = options.tokensFrom;
     this.#splits = options.attentionSplits;
+    this.#recurrent = isRecurrent(model.config);
   }
 
   #ensure(tokens: number, rows: number, tableEntries: number): Scratch {
@@ -128,14 +130,6 @@ export class Forward {
         slots,
       };
     }
-    if (c.ssm) {
-      const w = ssmWidths(c.ssm);
-      this.#scratch.ssm = {
-        conv: f("ssm_conv", cap * w.conv),
-        y: f("ssm_y", cap * c.ssm.inner),
-        out: f("ssm_out", cap * c.ssm.inner),
-      };
-    }
     this.#recurrentScratch(this.#scratch, cap);
     if (c.moe) {
       const { experts, topK, expertIntermediateSize } = c.moe;
@@ -149,10 +143,18 @@ export class Forward {
     return this.#scratch;
   }
 
-  /** The gated delta net's and the gated query's scratch, in models that have them. */
+  /** The Mamba2, gated delta net and gated query scratch, in models that have them. */
   #recurrentScratch(s: Scratch, cap: number): void {
     const c = this.model.config, d = this.model.gpu.device;
     const f = (label: string, n: number) => storageBuffer(d, `fwd:${label}`, n * 4);
+    if (c.ssm) {
+      const w = ssmWidths(c.ssm);
+      s.ssm = {
+        conv: f("ssm_conv", cap * w.conv),
+        y: f("ssm_y", cap * c.ssm.inner),
+        out: f("ssm_out", cap * c.ssm.inner),
+      };
+    }
     if (c.delta) {
       const w = deltaWidths(c.delta);
       s.delta = {
@@ -296,7 +298,7 @@ export class Forward {
    */
   #validateStates(b: StepBatch): void {
     // A model without recurrent layers reads no state: its batches' slots are not used.
-    if (!isRecurrent(this.model.config)) return;
+    if (!this.#recurrent) return;
     const slots = b.stateSlots;
     if (slots === undefined) {
       for (let i = 1; i < b.tokens.length; i++) {
@@ -347,7 +349,7 @@ export class Forward {
     q.writeBuffer(this.#store ? s.index : s.ids, 0, Uint32Array.from(b.tokens));
     q.writeBuffer(s.positions, 0, Uint32Array.from(b.positions));
     q.writeBuffer(s.slots, 0, Uint32Array.from(b.slots));
-    if (isRecurrent(this.model.config)) {
+    if (this.#recurrent) {
       q.writeBuffer(s.stateSlots, 0, Uint32Array.from(b.stateSlots ?? new Uint32Array(tokens)));
     }
     q.writeBuffer(s.tableOffsets, 0, Uint32Array.from(b.tableOffsets));
